@@ -1,0 +1,176 @@
+//! The one error type of postwire-core, and its stable string codes.
+//!
+//! Every fallible entry point returns [`Error`]. Each variant maps to an [`ErrorCode`]
+//! whose string form (`missing_header`, `invalid_signature`, ...) is part of the public
+//! contract: the npm package, the Worker and the HTTP API report the same codes. The
+//! messages are written for the person fixing the integration, and never contain key
+//! material, signatures or body bytes.
+
+use std::fmt;
+
+/// A stable, machine-readable error code. Its [`as_str`](ErrorCode::as_str) form never
+/// changes between releases; new codes may be added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// A required `webhook-*` header is absent.
+    MissingHeader,
+    /// A `webhook-*` header is present but malformed (not ASCII, too long, not a number...).
+    InvalidHeader,
+    /// `webhook-timestamp` is further in the past than the tolerance allows.
+    TimestampTooOld,
+    /// `webhook-timestamp` is further in the future than the tolerance allows.
+    TimestampTooNew,
+    /// No signature in `webhook-signature` matches any of the secrets.
+    InvalidSignature,
+    /// A signing secret could not be parsed or generated.
+    InvalidSecret,
+    /// The body is not a valid event envelope (bad JSON, wrong shape, rule broken).
+    InvalidPayload,
+}
+
+impl ErrorCode {
+    /// Every code, for documentation and exhaustive tests.
+    pub const ALL: [ErrorCode; 7] = [
+        ErrorCode::MissingHeader,
+        ErrorCode::InvalidHeader,
+        ErrorCode::TimestampTooOld,
+        ErrorCode::TimestampTooNew,
+        ErrorCode::InvalidSignature,
+        ErrorCode::InvalidSecret,
+        ErrorCode::InvalidPayload,
+    ];
+
+    /// The stable string form, e.g. `"invalid_signature"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::MissingHeader => "missing_header",
+            ErrorCode::InvalidHeader => "invalid_header",
+            ErrorCode::TimestampTooOld => "timestamp_too_old",
+            ErrorCode::TimestampTooNew => "timestamp_too_new",
+            ErrorCode::InvalidSignature => "invalid_signature",
+            ErrorCode::InvalidSecret => "invalid_secret",
+            ErrorCode::InvalidPayload => "invalid_payload",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Everything that can go wrong when parsing secrets, signing, verifying or parsing events.
+///
+/// ```
+/// use postwire_core::{Error, ErrorCode};
+/// let err = Error::MissingHeader { name: "webhook-id" };
+/// assert_eq!(err.code(), ErrorCode::MissingHeader);
+/// assert_eq!(err.code().as_str(), "missing_header");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A required header is absent.
+    #[error(
+        "missing `{name}` header: a Standard Webhooks delivery carries webhook-id, \
+         webhook-timestamp and webhook-signature; pass the request's headers unchanged"
+    )]
+    MissingHeader {
+        /// The lower-case header name.
+        name: &'static str,
+    },
+    /// A header is present but malformed.
+    #[error("invalid `{name}` header: {reason}")]
+    InvalidHeader {
+        /// The lower-case header name.
+        name: &'static str,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The timestamp is older than the tolerance.
+    #[error(
+        "webhook-timestamp is {age_secs} s old, beyond the {tolerance_secs} s tolerance: \
+         the delivery may be a replay, or this machine's clock is ahead"
+    )]
+    TimestampTooOld {
+        /// How far in the past the timestamp is, in seconds.
+        age_secs: u64,
+        /// The tolerance in force, in seconds.
+        tolerance_secs: u64,
+    },
+    /// The timestamp is further in the future than the tolerance.
+    #[error(
+        "webhook-timestamp is {ahead_secs} s in the future, beyond the {tolerance_secs} s \
+         tolerance: this machine's clock may be behind"
+    )]
+    TimestampTooNew {
+        /// How far in the future the timestamp is, in seconds.
+        ahead_secs: u64,
+        /// The tolerance in force, in seconds.
+        tolerance_secs: u64,
+    },
+    /// No signature matched.
+    #[error(
+        "no signature matches{detail}: check that the secret is this endpoint's, and sign or \
+         verify the raw body bytes exactly as received, not JSON that was parsed and \
+         re-serialized"
+    )]
+    InvalidSignature {
+        /// Extra context, e.g. that the header held no `v1` signature at all.
+        detail: SignatureDetail,
+    },
+    /// A secret could not be parsed or generated.
+    #[error("invalid signing secret: {reason}")]
+    InvalidSecret {
+        /// What is wrong with it (never the secret itself).
+        reason: &'static str,
+    },
+    /// The body is not a valid event envelope.
+    #[error("invalid event payload: {reason}")]
+    InvalidPayload {
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// Why a signature check failed, beyond "no match". Part of [`Error::InvalidSignature`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SignatureDetail {
+    /// There were well-formed `v1` signatures, and none matched.
+    NoMatch,
+    /// The header held no well-formed `v1,<base64 of 32 bytes>` entry at all.
+    NoV1Signature,
+}
+
+impl fmt::Display for SignatureDetail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SignatureDetail::NoMatch => Ok(()),
+            SignatureDetail::NoV1Signature => f.write_str(
+                " (webhook-signature holds no well-formed `v1,<base64>` entry)",
+            ),
+        }
+    }
+}
+
+impl Error {
+    /// The stable code of this error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::MissingHeader { .. } => ErrorCode::MissingHeader,
+            Error::InvalidHeader { .. } => ErrorCode::InvalidHeader,
+            Error::TimestampTooOld { .. } => ErrorCode::TimestampTooOld,
+            Error::TimestampTooNew { .. } => ErrorCode::TimestampTooNew,
+            Error::InvalidSignature { .. } => ErrorCode::InvalidSignature,
+            Error::InvalidSecret { .. } => ErrorCode::InvalidSecret,
+            Error::InvalidPayload { .. } => ErrorCode::InvalidPayload,
+        }
+    }
+
+    pub(crate) fn payload(reason: impl fmt::Display) -> Self {
+        Error::InvalidPayload { reason: reason.to_string() }
+    }
+}

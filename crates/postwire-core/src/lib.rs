@@ -1,0 +1,63 @@
+//! # postwire-core
+//!
+//! Standard Webhooks signing and verification, and the typed events of the postwire
+//! webhooks API. No I/O, no clock of its own, no panics on any input; builds for
+//! `wasm32-unknown-unknown` as well as native targets. The npm package, the edge Worker
+//! and the sender are thin layers over this crate.
+//!
+//! ## Receiving
+//! ```
+//! use postwire_core::{Secret, Signer, UnixTime, Verifier, MemoryReplayGuard, ReplayGuard, Seen};
+//! # let secret = Secret::generate().unwrap();
+//! # let now = UnixTime::from_secs(1_700_000_000);
+//! # let body = br#"{"id":"msg_1","type":"webhook.test","createdAt":"2026-01-01T00:00:00.000Z","workspaceId":"ws","data":{"message":"hi"}}"#;
+//! # let sig = Signer::new(secret.clone()).sign("msg_1", now, body).unwrap();
+//! # let headers = vec![("webhook-id", "msg_1".to_string()), ("webhook-timestamp", "1700000000".into()), ("webhook-signature", sig.into_string())];
+//! let verifier = Verifier::new(secret);
+//! let guard = MemoryReplayGuard::default();
+//! let event = verifier.verify_event(&headers, body, now)?;
+//! if guard.check_and_record(&event.id, now) == Seen::Fresh {
+//!     // handle `event.data` ...
+//! }
+//! # Ok::<(), postwire_core::Error>(())
+//! ```
+//!
+//! ## Sending
+//! [`Signer`] produces the `webhook-signature` value (one entry per secret during a
+//! rotation); [`Event`] is the body; [`matches`] and [`OrderingKey`] decide where and in
+//! which order it goes.
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod error;
+mod event;
+mod headers;
+mod matching;
+mod replay;
+mod secret;
+mod signature;
+mod signer;
+mod subscription;
+mod time;
+mod verifier;
+
+pub use error::{Error, ErrorCode, SignatureDetail};
+pub use event::{
+    Actor, ActorKind, DisconnectReason, Event, EventData, EventError, EventType, FailureCode, Integration,
+    IntegrationData, IntegrationDisconnectedData, PostData, PostDeletedData, PostFailedData, PostState,
+    PostSummary, TestData,
+};
+pub use headers::{HeaderSource, WebhookHeaders, ID_HEADER, MAX_ID_LEN, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+pub use matching::{matches, OrderingKey};
+pub use replay::{MemoryReplayGuard, ReplayGuard, Seen, DEFAULT_REPLAY_CAPACITY, DEFAULT_REPLAY_TTL_SECS};
+pub use secret::{
+    Secret, SignatureStream, DEFAULT_SECRET_LEN, MAX_GENERATED_SECRET_LEN, MIN_GENERATED_SECRET_LEN, SECRET_PREFIX,
+};
+pub use signature::{Signature, SignatureHeader, MAX_SIGNATURES, MAX_SIGNATURE_HEADER_LEN, SIGNATURE_VERSION};
+pub use signer::{SignatureValue, Signer};
+pub use subscription::{CreatedByKind, CreatedSubscription, Subscription, SubscriptionStatus};
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+pub use time::SystemClock;
+pub use time::{Clock, ManualClock, Timestamp, UnixTime};
+pub use verifier::{Verified, Verifier, DEFAULT_TOLERANCE_SECS};

@@ -1,0 +1,243 @@
+//! Signing secrets: parsing `whsec_<base64>`, generating new ones, and the keyed HMAC.
+//!
+//! A [`Secret`] keeps its HMAC-SHA256 key already expanded (the inner and outer pads
+//! hashed once, at parse time), so each signature costs only the hashing of the message
+//! itself. The raw key bytes are zeroed on drop, and neither `Debug` nor `Display` ever
+//! shows them: the only way to see the key is [`Secret::expose`], named so that it stands
+//! out in review.
+
+use std::fmt;
+use std::str::FromStr;
+
+use base64::Engine as _;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use zeroize::Zeroizing;
+
+use crate::signature::Signature;
+use crate::{Error, UnixTime};
+
+pub(crate) type HmacSha256 = Hmac<Sha256>;
+
+/// The prefix of a Standard Webhooks secret string.
+pub const SECRET_PREFIX: &str = "whsec_";
+/// Bytes in a secret made by [`Secret::generate`].
+pub const DEFAULT_SECRET_LEN: usize = 32;
+/// The smallest key [`Secret::generate_with_len`] makes (Standard Webhooks: 24..=64 bytes).
+pub const MIN_GENERATED_SECRET_LEN: usize = 24;
+/// The largest key [`Secret::generate_with_len`] makes.
+pub const MAX_GENERATED_SECRET_LEN: usize = 64;
+/// The longest secret string accepted by [`Secret::parse`]; real ones are under 100.
+pub const MAX_SECRET_STRING_LEN: usize = 1024;
+
+/// Standard base64 that accepts input with or without `=` padding (some senders strip it).
+pub(crate) const BASE64_LENIENT: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new()
+        .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+);
+
+/// An HMAC-SHA256 signing secret.
+///
+/// ```
+/// use postwire_core::{Secret, UnixTime};
+/// let secret: Secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".parse().unwrap();
+/// let sig = secret.sign("msg_p5jXN8AQM9LWM0D4loKWxJek", UnixTime::from_secs(1614265330), br#"{"test": 2432232314}"#).unwrap();
+/// assert_eq!(sig.to_string(), "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+/// assert_eq!(format!("{secret:?}"), "Secret(whsec_…)"); // never the key
+/// ```
+#[derive(Clone)]
+pub struct Secret {
+    key: Zeroizing<Vec<u8>>,
+    mac: HmacSha256,
+}
+
+impl Secret {
+    /// Parses `whsec_<base64>`, or the base64 alone. Padding is optional. The key may be
+    /// any non-empty length (other senders' secrets vary); only generation enforces
+    /// 24..=64 bytes.
+    pub fn parse(s: &str) -> Result<Self, Error> {
+        if s.len() > MAX_SECRET_STRING_LEN {
+            return Err(Error::InvalidSecret { reason: "longer than 1024 characters" });
+        }
+        let b64 = s.strip_prefix(SECRET_PREFIX).unwrap_or(s);
+        if b64.is_empty() {
+            return Err(Error::InvalidSecret { reason: "empty; expected `whsec_` followed by base64" });
+        }
+        let key = Zeroizing::new(BASE64_LENIENT.decode(b64).map_err(|_| Error::InvalidSecret {
+            reason: "not valid base64 after the `whsec_` prefix; copy the whole secret as shown once at creation",
+        })?);
+        Self::from_key(key)
+    }
+
+    /// Uses `bytes` as the key directly (the `format: "raw"` of the reference libraries).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        Self::from_key(Zeroizing::new(bytes.to_vec()))
+    }
+
+    fn from_key(key: Zeroizing<Vec<u8>>) -> Result<Self, Error> {
+        if key.is_empty() {
+            return Err(Error::InvalidSecret { reason: "the key is empty" });
+        }
+        // HMAC accepts keys of any length, so this cannot fail; map it anyway, never panic.
+        let mac = HmacSha256::new_from_slice(&key)
+            .map_err(|_| Error::InvalidSecret { reason: "HMAC rejected the key" })?;
+        Ok(Secret { key, mac })
+    }
+
+    /// A fresh random secret of [`DEFAULT_SECRET_LEN`] bytes from the operating system's
+    /// (or, on wasm, the JavaScript runtime's) secure random source.
+    pub fn generate() -> Result<Self, Error> {
+        Self::generate_with_len(DEFAULT_SECRET_LEN)
+    }
+
+    /// A fresh random secret of `len` bytes; `len` must be within 24..=64.
+    pub fn generate_with_len(len: usize) -> Result<Self, Error> {
+        if !(MIN_GENERATED_SECRET_LEN..=MAX_GENERATED_SECRET_LEN).contains(&len) {
+            return Err(Error::InvalidSecret { reason: "a generated key must be 24 to 64 bytes long" });
+        }
+        let mut key = Zeroizing::new(vec![0u8; len]);
+        getrandom::fill(&mut key)
+            .map_err(|_| Error::InvalidSecret { reason: "no secure random source is available" })?;
+        Self::from_key(key)
+    }
+
+    /// The secret as `whsec_<base64>`: for showing it once to its owner, and for storage.
+    /// Never log this.
+    pub fn expose(&self) -> String {
+        let mut s = String::with_capacity(SECRET_PREFIX.len() + self.key.len().div_ceil(3) * 4);
+        s.push_str(SECRET_PREFIX);
+        base64::engine::general_purpose::STANDARD.encode_string(&self.key[..], &mut s);
+        s
+    }
+
+    /// The raw key bytes. Never log these.
+    pub fn expose_bytes(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// Signs one delivery: HMAC-SHA256 over `<id>.<timestamp>.<body>`.
+    ///
+    /// The three parts are streamed into the HMAC; the body is never copied. `id` must be
+    /// a valid `webhook-id` (1 to 256 visible ASCII characters), since it goes into a header.
+    pub fn sign(&self, id: &str, timestamp: UnixTime, body: &[u8]) -> Result<Signature, Error> {
+        crate::headers::validate_id(id)?;
+        let mut stream = self.stream(id, timestamp);
+        stream.update(body);
+        Ok(stream.finish())
+    }
+
+    /// Starts a signature whose body arrives in pieces (a streamed request body).
+    /// `id` is not validated here; [`Secret::sign`] does that.
+    pub fn stream(&self, id: &str, timestamp: UnixTime) -> SignatureStream {
+        let mut ts = itoa::Buffer::new();
+        SignatureStream(self.mac_over(id.as_bytes(), ts.format(timestamp.as_secs()).as_bytes()))
+    }
+
+    /// The keyed HMAC with `<id>.<timestamp>.` already fed in.
+    pub(crate) fn mac_over(&self, id: &[u8], timestamp: &[u8]) -> HmacSha256 {
+        let mut mac = self.mac.clone();
+        mac.update(id);
+        mac.update(b".");
+        mac.update(timestamp);
+        mac.update(b".");
+        mac
+    }
+}
+
+/// A signature being computed over a body that arrives in pieces. From [`Secret::stream`].
+///
+/// ```
+/// use postwire_core::{Secret, UnixTime};
+/// let secret = Secret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
+/// let mut s = secret.stream("msg_p5jXN8AQM9LWM0D4loKWxJek", UnixTime::from_secs(1614265330));
+/// s.update(br#"{"test": "#);
+/// s.update(b"2432232314}");
+/// assert_eq!(s.finish().to_string(), "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+/// ```
+pub struct SignatureStream(HmacSha256);
+
+impl SignatureStream {
+    /// Feeds the next piece of the body.
+    pub fn update(&mut self, chunk: &[u8]) {
+        self.0.update(chunk);
+    }
+
+    /// The finished signature.
+    pub fn finish(self) -> Signature {
+        Signature::from_bytes(self.0.finalize().into_bytes().into())
+    }
+}
+
+impl FromStr for Secret {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        Secret::parse(s)
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(whsec_…)")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("whsec_…")
+    }
+}
+
+impl PartialEq for Secret {
+    /// Constant-time comparison of the keys.
+    fn eq(&self, other: &Self) -> bool {
+        use subtle::ConstantTimeEq;
+        self.key.len() == other.key.len() && bool::from(self.key.ct_eq(&other.key))
+    }
+}
+impl Eq for Secret {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_with_and_without_prefix_and_padding() {
+        let a = Secret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
+        let b = Secret::parse("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
+        assert_eq!(a, b);
+        let padded = Secret::parse("whsec_AAEC").unwrap();
+        assert_eq!(padded.expose_bytes(), &[0, 1, 2]);
+        let unpadded = Secret::parse("whsec_AAE").unwrap();
+        assert_eq!(unpadded.expose_bytes(), &[0, 1]);
+        assert_eq!(Secret::parse("whsec_AAE=").unwrap(), unpadded);
+    }
+
+    #[test]
+    fn rejects_empty_and_bad_base64_with_invalid_secret() {
+        for bad in ["", "whsec_", "whsec_!!!!", "whsec_A", "whsec_ AAAA"] {
+            let err = Secret::parse(bad).unwrap_err();
+            assert_eq!(err.code(), crate::ErrorCode::InvalidSecret, "{bad:?}");
+            assert!(!err.to_string().contains(bad.trim_start_matches("whsec_")) || bad.len() <= 6);
+        }
+        assert!(Secret::from_bytes(&[]).is_err());
+    }
+
+    #[test]
+    fn generation_enforces_24_to_64_bytes() {
+        assert_eq!(Secret::generate().unwrap().expose_bytes().len(), 32);
+        assert!(Secret::generate_with_len(23).is_err());
+        assert!(Secret::generate_with_len(65).is_err());
+        assert_eq!(Secret::generate_with_len(64).unwrap().expose_bytes().len(), 64);
+        assert_ne!(Secret::generate().unwrap(), Secret::generate().unwrap());
+    }
+
+    #[test]
+    fn expose_round_trips() {
+        let s = Secret::generate().unwrap();
+        let text = s.expose();
+        assert!(text.starts_with("whsec_"));
+        assert_eq!(Secret::parse(&text).unwrap(), s);
+        assert!(!format!("{s} {s:?}").contains(&text[6..]));
+    }
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs everything postwire's builds and tests need, on a fresh machine or an old one.
+# Idempotent: every step first checks whether its tool is already there at the wanted
+# version. Nothing here downloads from outside the package registries (crates.io, npm,
+# Debian); see ../shared/TOOLCHAIN.md for why each pin is what it is.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+WASM_PACK_VERSION=0.15.1
+WASM_BINDGEN_VERSION=0.2.130   # must equal the `wasm-bindgen = "=…"` pin in Cargo.toml
+WORKER_BUILD_VERSION=0.8.7
+
+log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*"; }
+have_version() { command -v "$1" >/dev/null 2>&1 && "$1" --version 2>/dev/null | grep -q "$2"; }
+
+export PATH="$HOME/.cargo/bin:$PATH"
+
+if ! rustup target list --installed | grep -q '^wasm32-unknown-unknown$'; then
+  log "rustup target add wasm32-unknown-unknown"
+  rustup target add wasm32-unknown-unknown
+fi
+
+apt_pkgs=()
+command -v chromium >/dev/null 2>&1 || apt_pkgs+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || apt_pkgs+=(chromium-driver)
+command -v wrk >/dev/null 2>&1 || apt_pkgs+=(wrk)
+if [ ${#apt_pkgs[@]} -gt 0 ]; then
+  log "apt-get install ${apt_pkgs[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${apt_pkgs[@]}" >/dev/null
+fi
+
+if ! have_version wasm-pack "$WASM_PACK_VERSION"; then
+  log "cargo install wasm-pack $WASM_PACK_VERSION"
+  cargo install wasm-pack --version "$WASM_PACK_VERSION" --locked
+fi
+if ! have_version wasm-bindgen "$WASM_BINDGEN_VERSION"; then
+  # Not --locked: the CLI's own lockfile pins a crate version this registry lacks.
+  log "cargo install wasm-bindgen-cli $WASM_BINDGEN_VERSION"
+  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+fi
+if ! have_version worker-build "$WORKER_BUILD_VERSION"; then
+  log "cargo install worker-build $WORKER_BUILD_VERSION"
+  cargo install worker-build --version "$WORKER_BUILD_VERSION" --locked
+fi
+
+# JavaScript tooling (miniflare/workerd, wrangler, binaryen's wasm-opt, peers for benchmarks)
+# lives in the root node_modules, pinned by package-lock.json.
+if [ -f package.json ]; then
+  if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+    log "npm ci"
+    npm ci --no-audit --no-fund
+  fi
+fi
+log "toolchain ready"
