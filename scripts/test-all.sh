@@ -10,6 +10,10 @@ export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 
 step() { printf '\n\033[1;34m==> %s\033[0m\n' "$*"; }
 
+step "shared test vectors are what generate.py writes"
+python3 tests/vectors/generate.py
+git diff --exit-code -- tests/vectors || { echo "tests/vectors differ from generate.py's output" >&2; exit 1; }
+
 step "cargo test --workspace"
 cargo test --workspace --locked
 step "cargo test -p postwire-core --all-features"

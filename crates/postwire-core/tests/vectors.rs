@@ -1,0 +1,97 @@
+//! Runs every shared test vector in `tests/vectors/` (the same files the npm package and
+//! the Worker run) against postwire-core.
+
+use std::path::PathBuf;
+
+use base64::Engine as _;
+use postwire_core::{matches, Event, EventType, Secret, UnixTime, Verifier};
+use serde_json::Value;
+
+fn load(name: &str) -> Vec<Value> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors").join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let file: Value = serde_json::from_str(&text).unwrap();
+    let cases = file["cases"].as_array().expect("cases").clone();
+    assert!(!cases.is_empty(), "{name} has no cases");
+    cases
+}
+
+fn body(case: &Value) -> Vec<u8> {
+    match (&case["body"], &case["body_base64"]) {
+        (Value::String(s), _) => s.as_bytes().to_vec(),
+        (_, Value::String(b)) => base64::engine::general_purpose::STANDARD.decode(b).unwrap(),
+        _ => panic!("case without a body: {case}"),
+    }
+}
+
+fn name(case: &Value) -> &str {
+    case["name"].as_str().unwrap()
+}
+
+#[test]
+fn sign_vectors() {
+    for case in load("sign.json") {
+        let secret = Secret::parse(case["secret"].as_str().unwrap()).unwrap();
+        let ts = UnixTime::from_secs(case["timestamp"].as_i64().unwrap());
+        let sig = secret.sign(case["id"].as_str().unwrap(), ts, &body(&case)).unwrap();
+        assert_eq!(sig.to_string(), case["signature"].as_str().unwrap(), "{}", name(&case));
+    }
+}
+
+#[test]
+fn verify_vectors() {
+    let cases = load("verify.json");
+    let (mut ok, mut failing) = (0, 0);
+    for case in &cases {
+        let secrets = case["secrets"].as_array().unwrap().iter().map(|s| Secret::parse(s.as_str().unwrap()).unwrap());
+        let mut verifier = Verifier::with_secrets(secrets).unwrap();
+        if let Some(t) = case["tolerance"].as_u64() {
+            verifier = verifier.with_tolerance_secs(t);
+        }
+        let headers: Vec<(String, String)> = case["headers"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned()))
+            .collect();
+        let now = UnixTime::from_secs(case["now"].as_i64().unwrap());
+        let result = verifier.verify(&headers, &body(case), now);
+        if case["ok"].as_bool().unwrap() {
+            assert!(result.is_ok(), "{}: expected ok, got {:?}", name(case), result);
+            ok += 1;
+        } else {
+            let err = result.expect_err(name(case));
+            assert_eq!(err.code().as_str(), case["error"].as_str().unwrap(), "{}: {err}", name(case));
+            failing += 1;
+        }
+    }
+    assert!(ok > 10 && failing > 10, "both outcomes are exercised");
+}
+
+#[test]
+fn event_vectors() {
+    for case in load("events.json") {
+        let result = Event::from_json(case["body"].as_str().unwrap().as_bytes());
+        if case["ok"].as_bool().unwrap() {
+            let event = result.unwrap_or_else(|e| panic!("{}: {e}", name(&case)));
+            assert_eq!(event.event_type().as_str(), case["type"].as_str().unwrap(), "{}", name(&case));
+            // What we parse, we write back as an equal event.
+            assert_eq!(Event::from_json(event.to_json().as_bytes()).unwrap(), event, "{}", name(&case));
+        } else {
+            let err = result.expect_err(name(&case));
+            assert_eq!(err.code().as_str(), case["error"].as_str().unwrap(), "{}", name(&case));
+        }
+    }
+}
+
+#[test]
+fn matching_vectors() {
+    for case in load("matching.json") {
+        let events: Vec<EventType> =
+            case["events"].as_array().unwrap().iter().map(|e| e.as_str().unwrap().parse().unwrap()).collect();
+        let ids: Vec<&str> = case["integrationIds"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        let event_type: EventType = case["eventType"].as_str().unwrap().parse().unwrap();
+        let got = matches(&events, ids.iter().copied(), event_type, case["accountId"].as_str());
+        assert_eq!(got, case["matches"].as_bool().unwrap(), "{}", name(&case));
+    }
+}

@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Writes the shared test vectors (sign.json, verify.json, events.json, matching.json).
+
+Signatures are computed here with Python's own hmac/hashlib/base64, independently of the
+Rust code they test, so a bug in postwire-core cannot hide by agreeing with itself. The
+Standard Webhooks reference vector is included verbatim. Run: python3 generate.py
+Output is deterministic: re-running it must not change the files (CI checks this).
+"""
+import base64
+import hashlib
+import hmac
+import json
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+REF_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+REF_ID = "msg_p5jXN8AQM9LWM0D4loKWxJek"
+REF_TS = 1614265330
+REF_BODY = '{"test": 2432232314}'
+REF_SIG = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+
+SECRET_B = "whsec_" + base64.b64encode(bytes(range(1, 33))).decode()   # a second 32-byte key
+SECRET_64 = "whsec_" + base64.b64encode(bytes(range(64))).decode()     # the longest generated size
+
+
+def key(secret):
+    s = secret[len("whsec_"):] if secret.startswith("whsec_") else secret
+    return base64.b64decode(s + "=" * (-len(s) % 4))
+
+
+def sign(secret, msg_id, ts, body: bytes):
+    mac = hmac.new(key(secret), f"{msg_id}.{ts}.".encode() + body, hashlib.sha256).digest()
+    return "v1," + base64.b64encode(mac).decode()
+
+
+def body_fields(body: bytes):
+    try:
+        return {"body": body.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"body_base64": base64.b64encode(body).decode()}
+
+
+def write(name, description, cases):
+    with open(os.path.join(HERE, name), "w", encoding="utf-8") as f:
+        json.dump({"description": description, "cases": cases}, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+
+
+# ---------------------------------------------------------------- sign.json
+assert sign(REF_SECRET, REF_ID, REF_TS, REF_BODY.encode()) == REF_SIG, "reference vector"
+sign_cases = []
+def sign_case(name, secret, msg_id, ts, body: bytes):
+    sign_cases.append({"name": name, "secret": secret, "id": msg_id, "timestamp": ts, **body_fields(body),
+                       "signature": sign(secret, msg_id, ts, body)})
+
+sign_case("standard webhooks reference vector", REF_SECRET, REF_ID, REF_TS, REF_BODY.encode())
+sign_case("secret without the whsec_ prefix", REF_SECRET[6:], REF_ID, REF_TS, REF_BODY.encode())
+sign_case("empty body", REF_SECRET, "msg_empty", 1700000000, b"")
+sign_case("non-UTF-8 body (bytes, not text)", REF_SECRET, "msg_bytes", 1700000000, bytes([0xff, 0xfe, 0x00, 0x80, 0x7b]))
+sign_case("unicode body", SECRET_B, "msg_unicode", 1700000001, '{"name":"Zoë 🚀 ünïcødé"}'.encode())
+sign_case("64-byte key", SECRET_64, "msg_long_key", 1700000002, b'{"type":"webhook.test"}')
+sign_case("4 KiB body", SECRET_B, "msg_4k", 1700000003, (b'{"pad":"' + b"x" * 4085 + b'"}'))
+sign_case("body with newlines and trailing whitespace", REF_SECRET, "msg_ws", 1700000004, b'{\n  "a": 1\n}\n ')
+assert sign_cases[0]["signature"] == REF_SIG
+write("sign.json", "Known-answer signatures: `signature` is the webhook-signature value for one secret. "
+      "Computed by generate.py with Python's hmac, independently of the Rust code.", sign_cases)
+
+# ---------------------------------------------------------------- verify.json
+T = 1700000000
+EVENT = '{"id":"msg_v","type":"webhook.test","createdAt":"2023-11-14T22:13:20.000Z","workspaceId":"ws_1","data":{"message":"hello"}}'
+B = EVENT.encode()
+GOOD = sign(REF_SECRET, "msg_v", T, B)
+OTHER = sign(SECRET_B, "msg_v", T, B)
+
+verify_cases = []
+def vcase(name, headers, body=B, now=T, ok=True, error=None, secrets=(REF_SECRET,), tolerance=None):
+    c = {"name": name, "secrets": list(secrets), "headers": headers, **body_fields(body), "now": now}
+    if tolerance is not None:
+        c["tolerance"] = tolerance
+    c["ok"] = ok
+    if error:
+        c["error"] = error
+    verify_cases.append(c)
+
+def hdrs(msg_id="msg_v", ts=T, sig=GOOD):
+    return {"webhook-id": msg_id, "webhook-timestamp": str(ts), "webhook-signature": sig}
+
+vcase("reference vector", {"webhook-id": REF_ID, "webhook-timestamp": str(REF_TS), "webhook-signature": REF_SIG},
+      body=REF_BODY.encode(), now=REF_TS)
+vcase("valid delivery", hdrs())
+vcase("header names in any case", {"Webhook-Id": "msg_v", "WEBHOOK-TIMESTAMP": str(T), "Webhook-Signature": GOOD})
+vcase("300 s old passes", hdrs(), now=T + 300)
+vcase("301 s old fails", hdrs(), now=T + 301, ok=False, error="timestamp_too_old")
+vcase("300 s in the future passes", hdrs(), now=T - 300)
+vcase("301 s in the future fails", hdrs(), now=T - 301, ok=False, error="timestamp_too_new")
+vcase("custom tolerance of 10 s: 11 s old fails", hdrs(), now=T + 11, tolerance=10, ok=False, error="timestamp_too_old")
+vcase("a day old fails", hdrs(), now=T + 86400, ok=False, error="timestamp_too_old")
+for h in ["webhook-id", "webhook-timestamp", "webhook-signature"]:
+    hh = hdrs(); del hh[h]
+    vcase(f"missing {h}", hh, ok=False, error="missing_header")
+vcase("timestamp with trailing characters", hdrs(ts=f"{T}abc"), ok=False, error="invalid_header")
+vcase("negative timestamp", hdrs(ts="-1"), ok=False, error="invalid_header")
+vcase("fractional timestamp", hdrs(ts=f"{T}.5"), ok=False, error="invalid_header")
+vcase("empty timestamp", hdrs(ts=""), ok=False, error="invalid_header")
+vcase("timestamp in milliseconds is far in the future", hdrs(ts=T * 1000), ok=False, error="timestamp_too_new")
+vcase("empty id", hdrs(msg_id=""), ok=False, error="invalid_header")
+vcase("id with a space", hdrs(msg_id="msg v"), ok=False, error="invalid_header")
+vcase("tampered body (one byte)", hdrs(), body=B.replace(b"hello", b"hellp"), ok=False, error="invalid_signature")
+vcase("re-serialized body (whitespace added) does not verify", hdrs(),
+      body=json.dumps(json.loads(EVENT)).encode(), ok=False, error="invalid_signature")
+vcase("signature for another id", hdrs(msg_id="msg_w"), ok=False, error="invalid_signature")
+vcase("signature for another timestamp", hdrs(ts=T + 1), now=T, ok=False, error="invalid_signature")
+vcase("wrong secret", hdrs(sig=OTHER), ok=False, error="invalid_signature")
+vcase("tampered signature", hdrs(sig=GOOD[:-5] + ("A" if GOOD[-5] != "A" else "B") + GOOD[-4:]), ok=False, error="invalid_signature")
+vcase("second of two signatures matches", hdrs(sig=f"{OTHER} {GOOD}"))
+vcase("unknown versions are skipped", hdrs(sig=f"v2,{GOOD[3:]} v1a,{GOOD[3:]} {GOOD}"))
+vcase("only another version", hdrs(sig=f"v2,{GOOD[3:]}"), ok=False, error="invalid_signature")
+vcase("v1,<sig>,extra is malformed and skipped", hdrs(sig=f"{GOOD},extra"), ok=False, error="invalid_signature")
+vcase("malformed entries beside a good one are skipped", hdrs(sig=f"garbage v1, v1,!!!! {GOOD},x {GOOD}"))
+vcase("unpadded signature is accepted", hdrs(sig=GOOD.rstrip("=")))
+vcase("extra spaces between signatures", hdrs(sig=f"  {OTHER}    {GOOD}  "))
+vcase("surrounding whitespace in header values", {"webhook-id": " msg_v", "webhook-timestamp": f"{T} ", "webhook-signature": f" {GOOD}"})
+vcase("empty signature header", hdrs(sig=""), ok=False, error="invalid_signature")
+vcase("64 signatures, last one good", hdrs(sig=" ".join([OTHER] * 63 + [GOOD])))
+vcase("65 signatures are too many", hdrs(sig=" ".join([OTHER] * 64 + [GOOD])), ok=False, error="invalid_header")
+vcase("signature header over 8 KiB", hdrs(sig=GOOD + " " + "x" * 8192), ok=False, error="invalid_header")
+vcase("rotation: header carries old and new, verifier has only the new", hdrs(sig=f"{GOOD} {OTHER}"), secrets=[SECRET_B])
+vcase("rotation: verifier holds new and old, header signed with old", hdrs(sig=OTHER), secrets=[REF_SECRET, SECRET_B])
+vcase("rotation: verifier holds new and old, neither matches", hdrs(sig=sign(SECRET_64, "msg_v", T, B)),
+      secrets=[REF_SECRET, SECRET_B], ok=False, error="invalid_signature")
+raw = bytes([0xff, 0x00, 0xc3, 0x28])
+vcase("non-UTF-8 body", hdrs(sig=sign(REF_SECRET, "msg_v", T, raw)), body=raw)
+vcase("empty body", hdrs(sig=sign(REF_SECRET, "msg_v", T, b"")), body=b"")
+write("verify.json", "Verification cases: verify `body` (or `body_base64`) with `headers` against any of "
+      "`secrets`, at Unix time `now`, with `tolerance` seconds (default 300). `ok` says whether it "
+      "verifies; `error` is the stable error code otherwise.", verify_cases)
+
+# ---------------------------------------------------------------- events.json
+def post(**extra):
+    p = {"id": "post_1", "externalId": "ext-42", "group": "grp_1", "state": "QUEUE",
+         "publishDate": "2026-11-22T10:00:00.000Z",
+         "integration": {"id": "acc_1", "providerIdentifier": "linkedin", "name": "Acme on LinkedIn"},
+         "releaseURL": None, "releaseId": None, "error": None}
+    p.update(extra)
+    return p
+
+def env(t, data, **over):
+    e = {"id": "msg_evt", "type": t, "createdAt": "2026-11-22T09:00:00.000Z", "workspaceId": "ws_1", "data": data}
+    e.update(over)
+    return json.dumps(e, ensure_ascii=False)
+
+integ = {"id": "acc_1", "name": "Acme on X", "providerIdentifier": "x", "picture": None}
+event_cases = []
+def ecase(name, body, ok=True, type_=None, error="invalid_payload"):
+    c = {"name": name, "body": body, "ok": ok}
+    if ok:
+        c["type"] = type_
+    else:
+        c["error"] = error
+    event_cases.append(c)
+
+ecase("post.scheduled", env("post.scheduled", {"post": post()}), type_="post.scheduled")
+ecase("post.unscheduled", env("post.unscheduled", {"post": post()}), type_="post.unscheduled")
+ecase("post.publishing", env("post.publishing", {"post": post(state="PUBLISHING")}), type_="post.publishing")
+ecase("post.published", env("post.published", {"post": post(state="PUBLISHED", releaseURL="https://www.linkedin.com/feed/update/1", releaseId="urn:li:share:1")}), type_="post.published")
+ecase("post.failed", env("post.failed", {"post": post(state="ERROR", error="Rate limit reached"),
+      "error": {"code": "rate_limited", "message": "Rate limit reached", "retryable": True}}), type_="post.failed")
+ecase("post.deleted", env("post.deleted", {"post": post(), "deletedBy": {"kind": "api_token", "id": "tok_1"}}), type_="post.deleted")
+ecase("integration.disconnected", env("integration.disconnected", {"integration": integ, "reason": "reconnect_required"}), type_="integration.disconnected")
+ecase("integration.reconnected", env("integration.reconnected", {"integration": integ}), type_="integration.reconnected")
+ecase("webhook.test", env("webhook.test", {"message": "Hello from postwire"}), type_="webhook.test")
+ecase("unknown fields are ignored", env("post.scheduled", {"post": post(content="never carried", futureField=1), "extra": True}, newTopLevel="x"), type_="post.scheduled")
+ecase("timestamps with an offset are accepted", env("webhook.test", {"message": "m"}, createdAt="2026-11-22T10:00:00+01:00"), type_="webhook.test")
+ecase("failure with code unknown is not retryable", env("post.failed", {"post": post(state="ERROR"),
+      "error": {"code": "unknown", "message": "?", "retryable": False}}), type_="post.failed")
+ecase("failure with code unknown marked retryable", env("post.failed", {"post": post(state="ERROR"),
+      "error": {"code": "unknown", "message": "?", "retryable": True}}), ok=False)
+ecase("post.published without releaseURL", env("post.published", {"post": post(state="PUBLISHED", releaseId="1")}), ok=False)
+ecase("unknown event type", env("post.exploded", {"post": post()}), ok=False)
+ecase("unknown failure code", env("post.failed", {"post": post(), "error": {"code": "bad_luck", "message": "m", "retryable": False}}), ok=False)
+ecase("data of the wrong shape", env("post.scheduled", {"message": "not a post"}), ok=False)
+ecase("missing createdAt", json.dumps({"id": "msg_evt", "type": "webhook.test", "workspaceId": "ws_1", "data": {"message": "m"}}), ok=False)
+ecase("createdAt is not a timestamp", env("webhook.test", {"message": "m"}, createdAt="yesterday"), ok=False)
+ecase("id that cannot be a webhook-id", env("webhook.test", {"message": "m"}, id="has space"), ok=False)
+ecase("not JSON", "this is not json", ok=False)
+ecase("JSON but not an object", "[1,2,3]", ok=False)
+ecase("empty body", "", ok=False)
+write("events.json", "Envelope parse cases: `body` is a delivery body; `ok` says whether it is a valid event, "
+      "`type` its type, `error` the code otherwise.", event_cases)
+
+# ---------------------------------------------------------------- matching.json
+match_cases = []
+def mcase(name, events, ids, t, acc, m):
+    match_cases.append({"name": name, "events": events, "integrationIds": ids, "eventType": t, "accountId": acc, "matches": m})
+
+mcase("empty filters match everything", [], [], "post.published", "acc_1", True)
+mcase("listed type matches", ["post.published", "post.failed"], [], "post.failed", "acc_1", True)
+mcase("unlisted type does not match", ["post.published"], [], "post.failed", "acc_1", False)
+mcase("listed account matches", [], ["acc_1", "acc_2"], "post.failed", "acc_2", True)
+mcase("unlisted account does not match", [], ["acc_1"], "post.failed", "acc_9", False)
+mcase("both must match", ["post.failed"], ["acc_1"], "post.published", "acc_1", False)
+mcase("both match", ["post.failed"], ["acc_1"], "post.failed", "acc_1", True)
+mcase("event with no account passes an account restriction", [], ["acc_1"], "webhook.test", None, True)
+mcase("event with no account still needs its type", ["post.failed"], ["acc_1"], "webhook.test", None, False)
+mcase("integration events match on their account", ["integration.disconnected"], ["acc_1"], "integration.disconnected", "acc_1", True)
+write("matching.json", "Subscription matching: a subscription with `events` and `integrationIds` receives an event of "
+      "`eventType` concerning `accountId` (null: none) exactly when `matches`.", match_cases)
+print(f"wrote {len(sign_cases)} sign, {len(verify_cases)} verify, {len(event_cases)} event, {len(match_cases)} matching cases")
