@@ -1,0 +1,5 @@
+//! One module per subcommand.
+
+pub mod secret;
+pub mod sign;
+pub mod verify;
