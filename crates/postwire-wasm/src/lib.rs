@@ -1,0 +1,46 @@
+//! # postwire-wasm
+//!
+//! The WebAssembly face of postwire-core, for the `postwire` npm package (`npm/`). The
+//! JavaScript wrapper there gives the `standardwebhooks`-compatible API; this crate holds
+//! every decision that matters (secret parsing, header checks, the timestamp window, the
+//! HMAC and the signature comparison), by calling postwire-core.
+//!
+//! ## Why the boundary looks the way it does
+//! - **One call per verify, no copies beyond one.** A [`WasmVerifier`] owns a scratch
+//!   buffer in wasm memory. JavaScript encodes the three header values and the body
+//!   straight into it (`TextEncoder.encodeInto`, or `Uint8Array.set` for bytes) and then
+//!   makes a single call with the four byte lengths ([`WasmVerifier::verify`]). No
+//!   allocation, no string marshalling, on the hot path.
+//! - **Status codes, not exceptions.** Calls return a small integer ([`codes`]); the
+//!   wrapper builds a `WebhookVerificationError` in JavaScript, asking for the message
+//!   only on failure ([`WasmVerifier::last_error_message`]).
+//! - **No panics.** Every input is checked before use (lengths against the buffer,
+//!   UTF-8 of header values), and postwire-core itself never panics on input, so no
+//!   input can reach a WebAssembly `unreachable` trap. Allocation is bounded: the
+//!   wrapper refuses bodies over its limit before asking for buffer space.
+//! - **No clock.** The current time always comes from JavaScript (`Date.now()`).
+//! - **Small.** Only the verifier, signer, secret and replay guard are compiled in. Event
+//!   parsing (serde_json and the typed envelope) would roughly triple the module, so the
+//!   wrapper parses JSON with the engine's own `JSON.parse` and checks the event shape
+//!   in JavaScript, against the same shared vectors as postwire-core.
+
+#![deny(missing_docs)]
+
+pub mod codes;
+mod replay;
+mod scratch;
+mod secrets;
+mod verifier;
+
+pub use replay::WasmReplayGuard;
+pub use secrets::generate_secret;
+pub use verifier::WasmVerifier;
+
+use wasm_bindgen::prelude::*;
+
+/// The module's linear memory, so the JavaScript wrapper can write into the scratch
+/// buffers whose addresses [`WasmVerifier::reserve`] returns.
+#[wasm_bindgen(js_name = wasmMemory)]
+pub fn wasm_memory() -> JsValue {
+    wasm_bindgen::memory()
+}

@@ -1,0 +1,97 @@
+//! The scratch buffer: where JavaScript writes every variable-size input.
+//!
+//! Passing strings through wasm-bindgen allocates once per argument, and an allocation
+//! that fails (a hostile 2 GB body) aborts, which JavaScript sees as an `unreachable`
+//! trap. Instead there is one growable buffer per module instance. The wrapper asks for
+//! room with [`scratch_reserve`] (which uses `try_reserve`, so running out of memory is a
+//! status, not an abort), encodes its inputs straight into it at the returned address,
+//! and passes only their byte lengths; [`split`] then checks those lengths against the
+//! buffer before anything reads it. The buffer moves only inside `scratch_reserve`, so
+//! the wrapper may cache the address between calls.
+
+use std::cell::Cell;
+
+use wasm_bindgen::prelude::*;
+
+thread_local! {
+    /// A `Cell` (take/set), so no borrow can fail; [`with`] always puts the buffer back.
+    static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// The largest buffer handed out: 1 GiB, well within wasm32's 4 GiB.
+pub const MAX_SCRATCH_LEN: usize = 1 << 30;
+
+/// Makes the scratch buffer at least `len` bytes long and returns its address in the
+/// module's memory; 0 when `len` is not a length up to 1 GiB or the memory cannot grow.
+#[wasm_bindgen(js_name = scratchReserve)]
+pub fn scratch_reserve(len: f64) -> usize {
+    if !(len >= 0.0 && len <= MAX_SCRATCH_LEN as f64) {
+        return 0;
+    }
+    let len = len as usize;
+    with(|buf| {
+        if buf.len() < len {
+            if buf.try_reserve_exact(len - buf.len()).is_err() {
+                return 0;
+            }
+            buf.resize(len, 0);
+        }
+        // Never 0 for a real buffer: an empty Vec's dangling pointer is non-null too.
+        buf.as_mut_ptr() as usize
+    })
+}
+
+/// Runs `f` on the scratch buffer.
+pub(crate) fn with<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    SCRATCH.with(|cell| {
+        let mut buf = cell.take();
+        let result = f(&mut buf);
+        cell.set(buf);
+        result
+    })
+}
+
+/// Cuts the first `lens.iter().sum()` bytes of `buf` into consecutive parts of the given
+/// lengths; `None` if they do not fit.
+pub(crate) fn split<const N: usize>(buf: &[u8], lens: [u32; N]) -> Option<[&[u8]; N]> {
+    let mut parts = [&buf[..0]; N];
+    let mut rest = buf;
+    for (part, len) in parts.iter_mut().zip(lens) {
+        let len = usize::try_from(len).ok()?;
+        if len > rest.len() {
+            return None;
+        }
+        let (head, tail) = rest.split_at(len);
+        *part = head;
+        rest = tail;
+    }
+    Some(parts)
+}
+
+/// The error for lengths that do not fit the buffer: only a wrapper bug can cause it.
+pub(crate) fn overflow() -> postwire_core::Error {
+    postwire_core::Error::InvalidPayload { reason: "input lengths exceed the scratch buffer".into() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserve_grows_and_rejects_absurd_lengths() {
+        assert_ne!(scratch_reserve(10.0), 0);
+        with(|b| assert!(b.len() >= 10));
+        for bad in [-1.0, f64::NAN, f64::INFINITY, (MAX_SCRATCH_LEN + 1) as f64] {
+            assert_eq!(scratch_reserve(bad), 0, "{bad}");
+        }
+    }
+
+    #[test]
+    fn split_checks_every_length() {
+        let buf = b"abcdef";
+        assert_eq!(split(buf, [1, 2, 3]), Some([&b"a"[..], b"bc", b"def"]));
+        assert_eq!(split(buf, [0, 0]), Some([&b""[..], b""]));
+        assert_eq!(split(buf, [4, 3]), None);
+        assert_eq!(split(buf, [u32::MAX, 1]), None);
+    }
+}
