@@ -1,0 +1,340 @@
+//! The Worker's settings, read from its environment (Worker secrets and `[vars]` of
+//! `wrangler.toml`) and checked before any request is processed.
+//!
+//! Parsing is a plain function of a name → value lookup, so it is unit-tested natively; the
+//! Worker passes a lookup into its `env`. A setting that is missing or malformed gives a
+//! [`ConfigError`] naming the variable and what is wrong, never its value: several of them
+//! are secrets.
+
+use std::fmt;
+
+use postwire_core::{Secret, Verifier, DEFAULT_REPLAY_TTL_SECS, DEFAULT_TOLERANCE_SECS};
+
+/// Worker secret: the sender's signing secret(s), `whsec_…`, separated by spaces or commas.
+/// Several during a rotation; a delivery signed with any of them is accepted.
+pub const VAR_WEBHOOK_SECRETS: &str = "WEBHOOK_SECRETS";
+/// Variable: where verified deliveries go, an `https://` (or, for local tests, `http://`) URL.
+pub const VAR_ORIGIN_URL: &str = "ORIGIN_URL";
+/// Optional Worker secret (`whsec_…`): when set, each forwarded delivery also carries a
+/// signature made with it, the proof for the origin that the delivery came through here.
+pub const VAR_ORIGIN_SECRET: &str = "ORIGIN_SECRET";
+/// Variable: how long a delivered id is remembered, in seconds (default 25 h).
+pub const VAR_DEDUP_TTL_SECS: &str = "DEDUP_TTL_SECS";
+/// Variable: how long an in-flight marker lives if the Worker dies mid-forward (default 60 s).
+pub const VAR_IN_FLIGHT_TTL_SECS: &str = "IN_FLIGHT_TTL_SECS";
+/// Variable: the `webhook-timestamp` tolerance, both ways, in seconds (default 300).
+pub const VAR_TIMESTAMP_TOLERANCE_SECS: &str = "TIMESTAMP_TOLERANCE_SECS";
+/// Variable: the largest body accepted, in bytes (default 1 MiB).
+pub const VAR_MAX_BODY_BYTES: &str = "MAX_BODY_BYTES";
+/// Variable: how long to wait for the origin's answer, in milliseconds (default 8000).
+pub const VAR_FORWARD_TIMEOUT_MS: &str = "FORWARD_TIMEOUT_MS";
+/// The KV namespace binding used for de-duplication (`[[kv_namespaces]] binding`).
+pub const KV_BINDING: &str = "DEDUP";
+
+/// KV refuses an `expirationTtl` below 60 seconds.
+pub const KV_MIN_TTL_SECS: u64 = 60;
+/// Default in-flight marker lifetime: KV's minimum, already far above the forward timeout.
+pub const DEFAULT_IN_FLIGHT_TTL_SECS: u64 = KV_MIN_TTL_SECS;
+/// Default body limit: 1 MiB, far above any event of the API and far below Workers' limits.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Largest accepted body limit: the 100 MB request limit of the Workers free plan.
+pub const MAX_MAX_BODY_BYTES: usize = 100 * 1000 * 1000;
+/// Default forward timeout: below the sender's 10 s, leaving room for the KV writes.
+pub const DEFAULT_FORWARD_TIMEOUT_MS: u64 = 8_000;
+/// Largest accepted forward timeout: the sender gives up after 10 s, and the Worker still
+/// needs time to record the outcome and answer.
+pub const MAX_FORWARD_TIMEOUT_MS: u64 = 9_000;
+/// Largest accepted timestamp tolerance (one day).
+pub const MAX_TOLERANCE_SECS: u64 = 24 * 3600;
+/// Most secrets accepted in [`VAR_WEBHOOK_SECRETS`]: each costs one HMAC per request.
+pub const MAX_SECRETS: usize = 8;
+
+/// The checked settings of the Worker.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Checks incoming deliveries: the sender's secrets and the timestamp tolerance.
+    pub verifier: Verifier,
+    /// Where verified, first-time deliveries are forwarded.
+    pub origin_url: url::Url,
+    /// Signs forwarded deliveries for the origin, when configured.
+    pub origin_secret: Option<Secret>,
+    /// How long a delivered id is remembered (KV `expirationTtl`).
+    pub dedup_ttl_secs: u64,
+    /// How long an in-flight marker lives (KV `expirationTtl`).
+    pub in_flight_ttl_secs: u64,
+    /// The largest body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// How long to wait for the origin's answer.
+    pub forward_timeout_ms: u64,
+}
+
+/// A setting is missing or malformed. Shows the variable's name and the rule, never the
+/// value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The environment variable at fault.
+    pub variable: &'static str,
+    /// What is wrong with it.
+    pub reason: &'static str,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "setting {} {}", self.variable, self.reason)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// Reads every setting through `lookup` (variable name → value, `None` when unset).
+    /// Empty or blank values count as unset.
+    ///
+    /// ```
+    /// use postwire_worker::Config;
+    /// let env = [("WEBHOOK_SECRETS", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"), ("ORIGIN_URL", "https://origin.example/hooks")];
+    /// let cfg = Config::from_lookup(|name| env.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())).unwrap();
+    /// assert_eq!(cfg.dedup_ttl_secs, 25 * 3600);
+    /// assert!(cfg.origin_secret.is_none());
+    /// ```
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+
+        let secrets = parse_secrets(get(VAR_WEBHOOK_SECRETS).as_deref())?;
+        let origin_url = parse_origin_url(get(VAR_ORIGIN_URL).as_deref())?;
+        let origin_secret = match get(VAR_ORIGIN_SECRET) {
+            None => None,
+            Some(v) => Some(Secret::parse(v.trim()).map_err(|_| ConfigError {
+                variable: VAR_ORIGIN_SECRET,
+                reason: "is not a valid `whsec_<base64>` secret",
+            })?),
+        };
+        let tolerance_secs = parse_number(
+            VAR_TIMESTAMP_TOLERANCE_SECS,
+            get(VAR_TIMESTAMP_TOLERANCE_SECS).as_deref(),
+            DEFAULT_TOLERANCE_SECS,
+            1,
+            MAX_TOLERANCE_SECS,
+            "must be whole seconds from 1 to 86400",
+        )?;
+        let dedup_ttl_secs = parse_number(
+            VAR_DEDUP_TTL_SECS,
+            get(VAR_DEDUP_TTL_SECS).as_deref(),
+            DEFAULT_REPLAY_TTL_SECS,
+            KV_MIN_TTL_SECS,
+            u64::from(u32::MAX),
+            "must be whole seconds, at least 60 (KV's minimum TTL)",
+        )?;
+        let in_flight_ttl_secs = parse_number(
+            VAR_IN_FLIGHT_TTL_SECS,
+            get(VAR_IN_FLIGHT_TTL_SECS).as_deref(),
+            DEFAULT_IN_FLIGHT_TTL_SECS,
+            KV_MIN_TTL_SECS,
+            24 * 3600,
+            "must be whole seconds from 60 (KV's minimum TTL) to 86400",
+        )?;
+        let max_body_bytes = parse_number(
+            VAR_MAX_BODY_BYTES,
+            get(VAR_MAX_BODY_BYTES).as_deref(),
+            DEFAULT_MAX_BODY_BYTES as u64,
+            1,
+            MAX_MAX_BODY_BYTES as u64,
+            "must be a byte count from 1 to 100000000",
+        )? as usize;
+        let forward_timeout_ms = parse_number(
+            VAR_FORWARD_TIMEOUT_MS,
+            get(VAR_FORWARD_TIMEOUT_MS).as_deref(),
+            DEFAULT_FORWARD_TIMEOUT_MS,
+            1,
+            MAX_FORWARD_TIMEOUT_MS,
+            "must be milliseconds from 1 to 9000 (below the sender's 10 s)",
+        )?;
+
+        let verifier = Verifier::with_secrets(secrets)
+            .map_err(|_| ConfigError { variable: VAR_WEBHOOK_SECRETS, reason: "is required" })?
+            .with_tolerance_secs(tolerance_secs);
+        Ok(Config {
+            verifier,
+            origin_url,
+            origin_secret,
+            dedup_ttl_secs,
+            in_flight_ttl_secs,
+            max_body_bytes,
+            forward_timeout_ms,
+        })
+    }
+}
+
+/// One or more `whsec_` secrets separated by whitespace or commas (neither occurs in base64).
+fn parse_secrets(value: Option<&str>) -> Result<Vec<Secret>, ConfigError> {
+    const V: &str = VAR_WEBHOOK_SECRETS;
+    let value = value.ok_or(ConfigError { variable: V, reason: "is required (one or more `whsec_` secrets)" })?;
+    let entries: Vec<&str> =
+        value.split(|c: char| c == ',' || c.is_ascii_whitespace()).filter(|s| !s.is_empty()).collect();
+    if entries.is_empty() {
+        return Err(ConfigError { variable: V, reason: "is required (one or more `whsec_` secrets)" });
+    }
+    if entries.len() > MAX_SECRETS {
+        return Err(ConfigError { variable: V, reason: "holds more than 8 secrets" });
+    }
+    entries
+        .into_iter()
+        .map(|s| {
+            Secret::parse(s).map_err(|_| ConfigError {
+                variable: V,
+                reason: "holds an entry that is not a valid `whsec_<base64>` secret",
+            })
+        })
+        .collect()
+}
+
+fn parse_origin_url(value: Option<&str>) -> Result<url::Url, ConfigError> {
+    const V: &str = VAR_ORIGIN_URL;
+    let value = value.ok_or(ConfigError { variable: V, reason: "is required" })?;
+    let url = url::Url::parse(value.trim())
+        .map_err(|_| ConfigError { variable: V, reason: "is not an absolute URL" })?;
+    if !matches!(url.scheme(), "https" | "http") {
+        return Err(ConfigError { variable: V, reason: "must be an https:// (or http://) URL" });
+    }
+    if url.host().is_none() {
+        return Err(ConfigError { variable: V, reason: "has no host" });
+    }
+    Ok(url)
+}
+
+fn parse_number(
+    variable: &'static str,
+    value: Option<&str>,
+    default: u64,
+    min: u64,
+    max: u64,
+    rule: &'static str,
+) -> Result<u64, ConfigError> {
+    let Some(value) = value else { return Ok(default) };
+    let value = value.trim();
+    if value.is_empty() || value.len() > 20 || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(ConfigError { variable, reason: rule });
+    }
+    match value.parse::<u64>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(ConfigError { variable, reason: rule }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S1: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    const S2: &str = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
+    fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        Config::from_lookup(|name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
+    }
+
+    fn minimal() -> Vec<(&'static str, &'static str)> {
+        vec![(VAR_WEBHOOK_SECRETS, S1), (VAR_ORIGIN_URL, "https://origin.example/hooks")]
+    }
+
+    #[test]
+    fn defaults_cover_the_retry_span_and_the_spec() {
+        let cfg = config(&minimal()).unwrap();
+        // The sender's last retry is 22 h 43 min after the first attempt.
+        let last_retry = 30 + 120 + 600 + 1800 + 3600 + 3 * 3600 + 6 * 3600 + 12 * 3600;
+        assert!(cfg.dedup_ttl_secs > last_retry + 3600);
+        assert_eq!(cfg.verifier.tolerance_secs(), 300);
+        assert_eq!(cfg.in_flight_ttl_secs, 60);
+        assert!(cfg.forward_timeout_ms < 10_000);
+        assert_eq!(cfg.max_body_bytes, 1024 * 1024);
+    }
+
+    #[test]
+    fn several_secrets_for_rotation() {
+        for sep in [" ", ",", ", ", "\n"] {
+            let both = format!("{S1}{sep}{S2}");
+            let mut pairs = minimal();
+            pairs[0].1 = &both;
+            assert!(config(&pairs).is_ok(), "{sep:?}");
+        }
+    }
+
+    #[test]
+    fn missing_required_settings_are_named() {
+        assert_eq!(config(&[(VAR_ORIGIN_URL, "https://o.example")]).unwrap_err().variable, VAR_WEBHOOK_SECRETS);
+        assert_eq!(config(&[(VAR_WEBHOOK_SECRETS, S1)]).unwrap_err().variable, VAR_ORIGIN_URL);
+        assert_eq!(config(&[(VAR_WEBHOOK_SECRETS, " , "), (VAR_ORIGIN_URL, "https://o.example")]).unwrap_err().variable, VAR_WEBHOOK_SECRETS);
+    }
+
+    #[test]
+    fn errors_never_show_the_value() {
+        let bad_secret = "whsec_not!base64!secret";
+        let mut pairs = minimal();
+        pairs[0].1 = bad_secret;
+        let err = config(&pairs).unwrap_err();
+        assert_eq!(err.variable, VAR_WEBHOOK_SECRETS);
+        assert!(!err.to_string().contains("not!base64"));
+
+        let mut pairs = minimal();
+        pairs.push((VAR_ORIGIN_SECRET, "whsec_also!bad"));
+        let err = config(&pairs).unwrap_err();
+        assert_eq!(err.variable, VAR_ORIGIN_SECRET);
+        assert!(!err.to_string().contains("also!bad"));
+    }
+
+    #[test]
+    fn origin_url_must_be_http_or_https() {
+        for bad in ["not a url", "ftp://o.example/x", "/relative", "mailto:a@b.example"] {
+            let mut pairs = minimal();
+            pairs[1].1 = bad;
+            assert_eq!(config(&pairs).unwrap_err().variable, VAR_ORIGIN_URL, "{bad}");
+        }
+        let mut pairs = minimal();
+        pairs[1].1 = "http://127.0.0.1:8787/hook";
+        assert!(config(&pairs).is_ok());
+    }
+
+    #[test]
+    fn numbers_are_checked_against_their_bounds() {
+        let cases = [
+            (VAR_DEDUP_TTL_SECS, "59"),
+            (VAR_DEDUP_TTL_SECS, "-1"),
+            (VAR_IN_FLIGHT_TTL_SECS, "30"),
+            (VAR_TIMESTAMP_TOLERANCE_SECS, "0"),
+            (VAR_TIMESTAMP_TOLERANCE_SECS, "5m"),
+            (VAR_MAX_BODY_BYTES, "0"),
+            (VAR_MAX_BODY_BYTES, "1e6"),
+            (VAR_FORWARD_TIMEOUT_MS, "10000"),
+            (VAR_FORWARD_TIMEOUT_MS, "99999999999999999999999"),
+        ];
+        for (var, value) in cases {
+            let mut pairs = minimal();
+            pairs.push((var, value));
+            assert_eq!(config(&pairs).unwrap_err().variable, var, "{var}={value}");
+        }
+        let mut pairs = minimal();
+        pairs.extend([
+            (VAR_DEDUP_TTL_SECS, "60"),
+            (VAR_IN_FLIGHT_TTL_SECS, " 120 "),
+            (VAR_TIMESTAMP_TOLERANCE_SECS, "600"),
+            (VAR_MAX_BODY_BYTES, "2048"),
+            (VAR_FORWARD_TIMEOUT_MS, "9000"),
+            (VAR_ORIGIN_SECRET, S2),
+        ]);
+        let cfg = config(&pairs).unwrap();
+        assert_eq!(
+            (cfg.dedup_ttl_secs, cfg.in_flight_ttl_secs, cfg.verifier.tolerance_secs(), cfg.max_body_bytes, cfg.forward_timeout_ms),
+            (60, 120, 600, 2048, 9000)
+        );
+        assert!(cfg.origin_secret.is_some());
+    }
+
+    #[test]
+    fn blank_values_count_as_unset() {
+        let mut pairs = minimal();
+        pairs.push((VAR_ORIGIN_SECRET, "  "));
+        pairs.push((VAR_DEDUP_TTL_SECS, ""));
+        let cfg = config(&pairs).unwrap();
+        assert!(cfg.origin_secret.is_none());
+        assert_eq!(cfg.dedup_ttl_secs, DEFAULT_REPLAY_TTL_SECS);
+    }
+}

@@ -1,0 +1,46 @@
+//! [`Origin`] over the Workers `fetch` API: a `POST` with redirects not followed, aborted
+//! through an `AbortController` when the forward timeout passes first.
+
+use std::pin::pin;
+use std::time::Duration;
+
+use futures_util::future::{select, Either};
+use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect};
+
+use crate::forward::{ForwardRequest, Origin, OriginOutcome};
+
+/// Forwards with the global `fetch`.
+pub(crate) struct FetchOrigin;
+
+impl Origin for FetchOrigin {
+    async fn forward(&self, request: &ForwardRequest<'_>) -> OriginOutcome {
+        let Ok(req) = to_request(request) else { return OriginOutcome::Unreachable };
+        let controller = AbortController::default();
+        let signal = controller.signal();
+        let fetch = Fetch::Request(req);
+        let send = pin!(fetch.send_with_signal(&signal));
+        let timeout = pin!(Delay::from(Duration::from_millis(request.timeout_ms)));
+        match select(send, timeout).await {
+            Either::Left((Ok(response), _)) => OriginOutcome::from_status(response.status_code()),
+            Either::Left((Err(_), _)) => OriginOutcome::Unreachable,
+            Either::Right(((), _)) => {
+                controller.abort();
+                OriginOutcome::TimedOut
+            }
+        }
+    }
+}
+
+fn to_request(request: &ForwardRequest<'_>) -> worker::Result<Request> {
+    let headers = Headers::new();
+    for (name, value) in &request.headers {
+        headers.set(name, value)?;
+    }
+    let body = js_sys::Uint8Array::from(request.body);
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post)
+        .with_headers(headers)
+        .with_redirect(RequestRedirect::Manual)
+        .with_body(Some(body.into()));
+    Request::new_with_init(request.url, &init)
+}

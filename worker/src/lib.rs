@@ -1,0 +1,44 @@
+//! # postwire-worker: the edge verifier
+//!
+//! A Cloudflare Worker that sits in front of a webhook endpoint (the *origin*). For each
+//! incoming delivery it checks the Standard Webhooks signature and timestamp with
+//! postwire-core, looks the `webhook-id` up in a de-duplication store (Workers KV), forwards
+//! first-time deliveries to the origin with the raw body and the original `webhook-*`
+//! headers, and records the id as delivered only once the origin answered `2xx`. So the
+//! origin sees only verified, first-time deliveries, and the sender is never told "done"
+//! for an event the origin did not accept.
+//!
+//! The crate is split so that almost everything is plain Rust with native unit tests:
+//!
+//! | module | what |
+//! | --- | --- |
+//! | [`config`] | the Worker's settings, parsed and checked from its environment |
+//! | [`reply`] | every answer the Worker gives: status, stable code, JSON body |
+//! | [`inspect`] | the checks of one request: method, headers, size, signature, timestamp |
+//! | [`dedup`] | the de-duplication interface ([`dedup::DedupStore`]) and its record format |
+//! | [`forward`] | what is sent to the origin, including the origin signature |
+//! | [`flow`] | claim, forward, then confirm or release: the order that loses nothing |
+//!
+//! The Workers bindings (KV, `fetch`, the `fetch` event) live in the `edge` module, which
+//! exists only when compiling for `wasm32`; they are tested in workerd through Miniflare
+//! (`worker/test.sh`).
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod config;
+pub mod dedup;
+pub mod flow;
+pub mod forward;
+pub mod inspect;
+pub mod reply;
+
+#[cfg(target_arch = "wasm32")]
+mod edge;
+
+pub use config::{Config, ConfigError};
+pub use dedup::{Claim, DedupRecord, DedupStore, StoreError};
+pub use flow::deliver;
+pub use forward::{ForwardRequest, Origin, OriginOutcome};
+pub use inspect::{DeliveryHeaders, VerifiedDelivery};
+pub use reply::{Reply, ReplyCode};
