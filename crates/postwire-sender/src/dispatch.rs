@@ -1,0 +1,213 @@
+//! The dispatcher: claims due deliveries, runs attempts concurrently, records outcomes.
+//!
+//! One loop claims deliveries from the store — only the head of each (subscription,
+//! ordering key) queue, only when due by the injected clock, never more than the free
+//! room (`max_in_flight` overall, `max_in_flight_per_subscription` each) — and starts one
+//! task per attempt. Finished attempts go through a channel to one writer task, which
+//! records them in batches (one transaction for many outcomes) and then frees their
+//! room and wakes the loop: a successor in the same ordering queue becomes claimable only
+//! once its predecessor's outcome is on disk.
+//!
+//! The loop sleeps until a publish or a finished batch wakes it, the next due time comes
+//! (by the clock), or `idle_poll` passes. Nothing here is needed to recover from a
+//! crash: claimed deliveries carry a lease in the store, released at start-up.
+//!
+//! For tests, [`Sender::wait_idle`](crate::Sender::wait_idle) wakes the loop and waits
+//! until it has seen nothing in flight and nothing due at the clock's current time:
+//! tests move a [`ManualClock`](postwire_core::ManualClock) and then wait for idle, and
+//! cover a day of retries in milliseconds.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use postwire_core::Signer;
+use tokio::sync::mpsc;
+
+use crate::model::AttemptOutcome;
+use crate::schedule::NextStep;
+use crate::sender::Inner;
+use crate::store::{ClaimRequest, ClaimedDelivery, FinishedAttempt, NextState};
+
+/// Most outcomes written in one transaction.
+const MAX_WRITE_BATCH: usize = 1024;
+
+/// Attempts in flight in this process.
+#[derive(Debug, Default)]
+pub(crate) struct InFlight {
+    total: usize,
+    per_subscription: HashMap<String, usize>,
+}
+
+impl InFlight {
+    fn add(&mut self, sub: &str) {
+        self.total += 1;
+        *self.per_subscription.entry(sub.to_owned()).or_insert(0) += 1;
+    }
+
+    fn remove(&mut self, sub: &str) {
+        self.total = self.total.saturating_sub(1);
+        if let Some(n) = self.per_subscription.get_mut(sub) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_subscription.remove(sub);
+            }
+        }
+    }
+}
+
+/// A running dispatcher. Dropping it does not stop it; call [`shutdown`](Self::shutdown).
+#[derive(Debug)]
+pub struct DispatcherHandle {
+    inner: Arc<Inner>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl DispatcherHandle {
+    /// Stops claiming, lets the attempts in flight finish, records their outcomes, and
+    /// returns. Deliveries not yet claimed stay in the store for the next start.
+    pub async fn shutdown(mut self) {
+        self.inner.shutting_down.store(true, Ordering::SeqCst);
+        self.inner.wake.notify_one();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+pub(crate) fn start(inner: Arc<Inner>) -> DispatcherHandle {
+    let task = tokio::spawn(run(inner.clone()));
+    DispatcherHandle { inner, task: Some(task) }
+}
+
+async fn run(inner: Arc<Inner>) {
+    let in_flight = Arc::new(Mutex::new(InFlight::default()));
+    let (tx, rx) = mpsc::unbounded_channel::<FinishedAttempt>();
+    let writer = tokio::spawn(write_outcomes(inner.clone(), in_flight.clone(), rx));
+    let config = &inner.config;
+    loop {
+        let requested = inner.idle_requested.load(Ordering::SeqCst);
+        if inner.shutting_down.load(Ordering::SeqCst) {
+            break;
+        }
+        let (room, busy_before, snapshot) = {
+            let f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            (config.max_in_flight.saturating_sub(f.total), f.total, f.per_subscription.clone())
+        };
+        let mut claimed = 0;
+        if room > 0 {
+            let now = inner.clock.now();
+            let request = ClaimRequest {
+                now,
+                limit: room,
+                lease_until: now.add_millis(config.lease.as_millis() as i64),
+                owner: inner.owner.clone(),
+                per_subscription_limit: config.max_in_flight_per_subscription.max(1),
+                in_flight: snapshot,
+            };
+            match inner.store.claim(request).await {
+                Ok(batch) => {
+                    claimed = batch.len();
+                    let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
+                    for d in batch {
+                        f.add(&d.subscription_id);
+                        tokio::spawn(attempt(inner.clone(), d, tx.clone()));
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "claiming deliveries failed; retrying shortly");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
+            }
+        }
+        if claimed > 0 && claimed == room {
+            continue;
+        }
+        if claimed == 0 && busy_before == 0 {
+            inner.idle_seen.send_replace(requested);
+        }
+        let sleep = match inner.store.next_due_at().await {
+            Ok(Some(due)) => {
+                let wait = due.unix_millis().saturating_sub(inner.clock.now().unix_millis()).max(0) as u64;
+                Duration::from_millis(wait).min(config.idle_poll)
+            }
+            _ => config.idle_poll,
+        };
+        // A due delivery that could not be claimed (ordering or room) waits for a wake.
+        let sleep = if sleep.is_zero() { config.idle_poll } else { sleep };
+        tokio::select! {
+            _ = inner.wake.notified() => {}
+            _ = tokio::time::sleep(sleep) => {}
+        }
+    }
+    drop(tx);
+    let _ = writer.await;
+}
+
+async fn attempt(inner: Arc<Inner>, d: ClaimedDelivery, tx: mpsc::UnboundedSender<FinishedAttempt>) {
+    let started_at = inner.clock.now();
+    let report = match Signer::with_secrets(d.secrets.iter().cloned()) {
+        Ok(signer) => inner.deliverer.attempt(&d.url, &d.event_id, &d.body, &signer, started_at.unix_time()).await,
+        Err(_) => crate::delivery::AttemptReport {
+            outcome: AttemptOutcome::Error { error: crate::model::AttemptErrorKind::Protocol },
+            retry_after: None,
+            duration: Duration::ZERO,
+        },
+    };
+    let next = if report.outcome.is_success() {
+        NextState::Delivered
+    } else {
+        match inner.schedule.after_failed_attempt(d.attempt, report.retry_after) {
+            NextStep::RetryAfterMillis(ms) => NextState::RetryAt(inner.clock.now().add_millis(ms)),
+            NextStep::GiveUp => NextState::Failed,
+        }
+    };
+    match &report.outcome {
+        AttemptOutcome::Response { status, .. } => {
+            tracing::debug!(delivery = %d.id, subscription_id = %d.subscription_id, attempt = d.attempt, status, "attempt finished")
+        }
+        AttemptOutcome::Error { error } => {
+            tracing::debug!(delivery = %d.id, subscription_id = %d.subscription_id, attempt = d.attempt, error = error.as_str(), "attempt failed")
+        }
+    }
+    let finished = FinishedAttempt {
+        delivery: d.id,
+        subscription_id: d.subscription_id,
+        attempt: d.attempt,
+        started_at,
+        duration_ms: report.duration.as_millis() as u64,
+        outcome: report.outcome,
+        next,
+    };
+    let _ = tx.send(finished);
+}
+
+async fn write_outcomes(
+    inner: Arc<Inner>,
+    in_flight: Arc<Mutex<InFlight>>,
+    mut rx: mpsc::UnboundedReceiver<FinishedAttempt>,
+) {
+    let mut batch = Vec::with_capacity(MAX_WRITE_BATCH);
+    while rx.recv_many(&mut batch, MAX_WRITE_BATCH).await > 0 {
+        let attempts: Vec<FinishedAttempt> = std::mem::take(&mut batch);
+        let subs: Vec<String> = attempts.iter().map(|a| a.subscription_id.clone()).collect();
+        match inner.store.record_attempts(attempts, inner.clock.now()).await {
+            Ok(paused) => {
+                for p in paused {
+                    inner.config.notifier.subscription_paused(&p.notification);
+                }
+            }
+            // The leases stay; the deliveries are attempted again when they expire.
+            Err(e) => tracing::error!(error = %e, "recording attempt outcomes failed"),
+        }
+        {
+            let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            for s in &subs {
+                f.remove(s);
+            }
+        }
+        inner.wake.notify_one();
+    }
+}

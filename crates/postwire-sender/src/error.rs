@@ -1,0 +1,166 @@
+//! The one error type of the sender's public API, and its stable string codes.
+//!
+//! Every public entry point returns [`SenderError`]. Its [`SenderErrorCode`] uses the
+//! spec's error codes where one fits (`invalid_request`, `not_found`), so the HTTP layer
+//! can map an error to a status and a body without looking at the message. Messages are
+//! written for the API client, and never contain secrets.
+
+use std::fmt;
+
+/// A stable, machine-readable error code. The [`as_str`](SenderErrorCode::as_str) form
+/// never changes between releases; new codes may be added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SenderErrorCode {
+    /// The request is malformed or breaks a rule (status 400 in the spec's error body).
+    InvalidRequest,
+    /// The subscription, workspace or other resource does not exist.
+    NotFound,
+    /// The sender is shutting down and accepts no more work.
+    Unavailable,
+    /// The store failed (disk full, corrupt file, lost connection). Not the caller's fault.
+    Internal,
+}
+
+impl SenderErrorCode {
+    /// The stable string form, e.g. `"not_found"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SenderErrorCode::InvalidRequest => "invalid_request",
+            SenderErrorCode::NotFound => "not_found",
+            SenderErrorCode::Unavailable => "unavailable",
+            SenderErrorCode::Internal => "internal_error",
+        }
+    }
+
+    /// The HTTP status that goes with the code, for the API layer.
+    pub const fn http_status(self) -> u16 {
+        match self {
+            SenderErrorCode::InvalidRequest => 400,
+            SenderErrorCode::NotFound => 404,
+            SenderErrorCode::Unavailable => 503,
+            SenderErrorCode::Internal => 500,
+        }
+    }
+}
+
+impl fmt::Display for SenderErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What kind of resource was not found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Resource {
+    /// A workspace.
+    Workspace,
+    /// A webhook subscription.
+    Subscription,
+    /// A connected account (integration) of a workspace.
+    Integration,
+}
+
+impl fmt::Display for Resource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Resource::Workspace => "workspace",
+            Resource::Subscription => "webhook subscription",
+            Resource::Integration => "integration",
+        })
+    }
+}
+
+/// Everything a sender operation can fail with.
+///
+/// ```
+/// use postwire_sender::{SenderError, SenderErrorCode};
+/// let err = SenderError::invalid("`url` must use https");
+/// assert_eq!(err.code(), SenderErrorCode::InvalidRequest);
+/// assert_eq!(err.code().as_str(), "invalid_request");
+/// assert_eq!(err.messages(), ["`url` must use https"]);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SenderError {
+    /// One or more validation failures, each a sentence for the client.
+    #[error("invalid request: {}", .messages.join("; "))]
+    InvalidRequest {
+        /// The violations, at least one.
+        messages: Vec<String>,
+    },
+    /// The resource does not exist (or belongs to another workspace).
+    #[error("{resource} `{id}` not found")]
+    NotFound {
+        /// What was looked for.
+        resource: Resource,
+        /// The identifier given (truncated to 64 characters).
+        id: String,
+    },
+    /// The sender is shutting down.
+    #[error("the sender is shutting down")]
+    Unavailable,
+    /// The store failed. The detail is for logs; it never holds secrets.
+    #[error("storage error: {detail}")]
+    Storage {
+        /// What the store reported.
+        detail: String,
+    },
+}
+
+impl SenderError {
+    /// The stable code of this error.
+    pub fn code(&self) -> SenderErrorCode {
+        match self {
+            SenderError::InvalidRequest { .. } => SenderErrorCode::InvalidRequest,
+            SenderError::NotFound { .. } => SenderErrorCode::NotFound,
+            SenderError::Unavailable => SenderErrorCode::Unavailable,
+            SenderError::Storage { .. } => SenderErrorCode::Internal,
+        }
+    }
+
+    /// The messages for the spec's validation body (`message` as a string or an array).
+    pub fn messages(&self) -> Vec<String> {
+        match self {
+            SenderError::InvalidRequest { messages } => messages.clone(),
+            other => vec![other.to_string()],
+        }
+    }
+
+    /// One validation failure.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        SenderError::InvalidRequest { messages: vec![message.into()] }
+    }
+
+    /// A missing resource; long ids are truncated.
+    pub fn not_found(resource: Resource, id: &str) -> Self {
+        let id = match id.char_indices().nth(64) {
+            Some((i, _)) => format!("{}…", &id[..i]),
+            None => id.to_owned(),
+        };
+        SenderError::NotFound { resource, id }
+    }
+
+    /// A storage failure.
+    pub fn storage(detail: impl fmt::Display) -> Self {
+        SenderError::Storage { detail: detail.to_string() }
+    }
+}
+
+/// Collects validation failures so a request reports all of them at once.
+#[derive(Debug, Default)]
+pub(crate) struct Violations(Vec<String>);
+
+impl Violations {
+    pub(crate) fn push(&mut self, message: impl Into<String>) {
+        self.0.push(message.into());
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub(crate) fn into_result(self) -> Result<(), SenderError> {
+        if self.0.is_empty() { Ok(()) } else { Err(SenderError::InvalidRequest { messages: self.0 }) }
+    }
+}

@@ -1,0 +1,84 @@
+//! # postwire-sender
+//!
+//! The service side of postwire: a durable webhook dispatch engine that a publishing
+//! platform embeds. The host reports domain changes ([`Sender::publish`]); the sender
+//! turns each into one event, stores it with one delivery per matching subscription
+//! before returning, and delivers it as a signed Standard Webhooks `POST`, retrying for
+//! about a day, in order per post and per account, without ever losing an accepted
+//! event.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), postwire_sender::SenderError> {
+//! use std::sync::Arc;
+//! use postwire_core::{CreatedByKind, SystemClock};
+//! use postwire_sender::{NewSubscription, Sender, SenderConfig, TestEvent, Workspace};
+//!
+//! let sender = Sender::open_sqlite("webhooks.db", SenderConfig::default(), Arc::new(SystemClock)).await?;
+//! let dispatcher = sender.start();
+//! sender.upsert_workspace(Workspace { id: "ws_1".into(), name: "Acme".into() }).await?;
+//! let created = sender.create_subscription(NewSubscription {
+//!     workspace_id: "ws_1".into(),
+//!     name: "production".into(),
+//!     url: "https://hooks.example.com/postwire".into(),
+//!     events: vec![],
+//!     integration_ids: vec![],
+//!     created_by_kind: CreatedByKind::ApiToken,
+//! }).await?;
+//! // created.secret is shown to the client once.
+//! sender.publish(TestEvent { workspace_id: "ws_1".into(), subscription_id: None, message: "hello".into() }).await?;
+//! dispatcher.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! ## The rules, and where they live
+//! * Retry schedule, jitter and `Retry-After`: [`schedule`] (9 attempts: the first plus
+//!   eight retries, 22 h 42 min 30 s without jitter).
+//! * What counts as a failed delivery and when a subscription pauses itself: [`health`].
+//! * Ordering: deliveries of one subscription with the same ordering key (the post for
+//!   post events, the account for account events, none for `webhook.test`) are attempted
+//!   one at a time in publish order; a later one waits until the earlier one is
+//!   delivered, failed for good or expired. Different keys go in parallel, bounded per
+//!   subscription and overall ([`SenderConfig`]). See [`dispatch`].
+//! * Pause, hold, resume and the 7-day expiry: [`Sender::pause`], [`Sender::resume`].
+//!   Held deliveries are rows in the store, so memory does not grow with them.
+//! * Secret rotation with 24 h of dual signatures: [`Sender::rotate_secret`].
+//! * Address checks against SSRF, at creation and at every attempt: [`ssrf`].
+//! * Durability and the storage interface designed for PostgreSQL next: [`store`].
+//!
+//! Time always comes from the injected [`Clock`](postwire_core::Clock); tests drive a
+//! [`ManualClock`](postwire_core::ManualClock) and [`Sender::wait_idle`].
+//! Secrets are never logged: `Secret`'s `Debug` is redacted and no log line or error
+//! message carries one.
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod config;
+pub mod delivery;
+pub mod dispatch;
+pub mod error;
+pub mod events;
+pub mod health;
+pub mod model;
+pub mod notify;
+pub mod schedule;
+mod sender;
+pub mod ssrf;
+pub mod store;
+
+pub use config::SenderConfig;
+pub use dispatch::DispatcherHandle;
+pub use error::{Resource, SenderError, SenderErrorCode};
+pub use events::{
+    summarize, AccountChange, AccountChangeKind, DomainChange, NoEventReason, PostChange, PostChangeKind, PostRecord,
+    TestEvent,
+};
+pub use model::{
+    AttemptErrorKind, AttemptOutcome, AttemptRecord, DeliveryCursor, DeliveryId, DeliveryRecord, DeliveryState,
+    NewSubscription, Notification, Page, PauseCause, Published, ResumeSummary, RotatedSecret, SubscriptionRecord,
+    SubscriptionUpdate, Workspace, PAUSED_BY_REQUEST,
+};
+pub use notify::{LogNotifier, Notifier};
+pub use sender::{Sender, MAX_INTEGRATION_IDS, MAX_NAME_LEN, MAX_PAGE_SIZE, MAX_PUBLISH_BATCH};
+pub use store::sqlite::{SqliteOptions, SqliteStore};
+pub use store::{DeliveryCounts, Store};

@@ -1,0 +1,390 @@
+//! The records the sender keeps and returns: workspaces, subscriptions as stored,
+//! deliveries, attempts, pages and notifications.
+//!
+//! These are plain data, shared by the public API and the [`Store`](crate::store::Store)
+//! interface, so a second storage backend speaks exactly the same types.
+
+use std::fmt;
+use std::str::FromStr;
+
+use postwire_core::{CreatedByKind, EventType, Integration, Secret, Subscription, Timestamp};
+use serde::Serialize;
+
+use crate::error::SenderError;
+
+/// A workspace, as registered by the host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Workspace {
+    /// Workspace identifier.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+}
+
+/// What a client asks for when creating a subscription.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSubscription {
+    /// The workspace it belongs to; must be registered.
+    pub workspace_id: String,
+    /// Label (1 to 200 bytes).
+    pub name: String,
+    /// Public `https` endpoint.
+    pub url: String,
+    /// Event types; empty means every type. Duplicates are removed.
+    pub events: Vec<EventType>,
+    /// Account ids to limit to, each a registered account of the workspace; empty
+    /// means all accounts.
+    pub integration_ids: Vec<String>,
+    /// Who is creating it.
+    pub created_by_kind: CreatedByKind,
+}
+
+/// A change to a subscription; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SubscriptionUpdate {
+    /// New label.
+    pub name: Option<String>,
+    /// New endpoint (checked like at creation).
+    pub url: Option<String>,
+    /// New event types.
+    pub events: Option<Vec<EventType>>,
+    /// New account restriction.
+    pub integration_ids: Option<Vec<String>>,
+}
+
+/// A subscription as the API shows it, with the workspace it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscriptionRecord {
+    /// The workspace, for access checks.
+    pub workspace_id: String,
+    /// The subscription (never its secret).
+    pub subscription: Subscription,
+    /// While a rotation is in its dual-signature window: when the old secret stops
+    /// being used.
+    pub previous_secret_valid_until: Option<Timestamp>,
+}
+
+/// The result of a rotation: the new secret (shown this once) and the end of the window
+/// during which deliveries are signed with both secrets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RotatedSecret {
+    /// The new signing secret. Never log it.
+    pub secret: Secret,
+    /// Until then every delivery also carries a signature made with the old secret.
+    pub previous_valid_until: Timestamp,
+}
+
+/// A subscription as stored, with its secrets and the health counters. Internal to the
+/// sender and its stores; never returned through the API.
+#[derive(Debug, Clone)]
+pub struct StoredSubscription {
+    /// The workspace.
+    pub workspace_id: String,
+    /// The public part.
+    pub subscription: Subscription,
+    /// The current signing secret.
+    pub secret: Secret,
+    /// The previous secret and until when it still signs.
+    pub previous_secret: Option<(Secret, Timestamp)>,
+    /// Start of the current run of failed attempts (none since the last success).
+    pub failing_since: Option<Timestamp>,
+}
+
+impl StoredSubscription {
+    /// The public view.
+    pub fn record(&self) -> SubscriptionRecord {
+        SubscriptionRecord {
+            workspace_id: self.workspace_id.clone(),
+            subscription: self.subscription.clone(),
+            previous_secret_valid_until: self.previous_secret.as_ref().map(|(_, until)| *until),
+        }
+    }
+}
+
+/// The fields of a subscription that an update may change, already validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscriptionChanges {
+    /// New label.
+    pub name: Option<String>,
+    /// New endpoint.
+    pub url: Option<String>,
+    /// New event types.
+    pub events: Option<Vec<EventType>>,
+    /// New account restriction, as full records.
+    pub integrations: Option<Vec<Integration>>,
+}
+
+/// A delivery's identifier: `dlv_<n>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DeliveryId(pub i64);
+
+impl fmt::Display for DeliveryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "dlv_{}", self.0)
+    }
+}
+
+impl Serialize for DeliveryId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// Where a delivery (one event to one subscription) stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryState {
+    /// Waiting for its first attempt or for a retry (see `next_attempt_at`).
+    Pending,
+    /// Held while the subscription is paused.
+    Held,
+    /// A `2xx` arrived in time.
+    Delivered,
+    /// Every attempt failed.
+    Failed,
+    /// Held for longer than 7 days when the subscription was resumed; never sent.
+    Expired,
+}
+
+impl DeliveryState {
+    /// The stable string form.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            DeliveryState::Pending => "pending",
+            DeliveryState::Held => "held",
+            DeliveryState::Delivered => "delivered",
+            DeliveryState::Failed => "failed",
+            DeliveryState::Expired => "expired",
+        }
+    }
+
+    /// True for the states a delivery never leaves.
+    pub const fn is_final(self) -> bool {
+        matches!(self, DeliveryState::Delivered | DeliveryState::Failed | DeliveryState::Expired)
+    }
+}
+
+/// Why an attempt got no usable response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptErrorKind {
+    /// No response within the attempt timeout (10 s by default).
+    Timeout,
+    /// The connection could not be made or broke.
+    Connection,
+    /// The host name did not resolve.
+    Dns,
+    /// Every address of the host is in a blocked range (see [`crate::ssrf`]).
+    BlockedAddress,
+    /// The stored URL is no longer acceptable (e.g. not https).
+    InvalidUrl,
+    /// The response was not valid HTTP, or the request could not be built.
+    Protocol,
+}
+
+impl AttemptErrorKind {
+    /// The stable string form, e.g. `"timeout"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AttemptErrorKind::Timeout => "timeout",
+            AttemptErrorKind::Connection => "connection",
+            AttemptErrorKind::Dns => "dns",
+            AttemptErrorKind::BlockedAddress => "blocked_address",
+            AttemptErrorKind::InvalidUrl => "invalid_url",
+            AttemptErrorKind::Protocol => "protocol",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> AttemptErrorKind {
+        match s {
+            "timeout" => AttemptErrorKind::Timeout,
+            "connection" => AttemptErrorKind::Connection,
+            "dns" => AttemptErrorKind::Dns,
+            "blocked_address" => AttemptErrorKind::BlockedAddress,
+            "invalid_url" => AttemptErrorKind::InvalidUrl,
+            _ => AttemptErrorKind::Protocol,
+        }
+    }
+}
+
+/// What one attempt got.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AttemptOutcome {
+    /// The receiver answered with `status` in time (a `2xx` is a success; anything
+    /// else, including every `3xx`, a failure).
+    Response {
+        /// HTTP status.
+        status: u16,
+        /// The start of the response body (at most 4 KiB, lossily decoded as UTF-8).
+        body_prefix: String,
+    },
+    /// No usable answer.
+    Error {
+        /// Why.
+        error: AttemptErrorKind,
+    },
+}
+
+impl AttemptOutcome {
+    /// True for a `2xx` response.
+    pub fn is_success(&self) -> bool {
+        matches!(self, AttemptOutcome::Response { status, .. } if (200..300).contains(status))
+    }
+}
+
+/// One attempt of a delivery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptRecord {
+    /// 1 for the first attempt, up to 9.
+    pub number: u32,
+    /// When the request was sent (also its `webhook-timestamp`).
+    pub started_at: Timestamp,
+    /// How long it took until the outcome, in milliseconds (real time, not the clock's).
+    pub duration_ms: u64,
+    /// What it got.
+    pub outcome: AttemptOutcome,
+}
+
+/// One event to one subscription, with its attempts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryRecord {
+    /// Delivery identifier.
+    pub id: DeliveryId,
+    /// The subscription.
+    pub subscription_id: String,
+    /// The event (`webhook-id`).
+    pub event_id: String,
+    /// The event's type.
+    pub event_type: EventType,
+    /// Where it stands.
+    pub state: DeliveryState,
+    /// When the next attempt is due (pending only).
+    pub next_attempt_at: Option<Timestamp>,
+    /// When it was created (the event was accepted).
+    pub created_at: Timestamp,
+    /// When it reached its final state.
+    pub finished_at: Option<Timestamp>,
+    /// Its attempts, newest first.
+    pub attempts: Vec<AttemptRecord>,
+}
+
+/// A page of results, newest first, and the cursor of the next page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Page<T> {
+    /// The items.
+    pub items: Vec<T>,
+    /// Pass this to get the following (older) items; `None` at the end.
+    pub next_cursor: Option<DeliveryCursor>,
+}
+
+/// A position in a subscription's deliveries list: opaque to clients (`c_<n>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DeliveryCursor(pub(crate) i64);
+
+impl fmt::Display for DeliveryCursor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "c_{}", self.0)
+    }
+}
+
+impl Serialize for DeliveryCursor {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl FromStr for DeliveryCursor {
+    type Err = SenderError;
+    /// ```
+    /// use postwire_sender::DeliveryCursor;
+    /// assert!("c_42".parse::<DeliveryCursor>().is_ok());
+    /// assert_eq!("42".parse::<DeliveryCursor>().unwrap_err().code().as_str(), "invalid_request");
+    /// ```
+    fn from_str(s: &str) -> Result<Self, SenderError> {
+        s.strip_prefix("c_")
+            .and_then(|n| n.parse::<i64>().ok())
+            .filter(|n| *n > 0)
+            .map(DeliveryCursor)
+            .ok_or_else(|| SenderError::invalid("`cursor` is not a cursor returned by this endpoint"))
+    }
+}
+
+/// Why a subscription was paused by the sender itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PauseCause {
+    /// 50 failed deliveries in a row.
+    ConsecutiveFailures,
+    /// 72 hours without a success while deliveries failed.
+    FailingFor72Hours,
+}
+
+impl PauseCause {
+    /// The `disabledReason` text shown for this cause.
+    pub const fn reason(self) -> &'static str {
+        match self {
+            PauseCause::ConsecutiveFailures => "50 failed deliveries in a row",
+            PauseCause::FailingFor72Hours => "72 hours without a successful delivery",
+        }
+    }
+}
+
+/// The `disabledReason` of a subscription paused by request.
+pub const PAUSED_BY_REQUEST: &str = "paused by request";
+
+/// A notice for a workspace's admins: a subscription was paused by failures.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Notification {
+    /// Notification identifier (increasing).
+    pub id: i64,
+    /// The workspace whose admins are to be told.
+    pub workspace_id: String,
+    /// The paused subscription.
+    pub subscription_id: String,
+    /// Why.
+    pub cause: PauseCause,
+    /// A sentence for the admins.
+    pub message: String,
+    /// When.
+    pub created_at: Timestamp,
+}
+
+/// What publishing a change did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Published {
+    /// An event was accepted and stored with a delivery per matching subscription;
+    /// nothing of it is lost from here on.
+    Event {
+        /// The event id (`webhook-id`).
+        event_id: String,
+        /// How many deliveries were queued (or held, for paused subscriptions).
+        deliveries: usize,
+    },
+    /// The change is not an event.
+    NoEvent(crate::events::NoEventReason),
+}
+
+impl Published {
+    /// The event id, when there is an event.
+    pub fn event_id(&self) -> Option<&str> {
+        match self {
+            Published::Event { event_id, .. } => Some(event_id),
+            Published::NoEvent(_) => None,
+        }
+    }
+}
+
+/// What resuming a subscription did with its held deliveries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeSummary {
+    /// Held deliveries queued again, to go out in order.
+    pub released: u64,
+    /// Held deliveries older than 7 days, marked expired.
+    pub expired: u64,
+}

@@ -1,0 +1,533 @@
+//! [`Sender`]: the embeddable API the host (and the HTTP server) calls.
+//!
+//! Every method validates its input and returns a typed [`SenderError`] with a stable
+//! code; none panics on any input. Writes reach the store before the method returns.
+//! The dispatcher runs only after [`Sender::start`].
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use postwire_core::{
+    Clock, CreatedSubscription, Event, EventType, Integration, Secret, Subscription, SubscriptionStatus,
+};
+
+use crate::config::{SenderConfig, DUAL_SIGNATURE_WINDOW_MS, HOLD_LIMIT_MS};
+use crate::delivery::HttpDeliverer;
+use crate::dispatch::{self, DispatcherHandle};
+use crate::error::{Resource, SenderError, Violations};
+use crate::events::{build_event, check_id, check_text, DomainChange};
+use crate::model::{
+    DeliveryCursor, DeliveryRecord, Notification, Page, Published, ResumeSummary, RotatedSecret, StoredSubscription,
+    SubscriptionChanges, SubscriptionRecord, SubscriptionUpdate, Workspace, NewSubscription, PAUSED_BY_REQUEST,
+};
+use crate::schedule::RetrySchedule;
+use crate::ssrf::{resolve_checked, Blocked};
+use crate::store::sqlite::SqliteStore;
+use crate::store::{DeliveryCounts, Store};
+
+/// Longest subscription name, in bytes.
+pub const MAX_NAME_LEN: usize = 200;
+/// Most account ids in one subscription's restriction.
+pub const MAX_INTEGRATION_IDS: usize = 100;
+/// Largest page of deliveries.
+pub const MAX_PAGE_SIZE: usize = 100;
+/// Most changes in one [`Sender::publish_many`] call.
+pub const MAX_PUBLISH_BATCH: usize = 10_000;
+
+pub(crate) struct Inner {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) config: SenderConfig,
+    pub(crate) deliverer: HttpDeliverer,
+    pub(crate) schedule: RetrySchedule,
+    pub(crate) owner: String,
+    pub(crate) wake: tokio::sync::Notify,
+    pub(crate) shutting_down: AtomicBool,
+    pub(crate) started: AtomicBool,
+    pub(crate) idle_requested: AtomicU64,
+    pub(crate) idle_seen: tokio::sync::watch::Sender<u64>,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sender").field("owner", &self.owner).field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+/// The webhook sender. Cheap to clone; all clones share one store and one dispatcher.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), postwire_sender::SenderError> {
+/// use std::sync::Arc;
+/// use postwire_core::SystemClock;
+/// use postwire_sender::{Sender, SenderConfig};
+/// let sender = Sender::open_sqlite("webhooks.db", SenderConfig::default(), Arc::new(SystemClock)).await?;
+/// let dispatcher = sender.start();
+/// // ... sender.create_subscription(..), sender.publish(..) ...
+/// dispatcher.shutdown().await;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Sender {
+    inner: Arc<Inner>,
+}
+
+fn random_token(prefix: &str) -> Result<String, SenderError> {
+    use std::fmt::Write as _;
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|_| SenderError::storage("no secure random source is available"))?;
+    let mut s = String::with_capacity(prefix.len() + 32);
+    s.push_str(prefix);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    Ok(s)
+}
+
+impl Sender {
+    /// A sender over `store`, with time from `clock`. Releases leases left by a previous
+    /// run of this process (crash recovery). Does not start the dispatcher.
+    pub async fn open(config: SenderConfig, clock: Arc<dyn Clock>, store: Arc<dyn Store>) -> Result<Sender, SenderError> {
+        let deliverer = HttpDeliverer::new(&config)?;
+        let schedule = RetrySchedule::new(config.jitter, config.jitter_seed);
+        let owner = format!("pid-{}", std::process::id());
+        let released = store.recover(owner.clone()).await?;
+        if released > 0 {
+            tracing::info!(released, "released leases left by a previous run; those deliveries are due again");
+        }
+        let (idle_seen, _) = tokio::sync::watch::channel(0);
+        Ok(Sender {
+            inner: Arc::new(Inner {
+                store,
+                clock,
+                config,
+                deliverer,
+                schedule,
+                owner,
+                wake: tokio::sync::Notify::new(),
+                shutting_down: AtomicBool::new(false),
+                started: AtomicBool::new(false),
+                idle_requested: AtomicU64::new(0),
+                idle_seen,
+            }),
+        })
+    }
+
+    /// A sender over the SQLite file at `path` (created if absent).
+    pub async fn open_sqlite(
+        path: impl AsRef<std::path::Path>,
+        config: SenderConfig,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Sender, SenderError> {
+        let path = path.as_ref().to_path_buf();
+        let store = tokio::task::spawn_blocking(move || SqliteStore::open(path))
+            .await
+            .map_err(|e| SenderError::storage(e))??;
+        Sender::open(config, clock, Arc::new(store)).await
+    }
+
+    /// The store, for hosts that need direct access (metrics, a second API).
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.inner.store
+    }
+
+    /// The clock the sender uses.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.clock
+    }
+
+    /// Starts the dispatcher on the current Tokio runtime. Call once; a second call
+    /// returns a handle to nothing new (the first dispatcher keeps running).
+    pub fn start(&self) -> DispatcherHandle {
+        if self.inner.started.swap(true, Ordering::SeqCst) {
+            tracing::warn!("Sender::start called twice; the dispatcher is already running");
+        }
+        dispatch::start(self.inner.clone())
+    }
+
+    /// Wakes the dispatcher and waits until it has nothing in flight and nothing due at
+    /// the clock's current time. For tests with a [`ManualClock`](postwire_core::ManualClock);
+    /// returns at once with `unavailable` if the dispatcher was never started.
+    pub async fn wait_idle(&self) -> Result<(), SenderError> {
+        if !self.inner.started.load(Ordering::SeqCst) || self.inner.shutting_down.load(Ordering::SeqCst) {
+            return Err(SenderError::Unavailable);
+        }
+        let ticket = self.inner.idle_requested.fetch_add(1, Ordering::SeqCst) + 1;
+        let mut rx = self.inner.idle_seen.subscribe();
+        self.inner.wake.notify_one();
+        rx.wait_for(|seen| *seen >= ticket).await.map(|_| ()).map_err(|_| SenderError::Unavailable)
+    }
+
+    /// Wakes the dispatcher (e.g. after moving a manual clock).
+    pub fn wake(&self) {
+        self.inner.wake.notify_one();
+    }
+
+    // ----- registry -------------------------------------------------------------------
+
+    /// Registers (or renames) a workspace. Subscriptions can only be made in registered
+    /// workspaces.
+    pub async fn upsert_workspace(&self, workspace: Workspace) -> Result<(), SenderError> {
+        let mut v = Violations::default();
+        check_id(&mut v, "id", &workspace.id);
+        check_text(&mut v, "name", &workspace.name);
+        v.into_result()?;
+        self.inner.store.upsert_workspace(workspace).await
+    }
+
+    /// Registers (or updates) a connected account of a workspace.
+    pub async fn upsert_integration(&self, workspace_id: &str, integration: Integration) -> Result<(), SenderError> {
+        let mut v = Violations::default();
+        check_id(&mut v, "workspaceId", workspace_id);
+        check_id(&mut v, "id", &integration.id);
+        check_text(&mut v, "name", &integration.name);
+        check_id(&mut v, "providerIdentifier", &integration.provider_identifier);
+        v.into_result()?;
+        self.require_workspace(workspace_id).await?;
+        self.inner.store.upsert_integration(workspace_id.to_owned(), integration).await
+    }
+
+    async fn require_workspace(&self, id: &str) -> Result<(), SenderError> {
+        match self.inner.store.workspace(id.to_owned()).await? {
+            Some(_) => Ok(()),
+            None => Err(SenderError::not_found(Resource::Workspace, id)),
+        }
+    }
+
+    // ----- subscriptions --------------------------------------------------------------
+
+    /// Checks a URL: form and scheme, then every address its host resolves to.
+    async fn check_url(&self, v: &mut Violations, url: &str) {
+        let policy = self.inner.config.address_policy;
+        match policy.check_url(url) {
+            Err(e) => v.push(format!("`url`: {e}")),
+            Ok(parsed) => {
+                if let Some(url::Host::Domain(host)) = parsed.host() {
+                    match resolve_checked(policy, host).await {
+                        Ok(_) => {}
+                        Err(Blocked::Unresolvable) => v.push("`url`: the host name could not be resolved".to_owned()),
+                        Err(e) => v.push(format!("`url`: {e}")),
+                    }
+                }
+            }
+        }
+    }
+
+    fn check_name(v: &mut Violations, name: &str) {
+        if name.trim().is_empty() {
+            v.push("`name` must not be empty");
+        } else if name.len() > MAX_NAME_LEN {
+            v.push(format!("`name` must be at most {MAX_NAME_LEN} bytes"));
+        } else if name.chars().any(char::is_control) {
+            v.push("`name` must not contain control characters");
+        }
+    }
+
+    async fn resolve_integrations(
+        &self,
+        v: &mut Violations,
+        workspace_id: &str,
+        ids: &[String],
+    ) -> Result<Vec<Integration>, SenderError> {
+        if ids.len() > MAX_INTEGRATION_IDS {
+            v.push(format!("`integrationIds` may hold at most {MAX_INTEGRATION_IDS} ids"));
+            return Ok(Vec::new());
+        }
+        let mut unique: Vec<String> = Vec::with_capacity(ids.len());
+        for id in ids {
+            check_id(v, "integrationIds[]", id);
+            if !unique.contains(id) {
+                unique.push(id.clone());
+            }
+        }
+        if !v.is_empty() {
+            return Ok(Vec::new());
+        }
+        let found = self.inner.store.integrations(workspace_id.to_owned(), unique.clone()).await?;
+        for id in &unique {
+            if !found.iter().any(|i| &i.id == id) {
+                v.push(format!("`integrationIds`: `{}` is not a connected account of this workspace", truncate(id)));
+            }
+        }
+        Ok(found)
+    }
+
+    /// Creates a subscription: enabled, `consecutiveFailures` 0, with a fresh `whsec_`
+    /// secret that this response carries and no other ever will.
+    pub async fn create_subscription(&self, new: NewSubscription) -> Result<CreatedSubscription, SenderError> {
+        let mut v = Violations::default();
+        check_id(&mut v, "workspaceId", &new.workspace_id);
+        v.into_result()?;
+        self.require_workspace(&new.workspace_id).await?;
+        let mut v = Violations::default();
+        Self::check_name(&mut v, &new.name);
+        self.check_url(&mut v, &new.url).await;
+        let integrations = self.resolve_integrations(&mut v, &new.workspace_id, &new.integration_ids).await?;
+        v.into_result()?;
+        let secret = Secret::generate().map_err(|_| SenderError::storage("no secure random source is available"))?;
+        let subscription = Subscription {
+            id: random_token("wh_")?,
+            name: new.name,
+            url: new.url,
+            events: dedup_events(new.events),
+            integrations,
+            status: SubscriptionStatus::Enabled,
+            created_by_kind: new.created_by_kind,
+            consecutive_failures: 0,
+            last_success_at: None,
+            created_at: self.inner.clock.now(),
+        };
+        self.inner
+            .store
+            .insert_subscription(StoredSubscription {
+                workspace_id: new.workspace_id,
+                subscription: subscription.clone(),
+                secret: secret.clone(),
+                previous_secret: None,
+                failing_since: None,
+            })
+            .await?;
+        Ok(CreatedSubscription { subscription, secret })
+    }
+
+    async fn load(&self, id: &str) -> Result<StoredSubscription, SenderError> {
+        let mut v = Violations::default();
+        check_id(&mut v, "id", id);
+        v.into_result()?;
+        self.inner
+            .store
+            .subscription(id.to_owned())
+            .await?
+            .ok_or_else(|| SenderError::not_found(Resource::Subscription, id))
+    }
+
+    /// One subscription (never its secret).
+    pub async fn subscription(&self, id: &str) -> Result<SubscriptionRecord, SenderError> {
+        Ok(self.load(id).await?.record())
+    }
+
+    /// The subscriptions of a workspace, oldest first.
+    pub async fn list_subscriptions(&self, workspace_id: &str) -> Result<Vec<SubscriptionRecord>, SenderError> {
+        let mut v = Violations::default();
+        check_id(&mut v, "workspaceId", workspace_id);
+        v.into_result()?;
+        self.require_workspace(workspace_id).await?;
+        Ok(self.inner.store.list_subscriptions(workspace_id.to_owned()).await?.iter().map(|s| s.record()).collect())
+    }
+
+    /// Changes name, URL, event types or account restriction, checked like at creation.
+    pub async fn update_subscription(&self, id: &str, update: SubscriptionUpdate) -> Result<SubscriptionRecord, SenderError> {
+        let current = self.load(id).await?;
+        let mut v = Violations::default();
+        if let Some(name) = &update.name {
+            Self::check_name(&mut v, name);
+        }
+        if let Some(url) = &update.url {
+            self.check_url(&mut v, url).await;
+        }
+        let integrations = match &update.integration_ids {
+            Some(ids) => Some(self.resolve_integrations(&mut v, &current.workspace_id, ids).await?),
+            None => None,
+        };
+        v.into_result()?;
+        let changes = SubscriptionChanges { name: update.name, url: update.url, events: update.events.map(dedup_events), integrations };
+        if !self.inner.store.update_subscription(id.to_owned(), changes).await? {
+            return Err(SenderError::not_found(Resource::Subscription, id));
+        }
+        self.subscription(id).await
+    }
+
+    /// Deletes a subscription with its deliveries and their records.
+    pub async fn delete_subscription(&self, id: &str) -> Result<(), SenderError> {
+        self.load(id).await?;
+        if self.inner.store.delete_subscription(id.to_owned()).await? {
+            Ok(())
+        } else {
+            Err(SenderError::not_found(Resource::Subscription, id))
+        }
+    }
+
+    /// Pauses a subscription by request: its events are held, not attempted.
+    pub async fn pause(&self, id: &str) -> Result<SubscriptionRecord, SenderError> {
+        let current = self.load(id).await?;
+        if !current.subscription.status.is_paused()
+            && !self.inner.store.pause(id.to_owned(), PAUSED_BY_REQUEST.to_owned()).await?
+        {
+            return Err(SenderError::not_found(Resource::Subscription, id));
+        }
+        self.subscription(id).await
+    }
+
+    /// Resumes a subscription (paused by request or by failures): events held during
+    /// the last 7 days are delivered, in order; older ones are marked expired. Resets
+    /// `consecutiveFailures`. Resuming an enabled subscription changes nothing.
+    pub async fn resume(&self, id: &str) -> Result<(SubscriptionRecord, ResumeSummary), SenderError> {
+        let current = self.load(id).await?;
+        if !current.subscription.status.is_paused() {
+            return Ok((current.record(), ResumeSummary::default()));
+        }
+        let now = self.inner.clock.now();
+        let summary = self
+            .inner
+            .store
+            .resume(id.to_owned(), now, now.add_millis(-HOLD_LIMIT_MS))
+            .await?
+            .ok_or_else(|| SenderError::not_found(Resource::Subscription, id))?;
+        self.inner.wake.notify_one();
+        Ok((self.subscription(id).await?, summary))
+    }
+
+    /// `PUT …/enabled`: resume when `enabled`, pause otherwise.
+    pub async fn set_enabled(&self, id: &str, enabled: bool) -> Result<SubscriptionRecord, SenderError> {
+        if enabled { Ok(self.resume(id).await?.0) } else { self.pause(id).await }
+    }
+
+    /// Replaces the signing secret. For 24 hours every delivery carries two signatures,
+    /// one with the old and one with the new secret; then only the new one. Rotating
+    /// again within the window drops the oldest secret.
+    pub async fn rotate_secret(&self, id: &str) -> Result<RotatedSecret, SenderError> {
+        self.load(id).await?;
+        let secret = Secret::generate().map_err(|_| SenderError::storage("no secure random source is available"))?;
+        let until = self.inner.clock.now().add_millis(DUAL_SIGNATURE_WINDOW_MS);
+        if !self.inner.store.rotate_secret(id.to_owned(), secret.clone(), until).await? {
+            return Err(SenderError::not_found(Resource::Subscription, id));
+        }
+        Ok(RotatedSecret { secret, previous_valid_until: until })
+    }
+
+    // ----- events ---------------------------------------------------------------------
+
+    /// Accepts one domain change. When it is an event, the event and one delivery per
+    /// matching subscription are on disk when this returns.
+    pub async fn publish(&self, change: impl Into<DomainChange>) -> Result<Published, SenderError> {
+        let mut out = self.publish_many(vec![change.into()]).await?;
+        out.pop().ok_or_else(|| SenderError::storage("publish produced no result"))
+    }
+
+    /// Accepts many changes in one transaction (all or none), in order.
+    pub async fn publish_many(&self, changes: Vec<DomainChange>) -> Result<Vec<Published>, SenderError> {
+        if self.inner.shutting_down.load(Ordering::SeqCst) {
+            return Err(SenderError::Unavailable);
+        }
+        if changes.len() > MAX_PUBLISH_BATCH {
+            return Err(SenderError::invalid(format!("at most {MAX_PUBLISH_BATCH} changes per call")));
+        }
+        let now = self.inner.clock.now();
+        let mut results = Vec::with_capacity(changes.len());
+        let mut built = Vec::with_capacity(changes.len());
+        for change in &changes {
+            if let DomainChange::Test(t) = change {
+                if let Some(id) = &t.subscription_id {
+                    let sub = self.load(id).await?;
+                    if sub.workspace_id != t.workspace_id {
+                        return Err(SenderError::not_found(Resource::Subscription, id));
+                    }
+                }
+            }
+            let id = Event::generate_id().map_err(|_| SenderError::storage("no secure random source is available"))?;
+            match build_event(change, id, now)? {
+                Ok(b) => {
+                    results.push(Published::Event { event_id: b.event.id.clone(), deliveries: 0 });
+                    built.push(b);
+                }
+                Err(reason) => results.push(Published::NoEvent(reason)),
+            }
+        }
+        if built.is_empty() {
+            return Ok(results);
+        }
+        let counts = self.inner.store.enqueue(built, now).await?;
+        let mut counts = counts.into_iter();
+        let mut any = false;
+        for r in &mut results {
+            if let Published::Event { deliveries, .. } = r {
+                *deliveries = counts.next().unwrap_or(0);
+                any |= *deliveries > 0;
+            }
+        }
+        if any {
+            self.inner.wake.notify_one();
+        }
+        Ok(results)
+    }
+
+    /// Recent events about a post, newest first (at most `limit`, 1 to 100): for
+    /// `GET /posts/lookup`, to reconcile events a receiver missed.
+    pub async fn events_for_post(&self, workspace_id: &str, post_id: &str, limit: usize) -> Result<Vec<Event>, SenderError> {
+        let mut v = Violations::default();
+        check_id(&mut v, "workspaceId", workspace_id);
+        check_id(&mut v, "postId", post_id);
+        check_limit(&mut v, limit);
+        v.into_result()?;
+        self.inner.store.events_for_post(workspace_id.to_owned(), post_id.to_owned(), limit).await
+    }
+
+    // ----- deliveries and notifications ------------------------------------------------
+
+    /// A subscription's deliveries with their attempts, newest first: `limit` (1 to 100)
+    /// of them after `cursor` (from the previous page's `next_cursor`).
+    pub async fn list_deliveries(
+        &self,
+        subscription_id: &str,
+        cursor: Option<&str>,
+        limit: usize,
+    ) -> Result<Page<DeliveryRecord>, SenderError> {
+        let mut v = Violations::default();
+        check_limit(&mut v, limit);
+        let before = match cursor.map(str::parse::<DeliveryCursor>) {
+            Some(Err(e)) => {
+                v.push(e.messages().join("; "));
+                None
+            }
+            Some(Ok(c)) => Some(c.0),
+            None => None,
+        };
+        v.into_result()?;
+        self.load(subscription_id).await?;
+        let mut items = self.inner.store.list_deliveries(subscription_id.to_owned(), before, limit + 1).await?;
+        let next_cursor = if items.len() > limit {
+            items.truncate(limit);
+            items.last().map(|d| DeliveryCursor(d.id.0))
+        } else {
+            None
+        };
+        Ok(Page { items, next_cursor })
+    }
+
+    /// Notifications (subscriptions paused by failures) of a workspace, newest first.
+    pub async fn notifications(&self, workspace_id: &str, limit: usize) -> Result<Vec<Notification>, SenderError> {
+        let mut v = Violations::default();
+        check_id(&mut v, "workspaceId", workspace_id);
+        check_limit(&mut v, limit);
+        v.into_result()?;
+        self.inner.store.notifications(workspace_id.to_owned(), limit).await
+    }
+
+    /// Deliveries per state, for one subscription or all.
+    pub async fn delivery_counts(&self, subscription_id: Option<&str>) -> Result<DeliveryCounts, SenderError> {
+        self.inner.store.delivery_counts(subscription_id.map(str::to_owned)).await
+    }
+}
+
+fn check_limit(v: &mut Violations, limit: usize) {
+    if !(1..=MAX_PAGE_SIZE).contains(&limit) {
+        v.push(format!("`limit` must be between 1 and {MAX_PAGE_SIZE}"));
+    }
+}
+
+fn dedup_events(events: Vec<EventType>) -> Vec<EventType> {
+    let mut out: Vec<EventType> = Vec::with_capacity(events.len());
+    for e in events {
+        if !out.contains(&e) {
+            out.push(e);
+        }
+    }
+    out
+}
+
+fn truncate(s: &str) -> String {
+    match s.char_indices().nth(64) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_owned(),
+    }
+}

@@ -1,0 +1,190 @@
+//! The storage interface: the one place where the sender's state lives.
+//!
+//! The store is the source of truth. Events, deliveries, attempts, held events,
+//! subscriptions and notifications are written here before the call that produced them
+//! returns; the dispatcher keeps nothing in memory that it cannot rebuild from the store
+//! after a crash.
+//!
+//! [`Store`] is deliberately narrow, and shaped for two backends:
+//! * [`SqliteStore`](sqlite::SqliteStore), the embedded default: one file in WAL mode, one
+//!   process.
+//! * PostgreSQL (the next step): [`Store::claim`] maps to `SELECT … FOR UPDATE SKIP LOCKED`
+//!   on the due, unleased heads of each (subscription, ordering key) queue, setting
+//!   `lease_owner`/`lease_until`; several sender processes then share one queue. Leases
+//!   that outlive a crashed process expire and are claimed again; [`Store::recover`]
+//!   only releases the leases of the given owner.
+//!
+//! Methods return boxed futures so the trait is object-safe (`Arc<dyn Store>`), and every
+//! rule that is not pure storage (retry timing, health counters) is decided outside and
+//! passed in, or applied through [`crate::health`], so backends cannot drift apart.
+
+pub mod sqlite;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+
+use postwire_core::{Event, Integration, Secret, Timestamp};
+
+use crate::error::SenderError;
+use crate::events::BuiltEvent;
+use crate::model::{
+    AttemptOutcome, DeliveryId, DeliveryRecord, Notification, PauseCause, ResumeSummary, StoredSubscription,
+    SubscriptionChanges, Workspace,
+};
+
+/// A boxed, sendable future: what every [`Store`] method returns.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The result of a store operation.
+pub type StoreResult<T> = Result<T, SenderError>;
+
+/// What the dispatcher asks for when it has room for more attempts.
+#[derive(Debug, Clone)]
+pub struct ClaimRequest {
+    /// The current time: deliveries due at or before it are eligible.
+    pub now: Timestamp,
+    /// At most this many deliveries.
+    pub limit: usize,
+    /// The lease taken on each claimed delivery ends then; an unfinished lease past this
+    /// time (a crashed process) makes the delivery claimable again.
+    pub lease_until: Timestamp,
+    /// Who takes the lease (a process identifier).
+    pub owner: String,
+    /// At most this many attempts in flight per subscription...
+    pub per_subscription_limit: usize,
+    /// ...counting these, already in flight in this process.
+    pub in_flight: HashMap<String, usize>,
+}
+
+/// A delivery claimed for one attempt: everything needed to send it.
+#[derive(Debug, Clone)]
+pub struct ClaimedDelivery {
+    /// The delivery.
+    pub id: DeliveryId,
+    /// Its subscription.
+    pub subscription_id: String,
+    /// The event id (`webhook-id`).
+    pub event_id: String,
+    /// The exact body sent on every attempt.
+    pub body: String,
+    /// The endpoint.
+    pub url: String,
+    /// The secrets to sign with: the current one, then the previous one while the
+    /// rotation window is open.
+    pub secrets: Vec<Secret>,
+    /// The number of this attempt (1 for the first).
+    pub attempt: u32,
+    /// When the delivery was created, for publish-to-attempt latency.
+    pub created_at: Timestamp,
+}
+
+/// What happens to a delivery after an attempt, decided by the dispatcher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextState {
+    /// Delivered.
+    Delivered,
+    /// Try again at this time.
+    RetryAt(Timestamp),
+    /// That was the last attempt.
+    Failed,
+}
+
+/// One finished attempt, to be recorded.
+#[derive(Debug, Clone)]
+pub struct FinishedAttempt {
+    /// The delivery.
+    pub delivery: DeliveryId,
+    /// Its subscription.
+    pub subscription_id: String,
+    /// The attempt number.
+    pub attempt: u32,
+    /// When it was sent (clock time).
+    pub started_at: Timestamp,
+    /// How long it took, in real milliseconds.
+    pub duration_ms: u64,
+    /// What it got.
+    pub outcome: AttemptOutcome,
+    /// What happens next.
+    pub next: NextState,
+}
+
+/// A subscription paused by the outcome of an attempt, and the notification stored.
+#[derive(Debug, Clone)]
+pub struct PausedByFailures {
+    /// The notification, as stored.
+    pub notification: Notification,
+    /// Why.
+    pub cause: PauseCause,
+}
+
+/// The sender's storage. See the module documentation.
+pub trait Store: Send + Sync + 'static {
+    /// Releases the leases held by `owner` (at start-up, after a crash of the same
+    /// process); returns how many. Single-process backends release every lease.
+    fn recover(&self, owner: String) -> BoxFuture<'_, StoreResult<u64>>;
+
+    /// Registers or renames a workspace.
+    fn upsert_workspace(&self, workspace: Workspace) -> BoxFuture<'_, StoreResult<()>>;
+    /// Whether the workspace is registered.
+    fn workspace(&self, id: String) -> BoxFuture<'_, StoreResult<Option<Workspace>>>;
+    /// Registers or updates a connected account of a workspace.
+    fn upsert_integration(&self, workspace_id: String, integration: Integration) -> BoxFuture<'_, StoreResult<()>>;
+    /// The registered accounts of `workspace_id` among `ids` (missing ones are left out).
+    fn integrations(&self, workspace_id: String, ids: Vec<String>) -> BoxFuture<'_, StoreResult<Vec<Integration>>>;
+
+    /// Stores a new subscription.
+    fn insert_subscription(&self, subscription: StoredSubscription) -> BoxFuture<'_, StoreResult<()>>;
+    /// One subscription, with its secrets.
+    fn subscription(&self, id: String) -> BoxFuture<'_, StoreResult<Option<StoredSubscription>>>;
+    /// The subscriptions of a workspace, oldest first.
+    fn list_subscriptions(&self, workspace_id: String) -> BoxFuture<'_, StoreResult<Vec<StoredSubscription>>>;
+    /// Applies `changes`; false when there is no such subscription.
+    fn update_subscription(&self, id: String, changes: SubscriptionChanges) -> BoxFuture<'_, StoreResult<bool>>;
+    /// Deletes a subscription with its deliveries and attempts; false when absent.
+    fn delete_subscription(&self, id: String) -> BoxFuture<'_, StoreResult<bool>>;
+    /// Pauses a subscription with `reason` and holds its pending deliveries; false when
+    /// absent. Pausing a paused subscription only updates the reason.
+    fn pause(&self, id: String, reason: String) -> BoxFuture<'_, StoreResult<bool>>;
+    /// Resumes: held deliveries whose event was created at or after `hold_cutoff` are
+    /// due at `now`, older ones expire. `None` when absent.
+    fn resume(&self, id: String, now: Timestamp, hold_cutoff: Timestamp) -> BoxFuture<'_, StoreResult<Option<ResumeSummary>>>;
+    /// Replaces the secret; the old one keeps signing until `previous_until`.
+    fn rotate_secret(&self, id: String, new_secret: Secret, previous_until: Timestamp) -> BoxFuture<'_, StoreResult<bool>>;
+
+    /// Stores events and one delivery per matching subscription (held for paused ones),
+    /// atomically; returns the number of deliveries per event.
+    fn enqueue(&self, events: Vec<BuiltEvent>, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<usize>>>;
+    /// Claims due deliveries that head their (subscription, ordering key) queue. See
+    /// [`ClaimRequest`].
+    fn claim(&self, request: ClaimRequest) -> BoxFuture<'_, StoreResult<Vec<ClaimedDelivery>>>;
+    /// The earliest due time of any pending delivery, to know how long to sleep.
+    fn next_due_at(&self) -> BoxFuture<'_, StoreResult<Option<Timestamp>>>;
+    /// Records finished attempts, updates deliveries and subscription health, and pauses
+    /// subscriptions as [`crate::health`] says, in one transaction; returns the pauses.
+    fn record_attempts(&self, attempts: Vec<FinishedAttempt>, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<PausedByFailures>>>;
+
+    /// Deliveries of a subscription, newest first, older than `before` (a delivery id).
+    fn list_deliveries(&self, subscription_id: String, before: Option<i64>, limit: usize) -> BoxFuture<'_, StoreResult<Vec<DeliveryRecord>>>;
+    /// Events about a post, newest first.
+    fn events_for_post(&self, workspace_id: String, post_id: String, limit: usize) -> BoxFuture<'_, StoreResult<Vec<Event>>>;
+    /// Notifications of a workspace, newest first.
+    fn notifications(&self, workspace_id: String, limit: usize) -> BoxFuture<'_, StoreResult<Vec<Notification>>>;
+    /// How many deliveries are in each state (for tests, metrics and the benchmark).
+    fn delivery_counts(&self, subscription_id: Option<String>) -> BoxFuture<'_, StoreResult<DeliveryCounts>>;
+}
+
+/// Deliveries per state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct DeliveryCounts {
+    /// Pending (first attempt or retry wait).
+    pub pending: u64,
+    /// Held (subscription paused).
+    pub held: u64,
+    /// Delivered.
+    pub delivered: u64,
+    /// Failed for good.
+    pub failed: u64,
+    /// Expired while held.
+    pub expired: u64,
+}

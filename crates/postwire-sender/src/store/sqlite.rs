@@ -1,0 +1,781 @@
+//! The embedded store: one SQLite file in WAL mode, zero set-up.
+//!
+//! One connection, guarded by a mutex, used from Tokio's blocking pool. Every write is a
+//! transaction that commits before the calling future resolves, so an accepted event is
+//! on disk (in the WAL) before `publish` returns. With the default `synchronous=NORMAL`
+//! a committed transaction survives the process being killed at any moment (SIGKILL);
+//! [`SqliteOptions::power_loss_durable`] switches to `synchronous=FULL`, which also
+//! survives a power cut, at the cost of an fsync per commit.
+//!
+//! The file serves one sender process: [`Store::recover`] releases every lease, since
+//! any lease found at start-up belongs to a process that is gone.
+//!
+//! Delivery states are small integers: 0 pending, 1 held, 2 delivered, 3 failed,
+//! 4 expired. The partial index on pending rows keeps claiming fast however many
+//! deliveries are held or finished.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use postwire_core::{matches, CreatedByKind, Event, EventType, Integration, Secret, Subscription, SubscriptionStatus, Timestamp};
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+
+use super::{
+    BoxFuture, ClaimRequest, ClaimedDelivery, DeliveryCounts, FinishedAttempt, NextState, PausedByFailures, Store,
+    StoreResult,
+};
+use crate::error::SenderError;
+use crate::events::BuiltEvent;
+use crate::health::{Health, Verdict};
+use crate::model::{
+    AttemptErrorKind, AttemptOutcome, AttemptRecord, DeliveryId, DeliveryRecord, DeliveryState, Notification,
+    ResumeSummary, StoredSubscription, SubscriptionChanges, Workspace,
+};
+
+const PENDING: i64 = 0;
+const HELD: i64 = 1;
+const DELIVERED: i64 = 2;
+const FAILED: i64 = 3;
+const EXPIRED: i64 = 4;
+
+/// Most rows looked at by one claim, so a long blocked queue cannot stall it.
+const CLAIM_SCAN_LIMIT: usize = 20_000;
+
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS workspaces (id TEXT PRIMARY KEY, name TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS integrations (
+    workspace_id TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL,
+    provider_identifier TEXT NOT NULL, picture TEXT, PRIMARY KEY (workspace_id, id));
+CREATE TABLE IF NOT EXISTS subscriptions (
+    seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, workspace_id TEXT NOT NULL,
+    name TEXT NOT NULL, url TEXT NOT NULL, events TEXT NOT NULL, integrations TEXT NOT NULL,
+    paused_reason TEXT, created_by_kind TEXT NOT NULL,
+    consecutive_failures INTEGER NOT NULL DEFAULT 0, last_success_at INTEGER, failing_since INTEGER,
+    created_at INTEGER NOT NULL, secret TEXT NOT NULL, previous_secret TEXT, previous_secret_until INTEGER);
+CREATE INDEX IF NOT EXISTS subscriptions_workspace ON subscriptions (workspace_id, seq);
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, workspace_id TEXT NOT NULL,
+    event_type TEXT NOT NULL, post_id TEXT, created_at INTEGER NOT NULL, body TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS events_post ON events (workspace_id, post_id, seq) WHERE post_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS deliveries (
+    seq INTEGER PRIMARY KEY, subscription_id TEXT NOT NULL, event_seq INTEGER NOT NULL,
+    ordering_key TEXT, state INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+    due_at INTEGER NOT NULL, lease_owner TEXT, lease_until INTEGER,
+    created_at INTEGER NOT NULL, finished_at INTEGER);
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (due_at, seq) WHERE state = 0;
+CREATE INDEX IF NOT EXISTS deliveries_queue ON deliveries (subscription_id, ordering_key, seq) WHERE state <= 1;
+CREATE INDEX IF NOT EXISTS deliveries_subscription ON deliveries (subscription_id, seq);
+CREATE TABLE IF NOT EXISTS attempts (
+    delivery_seq INTEGER NOT NULL, number INTEGER NOT NULL, started_at INTEGER NOT NULL,
+    duration_ms INTEGER NOT NULL, status INTEGER, error TEXT, body_prefix TEXT,
+    PRIMARY KEY (delivery_seq, number)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS notifications (
+    id INTEGER PRIMARY KEY, workspace_id TEXT NOT NULL, subscription_id TEXT NOT NULL,
+    cause TEXT NOT NULL, message TEXT NOT NULL, created_at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS notifications_workspace ON notifications (workspace_id, id);
+"#;
+
+/// How to open the SQLite file.
+#[derive(Debug, Clone, Default)]
+pub struct SqliteOptions {
+    /// `synchronous=FULL` (survives power loss) instead of `NORMAL` (survives process
+    /// crashes). Off by default.
+    pub power_loss_durable: bool,
+}
+
+/// The SQLite store. Cheap to clone.
+#[derive(Clone)]
+pub struct SqliteStore {
+    conn: Arc<Mutex<Connection>>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").field("path", &self.path).finish()
+    }
+}
+
+fn db_err(e: impl std::fmt::Display) -> SenderError {
+    SenderError::storage(e)
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database file at `path`.
+    pub fn open(path: impl AsRef<Path>) -> StoreResult<Self> {
+        Self::open_with(path, SqliteOptions::default())
+    }
+
+    /// Opens with options.
+    pub fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> StoreResult<Self> {
+        let path = path.as_ref().to_path_buf();
+        let conn = Connection::open(&path).map_err(db_err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(db_err)?;
+        let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)).map_err(db_err)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(SenderError::storage(format!("could not switch {} to WAL mode", path.display())));
+        }
+        let sync = if options.power_loss_durable { "FULL" } else { "NORMAL" };
+        conn.execute_batch(&format!("PRAGMA synchronous={sync}; PRAGMA temp_store=MEMORY; PRAGMA foreign_keys=OFF;"))
+            .map_err(db_err)?;
+        conn.execute_batch(SCHEMA).map_err(db_err)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        Ok(SqliteStore { conn: Arc::new(Mutex::new(conn)), path })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> BoxFuture<'_, StoreResult<T>> {
+        let conn = self.conn.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
+                f(&mut guard).map_err(db_err)
+            })
+            .await
+            .map_err(|e| SenderError::storage(format!("storage task failed: {e}")))?
+        })
+    }
+
+    fn run_tx<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>) -> rusqlite::Result<T> + Send + 'static,
+    ) -> BoxFuture<'_, StoreResult<T>> {
+        self.run(move |conn| {
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let out = f(&tx)?;
+            tx.commit()?;
+            Ok(out)
+        })
+    }
+}
+
+fn conversion(e: impl std::fmt::Display) -> rusqlite::Error {
+    rusqlite::Error::ToSqlConversionFailure(e.to_string().into())
+}
+
+fn ts(millis: i64) -> Timestamp {
+    Timestamp::from_unix_millis(millis)
+}
+
+fn opt_ts(millis: Option<i64>) -> Option<Timestamp> {
+    millis.map(ts)
+}
+
+const SUBSCRIPTION_COLUMNS: &str = "id, workspace_id, name, url, events, integrations, paused_reason, created_by_kind, \
+     consecutive_failures, last_success_at, failing_since, created_at, secret, previous_secret, previous_secret_until";
+
+fn subscription_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredSubscription> {
+    let events: Vec<EventType> = serde_json::from_str(&r.get::<_, String>(4)?).map_err(conversion)?;
+    let integrations: Vec<Integration> = serde_json::from_str(&r.get::<_, String>(5)?).map_err(conversion)?;
+    let status = match r.get::<_, Option<String>>(6)? {
+        None => SubscriptionStatus::Enabled,
+        Some(reason) => SubscriptionStatus::Paused { reason },
+    };
+    let created_by_kind: CreatedByKind = r.get::<_, String>(7)?.parse().map_err(conversion)?;
+    let secret = Secret::parse(&r.get::<_, String>(12)?).map_err(conversion)?;
+    let previous_secret = match (r.get::<_, Option<String>>(13)?, r.get::<_, Option<i64>>(14)?) {
+        (Some(s), Some(until)) => Some((Secret::parse(&s).map_err(conversion)?, ts(until))),
+        _ => None,
+    };
+    Ok(StoredSubscription {
+        workspace_id: r.get(1)?,
+        subscription: Subscription {
+            id: r.get(0)?,
+            name: r.get(2)?,
+            url: r.get(3)?,
+            events,
+            integrations,
+            status,
+            created_by_kind,
+            consecutive_failures: r.get::<_, i64>(8)?.clamp(0, u32::MAX as i64) as u32,
+            last_success_at: opt_ts(r.get(9)?),
+            created_at: ts(r.get(11)?),
+        },
+        secret,
+        previous_secret,
+        failing_since: opt_ts(r.get(10)?),
+    })
+}
+
+fn load_subscription(tx: &Connection, id: &str) -> rusqlite::Result<Option<StoredSubscription>> {
+    tx.prepare_cached(&format!("SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions WHERE id = ?1"))?
+        .query_row([id], subscription_from_row)
+        .optional()
+}
+
+/// What enqueue needs of a subscription to route an event.
+struct Route {
+    id: String,
+    events: Vec<EventType>,
+    integration_ids: Vec<String>,
+    paused: bool,
+}
+
+fn routes_of(tx: &Connection, workspace_id: &str) -> rusqlite::Result<Vec<Route>> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT id, events, integrations, paused_reason IS NOT NULL FROM subscriptions WHERE workspace_id = ?1 ORDER BY seq",
+    )?;
+    let rows = stmt.query_map([workspace_id], |r| {
+        let events: Vec<EventType> = serde_json::from_str(&r.get::<_, String>(1)?).map_err(conversion)?;
+        let integrations: Vec<Integration> = serde_json::from_str(&r.get::<_, String>(2)?).map_err(conversion)?;
+        Ok(Route { id: r.get(0)?, events, integration_ids: integrations.into_iter().map(|i| i.id).collect(), paused: r.get(3)? })
+    })?;
+    rows.collect()
+}
+
+fn hold_pending(tx: &Connection, subscription_id: &str) -> rusqlite::Result<usize> {
+    tx.prepare_cached("UPDATE deliveries SET state = ?2 WHERE subscription_id = ?1 AND state = ?3")?
+        .execute(params![subscription_id, HELD, PENDING])
+}
+
+impl Store for SqliteStore {
+    fn recover(&self, _owner: String) -> BoxFuture<'_, StoreResult<u64>> {
+        self.run_tx(|tx| {
+            let n = tx.execute("UPDATE deliveries SET lease_owner = NULL, lease_until = NULL WHERE lease_until IS NOT NULL", [])?;
+            Ok(n as u64)
+        })
+    }
+
+    fn upsert_workspace(&self, workspace: Workspace) -> BoxFuture<'_, StoreResult<()>> {
+        self.run_tx(move |tx| {
+            tx.execute(
+                "INSERT INTO workspaces (id, name) VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET name = excluded.name",
+                params![workspace.id, workspace.name],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn workspace(&self, id: String) -> BoxFuture<'_, StoreResult<Option<Workspace>>> {
+        self.run(move |c| {
+            c.prepare_cached("SELECT id, name FROM workspaces WHERE id = ?1")?
+                .query_row([id], |r| Ok(Workspace { id: r.get(0)?, name: r.get(1)? }))
+                .optional()
+        })
+    }
+
+    fn upsert_integration(&self, workspace_id: String, i: Integration) -> BoxFuture<'_, StoreResult<()>> {
+        self.run_tx(move |tx| {
+            tx.execute(
+                "INSERT INTO integrations (workspace_id, id, name, provider_identifier, picture) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (workspace_id, id) DO UPDATE SET name = excluded.name,
+                   provider_identifier = excluded.provider_identifier, picture = excluded.picture",
+                params![workspace_id, i.id, i.name, i.provider_identifier, i.picture],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn integrations(&self, workspace_id: String, ids: Vec<String>) -> BoxFuture<'_, StoreResult<Vec<Integration>>> {
+        self.run(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT id, name, provider_identifier, picture FROM integrations WHERE workspace_id = ?1 AND id = ?2",
+            )?;
+            let mut out = Vec::with_capacity(ids.len());
+            for id in ids {
+                if let Some(i) = stmt
+                    .query_row(params![workspace_id, id], |r| {
+                        Ok(Integration { id: r.get(0)?, name: r.get(1)?, provider_identifier: r.get(2)?, picture: r.get(3)? })
+                    })
+                    .optional()?
+                {
+                    out.push(i);
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    fn insert_subscription(&self, s: StoredSubscription) -> BoxFuture<'_, StoreResult<()>> {
+        self.run_tx(move |tx| {
+            let sub = &s.subscription;
+            let reason = match &sub.status {
+                SubscriptionStatus::Enabled => None,
+                SubscriptionStatus::Paused { reason } => Some(reason.clone()),
+            };
+            tx.execute(
+                "INSERT INTO subscriptions (id, workspace_id, name, url, events, integrations, paused_reason,
+                   created_by_kind, consecutive_failures, last_success_at, failing_since, created_at, secret)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                params![
+                    sub.id,
+                    s.workspace_id,
+                    sub.name,
+                    sub.url,
+                    serde_json::to_string(&sub.events).map_err(conversion)?,
+                    serde_json::to_string(&sub.integrations).map_err(conversion)?,
+                    reason,
+                    sub.created_by_kind.as_str(),
+                    sub.consecutive_failures,
+                    sub.last_success_at.map(|t| t.unix_millis()),
+                    s.failing_since.map(|t| t.unix_millis()),
+                    sub.created_at.unix_millis(),
+                    s.secret.expose(),
+                ],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn subscription(&self, id: String) -> BoxFuture<'_, StoreResult<Option<StoredSubscription>>> {
+        self.run(move |c| load_subscription(c, &id))
+    }
+
+    fn list_subscriptions(&self, workspace_id: String) -> BoxFuture<'_, StoreResult<Vec<StoredSubscription>>> {
+        self.run(move |c| {
+            let mut stmt =
+                c.prepare_cached(&format!("SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions WHERE workspace_id = ?1 ORDER BY seq"))?;
+            let rows = stmt.query_map([workspace_id], subscription_from_row)?;
+            rows.collect()
+        })
+    }
+
+    fn update_subscription(&self, id: String, ch: SubscriptionChanges) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run_tx(move |tx| {
+            if load_subscription(tx, &id)?.is_none() {
+                return Ok(false);
+            }
+            if let Some(name) = ch.name {
+                tx.execute("UPDATE subscriptions SET name = ?2 WHERE id = ?1", params![id, name])?;
+            }
+            if let Some(url) = ch.url {
+                tx.execute("UPDATE subscriptions SET url = ?2 WHERE id = ?1", params![id, url])?;
+            }
+            if let Some(events) = ch.events {
+                let json = serde_json::to_string(&events).map_err(conversion)?;
+                tx.execute("UPDATE subscriptions SET events = ?2 WHERE id = ?1", params![id, json])?;
+            }
+            if let Some(integrations) = ch.integrations {
+                let json = serde_json::to_string(&integrations).map_err(conversion)?;
+                tx.execute("UPDATE subscriptions SET integrations = ?2 WHERE id = ?1", params![id, json])?;
+            }
+            Ok(true)
+        })
+    }
+
+    fn delete_subscription(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run_tx(move |tx| {
+            let n = tx.execute("DELETE FROM subscriptions WHERE id = ?1", [&id])?;
+            tx.execute(
+                "DELETE FROM attempts WHERE delivery_seq IN (SELECT seq FROM deliveries WHERE subscription_id = ?1)",
+                [&id],
+            )?;
+            tx.execute("DELETE FROM deliveries WHERE subscription_id = ?1", [&id])?;
+            Ok(n > 0)
+        })
+    }
+
+    fn pause(&self, id: String, reason: String) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run_tx(move |tx| {
+            let n = tx.execute("UPDATE subscriptions SET paused_reason = ?2 WHERE id = ?1", params![id, reason])?;
+            if n > 0 {
+                hold_pending(tx, &id)?;
+            }
+            Ok(n > 0)
+        })
+    }
+
+    fn resume(&self, id: String, now: Timestamp, cutoff: Timestamp) -> BoxFuture<'_, StoreResult<Option<ResumeSummary>>> {
+        self.run_tx(move |tx| {
+            let n = tx.execute(
+                "UPDATE subscriptions SET paused_reason = NULL, consecutive_failures = 0, failing_since = NULL WHERE id = ?1",
+                [&id],
+            )?;
+            if n == 0 {
+                return Ok(None);
+            }
+            let expired = tx.execute(
+                "UPDATE deliveries SET state = ?2, finished_at = ?3, lease_owner = NULL, lease_until = NULL
+                 WHERE subscription_id = ?1 AND state = ?4 AND created_at < ?5",
+                params![id, EXPIRED, now.unix_millis(), HELD, cutoff.unix_millis()],
+            )?;
+            let released = tx.execute(
+                "UPDATE deliveries SET state = ?2, due_at = ?3 WHERE subscription_id = ?1 AND state = ?4",
+                params![id, PENDING, now.unix_millis(), HELD],
+            )?;
+            Ok(Some(ResumeSummary { released: released as u64, expired: expired as u64 }))
+        })
+    }
+
+    fn rotate_secret(&self, id: String, new_secret: Secret, until: Timestamp) -> BoxFuture<'_, StoreResult<bool>> {
+        self.run_tx(move |tx| {
+            let n = tx.execute(
+                "UPDATE subscriptions SET previous_secret = secret, previous_secret_until = ?3, secret = ?2 WHERE id = ?1",
+                params![id, new_secret.expose(), until.unix_millis()],
+            )?;
+            Ok(n > 0)
+        })
+    }
+
+    fn enqueue(&self, events: Vec<BuiltEvent>, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<usize>>> {
+        self.run_tx(move |tx| {
+            let now_ms = now.unix_millis();
+            let mut routes: HashMap<String, Vec<Route>> = HashMap::new();
+            let mut counts = Vec::with_capacity(events.len());
+            let mut insert_event = tx.prepare_cached(
+                "INSERT INTO events (id, workspace_id, event_type, post_id, created_at, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?;
+            let mut insert_delivery = tx.prepare_cached(
+                "INSERT INTO deliveries (subscription_id, event_seq, ordering_key, state, due_at, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+            )?;
+            for built in events {
+                let ev = &built.event;
+                insert_event.execute(params![
+                    ev.id,
+                    ev.workspace_id,
+                    ev.event_type().as_str(),
+                    built.post_id,
+                    ev.created_at.unix_millis(),
+                    built.body
+                ])?;
+                let event_seq = tx.last_insert_rowid();
+                if !routes.contains_key(&ev.workspace_id) {
+                    routes.insert(ev.workspace_id.clone(), routes_of(tx, &ev.workspace_id)?);
+                }
+                let key = built.ordering_key.as_ref().map(|k| k.to_string());
+                let mut n = 0;
+                for route in &routes[&ev.workspace_id] {
+                    let wanted = match &built.only_subscription {
+                        Some(only) => *only == route.id,
+                        None => matches(
+                            &route.events,
+                            route.integration_ids.iter().map(String::as_str),
+                            ev.event_type(),
+                            ev.data.account_id(),
+                        ),
+                    };
+                    if wanted {
+                        let state = if route.paused { HELD } else { PENDING };
+                        insert_delivery.execute(params![route.id, event_seq, key, state, now_ms])?;
+                        n += 1;
+                    }
+                }
+                counts.push(n);
+            }
+            Ok(counts)
+        })
+    }
+
+    fn claim(&self, req: ClaimRequest) -> BoxFuture<'_, StoreResult<Vec<ClaimedDelivery>>> {
+        self.run_tx(move |tx| {
+            let now_ms = req.now.unix_millis();
+            let mut in_flight = req.in_flight;
+            let mut chosen: Vec<(i64, String, i64, i64, i64)> = Vec::new();
+            {
+                let mut stmt = tx.prepare_cached(
+                    "SELECT d.seq, d.subscription_id, d.attempts, d.created_at, d.event_seq FROM deliveries d
+                     WHERE d.state = 0 AND d.due_at <= ?1 AND (d.lease_until IS NULL OR d.lease_until <= ?1)
+                       AND (d.ordering_key IS NULL OR NOT EXISTS (
+                         SELECT 1 FROM deliveries e WHERE e.subscription_id = d.subscription_id
+                           AND e.ordering_key = d.ordering_key AND e.state <= 1 AND e.seq < d.seq))
+                     ORDER BY d.due_at, d.seq",
+                )?;
+                let mut rows = stmt.query([now_ms])?;
+                let mut scanned = 0;
+                while let Some(r) = rows.next()? {
+                    scanned += 1;
+                    let sub: String = r.get(1)?;
+                    let busy = in_flight.entry(sub.clone()).or_insert(0);
+                    if *busy < req.per_subscription_limit {
+                        *busy += 1;
+                        chosen.push((r.get(0)?, sub, r.get(2)?, r.get(3)?, r.get(4)?));
+                    }
+                    if chosen.len() >= req.limit || scanned >= CLAIM_SCAN_LIMIT {
+                        break;
+                    }
+                }
+            }
+            let mut lease = tx.prepare_cached("UPDATE deliveries SET lease_owner = ?2, lease_until = ?3 WHERE seq = ?1")?;
+            let mut event = tx.prepare_cached("SELECT id, body FROM events WHERE seq = ?1")?;
+            let mut subs: HashMap<String, Option<(String, Vec<Secret>)>> = HashMap::new();
+            let mut out = Vec::with_capacity(chosen.len());
+            for (seq, sub_id, attempts, created_at, event_seq) in chosen {
+                if !subs.contains_key(&sub_id) {
+                    let target = load_subscription(tx, &sub_id)?.map(|s| {
+                        let mut secrets = vec![s.secret];
+                        if let Some((old, until)) = s.previous_secret {
+                            if until > req.now {
+                                secrets.push(old);
+                            }
+                        }
+                        (s.subscription.url, secrets)
+                    });
+                    subs.insert(sub_id.clone(), target);
+                }
+                let Some((url, secrets)) = subs[&sub_id].clone() else { continue };
+                let (event_id, body): (String, String) = event.query_row([event_seq], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                lease.execute(params![seq, req.owner, req.lease_until.unix_millis()])?;
+                out.push(ClaimedDelivery {
+                    id: DeliveryId(seq),
+                    subscription_id: sub_id,
+                    event_id,
+                    body,
+                    url,
+                    secrets,
+                    attempt: attempts as u32 + 1,
+                    created_at: ts(created_at),
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    fn next_due_at(&self) -> BoxFuture<'_, StoreResult<Option<Timestamp>>> {
+        self.run(|c| {
+            let due: Option<i64> = c
+                .prepare_cached("SELECT MIN(due_at) FROM deliveries WHERE state = 0 AND lease_until IS NULL")?
+                .query_row([], |r| r.get(0))?;
+            Ok(due.map(ts))
+        })
+    }
+
+    fn record_attempts(&self, attempts: Vec<FinishedAttempt>, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<PausedByFailures>>> {
+        self.run_tx(move |tx| {
+            let now_ms = now.unix_millis();
+            // Subscription id -> (workspace, health, paused) for the batch.
+            let mut subs: HashMap<String, Option<(String, Health, bool)>> = HashMap::new();
+            let mut paused_now = Vec::new();
+            let mut insert_attempt = tx.prepare_cached(
+                "INSERT OR REPLACE INTO attempts (delivery_seq, number, started_at, duration_ms, status, error, body_prefix)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            let mut finish = tx.prepare_cached(
+                "UPDATE deliveries SET state = ?2, attempts = ?3, finished_at = ?4, lease_owner = NULL, lease_until = NULL
+                 WHERE seq = ?1",
+            )?;
+            let mut retry = tx.prepare_cached(
+                "UPDATE deliveries SET state = ?2, attempts = ?3, due_at = ?4, lease_owner = NULL, lease_until = NULL
+                 WHERE seq = ?1",
+            )?;
+            for a in attempts {
+                if !subs.contains_key(&a.subscription_id) {
+                    let loaded = load_subscription(tx, &a.subscription_id)?.map(|s| {
+                        let health = Health {
+                            consecutive_failures: s.subscription.consecutive_failures,
+                            last_success_at: s.subscription.last_success_at,
+                            failing_since: s.failing_since,
+                        };
+                        (s.workspace_id, health, s.subscription.status.is_paused())
+                    });
+                    subs.insert(a.subscription_id.clone(), loaded);
+                }
+                // A deleted subscription took its deliveries with it: nothing to record.
+                let Some(Some((workspace_id, health, paused))) = subs.get_mut(&a.subscription_id) else { continue };
+                let (status, error, body) = match &a.outcome {
+                    AttemptOutcome::Response { status, body_prefix } => (Some(*status as i64), None, Some(body_prefix.as_str())),
+                    AttemptOutcome::Error { error } => (None, Some(error.as_str()), None),
+                };
+                insert_attempt.execute(params![
+                    a.delivery.0,
+                    a.attempt,
+                    a.started_at.unix_millis(),
+                    a.duration_ms as i64,
+                    status,
+                    error,
+                    body
+                ])?;
+                let verdict = match a.next {
+                    NextState::Delivered => {
+                        finish.execute(params![a.delivery.0, DELIVERED, a.attempt, now_ms])?;
+                        Verdict::Delivered
+                    }
+                    NextState::Failed => {
+                        finish.execute(params![a.delivery.0, FAILED, a.attempt, now_ms])?;
+                        Verdict::FailedForGood
+                    }
+                    NextState::RetryAt(at) => {
+                        let state = if *paused { HELD } else { PENDING };
+                        retry.execute(params![a.delivery.0, state, a.attempt, at.unix_millis()])?;
+                        Verdict::WillRetry
+                    }
+                };
+                if let Some(cause) = health.apply(verdict, a.started_at) {
+                    if !*paused {
+                        *paused = true;
+                        tx.execute(
+                            "UPDATE subscriptions SET paused_reason = ?2 WHERE id = ?1",
+                            params![a.subscription_id, cause.reason()],
+                        )?;
+                        hold_pending(tx, &a.subscription_id)?;
+                        let message = format!(
+                            "Webhook subscription {} was paused: {}. Events are held until it is resumed; \
+                             events held for more than 7 days expire.",
+                            a.subscription_id,
+                            cause.reason()
+                        );
+                        tx.execute(
+                            "INSERT INTO notifications (workspace_id, subscription_id, cause, message, created_at)
+                             VALUES (?1, ?2, ?3, ?4, ?5)",
+                            params![&*workspace_id, a.subscription_id, cause_str(cause), message, now_ms],
+                        )?;
+                        paused_now.push(PausedByFailures {
+                            notification: Notification {
+                                id: tx.last_insert_rowid(),
+                                workspace_id: workspace_id.clone(),
+                                subscription_id: a.subscription_id.clone(),
+                                cause,
+                                message,
+                                created_at: now,
+                            },
+                            cause,
+                        });
+                    }
+                }
+            }
+            let mut save = tx.prepare_cached(
+                "UPDATE subscriptions SET consecutive_failures = ?2, last_success_at = ?3, failing_since = ?4 WHERE id = ?1",
+            )?;
+            for (id, loaded) in subs {
+                if let Some((_, h, _)) = loaded {
+                    save.execute(params![
+                        id,
+                        h.consecutive_failures,
+                        h.last_success_at.map(|t| t.unix_millis()),
+                        h.failing_since.map(|t| t.unix_millis())
+                    ])?;
+                }
+            }
+            Ok(paused_now)
+        })
+    }
+
+    fn list_deliveries(&self, subscription_id: String, before: Option<i64>, limit: usize) -> BoxFuture<'_, StoreResult<Vec<DeliveryRecord>>> {
+        self.run(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT d.seq, d.subscription_id, e.id, e.event_type, d.state, d.due_at, d.created_at, d.finished_at
+                 FROM deliveries d JOIN events e ON e.seq = d.event_seq
+                 WHERE d.subscription_id = ?1 AND d.seq < ?2 ORDER BY d.seq DESC LIMIT ?3",
+            )?;
+            let mut attempts = c.prepare_cached(
+                "SELECT number, started_at, duration_ms, status, error, body_prefix FROM attempts
+                 WHERE delivery_seq = ?1 ORDER BY number DESC",
+            )?;
+            let rows = stmt.query_map(params![subscription_id, before.unwrap_or(i64::MAX), limit as i64], |r| {
+                let state = match r.get::<_, i64>(4)? {
+                    PENDING => DeliveryState::Pending,
+                    HELD => DeliveryState::Held,
+                    DELIVERED => DeliveryState::Delivered,
+                    FAILED => DeliveryState::Failed,
+                    _ => DeliveryState::Expired,
+                };
+                Ok(DeliveryRecord {
+                    id: DeliveryId(r.get(0)?),
+                    subscription_id: r.get(1)?,
+                    event_id: r.get(2)?,
+                    event_type: r.get::<_, String>(3)?.parse().map_err(conversion)?,
+                    state,
+                    next_attempt_at: (state == DeliveryState::Pending).then(|| ts(r.get(5).unwrap_or(0))),
+                    created_at: ts(r.get(6)?),
+                    finished_at: opt_ts(r.get(7)?),
+                    attempts: Vec::new(),
+                })
+            })?;
+            let mut out: Vec<DeliveryRecord> = rows.collect::<rusqlite::Result<_>>()?;
+            for d in &mut out {
+                let list = attempts.query_map([d.id.0], |r| {
+                    let outcome = match (r.get::<_, Option<i64>>(3)?, r.get::<_, Option<String>>(4)?) {
+                        (Some(status), _) => AttemptOutcome::Response {
+                            status: status.clamp(0, u16::MAX as i64) as u16,
+                            body_prefix: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+                        },
+                        (None, e) => AttemptOutcome::Error { error: AttemptErrorKind::parse(e.as_deref().unwrap_or("")) },
+                    };
+                    Ok(AttemptRecord {
+                        number: r.get::<_, i64>(0)? as u32,
+                        started_at: ts(r.get(1)?),
+                        duration_ms: r.get::<_, i64>(2)?.max(0) as u64,
+                        outcome,
+                    })
+                })?;
+                d.attempts = list.collect::<rusqlite::Result<_>>()?;
+            }
+            Ok(out)
+        })
+    }
+
+    fn events_for_post(&self, workspace_id: String, post_id: String, limit: usize) -> BoxFuture<'_, StoreResult<Vec<Event>>> {
+        self.run(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT body FROM events WHERE workspace_id = ?1 AND post_id = ?2 ORDER BY seq DESC LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(params![workspace_id, post_id, limit as i64], |r| {
+                Event::from_json(r.get::<_, String>(0)?.as_bytes()).map_err(conversion)
+            })?;
+            rows.collect()
+        })
+    }
+
+    fn notifications(&self, workspace_id: String, limit: usize) -> BoxFuture<'_, StoreResult<Vec<Notification>>> {
+        self.run(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT id, workspace_id, subscription_id, cause, message, created_at FROM notifications
+                 WHERE workspace_id = ?1 ORDER BY id DESC LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![workspace_id, limit as i64], |r| {
+                Ok(Notification {
+                    id: r.get(0)?,
+                    workspace_id: r.get(1)?,
+                    subscription_id: r.get(2)?,
+                    cause: if r.get::<_, String>(3)? == "consecutive_failures" {
+                        crate::model::PauseCause::ConsecutiveFailures
+                    } else {
+                        crate::model::PauseCause::FailingFor72Hours
+                    },
+                    message: r.get(4)?,
+                    created_at: ts(r.get(5)?),
+                })
+            })?;
+            rows.collect()
+        })
+    }
+
+    fn delivery_counts(&self, subscription_id: Option<String>) -> BoxFuture<'_, StoreResult<DeliveryCounts>> {
+        self.run(move |c| {
+            let mut counts = DeliveryCounts::default();
+            let mut add = |state: i64, n: i64| {
+                let n = n as u64;
+                match state {
+                    PENDING => counts.pending += n,
+                    HELD => counts.held += n,
+                    DELIVERED => counts.delivered += n,
+                    FAILED => counts.failed += n,
+                    _ => counts.expired += n,
+                }
+            };
+            match subscription_id {
+                Some(id) => {
+                    let mut stmt =
+                        c.prepare_cached("SELECT state, COUNT(*) FROM deliveries WHERE subscription_id = ?1 GROUP BY state")?;
+                    let mut rows = stmt.query([id])?;
+                    while let Some(r) = rows.next()? {
+                        add(r.get(0)?, r.get(1)?);
+                    }
+                }
+                None => {
+                    let mut stmt = c.prepare_cached("SELECT state, COUNT(*) FROM deliveries GROUP BY state")?;
+                    let mut rows = stmt.query([])?;
+                    while let Some(r) = rows.next()? {
+                        add(r.get(0)?, r.get(1)?);
+                    }
+                }
+            }
+            Ok(counts)
+        })
+    }
+}
+
+fn cause_str(c: crate::model::PauseCause) -> &'static str {
+    match c {
+        crate::model::PauseCause::ConsecutiveFailures => "consecutive_failures",
+        crate::model::PauseCause::FailingFor72Hours => "failing_for_72_hours",
+    }
+}
