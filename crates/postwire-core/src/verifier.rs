@@ -7,7 +7,7 @@
 
 use crate::headers::{HeaderSource, WebhookHeaders};
 use crate::signature::{Signature, SignatureHeader};
-use crate::{Error, Event, Secret, UnixTime};
+use crate::{Error, Event, Secret, SignatureDetail, UnixTime};
 
 /// The timestamp tolerance of the spec: 5 minutes each way.
 pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
@@ -90,9 +90,15 @@ impl Verifier {
     ) -> Result<Verified<'h>, Error> {
         self.check_timestamp(headers.timestamp(), now)?;
         let header = SignatureHeader::parse(headers.signature())?;
-        let expected = self.expected_signatures(&headers, body);
-        header.matches_any(&expected)?;
-        Ok(Verified { id: headers.id(), timestamp: headers.timestamp() })
+        let mut outcome = Err(Error::InvalidSignature { detail: SignatureDetail::NoMatch });
+        for secret in &self.secrets {
+            let expected = expected_signature(secret, &headers, body);
+            outcome = header.matches_any(std::slice::from_ref(&expected));
+            if outcome.is_ok() {
+                break;
+            }
+        }
+        outcome.map(|()| Verified { id: headers.id(), timestamp: headers.timestamp() })
     }
 
     /// Verifies, then parses the body into a typed [`Event`]. Also checks that the
@@ -123,16 +129,11 @@ impl Verifier {
             Ok(())
         }
     }
+}
 
-    /// One HMAC per secret, over the id and timestamp exactly as sent.
-    fn expected_signatures(&self, headers: &WebhookHeaders<'_>, body: &[u8]) -> Vec<Signature> {
-        self.secrets
-            .iter()
-            .map(|secret| {
-                let mut mac = secret.mac_over(headers.id().as_bytes(), headers.timestamp_raw().as_bytes());
-                hmac::Mac::update(&mut mac, body);
-                Signature::from_bytes(hmac::Mac::finalize(mac).into_bytes().into())
-            })
-            .collect()
-    }
+/// The HMAC of one secret over the id and timestamp exactly as sent, then the body.
+fn expected_signature(secret: &Secret, headers: &WebhookHeaders<'_>, body: &[u8]) -> Signature {
+    let mut mac = secret.mac_over(headers.id().as_bytes(), headers.timestamp_raw().as_bytes());
+    hmac::Mac::update(&mut mac, body);
+    Signature::from_bytes(hmac::Mac::finalize(mac).into_bytes().into())
 }
