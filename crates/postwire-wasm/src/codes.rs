@@ -69,6 +69,18 @@ pub fn last_error_message() -> String {
     })
 }
 
+/// The status of the last failed call (for calls that return a value, not a status),
+/// or 0 if none failed yet.
+#[wasm_bindgen(js_name = lastErrorStatus)]
+pub fn last_error_status() -> u32 {
+    LAST_ERROR.with(|l| {
+        let err = l.take();
+        let status = err.as_ref().map_or(OK, |e| status_of(e.code()));
+        l.set(err);
+        status
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +105,6 @@ mod tests {
         assert!(last_error_message().contains("webhook-id"), "reading it does not clear it");
         status(Err::<(), _>(Error::InvalidSecret { reason: "x" }));
         assert!(last_error_message().contains("invalid signing secret"));
+        assert_eq!(code_name(last_error_status()), "invalid_secret");
     }
 }

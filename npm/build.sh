@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Builds the `postwire` npm package into npm/dist from crates/postwire-wasm, with the
+# pinned tools only (nothing is downloaded): cargo for wasm32-unknown-unknown, the
+# wasm-bindgen CLI whose version equals the crate's pin, the npm package `binaryen`'s
+# wasm-opt (Debian's is known to break the module), and esbuild to put each runtime's
+# entry point together.
+#
+#   dist/node/     index.cjs (require) + index.mjs (import), wasm read from disk
+#   dist/web/      index.js: browsers, bundlers, Deno, Bun; wasm inlined, no node: imports
+#   dist/workerd/  index.js + postwire_wasm_bg.wasm imported as a module (Cloudflare)
+#   dist/index.d.ts, dist/index.d.cts: the hand-written TypeScript types
+set -euo pipefail
+cd "$(dirname "$0")"
+NPM_DIR=$PWD
+ROOT=$(cd .. && pwd)
+export PATH="$ROOT/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target/npm}"
+
+log() { printf '\033[1;34m[npm build]\033[0m %s\n' "$*"; }
+
+# The CLI must be the exact version of the crate in Cargo.lock, or the glue and the module disagree.
+locked=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/[^0-9.]/, ""); print; exit}' "$ROOT/Cargo.lock")
+cli=$(wasm-bindgen --version | awk '{print $2}')
+if [ "$locked" != "$cli" ]; then
+  echo "wasm-bindgen CLI $cli differs from the locked crate $locked: run scripts/setup.sh" >&2
+  exit 1
+fi
+case "$(command -v wasm-opt)" in
+  "$ROOT/node_modules/.bin/wasm-opt") ;;
+  *) echo "wasm-opt must be the npm binaryen one (run npm ci at the root)" >&2; exit 1 ;;
+esac
+
+log "cargo build (wasm32-unknown-unknown, release, opt-level s, panic=abort)"
+# Profile settings through the environment: they apply to this build only (its own target
+# dir), not to the rest of the workspace. panic=abort: nothing unwinds across the boundary.
+CARGO_PROFILE_RELEASE_OPT_LEVEL="${POSTWIRE_WASM_OPT_LEVEL:-s}" CARGO_PROFILE_RELEASE_PANIC=abort \
+  cargo build -p postwire-wasm --release --target wasm32-unknown-unknown --locked
+RAW_WASM="$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/postwire_wasm.wasm"
+
+rm -rf build dist
+mkdir -p build/web build/node dist/node dist/web dist/workerd
+
+log "wasm-bindgen $cli (web and nodejs glue)"
+wasm-bindgen --target web --out-dir build/web "$RAW_WASM"
+wasm-bindgen --target nodejs --out-dir build/node "$RAW_WASM"
+
+log "wasm-opt -Oz (binaryen $(wasm-opt --version | awk '{print $3}'))"
+wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+  --enable-mutable-globals --enable-reference-types --enable-multivalue \
+  build/web/postwire_wasm_bg.wasm -o build/postwire_wasm_bg.wasm
+# Both glues import the same module; only the JS around it differs.
+if ! cmp -s build/web/postwire_wasm_bg.wasm build/node/postwire_wasm_bg.wasm; then
+  echo "web and nodejs targets produced different modules" >&2
+  exit 1
+fi
+
+# Node: the CJS glue beside its .wasm; .cjs since the package is "type": "module".
+cp build/node/postwire_wasm.js dist/node/postwire_wasm.cjs
+sed -i 's/postwire_wasm_bg\.wasm/postwire_wasm_bg.wasm/' dist/node/postwire_wasm.cjs
+cp build/postwire_wasm_bg.wasm dist/node/postwire_wasm_bg.wasm
+cp build/postwire_wasm_bg.wasm dist/workerd/postwire_wasm_bg.wasm
+node -e '
+  const fs = require("fs");
+  const b64 = fs.readFileSync("build/postwire_wasm_bg.wasm").toString("base64");
+  fs.writeFileSync("build/web/wasm-base64.js", "export const WASM_BASE64 = \"" + b64 + "\";\n");
+'
+
+log "esbuild (entry points)"
+esbuild src/entries/node.cjs --bundle --platform=node --format=cjs --target=node18 \
+  --external:./postwire_wasm.cjs --outfile=dist/node/index.cjs --log-level=warning
+cp src/entries/node.mjs dist/node/index.mjs
+esbuild src/entries/web.js --bundle --platform=neutral --format=esm --target=es2022 \
+  --outfile=dist/web/index.js --log-level=warning
+esbuild src/entries/workerd.js --bundle --platform=neutral --format=esm --target=es2022 \
+  --external:./postwire_wasm_bg.wasm --outfile=dist/workerd/index.js --log-level=warning
+# The workerd entry imports the .wasm relative to itself.
+sed -i 's#"\./postwire_wasm_bg\.wasm"#"./postwire_wasm_bg.wasm"#' dist/workerd/index.js
+
+# Nothing on the web and workerd paths may reach for Node or fetch a .wasm URL.
+if grep -nE 'require\(|from "node:|import\.meta|[^y]Buffer\.|new URL' dist/web/index.js dist/workerd/index.js; then
+  echo "a non-Node entry point refers to Node APIs or import.meta" >&2
+  exit 1
+fi
+
+cp types/index.d.ts dist/index.d.ts
+cp types/index.d.ts dist/index.d.cts
+
+raw=$(stat -c %s build/postwire_wasm_bg.wasm)
+gz=$(gzip -9c build/postwire_wasm_bg.wasm | wc -c)
+log "postwire_wasm_bg.wasm: $raw bytes raw, $gz bytes gzip -9"
+printf '{"raw": %s, "gzip": %s}\n' "$raw" "$gz" > dist/wasm-size.json

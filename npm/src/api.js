@@ -1,0 +1,415 @@
+// The package's API over the wasm bindings: the `standardwebhooks`-compatible `Webhook`,
+// plus rotation, typed events, Fetch requests, secrets and a replay guard.
+//
+// Every runtime's entry point (node, web, workerd) instantiates the same wasm module its
+// own way and hands the bindings to `createApi`; everything else is shared. The hot path
+// of `verify` is: find three header values, encode them and the body straight into the
+// module's scratch buffer, one wasm call, then JSON.parse.
+
+import { WebhookVerificationError, ERROR_CODES } from "./errors.js";
+import { checkEvent, EventShapeError, EVENT_TYPES, matchesSubscription, isWebhookId } from "./events.js";
+
+const HAS_ID = 1;
+const HAS_TIMESTAMP = 2;
+const HAS_SIGNATURE = 4;
+const DEFAULT_TOLERANCE_SECONDS = 300;
+const MAX_TOLERANCE_SECONDS = 10 * 365 * 24 * 3600;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+const toString = Object.prototype.toString;
+
+const RAW_BODY_HINT =
+  "pass the raw request body exactly as received (a string, Uint8Array, ArrayBuffer or Buffer): " +
+  "in Express use express.raw({ type: 'application/json' }) instead of express.json(), and pass req.body; " +
+  "in a Fetch handler pass await request.text(), or use webhook.verifyRequest(request)";
+
+/**
+ * @param {object} wasm the wasm-bindgen bindings of crates/postwire-wasm, instantiated
+ * @returns the package's exports
+ */
+export function createApi(wasm) {
+  // Status → code string, from the module itself so the two sides cannot drift.
+  const codeOf = [];
+  for (let s = 1; s <= ERROR_CODES.length; s++) codeOf[s] = wasm.codeName(s);
+  const memory = wasm.wasmMemory();
+  let bytes = new Uint8Array(memory.buffer);
+  let scratchAt = 0;
+  let scratchLen = 0;
+
+  /** The memory view, renewed when the memory grew (which detaches the old buffer). */
+  function mem() {
+    if (bytes.byteLength === 0) bytes = new Uint8Array(memory.buffer);
+    return bytes;
+  }
+
+  /** Makes the scratch buffer at least `len` bytes; returns its address. */
+  function reserve(len) {
+    if (len > scratchLen) {
+      const want = Math.max(len, Math.min(scratchLen * 2, 1 << 30), 4096);
+      const at = wasm.scratchReserve(want);
+      if (at === 0) {
+        throw new WebhookVerificationError(
+          `input of ${len} bytes is too large for this runtime's memory`,
+          "invalid_payload",
+        );
+      }
+      scratchAt = at;
+      scratchLen = want;
+    }
+    return scratchAt;
+  }
+
+  /** Encodes `s` at `at` (room for 3 bytes per UTF-16 unit is reserved); returns the byte count. */
+  function writeString(m, at, s) {
+    const n = s.length;
+    if (n <= 128) {
+      let i = 0;
+      for (; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c > 0x7f) break;
+        m[at + i] = c;
+      }
+      if (i === n) return n;
+    }
+    return encoder.encodeInto(s, m.subarray(at, at + 3 * n)).written;
+  }
+
+  /** A status from the module as a thrown error, with the module's message. */
+  function failure(status) {
+    return new WebhookVerificationError(wasm.lastErrorMessage(), codeOf[status] ?? "invalid_payload");
+  }
+
+  /** The raw body as a string or a Uint8Array, or a thrown `invalid_payload`. */
+  function rawBody(payload) {
+    if (typeof payload === "string" || payload instanceof Uint8Array) return payload;
+    if (payload instanceof ArrayBuffer || toString.call(payload) === "[object ArrayBuffer]") {
+      return new Uint8Array(payload);
+    }
+    if (ArrayBuffer.isView(payload)) return new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength);
+    if (payload === undefined || payload === null) {
+      throw new WebhookVerificationError(`the payload is ${payload}: ${RAW_BODY_HINT}`, "invalid_payload");
+    }
+    if (typeof payload === "object") {
+      throw new WebhookVerificationError(
+        "the payload is an already-parsed object, but the signature covers the raw bytes of the body; " +
+          RAW_BODY_HINT,
+        "invalid_payload",
+      );
+    }
+    throw new WebhookVerificationError(`the payload is a ${typeof payload}: ${RAW_BODY_HINT}`, "invalid_payload");
+  }
+
+  /** Writes `strings` then `body` into the scratch buffer; returns their byte lengths. */
+  function stage(strings, body) {
+    let bound = body.length * (typeof body === "string" ? 3 : 1);
+    for (const s of strings) bound += 3 * s.length;
+    let at = reserve(bound);
+    const m = mem();
+    const lens = [];
+    for (const s of strings) {
+      const n = writeString(m, at, s);
+      lens.push(n);
+      at += n;
+    }
+    if (typeof body === "string") {
+      lens.push(body.length === 0 ? 0 : encoder.encodeInto(body, m.subarray(at, at + 3 * body.length)).written);
+    } else {
+      m.set(body, at);
+      lens.push(body.length);
+    }
+    return lens;
+  }
+
+  /** The current Unix time in seconds, from `now` (a Date or milliseconds) or the clock. */
+  function nowSeconds(now) {
+    const ms = now === undefined ? Date.now() : now instanceof Date ? now.getTime() : now;
+    if (typeof ms !== "number" || !Number.isFinite(ms)) {
+      throw new TypeError("options.now must be a Date or a number of milliseconds");
+    }
+    return Math.floor(ms / 1000);
+  }
+
+  class Webhook {
+    #inner;
+
+    /**
+     * @param secret one secret or an array of them (new first, during a rotation): a
+     *   `whsec_<base64>` string (prefix and padding optional), or the key bytes.
+     * @param options `format: "raw"` (a string secret is the key itself, as in
+     *   `standardwebhooks`), `toleranceInSeconds` (default 300, both ways).
+     */
+    constructor(secret, options = {}) {
+      const tolerance = options?.toleranceInSeconds ?? DEFAULT_TOLERANCE_SECONDS;
+      if (typeof tolerance !== "number" || !(tolerance >= 0 && tolerance <= MAX_TOLERANCE_SECONDS)) {
+        throw new RangeError(`toleranceInSeconds must be a number from 0 to ${MAX_TOLERANCE_SECONDS}`);
+      }
+      const secrets = Array.isArray(secret) ? secret : [secret];
+      if (secrets.length === 0) {
+        throw new WebhookVerificationError("at least one secret is required", "invalid_secret");
+      }
+      const inner = new wasm.WasmVerifier(Math.floor(tolerance));
+      const raw = options?.format === "raw";
+      for (const s of secrets) {
+        let key = s;
+        let isRaw = true;
+        if (typeof s === "string") {
+          if (raw) key = Uint8Array.from(s, (c) => c.charCodeAt(0));
+          else isRaw = false;
+        } else if (s instanceof Uint8Array || s instanceof ArrayBuffer || ArrayBuffer.isView(s)) {
+          key = rawBody(s);
+        } else {
+          inner.free();
+          throw new WebhookVerificationError(
+            `a secret must be a string (whsec_…) or bytes, not ${s === null ? "null" : typeof s}`,
+            "invalid_secret",
+          );
+        }
+        const [len] = stage([], key);
+        const status = inner.addSecret(len, isRaw);
+        if (status !== 0) {
+          inner.free();
+          throw failure(status);
+        }
+      }
+      this.#inner = inner;
+    }
+
+    /**
+     * Verifies a delivery and returns its parsed JSON body (`undefined` for an empty
+     * body, or with `jsonParse: false`). Throws `WebhookVerificationError`.
+     */
+    verify(payload, headers, options) {
+      const body = rawBody(payload);
+      this.#check(body, headers, options?.now);
+      if (options?.jsonParse === false) return undefined;
+      return parseJson(body);
+    }
+
+    /** Verifies a delivery and returns the typed event (one of the nine types). */
+    verifyEvent(payload, headers, options) {
+      const body = rawBody(payload);
+      const id = this.#check(body, headers, options?.now);
+      const value = parseJson(body);
+      try {
+        checkEvent(value);
+      } catch (e) {
+        if (e instanceof EventShapeError) {
+          throw new WebhookVerificationError(`invalid event payload: ${e.message}`, "invalid_payload");
+        }
+        throw e;
+      }
+      if (value.id !== id.replace(/^[ \t]+|[ \t]+$/g, "")) {
+        throw new WebhookVerificationError(
+          "invalid event payload: the envelope `id` differs from the webhook-id header",
+          "invalid_payload",
+        );
+      }
+      return value;
+    }
+
+    /**
+     * For Fetch-style handlers (Next.js, Hono, Bun, Deno, Workers): reads the request's
+     * raw body once and verifies it. Resolves to the typed event, or with
+     * `{ parse: "json" }` to the parsed JSON of any Standard Webhooks sender.
+     */
+    async verifyRequest(request, options) {
+      if (!request || typeof request.arrayBuffer !== "function" || !request.headers) {
+        throw new TypeError("verifyRequest expects a Fetch API Request");
+      }
+      if (request.bodyUsed) {
+        throw new WebhookVerificationError(
+          "the request body was already read (e.g. by request.json()); verifyRequest must read the raw body itself: " +
+            "call it before anything else reads the body, or use verify(rawBody, request.headers)",
+          "invalid_payload",
+        );
+      }
+      const body = new Uint8Array(await request.arrayBuffer());
+      return options?.parse === "json"
+        ? this.verify(body, request.headers, options)
+        : this.verifyEvent(body, request.headers, options);
+    }
+
+    /**
+     * The `webhook-signature` value for a delivery: one `v1,<base64>` entry per secret.
+     * `timestamp` is the time of sending (whole seconds are signed).
+     */
+    sign(msgId, timestamp, payload) {
+      if (typeof msgId !== "string") {
+        throw new WebhookVerificationError("msgId must be a string", "invalid_header");
+      }
+      const ms = timestamp instanceof Date ? timestamp.getTime() : NaN;
+      if (!Number.isFinite(ms)) {
+        throw new WebhookVerificationError("timestamp must be a valid Date", "invalid_header");
+      }
+      const body = rawBody(payload);
+      const [idLen, bodyLen] = stage([msgId], body);
+      const value = this.#inner.sign(idLen, bodyLen, Math.floor(ms / 1000));
+      if (value === undefined) throw failure(wasm.lastErrorStatus());
+      return value;
+    }
+
+    /** Verifies and returns the raw `webhook-id` value. */
+    #check(body, headers, now) {
+      const [id, timestamp, signature, present] = readHeaders(headers);
+      const nowSecs = nowSeconds(now);
+      const [a, b, c, d] = stage([id, timestamp, signature], body);
+      const status = this.#inner.verify(a, b, c, d, present, nowSecs);
+      if (status !== 0) throw failure(status);
+      return id;
+    }
+  }
+
+  /** Parses a verified body; `undefined` for an empty one, as `standardwebhooks` does. */
+  function parseJson(body) {
+    let text = body;
+    if (typeof body !== "string") {
+      try {
+        text = decoder.decode(body);
+      } catch {
+        throw new WebhookVerificationError("the body verified but is not valid UTF-8 JSON", "invalid_payload");
+      }
+    }
+    if (text === "") return undefined;
+    try {
+      return JSON.parse(text);
+    } catch (e) {
+      throw new WebhookVerificationError(`the body verified but is not JSON: ${e.message}`, "invalid_payload", {
+        cause: e,
+      });
+    }
+  }
+
+  /**
+   * Remembers processed `webhook-id`s, so a redelivered event is handled once. In memory:
+   * one per process (or Worker isolate). Record an id only once its event was handled.
+   */
+  class ReplayGuard {
+    #inner;
+
+    /** @param options `capacity` (default 100 000 ids), `ttlSeconds` (default 25 h: the sender's retry span). */
+    constructor(options = {}) {
+      const capacity = options?.capacity ?? 100_000;
+      const ttl = options?.ttlSeconds ?? 25 * 3600;
+      if (!Number.isSafeInteger(capacity) || capacity < 1) throw new RangeError("capacity must be a positive integer");
+      if (typeof ttl !== "number" || !(ttl >= 0 && ttl <= MAX_TOLERANCE_SECONDS)) {
+        throw new RangeError(`ttlSeconds must be a number from 0 to ${MAX_TOLERANCE_SECONDS}`);
+      }
+      this.#inner = new wasm.WasmReplayGuard(capacity, Math.floor(ttl));
+    }
+
+    /** Records `id`; `"fresh"` the first time (handle the event), `"duplicate"` within the TTL. */
+    checkAndRecord(id, now) {
+      const [len] = stage([], idString(id));
+      return this.#inner.checkAndRecord(len, nowSeconds(now)) ? "fresh" : "duplicate";
+    }
+
+    /** Forgets `id` (when handling it failed), so the sender's retry is fresh again. */
+    forget(id) {
+      const [len] = stage([], idString(id));
+      this.#inner.forget(len);
+    }
+
+    /** How many ids are held. */
+    get size() {
+      return this.#inner.size;
+    }
+  }
+
+  function idString(id) {
+    if (typeof id !== "string") throw new TypeError("the id must be a string (the webhook-id)");
+    return id;
+  }
+
+  /** A new `whsec_…` secret of 32 random bytes, from the runtime's secure random source. */
+  function generateSecret() {
+    const secret = wasm.generateSecret();
+    if (secret === undefined) throw failure(wasm.lastErrorStatus());
+    return secret;
+  }
+
+  /** Whether a subscription `{events, integrationIds}` receives an event; see the spec. */
+  function matches(subscription, eventType, accountId) {
+    try {
+      return matchesSubscription(subscription, eventType, accountId);
+    } catch (e) {
+      if (e instanceof EventShapeError) throw new WebhookVerificationError(e.message, "invalid_payload");
+      throw e;
+    }
+  }
+
+  return {
+    Webhook,
+    WebhookVerificationError,
+    ReplayGuard,
+    generateSecret,
+    matchesSubscription: matches,
+    isWebhookId,
+    EVENT_TYPES,
+    ERROR_CODES,
+  };
+}
+
+// ---- headers ----------------------------------------------------------------------------
+
+const NAMES = [
+  ["webhook-id", "svix-id"],
+  ["webhook-timestamp", "svix-timestamp"],
+  ["webhook-signature", "svix-signature"],
+];
+
+/**
+ * The three header values (`""` when absent) and a bit mask of those present, from a
+ * Fetch `Headers` (or anything with `get`) or a plain object with keys in any case.
+ * `svix-*` names are read when the `webhook-*` one is absent, as the `svix` package does.
+ */
+function readHeaders(headers) {
+  if (headers === null || typeof headers !== "object") {
+    throw new WebhookVerificationError(
+      "headers must be the request's headers: a plain object or a Fetch Headers",
+      "missing_header",
+    );
+  }
+  const out = ["", "", "", 0];
+  if (typeof headers.get === "function") {
+    for (let i = 0; i < 3; i++) {
+      const [name, alias] = NAMES[i];
+      let v = headers.get(name);
+      if (v === null || v === undefined) v = headers.get(alias);
+      take(out, i, name, v);
+    }
+    return out;
+  }
+  // Fast path: Node's IncomingMessage.headers and most objects use lower case.
+  let lower = null;
+  for (let i = 0; i < 3; i++) {
+    const [name, alias] = NAMES[i];
+    let v = headers[name];
+    if (v === undefined) {
+      lower ??= lowerCased(headers);
+      v = lower.get(name) ?? lower.get(alias);
+    }
+    take(out, i, name, v);
+  }
+  return out;
+}
+
+function lowerCased(headers) {
+  const map = new Map();
+  for (const key of Object.keys(headers)) {
+    const k = key.toLowerCase();
+    if (!map.has(k)) map.set(k, headers[key]);
+  }
+  return map;
+}
+
+function take(out, i, name, value) {
+  let v = Array.isArray(value) ? value[0] : value;
+  if (v === undefined || v === null) return;
+  if (typeof v === "number" || typeof v === "bigint") v = String(v);
+  if (typeof v !== "string") {
+    throw new WebhookVerificationError(`invalid \`${name}\` header: must be a string`, "invalid_header");
+  }
+  out[i] = v;
+  out[3] |= 1 << i;
+}

@@ -1,0 +1,15 @@
+// Entry point for Node's `import`: the same instance as `require` (one wasm module, one
+// WebhookVerificationError class), re-exported with named ESM exports.
+import api from "./index.cjs";
+
+export const {
+  Webhook,
+  WebhookVerificationError,
+  ReplayGuard,
+  generateSecret,
+  matchesSubscription,
+  isWebhookId,
+  EVENT_TYPES,
+  ERROR_CODES,
+} = api;
+export default api;

@@ -1,0 +1,32 @@
+// The one error class of the package, and the stable codes it carries.
+
+/**
+ * Every failure of verification, signing or secret parsing. A real `Error` subclass
+ * (`instanceof Error` holds), with a stable `code` equal to postwire-core's:
+ * `missing_header`, `invalid_header`, `timestamp_too_old`, `timestamp_too_new`,
+ * `invalid_signature`, `invalid_secret`, `invalid_payload`.
+ * Messages say how to fix the cause and never contain secrets or signatures.
+ */
+export class WebhookVerificationError extends Error {
+  /**
+   * @param {string} message
+   * @param {string} [code] one of the stable codes (default `invalid_signature`)
+   * @param {{cause?: unknown}} [options]
+   */
+  constructor(message, code = "invalid_signature", options) {
+    super(message, options);
+    this.name = "WebhookVerificationError";
+    this.code = code;
+  }
+}
+
+/** The stable error codes, as postwire-core's `ErrorCode::ALL`. */
+export const ERROR_CODES = Object.freeze([
+  "missing_header",
+  "invalid_header",
+  "timestamp_too_old",
+  "timestamp_too_new",
+  "invalid_signature",
+  "invalid_secret",
+  "invalid_payload",
+]);

@@ -1,0 +1,257 @@
+// Types of the `postwire` package: postwire-core's Standard Webhooks verifier in
+// WebAssembly, a drop-in for the `standardwebhooks` package, plus the typed events of the
+// postwire webhooks API. The same file serves `import` (index.d.ts) and `require`
+// (index.d.cts).
+
+/** The stable error codes, equal to postwire-core's. */
+export type ErrorCode =
+  | "missing_header"
+  | "invalid_header"
+  | "timestamp_too_old"
+  | "timestamp_too_new"
+  | "invalid_signature"
+  | "invalid_secret"
+  | "invalid_payload";
+
+/** Every stable error code. */
+export declare const ERROR_CODES: readonly ErrorCode[];
+
+/**
+ * Thrown by every failed verification, signing or secret parse. A real `Error`
+ * subclass with a stable `code`; the message says how to fix the cause and never
+ * contains secrets or signatures.
+ */
+export declare class WebhookVerificationError extends Error {
+  constructor(message: string, code?: ErrorCode, options?: { cause?: unknown });
+  readonly name: "WebhookVerificationError";
+  readonly code: ErrorCode;
+}
+
+/** A secret: `whsec_<base64>` (prefix and `=` padding optional), or the key bytes. */
+export type WebhookSecret = string | Uint8Array | ArrayBuffer;
+
+/** The raw body, exactly as received. Node's `Buffer` is a `Uint8Array`. */
+export type WebhookPayload = string | Uint8Array | ArrayBuffer | ArrayBufferView;
+
+/** The required headers, as `standardwebhooks` names them. */
+export interface WebhookUnbrandedRequiredHeaders {
+  "webhook-id": string;
+  "webhook-timestamp": string;
+  "webhook-signature": string;
+}
+
+/** Anything with a `get(name)` that returns the value or null, e.g. a Fetch `Headers`. */
+export interface HeaderGetter {
+  get(name: string): string | null | undefined;
+}
+
+/**
+ * The request headers: a Fetch `Headers` (or anything with `get`), or a plain object
+ * whose keys may be in any case (Node's `req.headers` fits). `svix-*` names are read
+ * when the `webhook-*` one is absent.
+ */
+export type WebhookHeaders =
+  | WebhookUnbrandedRequiredHeaders
+  | HeaderGetter
+  | Record<string, string | string[] | number | undefined>;
+
+export interface WebhookOptions {
+  /** `"raw"`: a string secret is the key itself (each character one byte), as in `standardwebhooks`. */
+  format?: "raw";
+  /** How far `webhook-timestamp` may be from now, each way. Default 300 (five minutes). */
+  toleranceInSeconds?: number;
+}
+
+export interface VerifyOptions {
+  /** `false`: return `undefined` instead of the parsed body (as in `standardwebhooks`). */
+  jsonParse?: boolean;
+  /** The current time (a Date or milliseconds since the epoch); default `Date.now()`. */
+  now?: Date | number;
+}
+
+export interface VerifyRequestOptions {
+  /** `"event"` (default): resolve to the typed event. `"json"`: to the parsed JSON of any sender. */
+  parse?: "event" | "json";
+  /** The current time (a Date or milliseconds since the epoch); default `Date.now()`. */
+  now?: Date | number;
+}
+
+/** A minimal Fetch `Request`: its headers and a body readable once. */
+export interface RequestLike {
+  readonly headers: HeaderGetter;
+  readonly bodyUsed?: boolean;
+  arrayBuffer(): Promise<ArrayBuffer>;
+}
+
+/** Verifies (and signs) Standard Webhooks deliveries with postwire-core, in WebAssembly. */
+export declare class Webhook {
+  /**
+   * @param secret one secret, or several during a rotation (any may match; `sign` signs with all).
+   */
+  constructor(secret: WebhookSecret | readonly WebhookSecret[], options?: WebhookOptions);
+  /**
+   * Verifies a delivery: the headers, the timestamp window and the signature over the raw
+   * body. Returns the parsed JSON body, or `undefined` for an empty body.
+   * @throws {WebhookVerificationError}
+   */
+  verify(payload: WebhookPayload, headers: WebhookHeaders, options?: VerifyOptions): unknown;
+  /**
+   * Verifies a delivery, then checks the body is an event of the postwire webhooks API
+   * whose `id` equals `webhook-id`, and returns it typed.
+   * @throws {WebhookVerificationError}
+   */
+  verifyEvent(payload: WebhookPayload, headers: WebhookHeaders, options?: Omit<VerifyOptions, "jsonParse">): WebhookEvent;
+  /** For Fetch-style handlers: reads the raw body once, then as `verifyEvent`. */
+  verifyRequest(request: RequestLike, options?: VerifyRequestOptions & { parse?: "event" }): Promise<WebhookEvent>;
+  /** For Fetch-style handlers: reads the raw body once, then as `verify`. */
+  verifyRequest(request: RequestLike, options: VerifyRequestOptions & { parse: "json" }): Promise<unknown>;
+  /**
+   * The `webhook-signature` value for a delivery: `v1,<base64>`, one space-separated
+   * entry per secret. `msgId` must be a valid `webhook-id` (1 to 256 visible ASCII characters).
+   * @throws {WebhookVerificationError}
+   */
+  sign(msgId: string, timestamp: Date, payload: WebhookPayload): string;
+}
+
+/** A new `whsec_…` secret of 32 random bytes, from the runtime's secure random source. */
+export declare function generateSecret(): string;
+
+export interface ReplayGuardOptions {
+  /** The most ids held; the oldest is dropped beyond it. Default 100 000. */
+  capacity?: number;
+  /** How long an id is remembered. Default 25 hours (the sender retries for about 23). */
+  ttlSeconds?: number;
+}
+
+/**
+ * Remembers processed `webhook-id`s so a redelivered event is handled once. In memory,
+ * per process or Worker isolate. Call `forget(id)` if handling the event failed.
+ */
+export declare class ReplayGuard {
+  constructor(options?: ReplayGuardOptions);
+  /** `"fresh"` the first time (handle the event), `"duplicate"` within the TTL. */
+  checkAndRecord(id: string, now?: Date | number): "fresh" | "duplicate";
+  /** Forgets `id`, so the sender's retry is fresh again. */
+  forget(id: string): void;
+  /** How many ids are held. */
+  readonly size: number;
+}
+
+/** Whether a string can be a `webhook-id` (1 to 256 visible ASCII characters). */
+export declare function isWebhookId(id: unknown): id is string;
+
+/** The nine event types, in the order of the spec. */
+export declare const EVENT_TYPES: readonly EventType[];
+
+/**
+ * The spec's matching rule: a subscription receives an event when its `events` are
+ * empty or hold the type, and its `integrationIds` are empty or hold the account
+ * concerned (`null`: the event concerns no account).
+ * @throws {WebhookVerificationError} `invalid_payload` for an unknown event type.
+ */
+export declare function matchesSubscription(
+  subscription: { events?: readonly string[]; integrationIds?: readonly string[] },
+  eventType: EventType,
+  accountId: string | null,
+): boolean;
+
+// ---- events -----------------------------------------------------------------------------
+
+export type EventType =
+  | "post.scheduled"
+  | "post.unscheduled"
+  | "post.publishing"
+  | "post.published"
+  | "post.failed"
+  | "post.deleted"
+  | "integration.disconnected"
+  | "integration.reconnected"
+  | "webhook.test";
+
+/** An ISO 8601 / RFC 3339 timestamp string, e.g. `2026-11-22T09:00:00.000Z`. */
+export type IsoTimestamp = string;
+
+/** A connected social account. */
+export interface Integration {
+  id: string;
+  name: string;
+  providerIdentifier: string;
+  picture?: string | null;
+}
+
+/** The post summary carried by post events. It never contains the post content. */
+export interface PostSummary {
+  id: string;
+  externalId: string;
+  group: string;
+  /** Only `ERROR` is named by the spec (a failed post); others are kept as sent. */
+  state: "QUEUE" | "PUBLISHING" | "PUBLISHED" | "ERROR" | (string & {});
+  publishDate: IsoTimestamp;
+  integration: Integration;
+  releaseURL?: string | null;
+  releaseId?: string | null;
+  /** Human-readable failure text on a failed post. */
+  error?: string | null;
+}
+
+/** A `post.published` post: the release fields are set. */
+export interface PublishedPostSummary extends PostSummary {
+  releaseURL: string;
+  releaseId: string;
+}
+
+export type FailureCode =
+  | "quota_exceeded"
+  | "integration_disconnected"
+  | "content_rejected"
+  | "media_invalid"
+  | "rate_limited"
+  | "provider_error"
+  | "unknown";
+
+/** Why a post failed. `unknown` is never retryable. */
+export type EventError =
+  | { code: Exclude<FailureCode, "unknown">; message: string; retryable: boolean }
+  | { code: "unknown"; message: string; retryable: false };
+
+export type DisconnectReason = "reconnect_required" | "disabled" | "deleted";
+
+/** Who deleted a post. */
+export interface Actor {
+  kind: "dashboard" | "api_token" | "oauth_client" | "system";
+  id?: string | null;
+}
+
+interface Envelope<T extends EventType, D> {
+  /** Equals `webhook-id`; the same across retries: de-duplicate by it. */
+  id: string;
+  type: T;
+  createdAt: IsoTimestamp;
+  workspaceId: string;
+  data: D;
+}
+
+export type PostScheduledEvent = Envelope<"post.scheduled", { post: PostSummary }>;
+export type PostUnscheduledEvent = Envelope<"post.unscheduled", { post: PostSummary }>;
+export type PostPublishingEvent = Envelope<"post.publishing", { post: PostSummary }>;
+export type PostPublishedEvent = Envelope<"post.published", { post: PublishedPostSummary }>;
+export type PostFailedEvent = Envelope<"post.failed", { post: PostSummary; error: EventError }>;
+export type PostDeletedEvent = Envelope<"post.deleted", { post: PostSummary; deletedBy: Actor }>;
+export type IntegrationDisconnectedEvent = Envelope<
+  "integration.disconnected",
+  { integration: Integration; reason: DisconnectReason }
+>;
+export type IntegrationReconnectedEvent = Envelope<"integration.reconnected", { integration: Integration }>;
+export type WebhookTestEvent = Envelope<"webhook.test", { message: string }>;
+
+/** Any event of the postwire webhooks API: switch on `type` to narrow `data`. */
+export type WebhookEvent =
+  | PostScheduledEvent
+  | PostUnscheduledEvent
+  | PostPublishingEvent
+  | PostPublishedEvent
+  | PostFailedEvent
+  | PostDeletedEvent
+  | IntegrationDisconnectedEvent
+  | IntegrationReconnectedEvent
+  | WebhookTestEvent;
