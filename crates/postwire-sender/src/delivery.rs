@@ -123,13 +123,21 @@ fn unix_millis_now() -> i64 {
 fn classify(e: &reqwest::Error) -> AttemptErrorKind {
     let mut source = e.source();
     while let Some(s) = source {
-        if let Some(blocked) = s.downcast_ref::<Blocked>() {
+        // `io::Error` hides a custom inner error from `source()`; look inside it too.
+        let inner = s.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()).and_then(|i| i.downcast_ref::<Blocked>());
+        if let Some(blocked) = s.downcast_ref::<Blocked>().or(inner) {
             return match blocked {
                 Blocked::Unresolvable => AttemptErrorKind::Dns,
                 _ => AttemptErrorKind::BlockedAddress,
             };
         }
         source = s.source();
+    }
+    // The HTTP client wraps resolver errors in a type that hides them from `source()`;
+    // its debug form still names them. (Covered by the SSRF integration test.)
+    let debug = format!("{e:?}");
+    if debug.contains("DnsError") {
+        return if debug.contains("Address { ip:") { AttemptErrorKind::BlockedAddress } else { AttemptErrorKind::Dns };
     }
     if e.is_timeout() {
         AttemptErrorKind::Timeout
