@@ -39,12 +39,16 @@ export async function startWorker(bindings, { kv = true } = {}) {
     throw new Error("worker/build/index.js is missing: run worker/build.sh first");
   }
   const mf = new Miniflare(workerOptions(bindings, { kv }));
-  await mf.ready;
+  let url = await mf.ready;
   return {
     mf,
-    /** POSTs (or other method) to the Worker; returns status, headers and parsed JSON. */
+    /**
+     * Sends a request to the Worker over real HTTP on loopback (Miniflare's URL, not
+     * `dispatchFetch`, which drops headers with empty values); returns status, headers and
+     * the parsed JSON body.
+     */
     async send({ method = "POST", headers = {}, body } = {}) {
-      const res = await mf.dispatchFetch("https://verifier.example/", { method, headers, body, duplex: body instanceof ReadableStream ? "half" : undefined });
+      const res = await fetch(url, { method, headers, body, duplex: body instanceof ReadableStream ? "half" : undefined });
       const text = await res.text();
       let json = null;
       try {
@@ -64,7 +68,10 @@ export async function startWorker(bindings, { kv = true } = {}) {
       const { keys } = await ns.list();
       await Promise.all(keys.map((k) => ns.delete(k.name)));
     },
-    reconfigure: (newBindings, opts = { kv: true }) => mf.setOptions(workerOptions(newBindings, opts)),
+    async reconfigure(newBindings, opts = { kv: true }) {
+      await mf.setOptions(workerOptions(newBindings, opts));
+      url = await mf.ready;
+    },
     dispose: () => mf.dispose(),
   };
 }

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Every test of the edge verifier, exiting non-zero on any failure:
+#   1. native unit tests and the shared verify vectors against the Worker's checks;
+#   2. the Worker build, through `wrangler deploy --dry-run` (which runs build.sh via
+#      wrangler.toml's [build] command, validates wrangler.toml and bundles the output);
+#   3. the signers used by the tests (postwire-core's Signer example, the postwire CLI);
+#   4. the built Worker in workerd (Miniflare) with a real KV namespace against a real origin
+#      HTTP server on loopback: behaviour, vectors, signers.
+# Needs what scripts/setup.sh installs; downloads nothing (loopback network only).
+set -euo pipefail
+cd "$(dirname "$0")"
+ROOT="$(cd .. && pwd)"
+# npm's wasm-opt/esbuild/wrangler first (Debian's wasm-opt breaks the build: TOOLCHAIN.md).
+export PATH="$ROOT/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+
+step() { printf '\n\033[1;36m[worker] %s\033[0m\n' "$*"; }
+
+step "native tests (cargo test -p postwire-worker)"
+cargo test -p postwire-worker --locked
+
+step "build with worker-build, through wrangler deploy --dry-run"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+WRANGLER_SEND_METRICS=false CI=1 wrangler deploy --dry-run --outdir "$out/dist" 2>&1 | tee "$out/wrangler.log"
+grep -q -- '--dry-run: exiting now' "$out/wrangler.log" || { echo "wrangler dry run did not complete" >&2; exit 1; }
+if grep -qiE '\bdownloading\b' "$out/wrangler.log"; then echo "the build downloaded something" >&2; exit 1; fi
+[ -f build/index.js ] && [ -f build/index_bg.wasm ] || { echo "worker/build is incomplete" >&2; exit 1; }
+
+step "signers for the tests (sign_with_core example, postwire CLI)"
+executable() { # cargo build ... --message-format=json → the path of the built executable
+  cargo build --locked --message-format=json "$@" | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1
+}
+POSTWIRE_CORE_SIGNER="$(executable -p postwire-worker --example sign_with_core)"
+POSTWIRE_CLI="$(executable -p postwire-cli --bin postwire)"
+[ -x "$POSTWIRE_CORE_SIGNER" ] && [ -x "$POSTWIRE_CLI" ] || { echo "could not build the signers" >&2; exit 1; }
+export POSTWIRE_CORE_SIGNER POSTWIRE_CLI
+
+step "the built Worker in workerd (Miniflare), real KV, real loopback origin"
+node --test --test-concurrency=1 test/*.test.mjs
+
+step "worker: all tests passed"
