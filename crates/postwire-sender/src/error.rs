@@ -156,10 +156,6 @@ impl Violations {
         self.0.push(message.into());
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     pub(crate) fn into_result(self) -> Result<(), SenderError> {
         if self.0.is_empty() { Ok(()) } else { Err(SenderError::InvalidRequest { messages: self.0 }) }
     }

@@ -234,13 +234,15 @@ impl Sender {
             return Ok(Vec::new());
         }
         let mut unique: Vec<String> = Vec::with_capacity(ids.len());
+        let mut id_errors = Violations::default();
         for id in ids {
-            check_id(v, "integrationIds[]", id);
+            check_id(&mut id_errors, "integrationIds[]", id);
             if !unique.contains(id) {
                 unique.push(id.clone());
             }
         }
-        if !v.is_empty() {
+        if let Err(SenderError::InvalidRequest { messages }) = id_errors.into_result() {
+            messages.into_iter().for_each(|m| v.push(m));
             return Ok(Vec::new());
         }
         let found = self.inner.store.integrations(workspace_id.to_owned(), unique.clone()).await?;

@@ -4,9 +4,10 @@
 //!
 //! ```text
 //! postwire-sender-host --db FILE --workspace ID [--publish N] [--post-prefix P]
-//!                      [--insecure-local] [--timeout-ms MS] [--exit-when-idle]
+//!                      [--same-post] [--insecure-local] [--timeout-ms MS] [--exit-when-idle]
 //! ```
-//! Each accepted event is printed as `accepted <event id>` once `publish` has returned,
+//! `--same-post` makes every event about one post (so they are delivered one at a time,
+//! in order). Each accepted event is printed as `accepted <event id>` once `publish` has returned,
 //! that is, once it is on disk. Nothing secret is ever printed.
 
 use std::sync::Arc;
@@ -23,6 +24,7 @@ struct Args {
     insecure_local: bool,
     timeout_ms: u64,
     exit_when_idle: bool,
+    same_post: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -34,6 +36,7 @@ fn parse_args() -> Result<Args, String> {
         insecure_local: false,
         timeout_ms: 10_000,
         exit_when_idle: false,
+        same_post: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -46,6 +49,7 @@ fn parse_args() -> Result<Args, String> {
             "--timeout-ms" => a.timeout_ms = value()?.parse().map_err(|_| "--timeout-ms takes a number")?,
             "--insecure-local" => a.insecure_local = true,
             "--exit-when-idle" => a.exit_when_idle = true,
+            "--same-post" => a.same_post = true,
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -78,7 +82,7 @@ async fn main() {
     let dispatcher = sender.start();
     for i in 0..args.publish {
         let post = PostRecord {
-            id: format!("{}-{i}", args.post_prefix),
+            id: if args.same_post { args.post_prefix.clone() } else { format!("{}-{i}", args.post_prefix) },
             external_id: format!("ext-{i}"),
             group: "g".into(),
             state: PostState::Queue,
