@@ -30,10 +30,10 @@ case "$(command -v wasm-opt)" in
   *) echo "wasm-opt must be the npm binaryen one (run npm ci at the root)" >&2; exit 1 ;;
 esac
 
-log "cargo build (wasm32-unknown-unknown, release, opt-level s, panic=abort)"
+log "cargo build (wasm32-unknown-unknown, release, opt-level 3, panic=abort)"
 # Profile settings through the environment: they apply to this build only (its own target
 # dir), not to the rest of the workspace. panic=abort: nothing unwinds across the boundary.
-CARGO_PROFILE_RELEASE_OPT_LEVEL="${POSTWIRE_WASM_OPT_LEVEL:-s}" CARGO_PROFILE_RELEASE_PANIC=abort \
+CARGO_PROFILE_RELEASE_OPT_LEVEL="${POSTWIRE_WASM_OPT_LEVEL:-3}" CARGO_PROFILE_RELEASE_PANIC=abort \
   cargo build -p postwire-wasm --release --target wasm32-unknown-unknown --locked
 RAW_WASM="$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/postwire_wasm.wasm"
 

@@ -60,6 +60,13 @@ export interface WebhookOptions {
   format?: "raw";
   /** How far `webhook-timestamp` may be from now, each way. Default 300 (five minutes). */
   toleranceInSeconds?: number;
+  /**
+   * Where the HMAC-SHA256 is computed. `"auto"` (default): in wasm, except that the Node
+   * build hashes bodies from 1.5 KiB with node:crypto (native SHA instructions), while
+   * every decision stays in postwire-core. `"wasm"`: always in wasm. `"native"`: always
+   * node:crypto (Node build only; a TypeError elsewhere).
+   */
+  hmac?: "auto" | "wasm" | "native";
 }
 
 export interface VerifyOptions {

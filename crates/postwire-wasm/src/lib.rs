@@ -34,6 +34,7 @@ mod verifier;
 
 pub use replay::WasmReplayGuard;
 pub use secrets::generate_secret;
+pub use scratch::scratch_reserve;
 pub use verifier::WasmVerifier;
 
 use wasm_bindgen::prelude::*;
