@@ -1,0 +1,190 @@
+// The playground's logic. Everything happens here in the page: the `postwire` package's
+// browser build (WebAssembly, loaded by serve.mjs at /vendor/postwire.js) signs the
+// samples and verifies whatever is in the form. No request leaves the page.
+//
+// Verification is done in two steps, so the result can say exactly what is wrong:
+//   1. webhook.verify(): headers, timestamp window, signature (the Standard Webhooks part);
+//   2. webhook.verifyEvent(): the same, plus the body must be an event of this API whose
+//      `id` equals `webhook-id`. A delivery can pass 1 and fail 2 (signed, but not an event).
+import { Webhook, WebhookVerificationError, generateSecret } from "./vendor/postwire.js";
+import { sampleBody, newEventId } from "./samples.js";
+
+const $ = (id) => document.getElementById(id);
+const form = $("delivery");
+const fields = {
+  secret: $("secret"),
+  id: $("webhook-id"),
+  timestamp: $("webhook-timestamp"),
+  signature: $("webhook-signature"),
+  body: $("body"),
+};
+
+/** What to do about each error code, in plain words. */
+const HINTS = {
+  missing_header:
+    "One of webhook-id, webhook-timestamp or webhook-signature is empty. Copy all three headers from the request.",
+  invalid_header:
+    "A header is malformed: webhook-id is 1 to 256 visible ASCII characters, webhook-timestamp is Unix seconds " +
+    "(digits only), webhook-signature is one or more `v1,<base64>` entries separated by spaces.",
+  timestamp_too_old:
+    "The timestamp is more than 5 minutes in the past. Receivers reject it to stop replayed requests. " +
+    "If you pasted an old delivery, use “Re-sign … now” to sign it again with the current time.",
+  timestamp_too_new:
+    "The timestamp is more than 5 minutes in the future. Check the clock of the sending machine (or this one).",
+  invalid_signature:
+    "No signature matched. Check that the body is the raw body, byte for byte (not re-serialized JSON, no added " +
+    "or trimmed whitespace), and that the secret is the one of this subscription.",
+  invalid_secret:
+    "The secret is not a valid signing secret: it is `whsec_` followed by base64, as shown when the subscription " +
+    "was created.",
+  invalid_payload: "The body could not be read.",
+};
+
+/** The three headers; an empty field is an absent header, as it would be in a request. */
+function headers() {
+  const h = {};
+  for (const [name, field] of [["webhook-id", fields.id], ["webhook-timestamp", fields.timestamp], ["webhook-signature", fields.signature]]) {
+    if (field.value.trim()) h[name] = field.value.trim();
+  }
+  return h;
+}
+
+function show(state, verdict, { code = null, hint = null, detail = null, event = null, summary = null } = {}) {
+  const result = $("result");
+  result.dataset.state = state;
+  $("verdict").textContent = verdict;
+  $("error-code").hidden = !code;
+  $("error-code").textContent = code ? `Error code: ${code}` : "";
+  $("hint").hidden = !hint;
+  $("hint").textContent = hint ?? "";
+  $("detail").hidden = !detail;
+  $("detail").textContent = detail ? `Details: ${detail}` : "";
+  const dl = $("summary");
+  dl.replaceChildren();
+  dl.hidden = !summary;
+  for (const [term, value] of summary ?? []) {
+    const dt = document.createElement("dt");
+    dt.textContent = term;
+    const dd = document.createElement("dd");
+    dd.textContent = value;
+    dl.append(dt, dd);
+  }
+  $("event-title").hidden = event === null;
+  $("event").hidden = event === null;
+  $("event").textContent = event === null ? "" : JSON.stringify(event, null, 2);
+}
+
+/** The main facts of an event, by type, for the summary list. */
+function summarize(event) {
+  const rows = [
+    ["type", event.type],
+    ["id", event.id],
+    ["workspace", event.workspaceId],
+    ["created", event.createdAt],
+  ];
+  const d = event.data;
+  if ("post" in d) {
+    rows.push(["post", `${d.post.id} (${d.post.state})`], ["account", `${d.post.integration.name} · ${d.post.integration.providerIdentifier}`]);
+  }
+  if (event.type === "post.published") rows.push(["released at", d.post.releaseURL]);
+  if (event.type === "post.failed") rows.push(["failure", `${d.error.code}${d.error.retryable ? " (retryable)" : " (not retryable)"}: ${d.error.message}`]);
+  if (event.type === "post.deleted") rows.push(["deleted by", `${d.deletedBy.kind}${d.deletedBy.id ? ` ${d.deletedBy.id}` : ""}`]);
+  if ("integration" in d) rows.push(["account", `${d.integration.name} · ${d.integration.providerIdentifier}`]);
+  if (event.type === "integration.disconnected") rows.push(["reason", d.reason]);
+  if (event.type === "webhook.test") rows.push(["message", d.message]);
+  return rows;
+}
+
+function failure(err) {
+  if (err instanceof WebhookVerificationError) {
+    show("failed", "Not verified", { code: err.code, hint: HINTS[err.code], detail: err.message });
+  } else {
+    show("failed", "Not verified", { code: "unexpected", detail: String(err) });
+  }
+}
+
+function verifyNow() {
+  if (!Object.values(fields).some((f) => f.value.trim())) {
+    show("idle", "Load a sample or paste a delivery, then verify.");
+    return;
+  }
+  let webhook;
+  try {
+    webhook = new Webhook(fields.secret.value.trim());
+    webhook.verify(fields.body.value, headers(), { jsonParse: false });
+  } catch (err) {
+    failure(err);
+    return;
+  }
+  try {
+    const event = webhook.verifyEvent(fields.body.value, headers());
+    show("verified", `Verified: ${event.type}`, { event, summary: summarize(event) });
+  } catch (err) {
+    let parsed = null;
+    try {
+      parsed = JSON.parse(fields.body.value);
+    } catch {}
+    show("not-an-event", "Signature verified, but the body is not an event of this API", {
+      code: err.code ?? "unexpected",
+      hint: "The secret and signature are right; the payload is not a valid event of the webhooks API.",
+      detail: err.message,
+      event: parsed,
+    });
+  }
+}
+
+/** Signs the current body with the current secret, as a sender would right now. */
+function signNow({ freshId = false } = {}) {
+  if (!fields.secret.value.trim()) fields.secret.value = generateSecret();
+  if (freshId || !fields.id.value.trim()) fields.id.value = newEventId();
+  const now = new Date();
+  try {
+    const signature = new Webhook(fields.secret.value.trim()).sign(fields.id.value.trim(), now, fields.body.value);
+    fields.timestamp.value = String(Math.floor(now.getTime() / 1000));
+    fields.signature.value = signature;
+  } catch (err) {
+    failure(err);
+    return false;
+  }
+  return true;
+}
+
+function loadSample() {
+  const type = $("sample-type").value;
+  const id = newEventId();
+  fields.id.value = id;
+  fields.body.value = sampleBody(type, { id });
+  if (signNow()) verifyNow();
+}
+
+let pending = 0;
+function verifySoon() {
+  clearTimeout(pending);
+  pending = setTimeout(verifyNow, 200);
+}
+
+$("load-sample").addEventListener("click", loadSample);
+$("generate-secret").addEventListener("click", () => {
+  fields.secret.value = generateSecret();
+  verifyNow();
+});
+$("resign").addEventListener("click", () => {
+  if (signNow()) verifyNow();
+});
+form.addEventListener("submit", (e) => {
+  e.preventDefault();
+  clearTimeout(pending);
+  verifyNow();
+});
+form.addEventListener("input", (e) => {
+  if (e.target !== $("sample-type")) verifySoon();
+});
+form.addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+    e.preventDefault();
+    clearTimeout(pending);
+    verifyNow();
+  }
+});
+// Ready: tests wait for this before driving the page.
+document.documentElement.dataset.ready = "true";
