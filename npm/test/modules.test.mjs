@@ -1,0 +1,76 @@
+// Packaging: the `exports` map picks the right build for each runtime, `require` and
+// `import` both work (and share one instance), and the package runs in Deno and Bun
+// (binaries from npm) and through the browser build in Node.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { createRequire } from "node:module";
+import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import * as esm from "postwire";
+
+const npmDir = fileURLToPath(new URL("..", import.meta.url));
+const rootDir = fileURLToPath(new URL("../..", import.meta.url));
+const require = createRequire(npmDir + "package.json");
+const DENO = rootDir + "node_modules/@deno/linux-x64-glibc/deno";
+const BUN = rootDir + "node_modules/@oven/bun-linux-x64/bin/bun";
+
+function run(cmd, args, opts = {}) {
+  const r = spawnSync(cmd, args, { cwd: npmDir, encoding: "utf8", timeout: 60_000, env: { ...process.env, NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1" }, ...opts });
+  assert.equal(r.status, 0, `${cmd} ${args.join(" ")}\n${r.stdout}\n${r.stderr}`);
+  return r.stdout.trim();
+}
+
+test("require and import both load the Node build, as one instance", () => {
+  const cjs = require("postwire");
+  assert.equal(typeof cjs.Webhook, "function");
+  assert.equal(cjs.Webhook, esm.Webhook, "import re-exports the CommonJS instance");
+  assert.equal(cjs.WebhookVerificationError, esm.WebhookVerificationError);
+  assert.equal(require.resolve("postwire"), npmDir + "dist/node/index.cjs");
+  // In a fresh process, each on its own.
+  const viaRequire = run(process.execPath, ["-e", "const {Webhook}=require('postwire'); console.log(new Webhook('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw').sign('msg_p5jXN8AQM9LWM0D4loKWxJek', new Date(1614265330000), '{\"test\": 2432232314}'))"]);
+  const viaImport = run(process.execPath, ["--input-type=module", "-e", "import {Webhook} from 'postwire'; console.log(new Webhook('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw').sign('msg_p5jXN8AQM9LWM0D4loKWxJek', new Date(1614265330000), '{\"test\": 2432232314}'))"]);
+  assert.equal(viaRequire, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+  assert.equal(viaImport, viaRequire);
+});
+
+test("the exports map resolves each runtime's condition to its build", () => {
+  const resolveWith = (conditions) =>
+    run(process.execPath, [...conditions.map((c) => `--conditions=${c}`), "--input-type=module", "-e", "console.log(import.meta.resolve('postwire'))"]);
+  assert.equal(resolveWith([]), "file://" + npmDir + "dist/node/index.mjs");
+  for (const [condition, build] of [["workerd", "workerd"], ["deno", "web"], ["bun", "web"], ["browser", "web"]]) {
+    assert.equal(resolveWith([condition]), "file://" + npmDir + `dist/${build}/index.js`, condition);
+  }
+  for (const file of ["dist/index.d.ts", "dist/index.d.cts", "dist/workerd/postwire_wasm_bg.wasm", "dist/node/postwire_wasm_bg.wasm"]) {
+    assert.ok(existsSync(npmDir + file), file);
+  }
+});
+
+test("the web and workerd builds use no Node API", () => {
+  for (const file of ["dist/web/index.js", "dist/workerd/index.js"]) {
+    const src = readFileSync(npmDir + file, "utf8");
+    assert.doesNotMatch(src, /require\(|from\s*"node:|import\("node:|import\.meta|process\.|[^y]Buffer\./, file);
+  }
+});
+
+test("the browser build works inside Node too (web-standard APIs only)", () => {
+  const out = JSON.parse(run(process.execPath, ["--conditions=browser", "test/portable/run.mjs"]));
+  assert.equal(out.resolved, "file://" + npmDir + "dist/web/index.js");
+  assert.equal(out.passed, out.expected);
+});
+
+test("Bun: resolves the bun condition and passes the portable checks", { skip: !existsSync(BUN) && "Bun binary not installed (optional dependency)" }, () => {
+  const out = JSON.parse(run(BUN, ["test/portable/run.mjs"]));
+  assert.equal(out.runtime, "bun");
+  assert.equal(out.resolved.replace(/^file:\/\//, ""), npmDir + "dist/web/index.js");
+  assert.equal(out.passed, out.expected);
+});
+
+test("Deno: the deno build passes the portable checks with read access to dist/ only", { skip: !existsSync(DENO) && "Deno binary not installed (optional dependency)" }, () => {
+  const target = fileURLToPath(import.meta.resolve("postwire").replace("/node/index.mjs", "/web/index.js"));
+  const out = JSON.parse(
+    run(DENO, ["run", "--no-remote", "--no-npm", "--no-config", `--allow-read=${npmDir}dist`, "test/portable/run.mjs", target]),
+  );
+  assert.equal(out.runtime, "deno");
+  assert.equal(out.passed, out.expected);
+});
