@@ -1,8 +1,11 @@
 //! `postwire`: the command-line face of postwire.
 //!
-//! Today it makes secrets, signs and verifies deliveries from the shell, which is handy
-//! for debugging a receiver (`postwire verify` says exactly why a delivery fails) and for
-//! scripting tests. Each subcommand lives in its own module under `commands/`.
+//! `postwire demo` shows the whole sender working in seconds; `postwire serve` runs the
+//! webhooks HTTP API and the dispatcher on an embedded SQLite file; `postwire token`
+//! manages API tokens; `postwire openapi` prints the API description. It also makes
+//! secrets, signs and verifies deliveries from the shell, which is handy for debugging a
+//! receiver (`postwire verify` says exactly why a delivery fails) and for scripting
+//! tests. Each subcommand lives in its own module under `commands/`.
 
 use std::process::ExitCode;
 
@@ -10,8 +13,9 @@ use clap::{Parser, Subcommand};
 
 mod commands;
 mod input;
+mod settings;
 
-/// Standard Webhooks secrets, signatures and verification for postwire.
+/// postwire: a Standard Webhooks sender with its HTTP API, and the tools around it.
 #[derive(Debug, Parser)]
 #[command(name = "postwire", version, about, propagate_version = true)]
 struct Cli {
@@ -21,6 +25,15 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Watch the whole story in seconds: server, receiver, subscription, events, a retry.
+    Demo(commands::demo::DemoArgs),
+    /// Run the webhooks HTTP API and the dispatcher on a SQLite file.
+    Serve(commands::serve::ServeArgs),
+    /// API tokens: create (shown once), list, revoke.
+    #[command(subcommand)]
+    Token(commands::token::TokenCommand),
+    /// Print the OpenAPI 3.1 document of the HTTP API.
+    Openapi,
     /// Signing secrets.
     #[command(subcommand)]
     Secret(commands::secret::SecretCommand),
@@ -33,6 +46,10 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Demo(args) => commands::demo::run(args),
+        Command::Serve(args) => commands::serve::run(args),
+        Command::Token(cmd) => commands::token::run(cmd),
+        Command::Openapi => commands::openapi::run(),
         Command::Secret(cmd) => commands::secret::run(cmd),
         Command::Sign(args) => commands::sign::run(args),
         Command::Verify(args) => commands::verify::run(args),

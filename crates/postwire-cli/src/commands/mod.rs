@@ -1,5 +1,9 @@
 //! One module per subcommand.
 
+pub mod demo;
+pub mod openapi;
 pub mod secret;
+pub mod serve;
 pub mod sign;
+pub mod token;
 pub mod verify;

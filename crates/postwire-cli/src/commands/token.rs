@@ -1,0 +1,143 @@
+//! `postwire token create|list|revoke`: API tokens of the HTTP API.
+//!
+//! `create` prints the token once on standard output (details on standard error), so
+//! `TOKEN=$(postwire token create …)` works; the database keeps only its SHA-256 hash.
+//! Workspaces named with `--workspace` that the database does not know yet are
+//! registered (named after their id), so a fresh `postwire serve` is usable at once.
+//! These commands work while `postwire serve` runs on the same file.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use postwire_core::{Clock, SystemClock};
+use postwire_sender::{SqliteStore, Store, Workspace};
+use postwire_server::db::ServerDb;
+use postwire_server::{NewToken, Scope, TokenStore};
+
+use crate::settings;
+
+/// Where the database is.
+#[derive(Debug, Args)]
+pub struct DbArgs {
+    /// The SQLite file of `postwire serve` [default: postwire.db].
+    #[arg(long, env = "POSTWIRE_DB")]
+    db: Option<PathBuf>,
+    /// TOML config file (its `db` is used when --db and POSTWIRE_DB are absent).
+    #[arg(long, env = "POSTWIRE_CONFIG")]
+    config: Option<PathBuf>,
+}
+
+impl DbArgs {
+    fn path(&self) -> Result<PathBuf, String> {
+        if let Some(db) = &self.db {
+            return Ok(db.clone());
+        }
+        let file = settings::load(self.config.as_deref())?;
+        Ok(file.db.unwrap_or_else(|| PathBuf::from(settings::DEFAULT_DB)))
+    }
+}
+
+/// Subcommands of `postwire token`.
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create an API token; it is printed once and stored only as a hash.
+    Create {
+        #[command(flatten)]
+        db: DbArgs,
+        /// A workspace the token may use; repeat for several.
+        #[arg(long = "workspace", required = true)]
+        workspaces: Vec<String>,
+        /// A scope: webhooks:read or webhooks:write (implies read); repeat for several.
+        #[arg(long = "scope", required = true)]
+        scopes: Vec<String>,
+        /// A label for the token.
+        #[arg(long, default_value = "")]
+        name: String,
+    },
+    /// List tokens (never their values).
+    List {
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Revoke a token by id (`tok_…`); it stops working at once.
+    Revoke {
+        #[command(flatten)]
+        db: DbArgs,
+        /// The token id.
+        id: String,
+    },
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("cannot start Tokio: {e}"))
+}
+
+/// Runs `postwire token …`.
+pub fn run(cmd: TokenCommand) -> Result<ExitCode, String> {
+    runtime()?.block_on(async move {
+        match cmd {
+            TokenCommand::Create { db, workspaces, scopes, name } => create(db.path()?, workspaces, scopes, name).await,
+            TokenCommand::List { db } => list(db.path()?).await,
+            TokenCommand::Revoke { db, id } => {
+                let tokens = open_tokens(db.path()?).await?;
+                tokens.revoke(&id, SystemClock.now()).await.map_err(|e| e.to_string())?;
+                println!("revoked {id}");
+                Ok(ExitCode::SUCCESS)
+            }
+        }
+    })
+}
+
+async fn open_tokens(path: PathBuf) -> Result<TokenStore, String> {
+    let db = tokio::task::spawn_blocking(move || ServerDb::open(path)).await.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
+    Ok(TokenStore::new(db))
+}
+
+async fn create(path: PathBuf, workspaces: Vec<String>, scopes: Vec<String>, name: String) -> Result<ExitCode, String> {
+    let scopes: Vec<Scope> = scopes.iter().map(|s| s.parse::<Scope>().map_err(|e| e.to_string())).collect::<Result<_, _>>()?;
+    let store_path = path.clone();
+    let store = tokio::task::spawn_blocking(move || SqliteStore::open(store_path))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    let tokens = open_tokens(path.clone()).await?;
+    let created = tokens
+        .create(NewToken { name, scopes, workspaces: workspaces.clone() }, SystemClock.now())
+        .await
+        .map_err(|e| e.to_string())?;
+    for w in &workspaces {
+        if store.workspace(w.clone()).await.map_err(|e| e.to_string())?.is_none() {
+            store.upsert_workspace(Workspace { id: w.clone(), name: w.clone() }).await.map_err(|e| e.to_string())?;
+            eprintln!("registered workspace {w}");
+        }
+    }
+    let r = &created.record;
+    println!("{}", created.token);
+    eprintln!(
+        "created token {} (scopes: {}; workspaces: {}) in {}",
+        r.id,
+        r.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" "),
+        r.workspaces.join(" "),
+        path.display()
+    );
+    eprintln!("This is the only time the token is shown: the database keeps only its SHA-256 hash.");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn list(path: PathBuf) -> Result<ExitCode, String> {
+    let tokens = open_tokens(path).await?;
+    let all = tokens.list().await.map_err(|e| e.to_string())?;
+    println!("{:<22} {:<10} {:<30} {:<30} {}", "ID", "STATUS", "SCOPES", "WORKSPACES", "CREATED");
+    for t in all {
+        println!(
+            "{:<22} {:<10} {:<30} {:<30} {}",
+            t.id,
+            if t.revoked_at.is_some() { "revoked" } else { "active" },
+            t.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","),
+            t.workspaces.join(","),
+            t.created_at
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

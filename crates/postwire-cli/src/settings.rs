@@ -1,0 +1,50 @@
+//! Settings of `postwire serve` (and the database path of `postwire token`), from
+//! three places in this order of precedence: command-line flags, `POSTWIRE_*`
+//! environment variables (clap reads both), then an optional TOML file given with
+//! `--config` / `POSTWIRE_CONFIG`; built-in defaults last.
+//!
+//! ```toml
+//! db = "postwire.db"
+//! listen = "127.0.0.1:8080"
+//! ingest_token = "a-long-random-string"   # or POSTWIRE_INGEST_TOKEN
+//! rate_limit_per_hour = 1000
+//! max_body_bytes = 65536
+//! log = "info"
+//! dangerously_allow_insecure_local_urls = false
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The default database file.
+pub const DEFAULT_DB: &str = "postwire.db";
+/// The default listen address.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+
+/// What a config file may hold; every key is optional and unknown keys are errors.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSettings {
+    /// The SQLite file.
+    pub db: Option<PathBuf>,
+    /// Address to listen on.
+    pub listen: Option<String>,
+    /// The internal ingest token.
+    pub ingest_token: Option<String>,
+    /// Calls per token per hour.
+    pub rate_limit_per_hour: Option<u32>,
+    /// Largest public request body.
+    pub max_body_bytes: Option<usize>,
+    /// Log filter, e.g. `info` or `postwire_server=debug`.
+    pub log: Option<String>,
+    /// DANGEROUS: allow `http` and loopback subscription URLs.
+    pub dangerously_allow_insecure_local_urls: Option<bool>,
+}
+
+/// Reads the config file, or nothing when there is none.
+pub fn load(path: Option<&Path>) -> Result<FileSettings, String> {
+    let Some(path) = path else { return Ok(FileSettings::default()) };
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
+    toml::from_str(&text).map_err(|e| format!("config file {}: {e}", path.display()))
+}

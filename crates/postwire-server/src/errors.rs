@@ -1,0 +1,195 @@
+//! The one error type of the HTTP API, and how it becomes a response.
+//!
+//! Every failure, whatever its status, answers with the spec's error body
+//! `{"statusCode", "code", "message"}`; validation failures (400) carry `message` as a
+//! string, or as an array when several rules failed. Codes are the spec's stable codes
+//! (`invalid_request`, `unauthorized`, `insufficient_scope`, `forbidden`, `not_found`,
+//! `rate_limited`) plus `method_not_allowed`, `unavailable` and `internal_error` for the
+//! statuses the spec does not name. Messages are written for the client and never carry
+//! secret material: storage details are logged, not returned.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use postwire_sender::{SenderError, SenderErrorCode};
+use serde::Serialize;
+
+use crate::tokens::Scope;
+
+/// Everything an API call can fail with. Converts into the spec's error body.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApiError {
+    /// 400 `invalid_request`: one or more validation failures.
+    #[error("invalid request: {}", .0.join("; "))]
+    Invalid(Vec<String>),
+    /// 401 `unauthorized`: no bearer token, or one that is unknown or revoked.
+    #[error("unauthorized: {0}")]
+    Unauthorized(&'static str),
+    /// 403 `insufficient_scope`: the token lacks the scope the operation needs.
+    #[error("the token lacks the `{}` scope", .0.as_str())]
+    InsufficientScope(Scope),
+    /// 403 `forbidden`: the workspace is outside the token's selection.
+    #[error("the token may not use workspace `{0}`")]
+    Forbidden(String),
+    /// 404 `not_found`: no such workspace, subscription or route.
+    #[error("{0}")]
+    NotFound(String),
+    /// 405 `method_not_allowed`.
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    /// 429 `rate_limited`, with the seconds until the window resets (`Retry-After`).
+    #[error("hourly API limit of {limit} requests exceeded")]
+    RateLimited {
+        /// The hourly limit.
+        limit: u32,
+        /// Seconds until a request is accepted again.
+        retry_after_secs: u64,
+    },
+    /// 503 `unavailable`: the server is shutting down.
+    #[error("the server is shutting down; retry shortly")]
+    Unavailable,
+    /// 500 `internal_error`. The detail is logged, never returned.
+    #[error("internal error")]
+    Internal(String),
+}
+
+/// The spec's error body (every status but 400).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorBody {
+    /// The HTTP status, repeated.
+    #[schema(example = 401)]
+    pub status_code: u16,
+    /// A stable code, e.g. `unauthorized`.
+    #[schema(example = "unauthorized")]
+    pub code: String,
+    /// A sentence for a human.
+    #[schema(example = "a bearer token is required: Authorization: Bearer <API_TOKEN>")]
+    pub message: String,
+}
+
+/// The spec's validation error body (status 400): `message` is a string, or an array of
+/// strings when several rules failed.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ValidationErrorBody {
+    /// One violation, or several.
+    pub message: ValidationMessage,
+    /// Always `invalid_request`.
+    #[schema(example = "invalid_request")]
+    pub code: String,
+    /// Always 400.
+    #[schema(example = 400)]
+    pub status_code: u16,
+}
+
+/// `message` of a validation error: one string, or an array when several rules failed.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum ValidationMessage {
+    /// A single violation.
+    One(String),
+    /// Several violations.
+    Many(Vec<String>),
+}
+
+impl ApiError {
+    /// One validation failure.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        ApiError::Invalid(vec![message.into()])
+    }
+
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Invalid(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::InsufficientScope(_) | ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The stable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::Invalid(_) => "invalid_request",
+            ApiError::Unauthorized(_) => "unauthorized",
+            ApiError::InsufficientScope(_) => "insufficient_scope",
+            ApiError::Forbidden(_) => "forbidden",
+            ApiError::NotFound(_) => "not_found",
+            ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::RateLimited { .. } => "rate_limited",
+            ApiError::Unavailable => "unavailable",
+            ApiError::Internal(_) => "internal_error",
+        }
+    }
+
+    fn message(&self) -> String {
+        match self {
+            ApiError::Unauthorized(why) => (*why).to_owned(),
+            ApiError::RateLimited { limit, retry_after_secs } => {
+                format!("hourly API limit of {limit} requests exceeded; retry in {retry_after_secs} s")
+            }
+            ApiError::Internal(_) => "internal error; the server log has the details".to_owned(),
+            other => other.to_string(),
+        }
+    }
+}
+
+impl From<SenderError> for ApiError {
+    fn from(e: SenderError) -> Self {
+        match e.code() {
+            SenderErrorCode::InvalidRequest => ApiError::Invalid(e.messages()),
+            SenderErrorCode::NotFound => ApiError::NotFound(e.to_string()),
+            SenderErrorCode::Unavailable => ApiError::Unavailable,
+            _ => ApiError::Internal(e.to_string()),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let mut response = match &self {
+            ApiError::Invalid(messages) => {
+                let message = match messages.as_slice() {
+                    [one] => ValidationMessage::One(one.clone()),
+                    [] => ValidationMessage::One("invalid request".to_owned()),
+                    many => ValidationMessage::Many(many.to_vec()),
+                };
+                let body = ValidationErrorBody { message, code: "invalid_request".to_owned(), status_code: 400 };
+                (status, axum::Json(body)).into_response()
+            }
+            other => {
+                if let ApiError::Internal(detail) = other {
+                    tracing::error!(detail = %detail, "internal error");
+                }
+                let body = ErrorBody { status_code: status.as_u16(), code: other.code().to_owned(), message: other.message() };
+                (status, axum::Json(body)).into_response()
+            }
+        };
+        let headers = response.headers_mut();
+        match &self {
+            ApiError::Unauthorized(_) => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"postwire\""));
+            }
+            ApiError::InsufficientScope(scope) => {
+                let value = format!("Bearer realm=\"postwire\", error=\"insufficient_scope\", scope=\"{}\"", scope.as_str());
+                if let Ok(v) = HeaderValue::from_str(&value) {
+                    headers.insert(header::WWW_AUTHENTICATE, v);
+                }
+            }
+            ApiError::RateLimited { retry_after_secs, .. } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+/// What every handler returns.
+pub type ApiResult<T> = Result<T, ApiError>;

@@ -1,0 +1,294 @@
+//! The internal ingest API: how the rest of the platform tells the sender about
+//! workspaces, connected accounts, and post and account changes.
+//!
+//! It lives under `/internal/v1`, apart from the public API: it is not in the OpenAPI
+//! document, API tokens do not work on it, and it has its own single bearer token
+//! (`POSTWIRE_INGEST_TOKEN`), compared by hash in constant time. It should be reachable
+//! only from inside the platform's network. Embedding hosts can skip HTTP and call
+//! [`postwire_sender::Sender::publish`] directly.
+//!
+//! * `PUT /internal/v1/workspaces/{workspaceId}` `{"name"}`: register or rename a workspace.
+//! * `PUT /internal/v1/workspaces/{workspaceId}/integrations/{integrationId}`
+//!   `{"name", "providerIdentifier", "picture"?}`: register or update an account.
+//! * `POST /internal/v1/events` `{"changes": [Change, …]}` (1 to 1000): report changes,
+//!   accepted all or none, in order. Answers `{"results": [{"eventId", "deliveries"} |
+//!   {"eventId": null, "skipped": "draft"}]}`. When it answers 200 every event is on disk.
+//!
+//! A change is `{"kind": "post", "workspaceId", "change", "post", …}` with `change` one
+//! of `scheduled`, `unscheduled`, `publishing`, `published`, `failed` (needs `error`),
+//! `deleted` (needs `deletedBy`), `draft_saved`; or `{"kind": "account", "workspaceId",
+//! "change": "disconnected" (needs `reason`) | "reconnected", "integration"}`. `post` is
+//! the platform's post record; fields beyond the summary (such as `content`) are ignored
+//! and never stored.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{post, put};
+use axum::{Json, Router};
+use postwire_core::{Actor, DisconnectReason, EventError, Integration, PostState, Timestamp};
+use postwire_sender::{
+    AccountChange, AccountChangeKind, DomainChange, PostChange, PostChangeKind, PostRecord, Published, Workspace,
+};
+use serde::Deserialize;
+use subtle::ConstantTimeEq;
+
+use crate::auth::bearer;
+use crate::errors::{ApiError, ApiResult};
+use crate::state::AppState;
+use crate::tokens::token_hash;
+use crate::validation::{read_body, ApiPath};
+
+/// Most changes in one ingest call.
+pub const MAX_INGEST_BATCH: usize = 1000;
+
+/// The ingest token, kept only as its hash.
+pub struct IngestAuth {
+    hash: [u8; 32],
+}
+
+impl std::fmt::Debug for IngestAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("IngestAuth(…)")
+    }
+}
+
+impl IngestAuth {
+    /// Accepts `token` as the ingest token. Refuses tokens shorter than 16 characters.
+    pub fn new(token: &str) -> Result<IngestAuth, ApiError> {
+        if token.len() < 16 {
+            return Err(ApiError::invalid("the ingest token must be at least 16 characters long"));
+        }
+        Ok(IngestAuth { hash: token_hash(token) })
+    }
+
+    /// Whether `candidate` is the ingest token (constant time).
+    pub fn accepts(&self, candidate: &str) -> bool {
+        bool::from(token_hash(candidate).ct_eq(&self.hash))
+    }
+}
+
+async fn require_ingest_token(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let Some(auth) = state.ingest.as_ref() else {
+        return ApiError::Unauthorized("ingest is disabled on this server: start it with an ingest token (POSTWIRE_INGEST_TOKEN)")
+            .into_response();
+    };
+    match bearer(request.headers()) {
+        Ok(token) if auth.accepts(token) => next.run(request).await,
+        Ok(_) => ApiError::Unauthorized("the ingest token is invalid").into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// The ingest routes, behind the ingest token.
+pub fn router(state: AppState) -> Router<AppState> {
+    Router::new()
+        .route("/internal/v1/workspaces/{workspaceId}", put(put_workspace))
+        .route("/internal/v1/workspaces/{workspaceId}/integrations/{integrationId}", put(put_integration))
+        .route("/internal/v1/events", post(post_events))
+        .route_layer(middleware::from_fn_with_state(state, require_ingest_token))
+}
+
+fn parse<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
+    serde_json::from_slice(bytes).map_err(|e| ApiError::invalid(format!("invalid body: {e}")))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkspaceBody {
+    name: String,
+}
+
+async fn put_workspace(
+    State(state): State<AppState>,
+    ApiPath(workspace_id): ApiPath<String>,
+    body: Body,
+) -> ApiResult<Json<serde_json::Value>> {
+    let b: WorkspaceBody = parse(&read_body(body, state.max_body_bytes).await?)?;
+    state.sender.upsert_workspace(Workspace { id: workspace_id.clone(), name: b.name.clone() }).await?;
+    Ok(Json(serde_json::json!({ "id": workspace_id, "name": b.name })))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct IntegrationBody {
+    name: String,
+    provider_identifier: String,
+    #[serde(default)]
+    picture: Option<String>,
+}
+
+async fn put_integration(
+    State(state): State<AppState>,
+    ApiPath((workspace_id, integration_id)): ApiPath<(String, String)>,
+    body: Body,
+) -> ApiResult<Json<Integration>> {
+    let b: IntegrationBody = parse(&read_body(body, state.max_body_bytes).await?)?;
+    let integration =
+        Integration { id: integration_id, name: b.name, provider_identifier: b.provider_identifier, picture: b.picture };
+    state.sender.upsert_integration(&workspace_id, integration.clone()).await?;
+    Ok(Json(integration))
+}
+
+/// The platform's post record as sent to ingest. Unknown fields (e.g. `content`) are
+/// ignored.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PostBody {
+    id: String,
+    #[serde(default)]
+    external_id: String,
+    #[serde(default)]
+    group: String,
+    state: PostState,
+    #[serde(default)]
+    is_draft: bool,
+    publish_date: Timestamp,
+    integration: Integration,
+    #[serde(default, rename = "releaseURL")]
+    release_url: Option<String>,
+    #[serde(default)]
+    release_id: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum PostChangeName {
+    Scheduled,
+    Unscheduled,
+    Publishing,
+    Published,
+    Failed,
+    Deleted,
+    DraftSaved,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum AccountChangeName {
+    Disconnected,
+    Reconnected,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", rename_all_fields = "camelCase")]
+enum ChangeBody {
+    Post {
+        workspace_id: String,
+        change: PostChangeName,
+        post: PostBody,
+        #[serde(default)]
+        error: Option<EventError>,
+        #[serde(default)]
+        deleted_by: Option<Actor>,
+    },
+    Account {
+        workspace_id: String,
+        change: AccountChangeName,
+        integration: Integration,
+        #[serde(default)]
+        reason: Option<DisconnectReason>,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventsBody {
+    changes: Vec<ChangeBody>,
+}
+
+fn to_domain(i: usize, c: ChangeBody) -> ApiResult<DomainChange> {
+    Ok(match c {
+        ChangeBody::Post { workspace_id, change, post, error, deleted_by } => {
+            let kind = match change {
+                PostChangeName::Scheduled => PostChangeKind::Scheduled,
+                PostChangeName::Unscheduled => PostChangeKind::Unscheduled,
+                PostChangeName::Publishing => PostChangeKind::PublishingStarted,
+                PostChangeName::Published => match (&post.release_url, &post.release_id) {
+                    (Some(url), Some(id)) => PostChangeKind::Published { release_url: url.clone(), release_id: id.clone() },
+                    _ => return Err(ApiError::invalid(format!("changes[{i}]: `published` needs `post.releaseURL` and `post.releaseId`"))),
+                },
+                PostChangeName::Failed => match error {
+                    Some(error) => PostChangeKind::Failed { error },
+                    None => return Err(ApiError::invalid(format!("changes[{i}]: `failed` needs `error`"))),
+                },
+                PostChangeName::Deleted => match deleted_by {
+                    Some(by) => PostChangeKind::Deleted { by },
+                    None => return Err(ApiError::invalid(format!("changes[{i}]: `deleted` needs `deletedBy`"))),
+                },
+                PostChangeName::DraftSaved => PostChangeKind::DraftSaved,
+            };
+            let record = PostRecord {
+                id: post.id,
+                external_id: post.external_id,
+                group: post.group,
+                state: post.state,
+                is_draft: post.is_draft,
+                publish_date: post.publish_date,
+                integration: post.integration,
+                release_url: post.release_url,
+                release_id: post.release_id,
+                error: post.error,
+                content: String::new(),
+            };
+            DomainChange::Post(PostChange { workspace_id, post: record, kind })
+        }
+        ChangeBody::Account { workspace_id, change, integration, reason } => {
+            let kind = match change {
+                AccountChangeName::Disconnected => match reason {
+                    Some(reason) => AccountChangeKind::Disconnected { reason },
+                    None => return Err(ApiError::invalid(format!("changes[{i}]: `disconnected` needs `reason`"))),
+                },
+                AccountChangeName::Reconnected => AccountChangeKind::Reconnected,
+            };
+            DomainChange::Account(AccountChange { workspace_id, integration, kind })
+        }
+    })
+}
+
+async fn post_events(State(state): State<AppState>, body: Body) -> ApiResult<Json<serde_json::Value>> {
+    let b: EventsBody = parse(&read_body(body, state.max_ingest_body_bytes).await?)?;
+    if b.changes.is_empty() || b.changes.len() > MAX_INGEST_BATCH {
+        return Err(ApiError::invalid(format!("`changes` must hold 1 to {MAX_INGEST_BATCH} changes")));
+    }
+    let mut changes = Vec::with_capacity(b.changes.len());
+    let mut problems = Vec::new();
+    for (i, c) in b.changes.into_iter().enumerate() {
+        match to_domain(i, c) {
+            Ok(d) => changes.push(d),
+            Err(ApiError::Invalid(m)) => problems.extend(m),
+            Err(e) => return Err(e),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(ApiError::Invalid(problems));
+    }
+    let refs: Vec<(String, String, String)> = changes
+        .iter()
+        .filter_map(|c| match c {
+            DomainChange::Post(p) => Some((p.workspace_id.clone(), p.post.external_id.clone(), p.post.id.clone())),
+            _ => None,
+        })
+        .collect();
+    let published = state.sender.publish_many(changes).await?;
+    state.posts.record(refs, state.clock.now()).await?;
+    let results: Vec<serde_json::Value> = published
+        .iter()
+        .map(|p| match p {
+            Published::Event { event_id, deliveries } => serde_json::json!({ "eventId": event_id, "deliveries": deliveries }),
+            Published::NoEvent(_) => serde_json::json!({ "eventId": null, "skipped": "draft" }),
+        })
+        .collect();
+    tracing::info!(changes = results.len(), "ingested changes");
+    Ok(Json(serde_json::json!({ "results": results })))
+}
+
+/// Builds [`IngestAuth`] for a shared token; `None` when there is none.
+pub fn auth_from(token: Option<&str>) -> Result<Option<Arc<IngestAuth>>, ApiError> {
+    token.map(|t| IngestAuth::new(t).map(Arc::new)).transpose()
+}

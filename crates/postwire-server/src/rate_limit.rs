@@ -1,0 +1,109 @@
+//! The hourly API limit, per token.
+//!
+//! The spec says an hourly limit applies to creation and answers 429 when it is
+//! exceeded. Here it applies to every authenticated public call, counted per token in a
+//! fixed one-hour window that starts at the token's first call; the 429 carries
+//! `Retry-After` (seconds until the window ends) and every response carries
+//! `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds),
+//! the headers GitHub and others use. Counters live in memory: a restart gives every
+//! token a fresh window, which errs on the side of the client. Time comes from the
+//! injected [`Clock`], so tests move it instead of waiting an hour.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use postwire_core::Clock;
+
+/// One hour, in milliseconds.
+const WINDOW_MS: i64 = 3_600_000;
+/// Above this many tracked tokens, windows that have ended are dropped.
+const PRUNE_ABOVE: usize = 10_000;
+
+/// The outcome of counting one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Allowance {
+    /// The hourly limit.
+    pub limit: u32,
+    /// Calls left in this window after this one.
+    pub remaining: u32,
+    /// When the window ends, in Unix seconds.
+    pub reset_unix_secs: i64,
+    /// Seconds until the window ends (at least 1).
+    pub retry_after_secs: u64,
+    /// False when this call is over the limit.
+    pub allowed: bool,
+}
+
+/// Per-token hourly counters. Cheap to clone; clones share counters.
+#[derive(Clone)]
+pub struct RateLimiter {
+    limit: u32,
+    clock: Arc<dyn Clock>,
+    windows: Arc<Mutex<HashMap<String, (i64, u32)>>>,
+}
+
+impl std::fmt::Debug for RateLimiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimiter").field("limit", &self.limit).finish_non_exhaustive()
+    }
+}
+
+impl RateLimiter {
+    /// `limit` calls per hour per token (0 blocks everything), timed by `clock`.
+    pub fn new(limit: u32, clock: Arc<dyn Clock>) -> RateLimiter {
+        RateLimiter { limit, clock, windows: Arc::new(Mutex::new(HashMap::new())) }
+    }
+
+    /// The hourly limit.
+    pub fn limit(&self) -> u32 {
+        self.limit
+    }
+
+    /// Counts one call by `token_id`.
+    pub fn check(&self, token_id: &str) -> Allowance {
+        let now = self.clock.now().unix_millis();
+        let mut windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
+        if windows.len() > PRUNE_ABOVE {
+            windows.retain(|_, (start, _)| now < *start + WINDOW_MS);
+        }
+        let entry = windows.entry(token_id.to_owned()).or_insert((now, 0));
+        if now >= entry.0 + WINDOW_MS || now < entry.0 {
+            *entry = (now, 0);
+        }
+        let allowed = entry.1 < self.limit;
+        if allowed {
+            entry.1 += 1;
+        }
+        let end = entry.0 + WINDOW_MS;
+        let retry_after_ms = (end - now).max(1000);
+        Allowance {
+            limit: self.limit,
+            remaining: self.limit.saturating_sub(entry.1),
+            reset_unix_secs: end.div_euclid(1000),
+            retry_after_secs: (retry_after_ms as u64).div_ceil(1000),
+            allowed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use postwire_core::{ManualClock, Timestamp};
+
+    #[test]
+    fn counts_per_token_and_resets_after_an_hour() {
+        let clock = Arc::new(ManualClock::new(Timestamp::from_unix_millis(1_000_000)));
+        let rl = RateLimiter::new(2, clock.clone());
+        assert!(rl.check("a").allowed);
+        assert_eq!(rl.check("a").remaining, 0);
+        let third = rl.check("a");
+        assert!(!third.allowed);
+        assert_eq!(third.retry_after_secs, 3600);
+        assert!(rl.check("b").allowed, "another token has its own window");
+        clock.advance_millis(3_599_000);
+        assert_eq!(rl.check("a").retry_after_secs, 1);
+        clock.advance_millis(1_000);
+        assert!(rl.check("a").allowed);
+    }
+}

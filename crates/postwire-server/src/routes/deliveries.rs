@@ -1,0 +1,59 @@
+//! `GET …/webhooks/{webhookId}/deliveries`: a subscription's deliveries and their
+//! attempts, newest first, with cursor paging (`limit`, `cursor` → `nextCursor`), the
+//! way Stripe and Svix page their lists.
+
+use axum::extract::State;
+use axum::http::Uri;
+use axum::Json;
+use postwire_sender::MAX_PAGE_SIZE;
+
+use crate::auth::Caller;
+use crate::errors::{ApiResult, ErrorBody, ValidationErrorBody};
+use crate::routes::webhooks::load;
+use crate::schemas::{Delivery, DeliveryList};
+use crate::state::AppState;
+use crate::tokens::Scope;
+use crate::validation::{ApiPath, QueryParams};
+
+/// Default page size.
+pub const DEFAULT_PAGE_SIZE: usize = 20;
+
+/// Lists the deliveries of a subscription, newest first.
+#[utoipa::path(
+    get,
+    path = "/public/v1/workspaces/{workspaceId}/webhooks/{webhookId}/deliveries",
+    tag = "Webhooks",
+    operation_id = "listDeliveries",
+    params(
+        ("workspaceId" = String, Path, description = "Workspace id."),
+        ("webhookId" = String, Path, description = "Subscription id."),
+        ("limit" = Option<u32>, Query, description = "Page size, 1 to 100 (default 20).", minimum = 1, maximum = 100),
+        ("cursor" = Option<String>, Query, description = "`nextCursor` of the previous page."),
+    ),
+    responses(
+        (status = 200, description = "A page of deliveries.", body = DeliveryList),
+        (status = 400, description = "`invalid_request`: bad `limit` or `cursor`, or an unknown parameter.", body = ValidationErrorBody),
+        (status = 401, description = "`unauthorized`.", body = ErrorBody),
+        (status = 403, description = "`insufficient_scope` (needs `webhooks:read`) or `forbidden`.", body = ErrorBody),
+        (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
+        (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
+    ),
+    security(("bearer" = ["webhooks:read"]))
+)]
+pub async fn list_deliveries(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((workspace_id, webhook_id)): ApiPath<(String, String)>,
+    uri: Uri,
+) -> ApiResult<Json<DeliveryList>> {
+    caller.authorize(&state, Scope::WebhooksRead, &workspace_id).await?;
+    load(&state, &workspace_id, &webhook_id).await?;
+    let query = QueryParams::parse(uri.query(), &["limit", "cursor"])?;
+    let limit = query.int("limit", DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE)?;
+    let page = state.sender.list_deliveries(&webhook_id, query.get("cursor"), limit).await?;
+    Ok(Json(DeliveryList {
+        data: page.items.iter().map(Delivery::from).collect(),
+        next_cursor: page.next_cursor.map(|c| c.to_string()),
+    }))
+}

@@ -1,0 +1,100 @@
+//! The public API's routes, under `/public/v1`, and the whole application router.
+//!
+//! Every documented route is registered through `utoipa_axum::routes!`, which adds the
+//! handler to the router and its `#[utoipa::path]` description to the OpenAPI document
+//! in one step, so the two cannot drift apart; a test also probes the running server
+//! for every documented operation. Undocumented routes are only the internal ingest
+//! API (`/internal/v1`, see [`crate::ingest`]) and `GET /healthz`.
+
+pub mod deliveries;
+pub mod docs;
+pub mod posts;
+pub mod webhooks;
+pub mod workspaces;
+
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request};
+use axum::http::{header, HeaderValue, Method, Uri};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::errors::ApiError;
+use crate::state::AppState;
+
+/// The routes that need a bearer token.
+pub fn authenticated_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(workspaces::list_workspaces))
+        .routes(routes!(webhooks::create_webhook, webhooks::list_webhooks))
+        .routes(routes!(webhooks::get_webhook, webhooks::update_webhook, webhooks::delete_webhook))
+        .routes(routes!(webhooks::set_webhook_enabled))
+        .routes(routes!(webhooks::send_test_event))
+        .routes(routes!(webhooks::rotate_webhook_secret))
+        .routes(routes!(deliveries::list_deliveries))
+        .routes(routes!(posts::lookup_post_events))
+}
+
+/// The routes open to anyone: the OpenAPI document.
+pub fn open_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(docs::openapi_document))
+}
+
+async fn route_not_found(method: Method, uri: Uri) -> ApiError {
+    let path: String = uri.path().chars().take(100).collect();
+    ApiError::NotFound(format!("no route for {method} {path}"))
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}
+
+async fn healthz() -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "status": "ok" }))
+}
+
+/// Logs each request (method, route, status, time) without headers, bodies or query
+/// strings, so neither tokens nor secrets reach the log; marks every response
+/// `Cache-Control: no-store` (two responses carry a secret).
+async fn log_and_no_store(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().clone();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_owned())
+        .unwrap_or_else(|| "(no route)".to_owned());
+    let mut response = next.run(request).await;
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    let status = response.status().as_u16();
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    tracing::info!(%method, route = %route, status, ms = format_args!("{ms:.1}"), "request");
+    response
+}
+
+fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    ApiError::Internal("a handler panicked".into()).into_response()
+}
+
+/// The whole application: the public API (authenticated and open routes), the internal
+/// ingest API, `GET /healthz`, JSON errors for unknown routes and methods, request
+/// logging and panic containment.
+pub fn app(state: AppState) -> Router {
+    let (authenticated, _) = authenticated_routes().split_for_parts();
+    let authenticated = authenticated.route_layer(middleware::from_fn_with_state(state.clone(), crate::auth::authenticate));
+    let (open, _) = open_routes().split_for_parts();
+    Router::new()
+        .merge(authenticated)
+        .merge(open)
+        .merge(crate::ingest::router(state.clone()))
+        .route("/healthz", get(healthz))
+        .fallback(route_not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn(log_and_no_store))
+        .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_response))
+        .with_state(state)
+}

@@ -1,0 +1,78 @@
+//! `GET /public/v1/workspaces/{workspaceId}/posts/lookup`: the events about one post,
+//! so a receiver that missed some (it was down longer than the retry span, or lost its
+//! database) can reconcile.
+//!
+//! Look a post up by `postId`, or by the client's own `externalId` (resolved through
+//! the ingest-fed [`PostIndex`](crate::post_index::PostIndex)); `since` keeps only
+//! events created at or after a time. Events come newest first, exactly as delivered,
+//! so the receiver can feed them to the same handler (de-duplicating by `id`).
+
+use axum::extract::State;
+use axum::http::Uri;
+use axum::Json;
+use postwire_core::Timestamp;
+use postwire_sender::MAX_PAGE_SIZE;
+
+use crate::auth::Caller;
+use crate::errors::{ApiError, ApiResult, ErrorBody, ValidationErrorBody};
+use crate::schemas::PostLookup;
+use crate::state::AppState;
+use crate::tokens::Scope;
+use crate::validation::{ApiPath, QueryParams};
+
+/// Looks up the events of a post.
+#[utoipa::path(
+    get,
+    path = "/public/v1/workspaces/{workspaceId}/posts/lookup",
+    tag = "Posts",
+    operation_id = "lookupPostEvents",
+    params(
+        ("workspaceId" = String, Path, description = "Workspace id."),
+        ("postId" = Option<String>, Query, description = "The post id. Exactly one of `postId` and `externalId`."),
+        ("externalId" = Option<String>, Query, description = "The client-supplied reference of the post."),
+        ("since" = Option<String>, Query, description = "RFC 3339 time; only events created at or after it.", format = DateTime),
+        ("limit" = Option<u32>, Query, description = "Most events returned, 1 to 100 (default 100).", minimum = 1, maximum = 100),
+    ),
+    responses(
+        (status = 200, description = "The post's events, newest first. An unknown post gives an empty list.", body = PostLookup),
+        (status = 400, description = "`invalid_request`: neither or both of `postId` and `externalId`, a bad `since` or `limit`, or an unknown parameter.", body = ValidationErrorBody),
+        (status = 401, description = "`unauthorized`.", body = ErrorBody),
+        (status = 403, description = "`insufficient_scope` (needs `webhooks:read`) or `forbidden`.", body = ErrorBody),
+        (status = 404, description = "No such workspace (`not_found`).", body = ErrorBody),
+        (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
+    ),
+    security(("bearer" = ["webhooks:read"]))
+)]
+pub async fn lookup_post_events(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(workspace_id): ApiPath<String>,
+    uri: Uri,
+) -> ApiResult<Json<PostLookup>> {
+    caller.authorize(&state, Scope::WebhooksRead, &workspace_id).await?;
+    let query = QueryParams::parse(uri.query(), &["postId", "externalId", "since", "limit"])?;
+    let limit = query.int("limit", MAX_PAGE_SIZE, 1, MAX_PAGE_SIZE)?;
+    let since = match query.get("since") {
+        None => None,
+        Some(s) => Some(s.parse::<Timestamp>().map_err(|_| ApiError::invalid("`since` must be an RFC 3339 timestamp, e.g. 2026-11-22T10:00:00Z"))?),
+    };
+    let post_ids = match (query.get("postId"), query.get("externalId")) {
+        (Some(p), None) if !p.is_empty() => vec![p.to_owned()],
+        (None, Some(e)) if !e.is_empty() => state.posts.posts_for(&workspace_id, e).await?,
+        (Some(_), Some(_)) => return Err(ApiError::invalid("give either `postId` or `externalId`, not both")),
+        _ => return Err(ApiError::invalid("`postId` or `externalId` is required")),
+    };
+    let mut events = Vec::new();
+    for post_id in &post_ids {
+        events.extend(state.sender.events_for_post(&workspace_id, post_id, MAX_PAGE_SIZE).await?);
+    }
+    if let Some(since) = since {
+        events.retain(|e| e.created_at >= since);
+    }
+    events.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    let has_more = events.len() > limit;
+    events.truncate(limit);
+    let data = events.iter().map(|e| serde_json::to_value(e).unwrap_or_default()).collect();
+    Ok(Json(PostLookup { post_ids, data, has_more }))
+}

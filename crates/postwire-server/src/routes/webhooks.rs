@@ -1,0 +1,313 @@
+//! The webhook subscriptions of a workspace: create, list, read, update, delete, pause
+//! and resume, send a test event, rotate the secret.
+//!
+//! Paths follow the spec's `POST /public/v1/workspaces/{workspaceId}/webhooks` and the
+//! resource style of Svix and Stripe: the collection, then `/{webhookId}` for one
+//! subscription, then a sub-resource (`/enabled`) or an action (`/test`,
+//! `/rotate-secret`) below it. A subscription of another workspace is `not_found`.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use postwire_core::{CreatedByKind, CreatedSubscription, EventType, Subscription};
+use postwire_sender::{NewSubscription, Published, SubscriptionRecord, TestEvent};
+
+use crate::auth::Caller;
+use crate::errors::{ApiError, ApiResult, ErrorBody, ValidationErrorBody};
+use crate::schemas::{
+    CreateWebhookRequest, CreatedWebhookSubscription, EventTypeName, RotatedSecret, SendTestRequest, SetEnabledRequest,
+    TestEventQueued, UpdateWebhookRequest, WebhookList, WebhookSubscription,
+};
+use crate::state::AppState;
+use crate::tokens::Scope;
+use crate::validation::{parse_create, parse_enabled, parse_json, parse_test_message, parse_update, read_body, ApiPath};
+
+/// The `data.message` of a test event when the request gives none.
+pub const DEFAULT_TEST_MESSAGE: &str = "This is a test event from postwire.";
+
+/// The subscription `id` of `workspace_id`, or `not_found`.
+pub(crate) async fn load(state: &AppState, workspace_id: &str, id: &str) -> ApiResult<SubscriptionRecord> {
+    let record = state.sender.subscription(id).await?;
+    if record.workspace_id != workspace_id {
+        let shown: String = id.chars().take(64).collect();
+        return Err(ApiError::NotFound(format!("webhook subscription `{shown}` not found")));
+    }
+    Ok(record)
+}
+
+/// Creates a subscription. The response is the only one that ever carries its `secret`.
+#[utoipa::path(
+    post,
+    path = "/public/v1/workspaces/{workspaceId}/webhooks",
+    tag = "Webhooks",
+    operation_id = "createWebhook",
+    params(("workspaceId" = String, Path, description = "A workspace id from `GET /public/v1/workspaces`.")),
+    request_body(content = CreateWebhookRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "Created; the body carries the signing secret, this once.", body = CreatedWebhookSubscription),
+        (status = 400, description = "Validation failed (`invalid_request`): missing or empty `name`; missing, malformed, non-https or non-public `url`; unknown event type; account ids not of this workspace; wrong JSON type; malformed JSON; body over the size limit.", body = ValidationErrorBody),
+        (status = 401, description = "Bearer token missing or invalid (`unauthorized`).", body = ErrorBody),
+        (status = 403, description = "The token lacks `webhooks:write` (`insufficient_scope`) or may not use the workspace (`forbidden`).", body = ErrorBody),
+        (status = 404, description = "No such workspace (`not_found`).", body = ErrorBody),
+        (status = 429, description = "Hourly API limit exceeded (`rate_limited`); see `Retry-After`.", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
+    ),
+    security(("bearer" = ["webhooks:write"]))
+)]
+pub async fn create_webhook(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(workspace_id): ApiPath<String>,
+    body: Body,
+) -> ApiResult<(StatusCode, Json<CreatedSubscription>)> {
+    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
+    let bytes = read_body(body, state.max_body_bytes).await?;
+    let input = parse_create(parse_json(&bytes)?.as_ref())?;
+    let created = state
+        .sender
+        .create_subscription(NewSubscription {
+            workspace_id: workspace_id.clone(),
+            name: input.name,
+            url: input.url,
+            events: input.events,
+            integration_ids: input.integration_ids,
+            created_by_kind: CreatedByKind::ApiToken,
+        })
+        .await?;
+    tracing::info!(subscription_id = %created.subscription.id, workspace_id = %workspace_id, token_id = %caller.0.id, "subscription created");
+    Ok((StatusCode::CREATED, Json(created)))
+}
+
+/// Lists the subscriptions of a workspace, oldest first.
+#[utoipa::path(
+    get,
+    path = "/public/v1/workspaces/{workspaceId}/webhooks",
+    tag = "Webhooks",
+    operation_id = "listWebhooks",
+    params(("workspaceId" = String, Path, description = "Workspace id.")),
+    responses(
+        (status = 200, description = "The subscriptions (never their secrets).", body = WebhookList),
+        (status = 401, description = "`unauthorized`.", body = ErrorBody),
+        (status = 403, description = "`insufficient_scope` (needs `webhooks:read`) or `forbidden`.", body = ErrorBody),
+        (status = 404, description = "No such workspace (`not_found`).", body = ErrorBody),
+        (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
+    ),
+    security(("bearer" = ["webhooks:read"]))
+)]
+pub async fn list_webhooks(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(workspace_id): ApiPath<String>,
+) -> ApiResult<Json<serde_json::Value>> {
+    caller.authorize(&state, Scope::WebhooksRead, &workspace_id).await?;
+    let list = state.sender.list_subscriptions(&workspace_id).await?;
+    let data: Vec<Subscription> = list.into_iter().map(|r| r.subscription).collect();
+    Ok(Json(serde_json::json!({ "data": data })))
+}
+
+/// Reads one subscription.
+#[utoipa::path(
+    get,
+    path = "/public/v1/workspaces/{workspaceId}/webhooks/{webhookId}",
+    tag = "Webhooks",
+    operation_id = "getWebhook",
+    params(("workspaceId" = String, Path, description = "Workspace id."), ("webhookId" = String, Path, description = "Subscription id.")),
+    responses(
+        (status = 200, description = "The subscription.", body = WebhookSubscription),
+        (status = 401, description = "`unauthorized`.", body = ErrorBody),
+        (status = 403, description = "`insufficient_scope` (needs `webhooks:read`) or `forbidden`.", body = ErrorBody),
+        (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
+        (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
+    ),
+    security(("bearer" = ["webhooks:read"]))
+)]
+pub async fn get_webhook(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((workspace_id, webhook_id)): ApiPath<(String, String)>,
+) -> ApiResult<Json<Subscription>> {
+    caller.authorize(&state, Scope::WebhooksRead, &workspace_id).await?;
+    Ok(Json(load(&state, &workspace_id, &webhook_id).await?.subscription))
+}
+
+/// Changes a subscription's name, URL, event types or account restriction; fields left
+/// out keep their value.
+#[utoipa::path(
+    patch,
+    path = "/public/v1/workspaces/{workspaceId}/webhooks/{webhookId}",
+    tag = "Webhooks",
+    operation_id = "updateWebhook",
+    params(("workspaceId" = String, Path, description = "Workspace id."), ("webhookId" = String, Path, description = "Subscription id.")),
+    request_body(content = UpdateWebhookRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The updated subscription.", body = WebhookSubscription),
+        (status = 400, description = "Validation failed (`invalid_request`), with the same rules as creation.", body = ValidationErrorBody),
+        (status = 401, description = "`unauthorized`.", body = ErrorBody),
+        (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
+        (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
+        (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
+    ),
+    security(("bearer" = ["webhooks:write"]))
+)]
+pub async fn update_webhook(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((workspace_id, webhook_id)): ApiPath<(String, String)>,
+    body: Body,
+) -> ApiResult<Json<Subscription>> {
+    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
+    load(&state, &workspace_id, &webhook_id).await?;
+    let bytes = read_body(body, state.max_body_bytes).await?;
+    let update = parse_update(parse_json(&bytes)?.as_ref())?;
+    let record = state.sender.update_subscription(&webhook_id, update).await?;
+    tracing::info!(subscription_id = %webhook_id, token_id = %caller.0.id, "subscription updated");
+    Ok(Json(record.subscription))
+}
+
+/// Deletes a subscription, with its deliveries.
+#[utoipa::path(
+    delete,
+    path = "/public/v1/workspaces/{workspaceId}/webhooks/{webhookId}",
+    tag = "Webhooks",
+    operation_id = "deleteWebhook",
+    params(("workspaceId" = String, Path, description = "Workspace id."), ("webhookId" = String, Path, description = "Subscription id.")),
+    responses(
+        (status = 204, description = "Deleted."),
+        (status = 401, description = "`unauthorized`.", body = ErrorBody),
+        (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
+        (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
+        (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
+    ),
+    security(("bearer" = ["webhooks:write"]))
+)]
+pub async fn delete_webhook(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((workspace_id, webhook_id)): ApiPath<(String, String)>,
+) -> ApiResult<StatusCode> {
+    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
+    load(&state, &workspace_id, &webhook_id).await?;
+    state.sender.delete_subscription(&webhook_id).await?;
+    tracing::info!(subscription_id = %webhook_id, token_id = %caller.0.id, "subscription deleted");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Pauses (`{"enabled": false}`) or resumes (`{"enabled": true}`) a subscription.
+/// While paused its events are held; on resume those held during the last 7 days are
+/// delivered in order and older ones expire. Resuming also resets
+/// `consecutiveFailures`. Setting the current state again changes nothing.
+#[utoipa::path(
+    put,
+    path = "/public/v1/workspaces/{workspaceId}/webhooks/{webhookId}/enabled",
+    tag = "Webhooks",
+    operation_id = "setWebhookEnabled",
+    params(("workspaceId" = String, Path, description = "Workspace id."), ("webhookId" = String, Path, description = "Subscription id.")),
+    request_body(content = SetEnabledRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The subscription after the change.", body = WebhookSubscription),
+        (status = 400, description = "`invalid_request`: the body is not `{\"enabled\": boolean}`.", body = ValidationErrorBody),
+        (status = 401, description = "`unauthorized`.", body = ErrorBody),
+        (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
+        (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
+        (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
+    ),
+    security(("bearer" = ["webhooks:write"]))
+)]
+pub async fn set_webhook_enabled(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((workspace_id, webhook_id)): ApiPath<(String, String)>,
+    body: Body,
+) -> ApiResult<Json<Subscription>> {
+    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
+    load(&state, &workspace_id, &webhook_id).await?;
+    let bytes = read_body(body, state.max_body_bytes).await?;
+    let enabled = parse_enabled(parse_json(&bytes)?.as_ref())?;
+    let record = state.sender.set_enabled(&webhook_id, enabled).await?;
+    tracing::info!(subscription_id = %webhook_id, enabled, token_id = %caller.0.id, "subscription enabled state set");
+    Ok(Json(record.subscription))
+}
+
+/// Sends a `webhook.test` event to this subscription only, whatever its event filter.
+/// It is delivered, signed and retried like any event (held while paused).
+#[utoipa::path(
+    post,
+    path = "/public/v1/workspaces/{workspaceId}/webhooks/{webhookId}/test",
+    tag = "Webhooks",
+    operation_id = "sendTestEvent",
+    params(("workspaceId" = String, Path, description = "Workspace id."), ("webhookId" = String, Path, description = "Subscription id.")),
+    request_body(content = Option<SendTestRequest>, content_type = "application/json", description = "Optional."),
+    responses(
+        (status = 202, description = "The test event is queued for delivery.", body = TestEventQueued),
+        (status = 400, description = "`invalid_request`.", body = ValidationErrorBody),
+        (status = 401, description = "`unauthorized`.", body = ErrorBody),
+        (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
+        (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
+        (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
+    ),
+    security(("bearer" = ["webhooks:write"]))
+)]
+pub async fn send_test_event(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((workspace_id, webhook_id)): ApiPath<(String, String)>,
+    body: Body,
+) -> ApiResult<(StatusCode, Json<TestEventQueued>)> {
+    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
+    load(&state, &workspace_id, &webhook_id).await?;
+    let bytes = read_body(body, state.max_body_bytes).await?;
+    let message = parse_test_message(parse_json(&bytes)?.as_ref())?.unwrap_or_else(|| DEFAULT_TEST_MESSAGE.to_owned());
+    let published = state
+        .sender
+        .publish(TestEvent { workspace_id, subscription_id: Some(webhook_id.clone()), message })
+        .await?;
+    match published {
+        Published::Event { event_id, .. } => {
+            tracing::info!(subscription_id = %webhook_id, event_id = %event_id, "test event queued");
+            debug_assert_eq!(EventType::WebhookTest.as_str(), "webhook.test");
+            Ok((StatusCode::ACCEPTED, Json(TestEventQueued { event_id, event_type: EventTypeName::WebhookTest })))
+        }
+        Published::NoEvent(_) => Err(ApiError::Internal("a test event produced no event".into())),
+    }
+}
+
+/// Replaces the signing secret. The new secret is returned this once; for the next 24
+/// hours every delivery carries two signatures, one with each secret, so receivers can
+/// switch without losing a delivery.
+#[utoipa::path(
+    post,
+    path = "/public/v1/workspaces/{workspaceId}/webhooks/{webhookId}/rotate-secret",
+    tag = "Webhooks",
+    operation_id = "rotateWebhookSecret",
+    params(("workspaceId" = String, Path, description = "Workspace id."), ("webhookId" = String, Path, description = "Subscription id.")),
+    responses(
+        (status = 200, description = "The new secret, shown this once.", body = RotatedSecret),
+        (status = 401, description = "`unauthorized`.", body = ErrorBody),
+        (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
+        (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
+        (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
+            headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
+    ),
+    security(("bearer" = ["webhooks:write"]))
+)]
+pub async fn rotate_webhook_secret(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((workspace_id, webhook_id)): ApiPath<(String, String)>,
+) -> ApiResult<Json<RotatedSecret>> {
+    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
+    load(&state, &workspace_id, &webhook_id).await?;
+    let rotated = state.sender.rotate_secret(&webhook_id).await?;
+    tracing::info!(subscription_id = %webhook_id, token_id = %caller.0.id, "signing secret rotated");
+    Ok(Json(RotatedSecret {
+        secret: rotated.secret.expose(),
+        previous_secret_expires_at: rotated.previous_valid_until.to_string(),
+    }))
+}

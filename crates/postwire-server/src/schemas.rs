@@ -1,0 +1,398 @@
+//! The JSON shapes of the public API, as Rust types that also describe themselves to
+//! OpenAPI.
+//!
+//! Subscriptions and events are serialized by postwire-core's own types (which follow
+//! the spec field for field); the types here that mirror them ([`WebhookSubscription`],
+//! [`CreatedWebhookSubscription`], [`EventEnvelope`]) exist only to describe those shapes,
+//! and a test checks that the documented properties are exactly the ones sent. The
+//! shapes the spec leaves open (deliveries, lists, rotation, test events, look-ups) are
+//! defined here, and serialized from these very types.
+
+use postwire_sender::{AttemptOutcome, DeliveryRecord};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// An event type.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+pub enum EventTypeName {
+    /// An approved post is queued, rescheduled, or edited.
+    #[serde(rename = "post.scheduled")]
+    PostScheduled,
+    /// A queued post went back to draft or to awaiting approval.
+    #[serde(rename = "post.unscheduled")]
+    PostUnscheduled,
+    /// Publishing to the provider starts.
+    #[serde(rename = "post.publishing")]
+    PostPublishing,
+    /// The provider accepted the post.
+    #[serde(rename = "post.published")]
+    PostPublished,
+    /// The post could not be published.
+    #[serde(rename = "post.failed")]
+    PostFailed,
+    /// The post was deleted.
+    #[serde(rename = "post.deleted")]
+    PostDeleted,
+    /// An account must be reconnected, or was disabled or deleted.
+    #[serde(rename = "integration.disconnected")]
+    IntegrationDisconnected,
+    /// An account that needed reconnecting works again.
+    #[serde(rename = "integration.reconnected")]
+    IntegrationReconnected,
+    /// A test event was sent.
+    #[serde(rename = "webhook.test")]
+    WebhookTest,
+}
+
+impl EventTypeName {
+    /// Every documented event type, in the spec's order.
+    pub const ALL: [EventTypeName; 9] = [
+        EventTypeName::PostScheduled,
+        EventTypeName::PostUnscheduled,
+        EventTypeName::PostPublishing,
+        EventTypeName::PostPublished,
+        EventTypeName::PostFailed,
+        EventTypeName::PostDeleted,
+        EventTypeName::IntegrationDisconnected,
+        EventTypeName::IntegrationReconnected,
+        EventTypeName::WebhookTest,
+    ];
+}
+
+/// A connected social account.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Integration {
+    /// Connected account identifier.
+    pub id: String,
+    /// Account display name.
+    pub name: String,
+    /// Identifier of the social provider.
+    pub provider_identifier: String,
+    /// Picture address.
+    pub picture: Option<String>,
+}
+
+/// A webhook subscription (every response but creation's; never the secret).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookSubscription {
+    /// Subscription identifier.
+    #[schema(example = "wh_5f0c6a1e9b2d4c7a8e3f1b0d2c4a6e8f")]
+    pub id: String,
+    /// Label given at creation.
+    pub name: String,
+    /// Endpoint that receives events.
+    #[schema(example = "https://hooks.example.com/postwire")]
+    pub url: String,
+    /// Subscribed event types; empty means every type.
+    pub events: Vec<EventTypeName>,
+    /// Accounts the subscription is limited to; empty means all accounts.
+    pub integrations: Vec<Integration>,
+    /// True while paused.
+    pub disabled: bool,
+    /// Why it is paused; null when not paused.
+    #[schema(required = true)]
+    pub disabled_reason: Option<String>,
+    /// How it was created.
+    #[schema(value_type = CreatedByKindName)]
+    pub created_by_kind: String,
+    /// Failed deliveries in a row.
+    pub consecutive_failures: u32,
+    /// Time of the last successful delivery.
+    #[schema(required = true, format = DateTime)]
+    pub last_success_at: Option<String>,
+    /// Creation time (UTC, milliseconds).
+    #[schema(format = DateTime, example = "2026-11-22T10:00:00.000Z")]
+    pub created_at: String,
+}
+
+/// The creation response: the subscription and its signing secret, shown this once.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedWebhookSubscription {
+    /// Subscription identifier.
+    pub id: String,
+    /// Label given at creation.
+    pub name: String,
+    /// Endpoint that receives events.
+    pub url: String,
+    /// Subscribed event types; empty means every type.
+    pub events: Vec<EventTypeName>,
+    /// Accounts the subscription is limited to; empty means all accounts.
+    pub integrations: Vec<Integration>,
+    /// False: a new subscription is enabled.
+    pub disabled: bool,
+    /// Null: a new subscription is enabled.
+    #[schema(required = true)]
+    pub disabled_reason: Option<String>,
+    /// How it was created (`api_token` through this API).
+    #[schema(value_type = CreatedByKindName)]
+    pub created_by_kind: String,
+    /// 0.
+    pub consecutive_failures: u32,
+    /// Null.
+    #[schema(required = true, format = DateTime)]
+    pub last_success_at: Option<String>,
+    /// Creation time (UTC, milliseconds).
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    /// The signing secret (`whsec_…`). Returned only here; never again.
+    #[schema(example = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")]
+    pub secret: String,
+}
+
+/// Who created a subscription.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CreatedByKindName {
+    /// In the web dashboard.
+    Dashboard,
+    /// With a user API token.
+    ApiToken,
+    /// By an OAuth client.
+    OauthClient,
+}
+
+/// The body of `POST …/webhooks`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateWebhookRequest {
+    /// Label of the subscription (1 to 200 bytes).
+    #[schema(example = "production")]
+    pub name: String,
+    /// Public HTTPS endpoint that receives signed events.
+    #[schema(example = "https://hooks.example.com/postwire")]
+    pub url: String,
+    /// Event types to receive. Omitted, null or `[]` means every type.
+    pub events: Option<Vec<EventTypeName>>,
+    /// Connected account ids of the workspace to limit to. Omitted means all accounts.
+    pub integration_ids: Option<Vec<String>>,
+}
+
+/// The body of `PATCH …/webhooks/{id}`: the fields to change; absent fields keep their
+/// value and `null` is refused.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateWebhookRequest {
+    /// New label.
+    pub name: Option<String>,
+    /// New endpoint (checked like at creation).
+    pub url: Option<String>,
+    /// New event types (`[]` for all).
+    pub events: Option<Vec<EventTypeName>>,
+    /// New account restriction (`[]` for all).
+    pub integration_ids: Option<Vec<String>>,
+}
+
+/// The body of `PUT …/webhooks/{id}/enabled`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetEnabledRequest {
+    /// `false` pauses (events are held); `true` resumes (events held during the last 7
+    /// days are delivered in order, older ones expire).
+    pub enabled: bool,
+}
+
+/// The optional body of `POST …/webhooks/{id}/test`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendTestRequest {
+    /// Text carried in `data.message` (default: a fixed greeting).
+    pub message: Option<String>,
+}
+
+/// A test event was queued for the subscription.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TestEventQueued {
+    /// The event id (`webhook-id` of the delivery).
+    #[schema(example = "msg_2nL0ex0Jv1bHq9Yk3cPZsA")]
+    pub event_id: String,
+    /// Always `webhook.test`.
+    #[serde(rename = "type")]
+    pub event_type: EventTypeName,
+}
+
+/// A new signing secret.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RotatedSecret {
+    /// The new secret (`whsec_…`). Returned only here; never again.
+    pub secret: String,
+    /// Until then each delivery also carries a signature made with the previous secret.
+    #[schema(format = DateTime)]
+    pub previous_secret_expires_at: String,
+}
+
+/// A workspace the token may use.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Workspace {
+    /// Workspace identifier.
+    pub id: String,
+    /// Display name.
+    pub name: String,
+}
+
+/// The workspaces the token may use.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct WorkspaceList {
+    /// The workspaces.
+    pub data: Vec<Workspace>,
+}
+
+/// The subscriptions of a workspace, oldest first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct WebhookList {
+    /// The subscriptions.
+    pub data: Vec<WebhookSubscription>,
+}
+
+/// Where a delivery stands.
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryStateName {
+    /// Waiting for its first attempt or a retry.
+    Pending,
+    /// Held while the subscription is paused.
+    Held,
+    /// A `2xx` arrived within 10 seconds.
+    Delivered,
+    /// Every attempt failed.
+    Failed,
+    /// Held for more than 7 days; never sent.
+    Expired,
+}
+
+/// One attempt of a delivery.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Attempt {
+    /// 1 for the first attempt, up to 9.
+    pub number: u32,
+    /// When it was sent (its `webhook-timestamp`).
+    #[schema(format = DateTime)]
+    pub started_at: String,
+    /// How long until the outcome, in milliseconds.
+    pub duration_ms: u64,
+    /// True for a `2xx` response.
+    pub success: bool,
+    /// The receiver's HTTP status, when it answered.
+    #[schema(required = true)]
+    pub response_status: Option<u16>,
+    /// The start of the receiver's response body (at most 4 KiB), when it answered.
+    #[schema(required = true)]
+    pub response_body: Option<String>,
+    /// Why there was no usable answer: `timeout`, `connection`, `dns`,
+    /// `blocked_address`, `invalid_url` or `protocol`.
+    #[schema(required = true)]
+    pub error: Option<String>,
+}
+
+/// One event sent to one subscription, with its attempts (newest first).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Delivery {
+    /// Delivery identifier.
+    #[schema(example = "dlv_42")]
+    pub id: String,
+    /// The subscription.
+    pub subscription_id: String,
+    /// The event (`webhook-id`).
+    pub event_id: String,
+    /// The event's type.
+    #[schema(value_type = EventTypeName)]
+    pub event_type: String,
+    /// Where it stands.
+    #[schema(value_type = DeliveryStateName)]
+    pub state: String,
+    /// When the next attempt is due (pending only).
+    #[schema(required = true, format = DateTime)]
+    pub next_attempt_at: Option<String>,
+    /// When the event was accepted.
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    /// When it reached its final state.
+    #[schema(required = true, format = DateTime)]
+    pub finished_at: Option<String>,
+    /// Its attempts, newest first.
+    pub attempts: Vec<Attempt>,
+}
+
+impl From<&DeliveryRecord> for Delivery {
+    fn from(d: &DeliveryRecord) -> Self {
+        Delivery {
+            id: d.id.to_string(),
+            subscription_id: d.subscription_id.clone(),
+            event_id: d.event_id.clone(),
+            event_type: d.event_type.as_str().to_owned(),
+            state: d.state.as_str().to_owned(),
+            next_attempt_at: d.next_attempt_at.map(|t| t.to_string()),
+            created_at: d.created_at.to_string(),
+            finished_at: d.finished_at.map(|t| t.to_string()),
+            attempts: d
+                .attempts
+                .iter()
+                .map(|a| {
+                    let (response_status, response_body, error) = match &a.outcome {
+                        AttemptOutcome::Response { status, body_prefix } => (Some(*status), Some(body_prefix.clone()), None),
+                        AttemptOutcome::Error { error } => (None, None, Some(error.as_str().to_owned())),
+                    };
+                    Attempt {
+                        number: a.number,
+                        started_at: a.started_at.to_string(),
+                        duration_ms: a.duration_ms,
+                        success: a.outcome.is_success(),
+                        response_status,
+                        response_body,
+                        error,
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A page of deliveries, newest first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryList {
+    /// The deliveries.
+    pub data: Vec<Delivery>,
+    /// Pass as `cursor` to get the next (older) page; null on the last page.
+    #[schema(required = true, example = "c_42")]
+    pub next_cursor: Option<String>,
+}
+
+/// The body of every delivery: the event envelope.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EventEnvelope {
+    /// Event identifier; equals `webhook-id`.
+    pub id: String,
+    /// The event type.
+    #[serde(rename = "type")]
+    pub event_type: EventTypeName,
+    /// Event creation time.
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    /// Workspace the event belongs to.
+    pub workspace_id: String,
+    /// Depends on the type: `post` (+ `error` on `post.failed`, + `deletedBy` on
+    /// `post.deleted`), `integration` (+ `reason`), or `message`.
+    #[schema(value_type = Object)]
+    pub data: serde_json::Value,
+}
+
+/// The events about a post, newest first, to reconcile events a receiver missed.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PostLookup {
+    /// The post ids looked at (one for `postId`; those carrying `externalId` otherwise).
+    pub post_ids: Vec<String>,
+    /// The events, newest first, each exactly as delivered.
+    #[schema(value_type = Vec<EventEnvelope>)]
+    pub data: Vec<serde_json::Value>,
+    /// True when older events exist beyond `limit`.
+    pub has_more: bool,
+}

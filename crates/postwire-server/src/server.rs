@@ -1,0 +1,219 @@
+//! Opening, running and stopping the whole server: the sender on its SQLite file, the
+//! dispatcher, and the HTTP API on a TCP listener.
+//!
+//! [`Server::open`] opens (or creates) the database; [`Server::start`] binds, starts the
+//! dispatcher and serves; [`RunningServer::shutdown`] stops in the order that loses
+//! nothing: first the HTTP side stops accepting and lets requests in progress finish
+//! (so every accepted event is on disk), then the dispatcher lets attempts in flight
+//! finish and records their outcomes. Deliveries not yet attempted stay in the file for
+//! the next start.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use postwire_core::{Clock, SystemClock};
+use postwire_sender::{DispatcherHandle, Sender, SenderConfig, SenderError};
+use tokio::sync::oneshot;
+
+use crate::db::ServerDb;
+use crate::errors::ApiError;
+use crate::post_index::PostIndex;
+use crate::rate_limit::RateLimiter;
+use crate::state::{AppState, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_INGEST_BODY_BYTES, DEFAULT_RATE_LIMIT_PER_HOUR};
+use crate::tokens::TokenStore;
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The sender could not open its store.
+    #[error("opening the sender: {0}")]
+    Sender(#[from] SenderError),
+    /// The server's own tables could not be opened, or a setting is invalid.
+    #[error("{0}")]
+    Setup(#[from] ApiError),
+    /// The listen address could not be bound.
+    #[error("listening on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+/// How to open the server.
+#[derive(Clone)]
+pub struct ServerOptions {
+    /// The SQLite file (created on first run).
+    pub db_path: PathBuf,
+    /// The sender's settings (timeouts, address policy, …).
+    pub sender_config: SenderConfig,
+    /// The sender's clock: delivery times, retries, event times.
+    pub sender_clock: Arc<dyn Clock>,
+    /// The API's clock: the hourly limit and token records.
+    pub api_clock: Arc<dyn Clock>,
+    /// Calls per token per hour.
+    pub rate_limit_per_hour: u32,
+    /// Largest public request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Largest ingest request body, in bytes.
+    pub max_ingest_body_bytes: usize,
+    /// The internal ingest token; `None` disables ingest over HTTP.
+    pub ingest_token: Option<String>,
+}
+
+impl std::fmt::Debug for ServerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerOptions")
+            .field("db_path", &self.db_path)
+            .field("sender_config", &self.sender_config)
+            .field("rate_limit_per_hour", &self.rate_limit_per_hour)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("ingest_token", &self.ingest_token.as_ref().map(|_| "…"))
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerOptions {
+    /// Defaults for the file at `db_path`: the spec's sender settings, the system clock,
+    /// 1000 calls per hour, 64 KiB bodies, no ingest.
+    pub fn new(db_path: impl Into<PathBuf>) -> ServerOptions {
+        ServerOptions {
+            db_path: db_path.into(),
+            sender_config: SenderConfig::default(),
+            sender_clock: Arc::new(SystemClock),
+            api_clock: Arc::new(SystemClock),
+            rate_limit_per_hour: DEFAULT_RATE_LIMIT_PER_HOUR,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_ingest_body_bytes: DEFAULT_MAX_INGEST_BODY_BYTES,
+            ingest_token: None,
+        }
+    }
+}
+
+/// An opened, not yet serving, server.
+#[derive(Debug)]
+pub struct Server {
+    state: AppState,
+}
+
+impl Server {
+    /// Opens the database (creating it on first run) and the sender. Does not listen or
+    /// deliver yet.
+    pub async fn open(options: ServerOptions) -> Result<Server, ServerError> {
+        let ingest = crate::ingest::auth_from(options.ingest_token.as_deref())?;
+        let sender = Sender::open_sqlite(&options.db_path, options.sender_config, options.sender_clock).await?;
+        let path = options.db_path.clone();
+        let db = tokio::task::spawn_blocking(move || ServerDb::open(path))
+            .await
+            .map_err(|e| ApiError::Internal(format!("opening the database: {e}")))??;
+        let state = AppState {
+            sender,
+            tokens: TokenStore::new(db.clone()),
+            limiter: RateLimiter::new(options.rate_limit_per_hour, options.api_clock.clone()),
+            posts: PostIndex::new(db),
+            ingest,
+            max_body_bytes: options.max_body_bytes,
+            max_ingest_body_bytes: options.max_ingest_body_bytes,
+            clock: options.api_clock,
+        };
+        Ok(Server { state })
+    }
+
+    /// The shared state (sender, tokens, …), e.g. to create a token before serving.
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Binds `addr`, starts the dispatcher and serves until [`RunningServer::shutdown`].
+    pub async fn start(self, addr: &str) -> Result<RunningServer, ServerError> {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServerError::Bind { addr: addr.to_owned(), source })?;
+        let local_addr = listener.local_addr().map_err(|source| ServerError::Bind { addr: addr.to_owned(), source })?;
+        let dispatcher = self.state.sender.start();
+        let app = crate::routes::app(self.state.clone());
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let http = tokio::spawn(async move {
+            let served = axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stop_rx.await;
+                })
+                .await;
+            if let Err(e) = served {
+                tracing::error!(error = %e, "the HTTP server stopped with an error");
+            }
+        });
+        Ok(RunningServer { state: self.state, local_addr, stop_tx: Some(stop_tx), http, dispatcher })
+    }
+}
+
+/// A serving server.
+#[derive(Debug)]
+pub struct RunningServer {
+    state: AppState,
+    local_addr: SocketAddr,
+    stop_tx: Option<oneshot::Sender<()>>,
+    http: tokio::task::JoinHandle<()>,
+    dispatcher: DispatcherHandle,
+}
+
+/// How long shutdown waits for HTTP requests in progress before giving up on them.
+pub const HTTP_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl RunningServer {
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// `http://<addr>`: the base URL the spec's paths are relative to.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.local_addr)
+    }
+
+    /// The shared state.
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Stops accepting connections, lets requests in progress finish (at most
+    /// [`HTTP_DRAIN_TIMEOUT`]), then stops the dispatcher after its attempts in flight
+    /// finish and are recorded.
+    pub async fn shutdown(mut self) {
+        if let Some(tx) = self.stop_tx.take() {
+            let _ = tx.send(());
+        }
+        if tokio::time::timeout(HTTP_DRAIN_TIMEOUT, &mut self.http).await.is_err() {
+            tracing::warn!("HTTP requests still running after {HTTP_DRAIN_TIMEOUT:?}; stopping them");
+            self.http.abort();
+        }
+        self.dispatcher.shutdown().await;
+    }
+}
+
+/// Resolves on Ctrl-C or, on Unix, SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}

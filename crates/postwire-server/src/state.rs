@@ -1,0 +1,60 @@
+//! What every handler shares: the sender, the token table, the rate limiter, the
+//! external-id index and the API settings.
+
+use std::sync::Arc;
+
+use postwire_core::Clock;
+use postwire_sender::Sender;
+
+use crate::errors::{ApiError, ApiResult};
+use crate::ingest::IngestAuth;
+use crate::post_index::PostIndex;
+use crate::rate_limit::RateLimiter;
+use crate::tokens::TokenStore;
+
+/// Default largest accepted request body: 64 KiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024;
+/// Default hourly limit of calls per token.
+pub const DEFAULT_RATE_LIMIT_PER_HOUR: u32 = 1000;
+/// Default largest accepted ingest body (a batch of changes): 4 MiB.
+pub const DEFAULT_MAX_INGEST_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// The handlers' shared state. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    /// The sender engine.
+    pub sender: Sender,
+    /// API tokens.
+    pub tokens: TokenStore,
+    /// The hourly limit per token.
+    pub limiter: RateLimiter,
+    /// External ids of posts, for `posts/lookup`.
+    pub posts: PostIndex,
+    /// The internal ingest token (its hash); `None` disables ingest.
+    pub ingest: Option<Arc<IngestAuth>>,
+    /// Largest accepted public request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Largest accepted ingest body, in bytes.
+    pub max_ingest_body_bytes: usize,
+    /// Time for token records and the index (the sender has its own clock).
+    pub clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState").field("limiter", &self.limiter).field("max_body_bytes", &self.max_body_bytes).finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// `not_found` unless the workspace is registered with the sender.
+    pub async fn require_workspace(&self, workspace_id: &str) -> ApiResult<postwire_sender::Workspace> {
+        match self.sender.store().workspace(workspace_id.to_owned()).await? {
+            Some(w) => Ok(w),
+            None => {
+                let shown: String = workspace_id.chars().take(64).collect();
+                Err(ApiError::NotFound(format!("workspace `{shown}` not found")))
+            }
+        }
+    }
+}
