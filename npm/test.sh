@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Builds the `postwire` npm package and runs every test of it; exits non-zero on failure.
+#   1. the bindings' own Rust tests (native)
+#   2. wasm-bindgen-test in Node, then in real headless Chromium (Debian's chromium and
+#      chromium-driver; nothing downloaded)
+#   3. `node --test` against the built package: every tests/vectors file, the drop-in API,
+#      hostile inputs, both module systems, the exports map, Bun and Deno, the types (tsc),
+#      workerd through Miniflare, and a page in headless Chromium (playwright-core)
+#   4. a smoke run of the benchmark (all verifiers agree; figures not meaningful)
+# Needs the tools of scripts/setup.sh. Run from anywhere: bash npm/test.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+ROOT=$(cd .. && pwd)
+export PATH="$ROOT/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target/npm}"
+
+step() { printf '\n\033[1;34m==> npm: %s\033[0m\n' "$*"; }
+LOG=$(mktemp -d)
+trap 'rm -rf "$LOG"' EXIT
+
+# wasm-pack would download a chromedriver if none were on PATH: refuse instead.
+command -v chromedriver >/dev/null || { echo "chromedriver missing: run scripts/setup.sh" >&2; exit 1; }
+
+step "build"
+bash build.sh
+
+step "cargo test -p postwire-wasm (native)"
+cargo test -p postwire-wasm --locked
+
+# wasm-pack prints a summary per test binary; require that the integration tests ran.
+expect_ran() {
+  if ! grep -qE 'test result: ok\. [1-9][0-9]* passed' "$1"; then
+    echo "no wasm-bindgen test ran in $2" >&2
+    exit 1
+  fi
+}
+
+step "wasm-bindgen-test in Node"
+wasm-pack test --node ../crates/postwire-wasm 2>&1 | tee "$LOG/node.txt"
+expect_ran "$LOG/node.txt" Node
+
+step "wasm-bindgen-test in headless Chromium (chromedriver $(chromedriver --version | awk '{print $2}'))"
+# The tests are not tied to a runner, so ask for the browser explicitly.
+WASM_BINDGEN_USE_BROWSER=1 wasm-pack test --headless --chrome ../crates/postwire-wasm 2>&1 | tee "$LOG/chrome.txt"
+expect_ran "$LOG/chrome.txt" Chromium
+
+step "node --test (built package)"
+node --test test/*.test.mjs
+
+step "benchmark smoke run"
+node bench/verify.mjs --quick
+
+step "npm package: all tests passed"

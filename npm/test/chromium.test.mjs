@@ -1,0 +1,80 @@
+// The package in a page of real headless Chromium (Debian's /usr/bin/chromium, driven by
+// playwright-core; nothing downloaded): once bundled for the browser, and once imported
+// natively as an ES module straight from dist/web, without a bundler.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { readFileSync, mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+import { CHECK_COUNT } from "./portable/checks.js";
+
+const npmDir = fileURLToPath(new URL("..", import.meta.url));
+const outDir = npmDir + "build/chromium-test/";
+const ORIGIN = "http://postwire.test";
+
+let browser;
+before(async () => {
+  mkdirSync(outDir, { recursive: true });
+  execFileSync(npmDir + "../node_modules/.bin/esbuild", [
+    "test/chromium/page.js", "--bundle", "--format=esm", "--platform=browser", `--outfile=${outDir}page.js`, "--log-level=warning",
+  ], { cwd: npmDir, stdio: "inherit" });
+  browser = await chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+  });
+});
+after(async () => {
+  await browser?.close();
+});
+
+/** A page whose requests to ORIGIN are answered from `files` (path → [type, body]); nothing else is reachable. */
+async function pageWith(files) {
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await page.route("**/*", (route) => {
+    const url = new URL(route.request().url());
+    const file = url.origin === ORIGIN ? files[url.pathname] : undefined;
+    if (!file) return route.fulfill({ status: 404, body: "not found" });
+    return route.fulfill({ status: 200, contentType: file[0], body: file[1] });
+  });
+  return { page, errors };
+}
+
+async function resultOf(page, errors) {
+  await page.waitForFunction(() => window.__postwire !== undefined, null, { timeout: 30_000 });
+  const result = await page.evaluate(() => window.__postwire);
+  assert.deepEqual(errors, []);
+  assert.equal(result.error, undefined, result.error);
+  assert.equal(result.passed.length, CHECK_COUNT);
+  return result;
+}
+
+test("bundled for the browser (esbuild, browser condition)", async () => {
+  const { page, errors } = await pageWith({
+    "/": ["text/html", '<!doctype html><script type="module" src="/page.js"></script>'],
+    "/page.js": ["text/javascript", readFileSync(outDir + "page.js", "utf8")],
+  });
+  await page.goto(ORIGIN + "/");
+  await resultOf(page, errors);
+  assert.equal(await page.evaluate(() => typeof Buffer), "undefined");
+  await page.close();
+});
+
+test("imported natively from dist/web, no bundler", async () => {
+  const checks = readFileSync(npmDir + "test/portable/checks.js", "utf8");
+  const { page, errors } = await pageWith({
+    "/": ["text/html", `<!doctype html><script type="module">
+      import * as postwire from "/dist/web/index.js";
+      import { runChecks } from "/checks.js";
+      window.__postwire = runChecks(postwire).then((passed) => ({ passed }), (e) => ({ error: String(e.stack || e) }));
+    </script>`],
+    "/dist/web/index.js": ["text/javascript", readFileSync(npmDir + "dist/web/index.js", "utf8")],
+    "/checks.js": ["text/javascript", checks],
+  });
+  await page.goto(ORIGIN + "/");
+  await resultOf(page, errors);
+  await page.close();
+});
