@@ -52,7 +52,8 @@ pub use headers::{HeaderSource, WebhookHeaders, ID_HEADER, MAX_ID_LEN, SIGNATURE
 pub use matching::{matches, OrderingKey};
 pub use replay::{MemoryReplayGuard, ReplayGuard, Seen, DEFAULT_REPLAY_CAPACITY, DEFAULT_REPLAY_TTL_SECS};
 pub use secret::{
-    Secret, SignatureStream, DEFAULT_SECRET_LEN, MAX_GENERATED_SECRET_LEN, MIN_GENERATED_SECRET_LEN, SECRET_PREFIX,
+    Secret, SignatureStream, DEFAULT_SECRET_LEN, MAX_GENERATED_SECRET_LEN, MAX_SECRET_KEY_LEN, MAX_SECRET_STRING_LEN,
+    MIN_GENERATED_SECRET_LEN, SECRET_PREFIX,
 };
 pub use signature::{Signature, SignatureHeader, MAX_SIGNATURES, MAX_SIGNATURE_HEADER_LEN, SIGNATURE_VERSION};
 pub use signer::{SignatureValue, Signer};

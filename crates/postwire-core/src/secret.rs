@@ -27,8 +27,11 @@ pub const DEFAULT_SECRET_LEN: usize = 32;
 pub const MIN_GENERATED_SECRET_LEN: usize = 24;
 /// The largest key [`Secret::generate_with_len`] makes.
 pub const MAX_GENERATED_SECRET_LEN: usize = 64;
-/// The longest secret string accepted by [`Secret::parse`]; real ones are under 100.
-pub const MAX_SECRET_STRING_LEN: usize = 1024;
+/// The longest key accepted, in bytes; real ones are 24 to 64.
+pub const MAX_SECRET_KEY_LEN: usize = 1024;
+/// The longest secret string accepted by [`Secret::parse`]: room for the `whsec_` form of
+/// the longest key, so every secret [`Secret::expose`] writes parses back.
+pub const MAX_SECRET_STRING_LEN: usize = 2048;
 
 /// Standard base64 that accepts input with or without `=` padding (some senders strip it).
 pub(crate) const BASE64_LENIENT: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
@@ -58,7 +61,7 @@ impl Secret {
     /// 24..=64 bytes.
     pub fn parse(s: &str) -> Result<Self, Error> {
         if s.len() > MAX_SECRET_STRING_LEN {
-            return Err(Error::InvalidSecret { reason: "longer than 1024 characters" });
+            return Err(Error::InvalidSecret { reason: "longer than 2048 characters" });
         }
         let b64 = s.strip_prefix(SECRET_PREFIX).unwrap_or(s);
         if b64.is_empty() {
@@ -78,6 +81,9 @@ impl Secret {
     fn from_key(key: Zeroizing<Vec<u8>>) -> Result<Self, Error> {
         if key.is_empty() {
             return Err(Error::InvalidSecret { reason: "the key is empty" });
+        }
+        if key.len() > MAX_SECRET_KEY_LEN {
+            return Err(Error::InvalidSecret { reason: "the key is longer than 1024 bytes" });
         }
         // HMAC accepts keys of any length, so this cannot fail; map it anyway, never panic.
         let mac = HmacSha256::new_from_slice(&key)
@@ -230,6 +236,22 @@ mod tests {
         assert!(Secret::generate_with_len(65).is_err());
         assert_eq!(Secret::generate_with_len(64).unwrap().expose_bytes().len(), 64);
         assert_ne!(Secret::generate().unwrap(), Secret::generate().unwrap());
+    }
+
+    #[test]
+    fn every_accepted_secret_round_trips_through_expose() {
+        // Found by the secret_parse fuzz target: a long unpadded, unprefixed string parsed,
+        // but its `whsec_` form was over the string limit and did not parse back.
+        // 1020 characters was the failing case (its whsec_ form has 1026); 1364 is a
+        // 1023-byte key, just under the key limit.
+        for len in [1020, 1021, 1364] {
+            let secret = Secret::parse(&"A".repeat(len)).unwrap();
+            assert_eq!(Secret::parse(&secret.expose()).unwrap(), secret);
+        }
+        assert!(Secret::from_bytes(&[7; MAX_SECRET_KEY_LEN]).is_ok());
+        assert!(Secret::from_bytes(&[7; MAX_SECRET_KEY_LEN + 1]).is_err());
+        let max = Secret::from_bytes(&[7; MAX_SECRET_KEY_LEN]).unwrap();
+        assert!(max.expose().len() <= MAX_SECRET_STRING_LEN);
     }
 
     #[test]
