@@ -31,7 +31,13 @@ fn run() -> Result<String, String> {
         let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--id" => id = Some(value),
-            "--timestamp" => timestamp = Some(value.parse::<i64>().map_err(|_| "--timestamp must be Unix seconds")?),
+            "--timestamp" => {
+                timestamp = Some(
+                    value
+                        .parse::<i64>()
+                        .map_err(|_| "--timestamp must be Unix seconds")?,
+                )
+            }
             "--secret" => secrets.push(Secret::parse(&value).map_err(|e| e.to_string())?),
             other => return Err(format!("unknown argument {other}")),
         }
@@ -39,7 +45,12 @@ fn run() -> Result<String, String> {
     let id = id.ok_or("--id is required")?;
     let timestamp = UnixTime::from_secs(timestamp.ok_or("--timestamp is required")?);
     let mut body = Vec::new();
-    std::io::stdin().read_to_end(&mut body).map_err(|e| format!("reading the body: {e}"))?;
+    std::io::stdin()
+        .read_to_end(&mut body)
+        .map_err(|e| format!("reading the body: {e}"))?;
     let signer = Signer::with_secrets(secrets).map_err(|e| e.to_string())?;
-    signer.sign(&id, timestamp, &body).map(|v| v.into_string()).map_err(|e| e.to_string())
+    signer
+        .sign(&id, timestamp, &body)
+        .map(|v| v.into_string())
+        .map_err(|e| e.to_string())
 }

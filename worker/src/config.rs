@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use postwire_core::{Secret, Verifier, DEFAULT_REPLAY_TTL_SECS, DEFAULT_TOLERANCE_SECS};
+use postwire_core::{DEFAULT_REPLAY_TTL_SECS, DEFAULT_TOLERANCE_SECS, Secret, Verifier};
 
 /// Worker secret: the sender's signing secret(s), `whsec_…`, separated by spaces or commas.
 /// Several during a rotation; a delivery signed with any of them is accepted.
@@ -151,7 +151,10 @@ impl Config {
         )?;
 
         let verifier = Verifier::with_secrets(secrets)
-            .map_err(|_| ConfigError { variable: VAR_WEBHOOK_SECRETS, reason: "is required" })?
+            .map_err(|_| ConfigError {
+                variable: VAR_WEBHOOK_SECRETS,
+                reason: "is required",
+            })?
             .with_tolerance_secs(tolerance_secs);
         Ok(Config {
             verifier,
@@ -168,14 +171,25 @@ impl Config {
 /// One or more `whsec_` secrets separated by whitespace or commas (neither occurs in base64).
 fn parse_secrets(value: Option<&str>) -> Result<Vec<Secret>, ConfigError> {
     const V: &str = VAR_WEBHOOK_SECRETS;
-    let value = value.ok_or(ConfigError { variable: V, reason: "is required (one or more `whsec_` secrets)" })?;
-    let entries: Vec<&str> =
-        value.split(|c: char| c == ',' || c.is_ascii_whitespace()).filter(|s| !s.is_empty()).collect();
+    let value = value.ok_or(ConfigError {
+        variable: V,
+        reason: "is required (one or more `whsec_` secrets)",
+    })?;
+    let entries: Vec<&str> = value
+        .split(|c: char| c == ',' || c.is_ascii_whitespace())
+        .filter(|s| !s.is_empty())
+        .collect();
     if entries.is_empty() {
-        return Err(ConfigError { variable: V, reason: "is required (one or more `whsec_` secrets)" });
+        return Err(ConfigError {
+            variable: V,
+            reason: "is required (one or more `whsec_` secrets)",
+        });
     }
     if entries.len() > MAX_SECRETS {
-        return Err(ConfigError { variable: V, reason: "holds more than 8 secrets" });
+        return Err(ConfigError {
+            variable: V,
+            reason: "holds more than 8 secrets",
+        });
     }
     entries
         .into_iter()
@@ -190,14 +204,25 @@ fn parse_secrets(value: Option<&str>) -> Result<Vec<Secret>, ConfigError> {
 
 fn parse_origin_url(value: Option<&str>) -> Result<url::Url, ConfigError> {
     const V: &str = VAR_ORIGIN_URL;
-    let value = value.ok_or(ConfigError { variable: V, reason: "is required" })?;
-    let url = url::Url::parse(value.trim())
-        .map_err(|_| ConfigError { variable: V, reason: "is not an absolute URL" })?;
+    let value = value.ok_or(ConfigError {
+        variable: V,
+        reason: "is required",
+    })?;
+    let url = url::Url::parse(value.trim()).map_err(|_| ConfigError {
+        variable: V,
+        reason: "is not an absolute URL",
+    })?;
     if !matches!(url.scheme(), "https" | "http") {
-        return Err(ConfigError { variable: V, reason: "must be an https:// (or http://) URL" });
+        return Err(ConfigError {
+            variable: V,
+            reason: "must be an https:// (or http://) URL",
+        });
     }
     if url.host().is_none() {
-        return Err(ConfigError { variable: V, reason: "has no host" });
+        return Err(ConfigError {
+            variable: V,
+            reason: "has no host",
+        });
     }
     Ok(url)
 }
@@ -210,14 +235,22 @@ fn parse_number(
     max: u64,
     rule: &'static str,
 ) -> Result<u64, ConfigError> {
-    let Some(value) = value else { return Ok(default) };
+    let Some(value) = value else {
+        return Ok(default);
+    };
     let value = value.trim();
     if value.is_empty() || value.len() > 20 || !value.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(ConfigError { variable, reason: rule });
+        return Err(ConfigError {
+            variable,
+            reason: rule,
+        });
     }
     match value.parse::<u64>() {
         Ok(n) if (min..=max).contains(&n) => Ok(n),
-        _ => Err(ConfigError { variable, reason: rule }),
+        _ => Err(ConfigError {
+            variable,
+            reason: rule,
+        }),
     }
 }
 
@@ -229,11 +262,19 @@ mod tests {
     const S2: &str = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 
     fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        Config::from_lookup(|name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
+        Config::from_lookup(|name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        })
     }
 
     fn minimal() -> Vec<(&'static str, &'static str)> {
-        vec![(VAR_WEBHOOK_SECRETS, S1), (VAR_ORIGIN_URL, "https://origin.example/hooks")]
+        vec![
+            (VAR_WEBHOOK_SECRETS, S1),
+            (VAR_ORIGIN_URL, "https://origin.example/hooks"),
+        ]
     }
 
     #[test]
@@ -260,9 +301,25 @@ mod tests {
 
     #[test]
     fn missing_required_settings_are_named() {
-        assert_eq!(config(&[(VAR_ORIGIN_URL, "https://o.example")]).unwrap_err().variable, VAR_WEBHOOK_SECRETS);
-        assert_eq!(config(&[(VAR_WEBHOOK_SECRETS, S1)]).unwrap_err().variable, VAR_ORIGIN_URL);
-        assert_eq!(config(&[(VAR_WEBHOOK_SECRETS, " , "), (VAR_ORIGIN_URL, "https://o.example")]).unwrap_err().variable, VAR_WEBHOOK_SECRETS);
+        assert_eq!(
+            config(&[(VAR_ORIGIN_URL, "https://o.example")])
+                .unwrap_err()
+                .variable,
+            VAR_WEBHOOK_SECRETS
+        );
+        assert_eq!(
+            config(&[(VAR_WEBHOOK_SECRETS, S1)]).unwrap_err().variable,
+            VAR_ORIGIN_URL
+        );
+        assert_eq!(
+            config(&[
+                (VAR_WEBHOOK_SECRETS, " , "),
+                (VAR_ORIGIN_URL, "https://o.example")
+            ])
+            .unwrap_err()
+            .variable,
+            VAR_WEBHOOK_SECRETS
+        );
     }
 
     #[test]
@@ -283,10 +340,19 @@ mod tests {
 
     #[test]
     fn origin_url_must_be_http_or_https() {
-        for bad in ["not a url", "ftp://o.example/x", "/relative", "mailto:a@b.example"] {
+        for bad in [
+            "not a url",
+            "ftp://o.example/x",
+            "/relative",
+            "mailto:a@b.example",
+        ] {
             let mut pairs = minimal();
             pairs[1].1 = bad;
-            assert_eq!(config(&pairs).unwrap_err().variable, VAR_ORIGIN_URL, "{bad}");
+            assert_eq!(
+                config(&pairs).unwrap_err().variable,
+                VAR_ORIGIN_URL,
+                "{bad}"
+            );
         }
         let mut pairs = minimal();
         pairs[1].1 = "http://127.0.0.1:8787/hook";
@@ -322,7 +388,13 @@ mod tests {
         ]);
         let cfg = config(&pairs).unwrap();
         assert_eq!(
-            (cfg.dedup_ttl_secs, cfg.in_flight_ttl_secs, cfg.verifier.tolerance_secs(), cfg.max_body_bytes, cfg.forward_timeout_ms),
+            (
+                cfg.dedup_ttl_secs,
+                cfg.in_flight_ttl_secs,
+                cfg.verifier.tolerance_secs(),
+                cfg.max_body_bytes,
+                cfg.forward_timeout_ms
+            ),
             (60, 120, 600, 2048, 9000)
         );
         assert!(cfg.origin_secret.is_some());

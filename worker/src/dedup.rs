@@ -43,7 +43,11 @@ pub struct StoreError {
 
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "de-duplication store {} failed: {}", self.operation, self.detail)
+        write!(
+            f,
+            "de-duplication store {} failed: {}",
+            self.operation, self.detail
+        )
     }
 }
 
@@ -100,7 +104,9 @@ impl DedupRecord {
         } else if let Some(rest) = text.strip_prefix(IN_FLIGHT_PREFIX) {
             DedupRecord::InFlight { since: secs(rest) }
         } else {
-            DedupRecord::InFlight { since: UnixTime::from_secs(0) }
+            DedupRecord::InFlight {
+                since: UnixTime::from_secs(0),
+            }
         }
     }
 
@@ -136,7 +142,10 @@ pub(crate) mod memory {
     }
 
     fn fail(operation: &'static str) -> StoreError {
-        StoreError { operation, detail: "switched off by the test".into() }
+        StoreError {
+            operation,
+            detail: "switched off by the test".into(),
+        }
     }
 
     impl DedupStore for MemoryDedupStore {
@@ -157,7 +166,9 @@ pub(crate) mod memory {
             if self.fail_confirm.get() {
                 return Err(fail("confirm"));
             }
-            self.records.borrow_mut().insert(key_for(id), DedupRecord::Delivered { at: now });
+            self.records
+                .borrow_mut()
+                .insert(key_for(id), DedupRecord::Delivered { at: now });
             Ok(())
         }
         async fn release(&self, id: &str) -> Result<(), StoreError> {
@@ -177,18 +188,32 @@ mod tests {
     #[test]
     fn records_round_trip() {
         for rec in [
-            DedupRecord::InFlight { since: UnixTime::from_secs(1_700_000_000) },
-            DedupRecord::Delivered { at: UnixTime::from_secs(1_700_000_123) },
+            DedupRecord::InFlight {
+                since: UnixTime::from_secs(1_700_000_000),
+            },
+            DedupRecord::Delivered {
+                at: UnixTime::from_secs(1_700_000_123),
+            },
         ] {
             assert_eq!(DedupRecord::decode(&rec.encode()), rec);
         }
-        assert_eq!(DedupRecord::Delivered { at: UnixTime::from_secs(5) }.encode(), "delivered:5");
+        assert_eq!(
+            DedupRecord::Delivered {
+                at: UnixTime::from_secs(5)
+            }
+            .encode(),
+            "delivered:5"
+        );
     }
 
     #[test]
     fn unknown_records_block_instead_of_guessing() {
         for junk in ["", "1", "yes", "DELIVERED:1"] {
-            assert_eq!(DedupRecord::decode(junk).claim(), Claim::InFlight, "{junk:?}");
+            assert_eq!(
+                DedupRecord::decode(junk).claim(),
+                Claim::InFlight,
+                "{junk:?}"
+            );
         }
         assert_eq!(DedupRecord::decode("delivered:").claim(), Claim::Delivered);
     }

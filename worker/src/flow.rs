@@ -22,9 +22,9 @@ use postwire_core::UnixTime;
 
 use crate::config::Config;
 use crate::dedup::{Claim, DedupStore};
-use crate::forward::{build_request, Origin, OriginOutcome};
+use crate::forward::{Origin, OriginOutcome, build_request};
 use crate::inspect::VerifiedDelivery;
-use crate::reply::{Reply, ReplyCode, DUPLICATE_HEADER, ORIGIN_STATUS_HEADER};
+use crate::reply::{DUPLICATE_HEADER, ORIGIN_STATUS_HEADER, Reply, ReplyCode};
 
 /// De-duplicates and forwards one verified delivery; see the module table for the answers.
 pub async fn deliver<S: DedupStore, O: Origin>(
@@ -45,8 +45,11 @@ pub async fn deliver<S: DedupStore, O: Origin>(
             .with_warning(format!("webhook-id {id}: {e}"));
         }
         Ok(Claim::Delivered) => {
-            return Reply::new(ReplyCode::Duplicate, "this webhook-id was delivered before; not forwarded again")
-                .with_header(DUPLICATE_HEADER, "true");
+            return Reply::new(
+                ReplyCode::Duplicate,
+                "this webhook-id was delivered before; not forwarded again",
+            )
+            .with_header(DUPLICATE_HEADER, "true");
         }
         Ok(Claim::InFlight) => {
             return Reply::new(
@@ -67,7 +70,10 @@ pub async fn deliver<S: DedupStore, O: Origin>(
     let outcome = origin.forward(&request).await;
 
     if let OriginOutcome::Accepted { status } = outcome {
-        let reply = Reply::new(ReplyCode::Delivered, format!("forwarded; the origin answered {status}"));
+        let reply = Reply::new(
+            ReplyCode::Delivered,
+            format!("forwarded; the origin answered {status}"),
+        );
         return match store.confirm(id, now).await {
             Ok(()) => reply,
             Err(e) => reply.with_warning(format!(
@@ -84,9 +90,15 @@ pub async fn deliver<S: DedupStore, O: Origin>(
         .with_header(ORIGIN_STATUS_HEADER, status.to_string()),
         OriginOutcome::TimedOut => Reply::new(
             ReplyCode::OriginTimeout,
-            format!("the origin did not answer within {} ms; not acknowledged, retry later", config.forward_timeout_ms),
+            format!(
+                "the origin did not answer within {} ms; not acknowledged, retry later",
+                config.forward_timeout_ms
+            ),
         ),
-        _ => Reply::new(ReplyCode::OriginUnavailable, "the origin could not be reached; not acknowledged, retry later"),
+        _ => Reply::new(
+            ReplyCode::OriginUnavailable,
+            "the origin could not be reached; not acknowledged, retry later",
+        ),
     };
     match store.release(id).await {
         Ok(()) => reply,
@@ -101,7 +113,7 @@ pub async fn deliver<S: DedupStore, O: Origin>(
 mod tests {
     use super::*;
     use crate::dedup::memory::MemoryDedupStore;
-    use crate::dedup::{key_for, DedupRecord};
+    use crate::dedup::{DedupRecord, key_for};
     use crate::forward::ForwardRequest;
     use crate::inspect::DeliveryHeaders;
     use std::cell::{Cell, RefCell};
@@ -117,15 +129,21 @@ mod tests {
         }
     }
 
+    /// What the scripted origin was sent: URL, headers, body.
+    type Received = (String, Vec<(&'static str, String)>, Vec<u8>);
+
     /// An origin that answers with a scripted outcome and records what it was sent.
     struct ScriptedOrigin {
         outcome: Cell<OriginOutcome>,
-        received: RefCell<Vec<(String, Vec<(&'static str, String)>, Vec<u8>)>>,
+        received: RefCell<Vec<Received>>,
     }
 
     impl ScriptedOrigin {
         fn new(outcome: OriginOutcome) -> Self {
-            ScriptedOrigin { outcome: Cell::new(outcome), received: RefCell::default() }
+            ScriptedOrigin {
+                outcome: Cell::new(outcome),
+                received: RefCell::default(),
+            }
         }
         fn count(&self) -> usize {
             self.received.borrow().len()
@@ -134,7 +152,9 @@ mod tests {
 
     impl Origin for ScriptedOrigin {
         async fn forward(&self, r: &ForwardRequest<'_>) -> OriginOutcome {
-            self.received.borrow_mut().push((r.url.to_owned(), r.headers.clone(), r.body.to_vec()));
+            self.received
+                .borrow_mut()
+                .push((r.url.to_owned(), r.headers.clone(), r.body.to_vec()));
             self.outcome.get()
         }
     }
@@ -165,7 +185,11 @@ mod tests {
 
     #[test]
     fn first_delivery_is_forwarded_then_recorded_then_repeats_are_duplicates() {
-        let (cfg, store, origin) = (config(), MemoryDedupStore::default(), ScriptedOrigin::new(OriginOutcome::Accepted { status: 202 }));
+        let (cfg, store, origin) = (
+            config(),
+            MemoryDedupStore::default(),
+            ScriptedOrigin::new(OriginOutcome::Accepted { status: 202 }),
+        );
         let r = run(deliver(&cfg, &delivery("msg_1"), &store, &origin, NOW));
         assert_eq!((r.status(), r.code), (200, ReplyCode::Delivered));
         assert_eq!(origin.count(), 1);
@@ -173,7 +197,10 @@ mod tests {
         assert_eq!(url, "https://origin.example/hook");
         assert_eq!(body, b"{\"raw\": true}");
         assert!(headers.contains(&("webhook-signature", "v1,sender".into())));
-        assert_eq!(store.records.borrow()[&key_for("msg_1")], DedupRecord::Delivered { at: NOW });
+        assert_eq!(
+            store.records.borrow()[&key_for("msg_1")],
+            DedupRecord::Delivered { at: NOW }
+        );
 
         let again = run(deliver(&cfg, &delivery("msg_1"), &store, &origin, NOW));
         assert_eq!((again.status(), again.code), (200, ReplyCode::Duplicate));
@@ -184,31 +211,65 @@ mod tests {
     #[test]
     fn every_origin_failure_is_5xx_and_releases_the_id() {
         for (outcome, status, code) in [
-            (OriginOutcome::Refused { status: 500 }, 502, ReplyCode::OriginRejected),
-            (OriginOutcome::Refused { status: 404 }, 502, ReplyCode::OriginRejected),
-            (OriginOutcome::Refused { status: 302 }, 502, ReplyCode::OriginRejected),
+            (
+                OriginOutcome::Refused { status: 500 },
+                502,
+                ReplyCode::OriginRejected,
+            ),
+            (
+                OriginOutcome::Refused { status: 404 },
+                502,
+                ReplyCode::OriginRejected,
+            ),
+            (
+                OriginOutcome::Refused { status: 302 },
+                502,
+                ReplyCode::OriginRejected,
+            ),
             (OriginOutcome::TimedOut, 504, ReplyCode::OriginTimeout),
-            (OriginOutcome::Unreachable, 502, ReplyCode::OriginUnavailable),
+            (
+                OriginOutcome::Unreachable,
+                502,
+                ReplyCode::OriginUnavailable,
+            ),
         ] {
-            let (cfg, store, origin) = (config(), MemoryDedupStore::default(), ScriptedOrigin::new(outcome));
+            let (cfg, store, origin) = (
+                config(),
+                MemoryDedupStore::default(),
+                ScriptedOrigin::new(outcome),
+            );
             let r = run(deliver(&cfg, &delivery("msg_2"), &store, &origin, NOW));
             assert_eq!((r.status(), r.code), (status, code), "{outcome:?}");
-            assert!(store.records.borrow().is_empty(), "{outcome:?}: the id must not stay recorded");
+            assert!(
+                store.records.borrow().is_empty(),
+                "{outcome:?}: the id must not stay recorded"
+            );
             // The sender's retry is forwarded, and recorded once the origin accepts it.
             origin.outcome.set(OriginOutcome::Accepted { status: 200 });
             let retry = run(deliver(&cfg, &delivery("msg_2"), &store, &origin, NOW));
             assert_eq!(retry.code, ReplyCode::Delivered);
             assert_eq!(origin.count(), 2);
         }
-        let (cfg, store, origin) = (config(), MemoryDedupStore::default(), ScriptedOrigin::new(OriginOutcome::Refused { status: 418 }));
+        let (cfg, store, origin) = (
+            config(),
+            MemoryDedupStore::default(),
+            ScriptedOrigin::new(OriginOutcome::Refused { status: 418 }),
+        );
         let r = run(deliver(&cfg, &delivery("msg_3"), &store, &origin, NOW));
         assert_eq!(r.header(ORIGIN_STATUS_HEADER), Some("418"));
     }
 
     #[test]
     fn an_id_in_flight_is_not_acknowledged() {
-        let (cfg, store, origin) = (config(), MemoryDedupStore::default(), ScriptedOrigin::new(OriginOutcome::Accepted { status: 200 }));
-        store.records.borrow_mut().insert(key_for("msg_4"), DedupRecord::InFlight { since: NOW });
+        let (cfg, store, origin) = (
+            config(),
+            MemoryDedupStore::default(),
+            ScriptedOrigin::new(OriginOutcome::Accepted { status: 200 }),
+        );
+        store
+            .records
+            .borrow_mut()
+            .insert(key_for("msg_4"), DedupRecord::InFlight { since: NOW });
         let r = run(deliver(&cfg, &delivery("msg_4"), &store, &origin, NOW));
         assert_eq!((r.status(), r.code), (409, ReplyCode::DeliveryInProgress));
         assert_eq!(r.header("retry-after"), Some("60"));
@@ -217,7 +278,11 @@ mod tests {
 
     #[test]
     fn an_unreadable_store_means_no_forward_and_no_ack() {
-        let (cfg, store, origin) = (config(), MemoryDedupStore::default(), ScriptedOrigin::new(OriginOutcome::Accepted { status: 200 }));
+        let (cfg, store, origin) = (
+            config(),
+            MemoryDedupStore::default(),
+            ScriptedOrigin::new(OriginOutcome::Accepted { status: 200 }),
+        );
         store.fail_claim.set(true);
         let r = run(deliver(&cfg, &delivery("msg_5"), &store, &origin, NOW));
         assert_eq!((r.status(), r.code), (503, ReplyCode::DedupUnavailable));
@@ -227,16 +292,31 @@ mod tests {
 
     #[test]
     fn store_failures_after_forwarding_keep_the_origin_s_verdict() {
-        let (cfg, store, origin) = (config(), MemoryDedupStore::default(), ScriptedOrigin::new(OriginOutcome::Accepted { status: 200 }));
+        let (cfg, store, origin) = (
+            config(),
+            MemoryDedupStore::default(),
+            ScriptedOrigin::new(OriginOutcome::Accepted { status: 200 }),
+        );
         store.fail_confirm.set(true);
         let r = run(deliver(&cfg, &delivery("msg_6"), &store, &origin, NOW));
-        assert_eq!(r.code, ReplyCode::Delivered, "the origin has it: acknowledge");
+        assert_eq!(
+            r.code,
+            ReplyCode::Delivered,
+            "the origin has it: acknowledge"
+        );
         assert_eq!(r.warnings.len(), 1);
 
-        let (store, origin) = (MemoryDedupStore::default(), ScriptedOrigin::new(OriginOutcome::Refused { status: 500 }));
+        let (store, origin) = (
+            MemoryDedupStore::default(),
+            ScriptedOrigin::new(OriginOutcome::Refused { status: 500 }),
+        );
         store.fail_release.set(true);
         let r = run(deliver(&cfg, &delivery("msg_7"), &store, &origin, NOW));
-        assert_eq!(r.code, ReplyCode::OriginRejected, "the origin refused: never acknowledge");
+        assert_eq!(
+            r.code,
+            ReplyCode::OriginRejected,
+            "the origin refused: never acknowledge"
+        );
         assert_eq!(r.warnings.len(), 1);
     }
 }

@@ -9,7 +9,10 @@
 //! origin secret: a request that did not come through the Worker has no such signature.
 
 use hmac::{Hmac, Mac};
-use postwire_core::{Secret, Signature, ID_HEADER, MAX_SIGNATURES, MAX_SIGNATURE_HEADER_LEN, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+use postwire_core::{
+    ID_HEADER, MAX_SIGNATURE_HEADER_LEN, MAX_SIGNATURES, SIGNATURE_HEADER, Secret, Signature,
+    TIMESTAMP_HEADER,
+};
 use sha2::Sha256;
 
 use crate::inspect::VerifiedDelivery;
@@ -90,7 +93,12 @@ pub fn build_request<'a>(
     if let Some(ct) = &h.content_type {
         headers.push(("content-type", ct.clone()));
     }
-    ForwardRequest { url: origin_url, headers, body: &delivery.body, timeout_ms }
+    ForwardRequest {
+        url: origin_url,
+        headers,
+        body: &delivery.body,
+        timeout_ms,
+    }
 }
 
 /// The Standard Webhooks `v1` signature over `<id>.<timestamp>.<body>`, with the timestamp
@@ -117,14 +125,13 @@ pub fn origin_signature(secret: &Secret, id: &str, timestamp_raw: &str, body: &[
 fn signature_header_with(ours: &str, sender: &str) -> String {
     let mut out = String::with_capacity(ours.len() + 1 + sender.len());
     out.push_str(ours);
-    let mut entries = 1;
-    for entry in sender.split_ascii_whitespace() {
-        if entries == MAX_SIGNATURES || out.len() + 1 + entry.len() > MAX_SIGNATURE_HEADER_LEN {
+    // Entry 0 is ours; the sender's follow from 1.
+    for (count, entry) in (1..).zip(sender.split_ascii_whitespace()) {
+        if count == MAX_SIGNATURES || out.len() + 1 + entry.len() > MAX_SIGNATURE_HEADER_LEN {
             break;
         }
         out.push(' ');
         out.push_str(entry);
-        entries += 1;
     }
     out
 }
@@ -140,7 +147,9 @@ mod tests {
 
     fn delivery(ts_raw: &str, body: &[u8]) -> VerifiedDelivery {
         let ts = UnixTime::from_secs(ts_raw.parse().unwrap());
-        let sig = Signer::new(Secret::parse(SENDER).unwrap()).sign("msg_1", ts, body).unwrap();
+        let sig = Signer::new(Secret::parse(SENDER).unwrap())
+            .sign("msg_1", ts, body)
+            .unwrap();
         VerifiedDelivery {
             headers: DeliveryHeaders {
                 id: "msg_1".into(),
@@ -154,7 +163,11 @@ mod tests {
     }
 
     fn header<'a>(req: &'a ForwardRequest<'_>, name: &str) -> &'a str {
-        req.headers.iter().find(|(k, _)| *k == name).map(|(_, v)| v.as_str()).unwrap()
+        req.headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+            .unwrap()
     }
 
     #[test]
@@ -174,13 +187,29 @@ mod tests {
         let origin = Secret::parse(ORIGIN).unwrap();
         let req = build_request("https://o.example/", 8000, Some(&origin), &d);
         let sig = header(&req, "webhook-signature");
-        assert!(sig.ends_with(&d.headers.signature), "the sender's signature is kept");
-        let headers: Vec<(&str, &str)> = req.headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        assert!(
+            sig.ends_with(&d.headers.signature),
+            "the sender's signature is kept"
+        );
+        let headers: Vec<(&str, &str)> =
+            req.headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let now = UnixTime::from_secs(1_700_000_001);
-        assert!(Verifier::new(origin).verify(&headers, req.body, now).is_ok());
+        assert!(
+            Verifier::new(origin)
+                .verify(&headers, req.body, now)
+                .is_ok()
+        );
         // The sender's secret still verifies too; a stranger's does not.
-        assert!(Verifier::new(Secret::parse(SENDER).unwrap()).verify(&headers, req.body, now).is_ok());
-        assert!(Verifier::new(Secret::generate().unwrap()).verify(&headers, req.body, now).is_err());
+        assert!(
+            Verifier::new(Secret::parse(SENDER).unwrap())
+                .verify(&headers, req.body, now)
+                .is_ok()
+        );
+        assert!(
+            Verifier::new(Secret::generate().unwrap())
+                .verify(&headers, req.body, now)
+                .is_err()
+        );
         // And it equals what postwire-core's signer makes.
         let expected = Signer::new(Secret::parse(ORIGIN).unwrap())
             .sign("msg_1", UnixTime::from_secs(1_700_000_000), req.body)
@@ -193,13 +222,20 @@ mod tests {
         let d = delivery("0001700000000", b"{}");
         let origin = Secret::parse(ORIGIN).unwrap();
         let req = build_request("https://o.example/", 8000, Some(&origin), &d);
-        let headers: Vec<(&str, &str)> = req.headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        assert!(Verifier::new(origin).verify(&headers, req.body, UnixTime::from_secs(1_700_000_000)).is_ok());
+        let headers: Vec<(&str, &str)> =
+            req.headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        assert!(
+            Verifier::new(origin)
+                .verify(&headers, req.body, UnixTime::from_secs(1_700_000_000))
+                .is_ok()
+        );
     }
 
     #[test]
     fn the_combined_header_stays_within_the_core_limits() {
-        let sender: Vec<String> = (0..MAX_SIGNATURES).map(|i| format!("v1,{i:0>43}=")).collect();
+        let sender: Vec<String> = (0..MAX_SIGNATURES)
+            .map(|i| format!("v1,{i:0>43}="))
+            .collect();
         let combined = signature_header_with("v1,ours", &sender.join(" "));
         let entries: Vec<&str> = combined.split(' ').collect();
         assert_eq!(entries.len(), MAX_SIGNATURES);
@@ -209,9 +245,15 @@ mod tests {
 
     #[test]
     fn statuses_are_classified() {
-        assert_eq!(OriginOutcome::from_status(204), OriginOutcome::Accepted { status: 204 });
+        assert_eq!(
+            OriginOutcome::from_status(204),
+            OriginOutcome::Accepted { status: 204 }
+        );
         for s in [199, 301, 302, 400, 500, 503] {
-            assert_eq!(OriginOutcome::from_status(s), OriginOutcome::Refused { status: s });
+            assert_eq!(
+                OriginOutcome::from_status(s),
+                OriginOutcome::Refused { status: s }
+            );
         }
     }
 }

@@ -24,6 +24,8 @@ pub enum ReplyCode {
     MissingHeader,
     /// 400: a `webhook-*` header is malformed.
     InvalidHeader,
+    /// 400: the request could not be read (e.g. the client broke off while sending the body).
+    InvalidRequest,
     /// 401: `webhook-timestamp` is older than the tolerance.
     TimestampTooOld,
     /// 401: `webhook-timestamp` is further ahead than the tolerance.
@@ -50,11 +52,12 @@ pub enum ReplyCode {
 
 impl ReplyCode {
     /// Every code, for documentation and exhaustive tests.
-    pub const ALL: [ReplyCode; 15] = [
+    pub const ALL: [ReplyCode; 16] = [
         ReplyCode::Delivered,
         ReplyCode::Duplicate,
         ReplyCode::MissingHeader,
         ReplyCode::InvalidHeader,
+        ReplyCode::InvalidRequest,
         ReplyCode::TimestampTooOld,
         ReplyCode::TimestampTooNew,
         ReplyCode::InvalidSignature,
@@ -75,6 +78,7 @@ impl ReplyCode {
             ReplyCode::Duplicate => "duplicate",
             ReplyCode::MissingHeader => ErrorCode::MissingHeader.as_str(),
             ReplyCode::InvalidHeader => ErrorCode::InvalidHeader.as_str(),
+            ReplyCode::InvalidRequest => "invalid_request",
             ReplyCode::TimestampTooOld => ErrorCode::TimestampTooOld.as_str(),
             ReplyCode::TimestampTooNew => ErrorCode::TimestampTooNew.as_str(),
             ReplyCode::InvalidSignature => ErrorCode::InvalidSignature.as_str(),
@@ -93,8 +97,10 @@ impl ReplyCode {
     pub const fn status(self) -> u16 {
         match self {
             ReplyCode::Delivered | ReplyCode::Duplicate => 200,
-            ReplyCode::MissingHeader | ReplyCode::InvalidHeader => 400,
-            ReplyCode::TimestampTooOld | ReplyCode::TimestampTooNew | ReplyCode::InvalidSignature => 401,
+            ReplyCode::MissingHeader | ReplyCode::InvalidHeader | ReplyCode::InvalidRequest => 400,
+            ReplyCode::TimestampTooOld
+            | ReplyCode::TimestampTooNew
+            | ReplyCode::InvalidSignature => 401,
             ReplyCode::MethodNotAllowed => 405,
             ReplyCode::DeliveryInProgress => 409,
             ReplyCode::PayloadTooLarge => 413,
@@ -123,7 +129,12 @@ pub struct Reply {
 impl Reply {
     /// A reply with `code` and `message` and no extra headers.
     pub fn new(code: ReplyCode, message: impl Into<String>) -> Self {
-        Reply { code, message: message.into(), headers: Vec::new(), warnings: Vec::new() }
+        Reply {
+            code,
+            message: message.into(),
+            headers: Vec::new(),
+            warnings: Vec::new(),
+        }
     }
 
     /// Adds a response header.
@@ -155,7 +166,10 @@ impl Reply {
 
     /// The value of a header of this reply, if set.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -210,12 +224,39 @@ mod tests {
     #[test]
     fn core_errors_keep_their_codes() {
         let cases = [
-            (CoreError::MissingHeader { name: "webhook-id" }, 400, "missing_header"),
-            (CoreError::InvalidHeader { name: "webhook-id", reason: "empty" }, 400, "invalid_header"),
-            (CoreError::TimestampTooOld { age_secs: 301, tolerance_secs: 300 }, 401, "timestamp_too_old"),
-            (CoreError::TimestampTooNew { ahead_secs: 301, tolerance_secs: 300 }, 401, "timestamp_too_new"),
             (
-                CoreError::InvalidSignature { detail: postwire_core::SignatureDetail::NoMatch },
+                CoreError::MissingHeader { name: "webhook-id" },
+                400,
+                "missing_header",
+            ),
+            (
+                CoreError::InvalidHeader {
+                    name: "webhook-id",
+                    reason: "empty",
+                },
+                400,
+                "invalid_header",
+            ),
+            (
+                CoreError::TimestampTooOld {
+                    age_secs: 301,
+                    tolerance_secs: 300,
+                },
+                401,
+                "timestamp_too_old",
+            ),
+            (
+                CoreError::TimestampTooNew {
+                    ahead_secs: 301,
+                    tolerance_secs: 300,
+                },
+                401,
+                "timestamp_too_new",
+            ),
+            (
+                CoreError::InvalidSignature {
+                    detail: postwire_core::SignatureDetail::NoMatch,
+                },
                 401,
                 "invalid_signature",
             ),

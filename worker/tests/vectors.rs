@@ -5,7 +5,7 @@
 //! cases through the built Worker, shifted to the present time.
 
 use base64::Engine as _;
-use postwire_core::{Secret, UnixTime, Verifier, DEFAULT_TOLERANCE_SECS};
+use postwire_core::{DEFAULT_TOLERANCE_SECS, Secret, UnixTime, Verifier};
 use postwire_worker::config::DEFAULT_MAX_BODY_BYTES;
 use postwire_worker::inspect::check_request;
 use serde_json::Value;
@@ -20,7 +20,9 @@ fn load() -> Vec<Value> {
 fn body_of(case: &Value) -> Vec<u8> {
     match (case.get("body"), case.get("body_base64")) {
         (Some(Value::String(s)), _) => s.as_bytes().to_vec(),
-        (_, Some(Value::String(b))) => base64::engine::general_purpose::STANDARD.decode(b).expect("body_base64"),
+        (_, Some(Value::String(b))) => base64::engine::general_purpose::STANDARD
+            .decode(b)
+            .expect("body_base64"),
         _ => panic!("case without body: {case}"),
     }
 }
@@ -40,9 +42,18 @@ fn every_verify_vector_gives_the_expected_outcome() {
     let mut failures = Vec::new();
     for case in &cases {
         let name = case["name"].as_str().unwrap_or("?");
-        let secrets = case["secrets"].as_array().unwrap().iter().map(|s| Secret::parse(s.as_str().unwrap()).unwrap());
-        let tolerance = case.get("tolerance").and_then(Value::as_u64).unwrap_or(DEFAULT_TOLERANCE_SECS);
-        let verifier = Verifier::with_secrets(secrets).unwrap().with_tolerance_secs(tolerance);
+        let secrets = case["secrets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| Secret::parse(s.as_str().unwrap()).unwrap());
+        let tolerance = case
+            .get("tolerance")
+            .and_then(Value::as_u64)
+            .unwrap_or(DEFAULT_TOLERANCE_SECS);
+        let verifier = Verifier::with_secrets(secrets)
+            .unwrap()
+            .with_tolerance_secs(tolerance);
         let headers: Vec<(String, String)> = case["headers"]
             .as_object()
             .unwrap()
@@ -51,19 +62,38 @@ fn every_verify_vector_gives_the_expected_outcome() {
             .collect();
         let body = body_of(case);
         let now = UnixTime::from_secs(case["now"].as_i64().unwrap());
-        let got = check_request(&verifier, DEFAULT_MAX_BODY_BYTES, "POST", &headers, &body, now);
+        let got = check_request(
+            &verifier,
+            DEFAULT_MAX_BODY_BYTES,
+            "POST",
+            &headers,
+            &body,
+            now,
+        );
         let ok = case["ok"].as_bool().unwrap();
         match (ok, got) {
             (true, Ok(delivery)) => assert_eq!(delivery.body, body, "{name}"),
             (false, Err(reply)) => {
                 let code = case["error"].as_str().unwrap();
                 if reply.code.as_str() != code || reply.status() != expected_status(code) {
-                    failures.push(format!("{name}: expected {code}, got {} {}", reply.status(), reply.code.as_str()));
+                    failures.push(format!(
+                        "{name}: expected {code}, got {} {}",
+                        reply.status(),
+                        reply.code.as_str()
+                    ));
                 }
             }
-            (true, Err(reply)) => failures.push(format!("{name}: expected ok, got {}", reply.code.as_str())),
+            (true, Err(reply)) => {
+                failures.push(format!("{name}: expected ok, got {}", reply.code.as_str()))
+            }
             (false, Ok(_)) => failures.push(format!("{name}: expected an error, got ok")),
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }

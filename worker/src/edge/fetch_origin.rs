@@ -4,8 +4,10 @@
 use std::pin::pin;
 use std::time::Duration;
 
-use futures_util::future::{select, Either};
-use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect};
+use futures_util::future::{Either, select};
+use worker::{
+    AbortController, Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect,
+};
 
 use crate::forward::{ForwardRequest, Origin, OriginOutcome};
 
@@ -14,7 +16,9 @@ pub(crate) struct FetchOrigin;
 
 impl Origin for FetchOrigin {
     async fn forward(&self, request: &ForwardRequest<'_>) -> OriginOutcome {
-        let Ok(req) = to_request(request) else { return OriginOutcome::Unreachable };
+        let Ok(req) = to_request(request) else {
+            return OriginOutcome::Unreachable;
+        };
         let controller = AbortController::default();
         let signal = controller.signal();
         let fetch = Fetch::Request(req);

@@ -10,7 +10,7 @@ mod body;
 mod fetch_origin;
 mod kv_store;
 
-use worker::{event, Context, Env, Request, Response};
+use worker::{Context, Env, Request, Response, event};
 
 use crate::config::{Config, KV_BINDING};
 use crate::inspect::{body_too_large, precheck, verify_body};
@@ -47,7 +47,10 @@ async fn handle(mut req: Request, env: &Env) -> Reply {
         Ok(body::Body::Complete(bytes)) => bytes,
         Ok(body::Body::TooLarge) => return body_too_large(config.max_body_bytes),
         Err(_) => {
-            return Reply::new(ReplyCode::InvalidHeader, "the request body could not be read")
+            return Reply::new(
+                ReplyCode::InvalidRequest,
+                "the request body could not be read to its end",
+            );
         }
     };
     let now = UnixTime::from_secs((worker::Date::now().as_millis() / 1000) as i64);
@@ -57,7 +60,9 @@ async fn handle(mut req: Request, env: &Env) -> Reply {
     };
     let store = match env.kv(KV_BINDING) {
         Ok(kv) => KvDedupStore::new(kv, config.dedup_ttl_secs, config.in_flight_ttl_secs),
-        Err(_) => return misconfigured(format!("the KV namespace binding {KV_BINDING} is missing")),
+        Err(_) => {
+            return misconfigured(format!("the KV namespace binding {KV_BINDING} is missing"));
+        }
     };
     crate::flow::deliver(&config, &delivery, &store, &FetchOrigin, now).await
 }
@@ -83,5 +88,7 @@ fn to_response(reply: &Reply) -> worker::Result<Response> {
     for (name, value) in &reply.headers {
         headers.set(name, value)?;
     }
-    Ok(Response::from_bytes(reply.body_json().into_bytes())?.with_status(reply.status()).with_headers(headers))
+    Ok(Response::from_bytes(reply.body_json().into_bytes())?
+        .with_status(reply.status())
+        .with_headers(headers))
 }
