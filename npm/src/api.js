@@ -106,24 +106,37 @@ export function createApi(wasm, native) {
     throw new WebhookVerificationError(`the payload is a ${typeof payload}: ${RAW_BODY_HINT}`, "invalid_payload");
   }
 
-  /** Writes `strings` then `body` into the scratch buffer; returns their byte lengths. */
+  /**
+   * Writes `strings` then `body` into the scratch buffer; returns their byte lengths.
+   * A string body gets one byte per UTF-16 unit first (right for ASCII) and more room
+   * only if it needs it, so a large body never costs three times its size.
+   */
   function stage(strings, body) {
-    let bound = body.length * (typeof body === "string" ? 3 : 1);
-    for (const s of strings) bound += 3 * s.length;
-    let at = reserve(bound);
-    const m = mem();
+    let head = 0;
+    for (const s of strings) head += 3 * s.length;
+    reserve(head + body.length);
+    let m = mem();
+    let off = 0;
     const lens = [];
     for (const s of strings) {
-      const n = writeString(m, at, s);
+      const n = writeString(m, scratchAt + off, s);
       lens.push(n);
-      at += n;
+      off += n;
     }
-    if (typeof body === "string") {
-      lens.push(body.length === 0 ? 0 : encoder.encodeInto(body, m.subarray(at, at + 3 * body.length)).written);
-    } else {
-      m.set(body, at);
+    if (typeof body !== "string") {
+      m.set(body, scratchAt + off);
       lens.push(body.length);
+      return lens;
     }
+    let { read, written } = encoder.encodeInto(body, m.subarray(scratchAt + off, scratchAt + scratchLen));
+    if (read < body.length) {
+      // Not all ASCII: grow to the worst case for the rest (the buffer keeps what is
+      // written), then encode the rest, which now always fits.
+      reserve(off + written + 3 * (body.length - read));
+      m = mem();
+      written += encoder.encodeInto(body.slice(read), m.subarray(scratchAt + off + written, scratchAt + scratchLen)).written;
+    }
+    lens.push(written);
     return lens;
   }
 
@@ -229,7 +242,7 @@ export function createApi(wasm, native) {
         }
         throw e;
       }
-      if (value.id !== trimOws(id)) {
+      if (value.id !== id) {
         throw new WebhookVerificationError(
           "invalid event payload: the envelope `id` differs from the webhook-id header",
           "invalid_payload",
@@ -281,7 +294,7 @@ export function createApi(wasm, native) {
 
     /** One native HMAC per secret over `<id>.<timestamp>.<body>`, concatenated. */
     #nativeMacs(id, timestamp, body) {
-      const prefix = `${trimOws(id)}.${trimOws(timestamp)}.`;
+      const prefix = `${id}.${timestamp}.`;
       const keys = this.#keys;
       if (keys.length === 1) return native.createHmac("sha256", keys[0]).update(prefix).update(body).digest();
       const out = new Uint8Array(32 * keys.length);
@@ -291,9 +304,9 @@ export function createApi(wasm, native) {
       return out;
     }
 
-    /** Verifies and returns the raw `webhook-id` value. */
+    /** Verifies and returns the `webhook-id` value (trimmed). */
     #check(body, headers, now) {
-      const [id, timestamp, signature, present] = readHeaders(headers);
+      const [id, timestamp, signature, present] = boundHeaders(readHeaders(headers));
       const nowSecs = nowSeconds(now);
       let status;
       if (body.length >= this.#nativeFrom) {
@@ -396,6 +409,28 @@ export function createApi(wasm, native) {
     EVENT_TYPES,
     ERROR_CODES,
   };
+}
+
+// One more UTF-16 unit than postwire-core accepts in bytes: a longer value fails there with
+// the same error whether or not it is cut, so it is cut here, before it is copied.
+const HEADER_LIMITS = [257, 20, 8193];
+
+/**
+ * Trims the three values as postwire-core does, and cuts any that is longer than it could
+ * accept, keeping the outcome: the signature keeps a non-ASCII marker if its cut tail had
+ * one (postwire-core rejects non-ASCII before it checks the length).
+ */
+function boundHeaders(values) {
+  for (let i = 0; i < 3; i++) {
+    let v = trimOws(values[i]);
+    const limit = HEADER_LIMITS[i];
+    if (v.length > limit) {
+      const nonAscii = i === 2 && /[^\x00-\x7f]/.test(v.slice(limit));
+      v = v.slice(0, limit) + (nonAscii ? "\u0080" : "");
+    }
+    values[i] = v;
+  }
+  return values;
 }
 
 /** Trims spaces and tabs at both ends, as postwire-core does with header values. */

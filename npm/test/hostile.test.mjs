@@ -128,3 +128,24 @@ test("random garbage never traps", () => {
   }
   stillWorks();
 });
+
+test("huge headers are cut before they are copied, with the same outcome", () => {
+  const wh = new Webhook(SECRET);
+  const at = { now: REF.now };
+  // Leading and trailing spaces are trimmed first: a padded valid value still verifies.
+  const pad = " ".repeat(100_000);
+  assert.deepEqual(wh.verify(REF.body, { "webhook-id": pad + REF.headers["webhook-id"] + pad, "webhook-timestamp": pad + "1614265330", "webhook-signature": pad + SIG + pad }, at), { test: 2432232314 });
+  // A non-ASCII character far down a long signature header is still "not ASCII", reported
+  // before the timestamp window, exactly as postwire-core orders its checks.
+  const longNonAscii = SIG + " " + "v".repeat(20_000) + "é";
+  assert.throws(() => wh.verify(REF.body, { ...REF.headers, "webhook-signature": longNonAscii }, { now: REF.now + 10_000_000 }), (e) => e.code === "invalid_header" && /ASCII/.test(e.message));
+  assert.throws(() => wh.verify(REF.body, { ...REF.headers, "webhook-signature": SIG + " " + "v".repeat(20_000) }, at), (e) => e.code === "invalid_header" && /8192/.test(e.message));
+  assert.throws(() => wh.verify(REF.body, { ...REF.headers, "webhook-id": "i".repeat(300) }, at), (e) => e.code === "invalid_header" && /256/.test(e.message));
+  // Mixed ASCII and non-ASCII bodies of every length round-trip through the grow path.
+  for (const body of ["é", "a".repeat(5000) + "é", "é".repeat(5000), "🎉".repeat(3) + "x".repeat(70_000), "x".repeat(70_000) + "\ud800"]) {
+    const sig = wh.sign("msg_1", new Date(REF.now), body);
+    const bytes = new TextEncoder().encode(body);
+    assert.equal(sig, wh.sign("msg_1", new Date(REF.now), bytes));
+    assert.equal(wh.verify(body, { "webhook-id": "msg_1", "webhook-timestamp": "1614265330", "webhook-signature": sig }, { ...at, jsonParse: false }), undefined);
+  }
+});
