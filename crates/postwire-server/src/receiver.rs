@@ -15,7 +15,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use axum::Router;
-use postwire_core::{Clock, EventType, MemoryReplayGuard, ReplayGuard, Secret, Seen, Verifier};
+use postwire_core::{Clock, Event, EventType, MemoryReplayGuard, ReplayGuard, Secret, Seen, Verifier};
 use tokio::sync::oneshot;
 
 /// Requests to answer with 503 before looking at them.
@@ -44,6 +44,8 @@ pub struct ReceivedEvent {
     pub duplicates: u32,
     /// Order in which it was first handled (verified), from 1.
     pub handled_order: Option<u32>,
+    /// The verified event.
+    pub event: Option<Event>,
 }
 
 /// Counters over all requests.
@@ -62,6 +64,7 @@ struct Inner {
     clock: Arc<dyn Clock>,
     guard: MemoryReplayGuard,
     plan: Mutex<Option<FailurePlan>>,
+    delay: Mutex<std::time::Duration>,
     stats: Mutex<ReceiverStats>,
 }
 
@@ -99,6 +102,7 @@ async fn receive(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
             verified: false,
             duplicates: 0,
             handled_order: None,
+            event: None,
         });
         entry.requests += 1;
         if let Some(plan) = plan {
@@ -107,6 +111,10 @@ async fn receive(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
                 return (StatusCode::SERVICE_UNAVAILABLE, "receiver is down (on purpose, for the demo)".to_owned());
             }
         }
+    }
+    let delay = *inner.delay.lock().unwrap_or_else(|p| p.into_inner());
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
     }
     let secrets = inner.secrets.read().unwrap_or_else(|p| p.into_inner()).clone();
     let Ok(verifier) = Verifier::with_secrets(secrets) else {
@@ -126,6 +134,7 @@ async fn receive(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
             let Some(entry) = entry else { return (StatusCode::OK, "ok".to_owned()) };
             entry.event_type = Some(event.event_type());
             entry.verified = true;
+            entry.event = Some(event);
             match seen {
                 Seen::Fresh => {
                     entry.handled_order = Some(handled + 1);
@@ -150,6 +159,7 @@ impl Receiver {
             clock,
             guard: MemoryReplayGuard::default(),
             plan: Mutex::new(None),
+            delay: Mutex::new(std::time::Duration::ZERO),
             stats: Mutex::new(ReceiverStats::default()),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
@@ -180,6 +190,11 @@ impl Receiver {
     /// Fails on purpose as `plan` says, or stops failing with `None`.
     pub fn set_failure_plan(&self, plan: Option<FailurePlan>) {
         *self.inner.plan.lock().unwrap_or_else(|p| p.into_inner()) = plan;
+    }
+
+    /// Waits this long before verifying and answering each request (a slow receiver).
+    pub fn set_delay(&self, delay: std::time::Duration) {
+        *self.inner.delay.lock().unwrap_or_else(|p| p.into_inner()) = delay;
     }
 
     /// A snapshot of what it saw.
