@@ -33,11 +33,14 @@ use crate::store::{ClaimRequest, ClaimedDelivery, FinishedAttempt, NextState};
 /// Most outcomes written in one transaction.
 const MAX_WRITE_BATCH: usize = 1024;
 
-/// Attempts in flight in this process.
+/// Attempts in this process: HTTP requests in flight (which bound the room for new
+/// claims) and attempts whose outcome is not yet recorded (which keep the dispatcher
+/// from calling itself idle).
 #[derive(Debug, Default)]
 pub(crate) struct InFlight {
     total: usize,
     per_subscription: HashMap<String, usize>,
+    unrecorded: usize,
 }
 
 impl InFlight {
@@ -93,7 +96,7 @@ async fn run(inner: Arc<Inner>) {
         }
         let (room, busy_before, snapshot) = {
             let f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
-            (config.max_in_flight.saturating_sub(f.total), f.total, f.per_subscription.clone())
+            (config.max_in_flight.saturating_sub(f.total), f.unrecorded, f.per_subscription.clone())
         };
         let mut claimed = 0;
         if room > 0 {
@@ -112,7 +115,8 @@ async fn run(inner: Arc<Inner>) {
                     let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
                     for d in batch {
                         f.add(&d.subscription_id);
-                        tokio::spawn(attempt(inner.clone(), d, tx.clone()));
+                        f.unrecorded += 1;
+                        tokio::spawn(attempt(inner.clone(), d, in_flight.clone(), tx.clone()));
                     }
                 }
                 Err(e) => {
@@ -146,7 +150,12 @@ async fn run(inner: Arc<Inner>) {
     let _ = writer.await;
 }
 
-async fn attempt(inner: Arc<Inner>, d: ClaimedDelivery, tx: mpsc::UnboundedSender<FinishedAttempt>) {
+async fn attempt(
+    inner: Arc<Inner>,
+    d: ClaimedDelivery,
+    in_flight: Arc<Mutex<InFlight>>,
+    tx: mpsc::UnboundedSender<FinishedAttempt>,
+) {
     let started_at = inner.clock.now();
     let report = match Signer::with_secrets(d.secrets.iter().cloned()) {
         Ok(signer) => inner.deliverer.attempt(&d.url, &d.event_id, &d.body, &signer, started_at.unix_time()).await,
@@ -172,6 +181,9 @@ async fn attempt(inner: Arc<Inner>, d: ClaimedDelivery, tx: mpsc::UnboundedSende
             tracing::debug!(delivery = %d.id, subscription_id = %d.subscription_id, attempt = d.attempt, error = error.as_str(), "attempt failed")
         }
     }
+    // The request is over: its room is free. The delivery stays leased, and its
+    // successors blocked, until the outcome is recorded.
+    in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&d.subscription_id);
     let finished = FinishedAttempt {
         delivery: d.id,
         subscription_id: d.subscription_id,
@@ -192,7 +204,7 @@ async fn write_outcomes(
     let mut batch = Vec::with_capacity(MAX_WRITE_BATCH);
     while rx.recv_many(&mut batch, MAX_WRITE_BATCH).await > 0 {
         let attempts: Vec<FinishedAttempt> = std::mem::take(&mut batch);
-        let subs: Vec<String> = attempts.iter().map(|a| a.subscription_id.clone()).collect();
+        let n = attempts.len();
         match inner.store.record_attempts(attempts, inner.clock.now()).await {
             Ok(paused) => {
                 for p in paused {
@@ -204,9 +216,7 @@ async fn write_outcomes(
         }
         {
             let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
-            for s in &subs {
-                f.remove(s);
-            }
+            f.unrecorded = f.unrecorded.saturating_sub(n);
         }
         inner.wake.notify_one();
     }

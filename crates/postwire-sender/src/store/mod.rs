@@ -174,6 +174,19 @@ pub trait Store: Send + Sync + 'static {
     fn delivery_counts(&self, subscription_id: Option<String>) -> BoxFuture<'_, StoreResult<DeliveryCounts>>;
 }
 
+/// The stored form of an ordering key: a 64-bit FNV-1a hash of its text
+/// (`post:<id>` / `account:<id>`), stable across releases and platforms. Two keys that
+/// collide are only delivered one after another when they could have gone in parallel;
+/// order is never broken.
+pub fn ordering_hash(key: &postwire_core::OrderingKey) -> i64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in key.to_string().bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h as i64
+}
+
 /// Deliveries per state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct DeliveryCounts {

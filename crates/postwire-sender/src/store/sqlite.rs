@@ -40,7 +40,7 @@ const FAILED: i64 = 3;
 const EXPIRED: i64 = 4;
 
 /// Most rows looked at by one claim, so a long blocked queue cannot stall it.
-const CLAIM_SCAN_LIMIT: usize = 20_000;
+const CLAIM_SCAN_LIMIT: usize = 5_000;
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS workspaces (id TEXT PRIMARY KEY, name TEXT NOT NULL);
@@ -59,13 +59,13 @@ CREATE TABLE IF NOT EXISTS events (
     event_type TEXT NOT NULL, post_id TEXT, created_at INTEGER NOT NULL, body TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS events_post ON events (workspace_id, post_id, seq) WHERE post_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS deliveries (
-    seq INTEGER PRIMARY KEY, subscription_id TEXT NOT NULL, event_seq INTEGER NOT NULL,
-    ordering_key TEXT, state INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+    seq INTEGER PRIMARY KEY, sub_seq INTEGER NOT NULL, event_seq INTEGER NOT NULL,
+    okey INTEGER, state INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
     due_at INTEGER NOT NULL, lease_owner TEXT, lease_until INTEGER,
     created_at INTEGER NOT NULL, finished_at INTEGER);
-CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (due_at, seq) WHERE state = 0;
-CREATE INDEX IF NOT EXISTS deliveries_queue ON deliveries (subscription_id, ordering_key, seq) WHERE state <= 1;
-CREATE INDEX IF NOT EXISTS deliveries_subscription ON deliveries (subscription_id, seq);
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (due_at, seq, sub_seq, okey, lease_until) WHERE state = 0;
+CREATE INDEX IF NOT EXISTS deliveries_queue ON deliveries (sub_seq, okey, seq) WHERE state <= 1;
+CREATE INDEX IF NOT EXISTS deliveries_subscription ON deliveries (sub_seq, seq);
 CREATE TABLE IF NOT EXISTS attempts (
     delivery_seq INTEGER NOT NULL, number INTEGER NOT NULL, started_at INTEGER NOT NULL,
     duration_ms INTEGER NOT NULL, status INTEGER, error TEXT, body_prefix TEXT,
@@ -205,6 +205,23 @@ fn subscription_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredSubscr
     })
 }
 
+/// A subscription's id, URL and the secrets that sign at `now` (the previous one only
+/// while its window is open); no URL when it was deleted.
+fn load_target(tx: &Connection, sub_seq: i64, now: Timestamp) -> rusqlite::Result<(String, Option<(String, Vec<Secret>)>)> {
+    let row: Option<(String, String, String, Option<String>, Option<i64>)> = tx
+        .prepare_cached("SELECT id, url, secret, previous_secret, previous_secret_until FROM subscriptions WHERE seq = ?1")?
+        .query_row([sub_seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .optional()?;
+    let Some((id, url, secret, previous, until)) = row else { return Ok((String::new(), None)) };
+    let mut secrets = vec![Secret::parse(&secret).map_err(conversion)?];
+    if let (Some(previous), Some(until)) = (previous, until) {
+        if until > now.unix_millis() {
+            secrets.push(Secret::parse(&previous).map_err(conversion)?);
+        }
+    }
+    Ok((id, Some((url, secrets))))
+}
+
 fn load_subscription(tx: &Connection, id: &str) -> rusqlite::Result<Option<StoredSubscription>> {
     tx.prepare_cached(&format!("SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions WHERE id = ?1"))?
         .query_row([id], subscription_from_row)
@@ -214,6 +231,7 @@ fn load_subscription(tx: &Connection, id: &str) -> rusqlite::Result<Option<Store
 /// What enqueue needs of a subscription to route an event.
 struct Route {
     id: String,
+    seq: i64,
     events: Vec<EventType>,
     integration_ids: Vec<String>,
     paused: bool,
@@ -221,19 +239,30 @@ struct Route {
 
 fn routes_of(tx: &Connection, workspace_id: &str) -> rusqlite::Result<Vec<Route>> {
     let mut stmt = tx.prepare_cached(
-        "SELECT id, events, integrations, paused_reason IS NOT NULL FROM subscriptions WHERE workspace_id = ?1 ORDER BY seq",
+        "SELECT id, events, integrations, paused_reason IS NOT NULL, seq FROM subscriptions WHERE workspace_id = ?1 ORDER BY seq",
     )?;
     let rows = stmt.query_map([workspace_id], |r| {
         let events: Vec<EventType> = serde_json::from_str(&r.get::<_, String>(1)?).map_err(conversion)?;
         let integrations: Vec<Integration> = serde_json::from_str(&r.get::<_, String>(2)?).map_err(conversion)?;
-        Ok(Route { id: r.get(0)?, events, integration_ids: integrations.into_iter().map(|i| i.id).collect(), paused: r.get(3)? })
+        Ok(Route {
+            id: r.get(0)?,
+            seq: r.get(4)?,
+            events,
+            integration_ids: integrations.into_iter().map(|i| i.id).collect(),
+            paused: r.get(3)?,
+        })
     })?;
     rows.collect()
 }
 
-fn hold_pending(tx: &Connection, subscription_id: &str) -> rusqlite::Result<usize> {
-    tx.prepare_cached("UPDATE deliveries SET state = ?2 WHERE subscription_id = ?1 AND state = ?3")?
-        .execute(params![subscription_id, HELD, PENDING])
+fn hold_pending(tx: &Connection, sub_seq: i64) -> rusqlite::Result<usize> {
+    tx.prepare_cached("UPDATE deliveries SET state = ?2 WHERE sub_seq = ?1 AND state = ?3")?
+        .execute(params![sub_seq, HELD, PENDING])
+}
+
+/// The internal row number of a subscription, which deliveries refer to.
+fn sub_seq(tx: &Connection, id: &str) -> rusqlite::Result<Option<i64>> {
+    tx.prepare_cached("SELECT seq FROM subscriptions WHERE id = ?1")?.query_row([id], |r| r.get(0)).optional()
 }
 
 impl Store for SqliteStore {
@@ -363,43 +392,38 @@ impl Store for SqliteStore {
 
     fn delete_subscription(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
         self.run_tx(move |tx| {
-            let n = tx.execute("DELETE FROM subscriptions WHERE id = ?1", [&id])?;
-            tx.execute(
-                "DELETE FROM attempts WHERE delivery_seq IN (SELECT seq FROM deliveries WHERE subscription_id = ?1)",
-                [&id],
-            )?;
-            tx.execute("DELETE FROM deliveries WHERE subscription_id = ?1", [&id])?;
-            Ok(n > 0)
+            let Some(seq) = sub_seq(tx, &id)? else { return Ok(false) };
+            tx.execute("DELETE FROM subscriptions WHERE seq = ?1", [seq])?;
+            tx.execute("DELETE FROM attempts WHERE delivery_seq IN (SELECT seq FROM deliveries WHERE sub_seq = ?1)", [seq])?;
+            tx.execute("DELETE FROM deliveries WHERE sub_seq = ?1", [seq])?;
+            Ok(true)
         })
     }
 
     fn pause(&self, id: String, reason: String) -> BoxFuture<'_, StoreResult<bool>> {
         self.run_tx(move |tx| {
-            let n = tx.execute("UPDATE subscriptions SET paused_reason = ?2 WHERE id = ?1", params![id, reason])?;
-            if n > 0 {
-                hold_pending(tx, &id)?;
-            }
-            Ok(n > 0)
+            let Some(seq) = sub_seq(tx, &id)? else { return Ok(false) };
+            tx.execute("UPDATE subscriptions SET paused_reason = ?2 WHERE seq = ?1", params![seq, reason])?;
+            hold_pending(tx, seq)?;
+            Ok(true)
         })
     }
 
     fn resume(&self, id: String, now: Timestamp, cutoff: Timestamp) -> BoxFuture<'_, StoreResult<Option<ResumeSummary>>> {
         self.run_tx(move |tx| {
-            let n = tx.execute(
-                "UPDATE subscriptions SET paused_reason = NULL, consecutive_failures = 0, failing_since = NULL WHERE id = ?1",
-                [&id],
+            let Some(seq) = sub_seq(tx, &id)? else { return Ok(None) };
+            tx.execute(
+                "UPDATE subscriptions SET paused_reason = NULL, consecutive_failures = 0, failing_since = NULL WHERE seq = ?1",
+                [seq],
             )?;
-            if n == 0 {
-                return Ok(None);
-            }
             let expired = tx.execute(
                 "UPDATE deliveries SET state = ?2, finished_at = ?3, lease_owner = NULL, lease_until = NULL
-                 WHERE subscription_id = ?1 AND state = ?4 AND created_at < ?5",
-                params![id, EXPIRED, now.unix_millis(), HELD, cutoff.unix_millis()],
+                 WHERE sub_seq = ?1 AND state = ?4 AND created_at < ?5",
+                params![seq, EXPIRED, now.unix_millis(), HELD, cutoff.unix_millis()],
             )?;
             let released = tx.execute(
-                "UPDATE deliveries SET state = ?2, due_at = ?3 WHERE subscription_id = ?1 AND state = ?4",
-                params![id, PENDING, now.unix_millis(), HELD],
+                "UPDATE deliveries SET state = ?2, due_at = ?3 WHERE sub_seq = ?1 AND state = ?4",
+                params![seq, PENDING, now.unix_millis(), HELD],
             )?;
             Ok(Some(ResumeSummary { released: released as u64, expired: expired as u64 }))
         })
@@ -424,7 +448,7 @@ impl Store for SqliteStore {
                 "INSERT INTO events (id, workspace_id, event_type, post_id, created_at, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?;
             let mut insert_delivery = tx.prepare_cached(
-                "INSERT INTO deliveries (subscription_id, event_seq, ordering_key, state, due_at, created_at)
+                "INSERT INTO deliveries (sub_seq, event_seq, okey, state, due_at, created_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
             )?;
             for built in events {
@@ -441,7 +465,7 @@ impl Store for SqliteStore {
                 if !routes.contains_key(&ev.workspace_id) {
                     routes.insert(ev.workspace_id.clone(), routes_of(tx, &ev.workspace_id)?);
                 }
-                let key = built.ordering_key.as_ref().map(|k| k.to_string());
+                let key = built.ordering_key.as_ref().map(super::ordering_hash);
                 let mut n = 0;
                 for route in &routes[&ev.workspace_id] {
                     let wanted = match &built.only_subscription {
@@ -455,7 +479,7 @@ impl Store for SqliteStore {
                     };
                     if wanted {
                         let state = if route.paused { HELD } else { PENDING };
-                        insert_delivery.execute(params![route.id, event_seq, key, state, now_ms])?;
+                        insert_delivery.execute(params![route.seq, event_seq, key, state, now_ms])?;
                         n += 1;
                     }
                 }
@@ -469,58 +493,71 @@ impl Store for SqliteStore {
         self.run_tx(move |tx| {
             let now_ms = req.now.unix_millis();
             let mut in_flight = req.in_flight;
-            let mut chosen: Vec<(i64, String, i64, i64, i64)> = Vec::new();
+            // Subscription row number -> its id and, while it exists, where and how to send.
+            type Target = (String, Option<(String, Vec<Secret>)>);
+            let mut targets: HashMap<i64, Target> = HashMap::new();
+            let mut chosen: Vec<(i64, i64)> = Vec::new();
             {
-                let mut stmt = tx.prepare_cached(
-                    "SELECT d.seq, d.subscription_id, d.attempts, d.created_at, d.event_seq FROM deliveries d
-                     WHERE d.state = 0 AND d.due_at <= ?1 AND (d.lease_until IS NULL OR d.lease_until <= ?1)
-                       AND (d.ordering_key IS NULL OR NOT EXISTS (
-                         SELECT 1 FROM deliveries e WHERE e.subscription_id = d.subscription_id
-                           AND e.ordering_key = d.ordering_key AND e.state <= 1 AND e.seq < d.seq))
-                     ORDER BY d.due_at, d.seq",
+                // Due, unleased pending deliveries, from the covering partial index.
+                let mut scan = tx.prepare_cached(
+                    "SELECT seq, sub_seq, okey FROM deliveries INDEXED BY deliveries_due
+                     WHERE state = 0 AND due_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1)
+                     ORDER BY due_at, seq",
                 )?;
-                let mut rows = stmt.query([now_ms])?;
+                // Is there an earlier unfinished delivery with the same ordering key?
+                let mut blocked = tx.prepare_cached(
+                    "SELECT 1 FROM deliveries WHERE sub_seq = ?1 AND okey = ?2 AND state <= 1 AND seq < ?3 LIMIT 1",
+                )?;
+                let mut rows = scan.query([now_ms])?;
                 let mut scanned = 0;
                 while let Some(r) = rows.next()? {
                     scanned += 1;
-                    let sub: String = r.get(1)?;
-                    let busy = in_flight.entry(sub.clone()).or_insert(0);
-                    if *busy < req.per_subscription_limit {
-                        *busy += 1;
-                        chosen.push((r.get(0)?, sub, r.get(2)?, r.get(3)?, r.get(4)?));
+                    if scanned > CLAIM_SCAN_LIMIT {
+                        break;
                     }
-                    if chosen.len() >= req.limit || scanned >= CLAIM_SCAN_LIMIT {
+                    let (seq, sub, okey): (i64, i64, Option<i64>) = (r.get(0)?, r.get(1)?, r.get(2)?);
+                    if !targets.contains_key(&sub) {
+                        targets.insert(sub, load_target(tx, sub, req.now)?);
+                    }
+                    let (sub_id, target) = &targets[&sub];
+                    if target.is_none() {
+                        continue;
+                    }
+                    let busy = in_flight.entry(sub_id.clone()).or_insert(0);
+                    if *busy >= req.per_subscription_limit {
+                        continue;
+                    }
+                    if let Some(k) = okey {
+                        if blocked.exists(params![sub, k, seq])? {
+                            continue;
+                        }
+                    }
+                    *busy += 1;
+                    chosen.push((seq, sub));
+                    if chosen.len() >= req.limit {
                         break;
                     }
                 }
             }
             let mut lease = tx.prepare_cached("UPDATE deliveries SET lease_owner = ?2, lease_until = ?3 WHERE seq = ?1")?;
-            let mut event = tx.prepare_cached("SELECT id, body FROM events WHERE seq = ?1")?;
-            let mut subs: HashMap<String, Option<(String, Vec<Secret>)>> = HashMap::new();
+            let mut load = tx.prepare_cached(
+                "SELECT e.id, e.body, d.attempts, d.created_at FROM deliveries d JOIN events e ON e.seq = d.event_seq
+                 WHERE d.seq = ?1",
+            )?;
             let mut out = Vec::with_capacity(chosen.len());
-            for (seq, sub_id, attempts, created_at, event_seq) in chosen {
-                if !subs.contains_key(&sub_id) {
-                    let target = load_subscription(tx, &sub_id)?.map(|s| {
-                        let mut secrets = vec![s.secret];
-                        if let Some((old, until)) = s.previous_secret {
-                            if until > req.now {
-                                secrets.push(old);
-                            }
-                        }
-                        (s.subscription.url, secrets)
-                    });
-                    subs.insert(sub_id.clone(), target);
-                }
-                let Some((url, secrets)) = subs[&sub_id].clone() else { continue };
-                let (event_id, body): (String, String) = event.query_row([event_seq], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            for (seq, sub) in chosen {
+                let (sub_id, target) = &targets[&sub];
+                let Some((url, secrets)) = target else { continue };
+                let (event_id, body, attempts, created_at): (String, String, i64, i64) =
+                    load.query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
                 lease.execute(params![seq, req.owner, req.lease_until.unix_millis()])?;
                 out.push(ClaimedDelivery {
                     id: DeliveryId(seq),
-                    subscription_id: sub_id,
+                    subscription_id: sub_id.clone(),
                     event_id,
                     body,
-                    url,
-                    secrets,
+                    url: url.clone(),
+                    secrets: secrets.clone(),
                     attempt: attempts as u32 + 1,
                     created_at: ts(created_at),
                 });
@@ -542,7 +579,7 @@ impl Store for SqliteStore {
         self.run_tx(move |tx| {
             let now_ms = now.unix_millis();
             // Subscription id -> (workspace, health, paused) for the batch.
-            let mut subs: HashMap<String, Option<(String, Health, bool)>> = HashMap::new();
+            let mut subs: HashMap<String, Option<(i64, String, Health, bool)>> = HashMap::new();
             let mut paused_now = Vec::new();
             let mut insert_attempt = tx.prepare_cached(
                 "INSERT OR REPLACE INTO attempts (delivery_seq, number, started_at, duration_ms, status, error, body_prefix)
@@ -558,18 +595,24 @@ impl Store for SqliteStore {
             )?;
             for a in attempts {
                 if !subs.contains_key(&a.subscription_id) {
-                    let loaded = load_subscription(tx, &a.subscription_id)?.map(|s| {
-                        let health = Health {
-                            consecutive_failures: s.subscription.consecutive_failures,
-                            last_success_at: s.subscription.last_success_at,
-                            failing_since: s.failing_since,
-                        };
-                        (s.workspace_id, health, s.subscription.status.is_paused())
-                    });
+                    let loaded = tx
+                        .prepare_cached(
+                            "SELECT seq, workspace_id, consecutive_failures, last_success_at, failing_since,
+                               paused_reason IS NOT NULL FROM subscriptions WHERE id = ?1",
+                        )?
+                        .query_row([&a.subscription_id], |r| {
+                            let health = Health {
+                                consecutive_failures: r.get::<_, i64>(2)?.clamp(0, u32::MAX as i64) as u32,
+                                last_success_at: opt_ts(r.get(3)?),
+                                failing_since: opt_ts(r.get(4)?),
+                            };
+                            Ok((r.get(0)?, r.get(1)?, health, r.get(5)?))
+                        })
+                        .optional()?;
                     subs.insert(a.subscription_id.clone(), loaded);
                 }
                 // A deleted subscription took its deliveries with it: nothing to record.
-                let Some(Some((workspace_id, health, paused))) = subs.get_mut(&a.subscription_id) else { continue };
+                let Some(Some((seq, workspace_id, health, paused))) = subs.get_mut(&a.subscription_id) else { continue };
                 let (status, error, body) = match &a.outcome {
                     AttemptOutcome::Response { status, body_prefix } => (Some(*status as i64), None, Some(body_prefix.as_str())),
                     AttemptOutcome::Error { error } => (None, Some(error.as_str()), None),
@@ -601,11 +644,8 @@ impl Store for SqliteStore {
                 if let Some(cause) = health.apply(verdict, a.started_at) {
                     if !*paused {
                         *paused = true;
-                        tx.execute(
-                            "UPDATE subscriptions SET paused_reason = ?2 WHERE id = ?1",
-                            params![a.subscription_id, cause.reason()],
-                        )?;
-                        hold_pending(tx, &a.subscription_id)?;
+                        tx.execute("UPDATE subscriptions SET paused_reason = ?2 WHERE seq = ?1", params![*seq, cause.reason()])?;
+                        hold_pending(tx, *seq)?;
                         let message = format!(
                             "Webhook subscription {} was paused: {}. Events are held until it is resumed; \
                              events held for more than 7 days expire.",
@@ -632,12 +672,12 @@ impl Store for SqliteStore {
                 }
             }
             let mut save = tx.prepare_cached(
-                "UPDATE subscriptions SET consecutive_failures = ?2, last_success_at = ?3, failing_since = ?4 WHERE id = ?1",
+                "UPDATE subscriptions SET consecutive_failures = ?2, last_success_at = ?3, failing_since = ?4 WHERE seq = ?1",
             )?;
-            for (id, loaded) in subs {
-                if let Some((_, h, _)) = loaded {
+            for loaded in subs.into_values() {
+                if let Some((seq, _, h, _)) = loaded {
                     save.execute(params![
-                        id,
+                        seq,
                         h.consecutive_failures,
                         h.last_success_at.map(|t| t.unix_millis()),
                         h.failing_since.map(|t| t.unix_millis())
@@ -651,9 +691,10 @@ impl Store for SqliteStore {
     fn list_deliveries(&self, subscription_id: String, before: Option<i64>, limit: usize) -> BoxFuture<'_, StoreResult<Vec<DeliveryRecord>>> {
         self.run(move |c| {
             let mut stmt = c.prepare_cached(
-                "SELECT d.seq, d.subscription_id, e.id, e.event_type, d.state, d.due_at, d.created_at, d.finished_at
+                "SELECT d.seq, ?1, e.id, e.event_type, d.state, d.due_at, d.created_at, d.finished_at
                  FROM deliveries d JOIN events e ON e.seq = d.event_seq
-                 WHERE d.subscription_id = ?1 AND d.seq < ?2 ORDER BY d.seq DESC LIMIT ?3",
+                 WHERE d.sub_seq = (SELECT seq FROM subscriptions WHERE id = ?1) AND d.seq < ?2
+                 ORDER BY d.seq DESC LIMIT ?3",
             )?;
             let mut attempts = c.prepare_cached(
                 "SELECT number, started_at, duration_ms, status, error, body_prefix FROM attempts
@@ -754,7 +795,10 @@ impl Store for SqliteStore {
             match subscription_id {
                 Some(id) => {
                     let mut stmt =
-                        c.prepare_cached("SELECT state, COUNT(*) FROM deliveries WHERE subscription_id = ?1 GROUP BY state")?;
+                        c.prepare_cached(
+                            "SELECT state, COUNT(*) FROM deliveries
+                             WHERE sub_seq = (SELECT seq FROM subscriptions WHERE id = ?1) GROUP BY state",
+                        )?;
                     let mut rows = stmt.query([id])?;
                     while let Some(r) = rows.next()? {
                         add(r.get(0)?, r.get(1)?);
