@@ -9,9 +9,6 @@
 import { WebhookVerificationError, ERROR_CODES } from "./errors.js";
 import { checkEvent, EventShapeError, EVENT_TYPES, matchesSubscription, isWebhookId } from "./events.js";
 
-const HAS_ID = 1;
-const HAS_TIMESTAMP = 2;
-const HAS_SIGNATURE = 4;
 const DEFAULT_TOLERANCE_SECONDS = 300;
 const MAX_TOLERANCE_SECONDS = 10 * 365 * 24 * 3600;
 
@@ -504,5 +501,5 @@ function take(out, i, name, value) {
     throw new WebhookVerificationError(`invalid \`${name}\` header: must be a string`, "invalid_header");
   }
   out[i] = v;
-  out[3] |= 1 << i;
+  out[3] |= 1 << i; // bit i: HAS_ID, HAS_TIMESTAMP, HAS_SIGNATURE of crates/postwire-wasm/src/verifier.rs
 }

@@ -23,10 +23,7 @@ thread_local! {
 
 /// The status of an error code: its position in [`ErrorCode::ALL`] plus one.
 pub fn status_of(code: ErrorCode) -> u32 {
-    ErrorCode::ALL
-        .iter()
-        .position(|c| *c == code)
-        .map_or(u32::MAX, |i| i as u32 + 1)
+    ErrorCode::ALL.iter().position(|c| *c == code).map_or(u32::MAX, |i| i as u32 + 1)
 }
 
 /// Records `err` as the last error and returns its status.
@@ -51,10 +48,7 @@ pub fn code_name(status: u32) -> String {
     if status == OK {
         return "ok".into();
     }
-    ErrorCode::ALL
-        .get((status as usize).wrapping_sub(1))
-        .map_or("", |c| c.as_str())
-        .into()
+    ErrorCode::ALL.get((status as usize).wrapping_sub(1)).map_or("", |c| c.as_str()).into()
 }
 
 /// The message of the last failed call (postwire-core's text, which never holds key

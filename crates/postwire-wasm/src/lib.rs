@@ -33,8 +33,8 @@ mod secrets;
 mod verifier;
 
 pub use replay::WasmReplayGuard;
-pub use secrets::generate_secret;
 pub use scratch::scratch_reserve;
+pub use secrets::generate_secret;
 pub use verifier::WasmVerifier;
 
 use wasm_bindgen::prelude::*;

@@ -3,14 +3,19 @@
 //! The secrets are parsed once, at construction, into postwire-core's [`Verifier`] and
 //! [`Signer`] (which keep the HMAC key schedule precomputed), so a verify costs only the
 //! hashing of the message. Inputs come through the scratch buffer (see `scratch`).
+//!
+//! On Node the wrapper may hash large bodies with node:crypto, which has SHA instructions
+//! that wasm lacks, and pass only the HMACs ([`WasmVerifier::verify_macs`]); every
+//! decision (headers, timestamp window, signature parsing and comparison) is still made
+//! here, by postwire-core.
 
 use postwire_core::{
-    Error, ErrorCode, Secret, Signature, SignatureHeader, Signer, UnixTime, Verifier, WebhookHeaders, ID_HEADER, SIGNATURE_HEADER,
-    TIMESTAMP_HEADER,
+    Error, ErrorCode, ID_HEADER, SIGNATURE_HEADER, Secret, Signature, SignatureHeader, Signer, TIMESTAMP_HEADER,
+    UnixTime, Verifier, WebhookHeaders,
 };
 use wasm_bindgen::prelude::*;
 
-use crate::codes::{fail, status, OK};
+use crate::codes::{OK, fail, status};
 use crate::scratch;
 
 /// Bytes in an HMAC-SHA256 output.
@@ -193,8 +198,8 @@ impl WasmVerifier {
         };
         let result = scratch::with(|buf| {
             let [id, body] = scratch::split(buf, [id_len, body_len]).ok_or_else(scratch::overflow)?;
-            let id = std::str::from_utf8(id)
-                .map_err(|_| Error::InvalidHeader { name: ID_HEADER, reason: "not ASCII" })?;
+            let id =
+                std::str::from_utf8(id).map_err(|_| Error::InvalidHeader { name: ID_HEADER, reason: "not ASCII" })?;
             signer.sign(id, UnixTime::from_secs(secs(timestamp_secs)), body)
         });
         match result {
@@ -210,8 +215,9 @@ impl WasmVerifier {
 /// The three header values as name/value pairs for postwire-core, which then itself
 /// reports a missing header (an absent one gets an empty name, so no look-up finds it)
 /// and checks the values.
-fn present_headers<'a>(values: [&'a [u8]; 3], present: u32) -> Result<[(&'static str, &'a str); 3], Error> {
-    const NAMES: [(&str, u32); 3] = [(ID_HEADER, HAS_ID), (TIMESTAMP_HEADER, HAS_TIMESTAMP), (SIGNATURE_HEADER, HAS_SIGNATURE)];
+fn present_headers(values: [&[u8]; 3], present: u32) -> Result<[(&'static str, &str); 3], Error> {
+    const NAMES: [(&str, u32); 3] =
+        [(ID_HEADER, HAS_ID), (TIMESTAMP_HEADER, HAS_TIMESTAMP), (SIGNATURE_HEADER, HAS_SIGNATURE)];
     let mut pairs = [("", ""); 3];
     for ((pair, (name, bit)), value) in pairs.iter_mut().zip(NAMES).zip(values) {
         if present & bit != 0 {

@@ -8,7 +8,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use postwire_wasm::codes::{code_name, last_error_message, last_error_status};
-use postwire_wasm::{generate_secret, scratch_reserve, wasm_memory, WasmReplayGuard, WasmVerifier};
+use postwire_wasm::{WasmReplayGuard, WasmVerifier, generate_secret, scratch_reserve, wasm_memory};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::*;
 
