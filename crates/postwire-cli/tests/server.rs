@@ -1,0 +1,262 @@
+//! Runs the real `postwire` binary: `demo` to the end, `serve` with tokens made by
+//! `postwire token`, graceful SIGTERM with a delivery in flight, and the precedence of
+//! flags, environment and config file.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use postwire_core::{Secret, SystemClock};
+use postwire_sender::{Sender, SenderConfig};
+use postwire_server::receiver::Receiver;
+use serde_json::{json, Value};
+
+const INGEST: &str = "cli-test-ingest-token-0123456789";
+
+fn postwire() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_postwire"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("POSTWIRE_") {
+            c.env_remove(k);
+        }
+    }
+    c
+}
+
+/// A child process killed when dropped (a failing test leaves nothing running).
+struct Running {
+    child: Child,
+    base: String,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Running {
+    /// Sends SIGTERM and returns (exit success, rest of stdout).
+    fn terminate(mut self) -> (bool, String) {
+        let status = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
+        assert!(status.success());
+        let start = Instant::now();
+        let exit = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "serve did not stop after SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let rest: Vec<String> = self.lines.try_iter().collect();
+        (exit.success(), rest.join("\n"))
+    }
+}
+
+/// Starts `postwire serve` with `args` and waits for `listening on http://…`.
+fn serve(args: &[&str], envs: &[(&str, &str)]) -> Running {
+    let mut cmd = postwire();
+    cmd.arg("serve").args(args).stdout(Stdio::piped()).stderr(Stdio::null());
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let start = Instant::now();
+    let mut seen = Vec::new();
+    loop {
+        let left = Duration::from_secs(30).saturating_sub(start.elapsed());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                if let Some(base) = line.strip_prefix("listening on ") {
+                    return Running { child, base: base.trim().to_owned(), lines: rx };
+                }
+                seen.push(line);
+            }
+            Err(_) => {
+                let _ = child.kill();
+                panic!("serve did not start: {seen:?}");
+            }
+        }
+    }
+}
+
+fn token_create(db_args: &[&str], workspace: &str, scope: &str) -> String {
+    let out = postwire().args(["token", "create"]).args(db_args).args(["--workspace", workspace, "--scope", scope]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert!(token.starts_with("pw_"), "{token}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("only time the token is shown") && !err.contains(&token));
+    token
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap()
+}
+
+async fn call(base: &str, method: &str, path: &str, token: &str, body: Option<Value>) -> (u16, reqwest::header::HeaderMap, Value) {
+    let client = reqwest::Client::builder().no_proxy().build().unwrap();
+    let mut req = client.request(reqwest::Method::from_bytes(method.as_bytes()).unwrap(), format!("{base}{path}")).bearer_auth(token);
+    if let Some(b) = body {
+        req = req.header("content-type", "application/json").body(b.to_string());
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let text = resp.text().await.unwrap();
+    (status, headers, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+#[test]
+fn demo_ends_with_every_event_delivered_and_verified() {
+    let start = Instant::now();
+    let out = postwire().args(["demo", "--plain"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(start.elapsed() < Duration::from_secs(60));
+    let summary = stdout.lines().find(|l| l.contains(" events, ")).unwrap_or_else(|| panic!("{stdout}"));
+    assert!(summary.starts_with("8 events, 8 delivered, 8 verified, 0 lost"), "{summary}");
+    assert!(stdout.contains("attempt 1 -> 503"), "a retry is shown: {stdout}");
+    assert!(stdout.contains("attempt 3 -> 200, delivered"), "{stdout}");
+    for t in ["webhook.test", "post.scheduled", "post.publishing", "post.published", "post.failed", "integration.disconnected"] {
+        assert!(stdout.contains(t), "{t}: {stdout}");
+    }
+    assert!(stdout.contains("--dangerously-allow-insecure-local-urls"), "the demo says it uses the dangerous flag");
+    assert!(stdout.match_indices("whsec_").all(|(i, _)| stdout[i + 6..].starts_with('…')), "no secret printed: {stdout}");
+}
+
+#[test]
+fn serve_with_cli_tokens_and_graceful_sigterm_keeps_the_delivery_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("serve.db");
+    let db_s = db.to_str().unwrap();
+    let server = serve(
+        &["--db", db_s, "--listen", "127.0.0.1:0", "--dangerously-allow-insecure-local-urls"],
+        &[("POSTWIRE_INGEST_TOKEN", INGEST)],
+    );
+    assert!(db.exists(), "the database is created on first run");
+    let writer = token_create(&["--db", db_s], "ws_1", "webhooks:write");
+    let reader = token_create(&["--db", db_s], "ws_1", "webhooks:read");
+    let rt = runtime();
+    let rx = rt.block_on(Receiver::start(Arc::new(SystemClock))).unwrap();
+    let base = server.base.clone();
+    rt.block_on(async {
+        let (status, _, ws) = call(&base, "GET", "/public/v1/workspaces", &writer, None).await;
+        assert_eq!(status, 200);
+        assert_eq!(ws["data"][0]["id"], "ws_1", "token create registered the workspace");
+        let (status, _, _) = call(&base, "POST", "/public/v1/workspaces/ws_1/webhooks", &reader, Some(json!({"name": "n", "url": rx.url()}))).await;
+        assert_eq!(status, 403);
+        let (status, _, sub) = call(&base, "POST", "/public/v1/workspaces/ws_1/webhooks", &writer, Some(json!({"name": "n", "url": rx.url()}))).await;
+        assert_eq!(status, 201, "{sub}");
+        rx.set_secrets(vec![Secret::parse(sub["secret"].as_str().unwrap()).unwrap()]);
+        rx.set_delay(Duration::from_millis(1500));
+        let (status, _, _) = call(&base, "POST", &format!("/public/v1/workspaces/ws_1/webhooks/{}/test", sub["id"].as_str().unwrap()), &writer, None).await;
+        assert_eq!(status, 202);
+        let start = Instant::now();
+        while rx.stats().events.values().map(|e| e.requests).sum::<u32>() == 0 {
+            assert!(start.elapsed() < Duration::from_secs(10), "no attempt started");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    // The attempt is in flight (the receiver takes 1.5 s): stop the server now.
+    let (ok, rest) = server.terminate();
+    assert!(ok, "serve exits 0 on SIGTERM: {rest}");
+    assert!(rest.contains("stopped"), "{rest}");
+    assert_eq!(rx.stats().handled, 1, "the receiver got it");
+    let counts = rt.block_on(async {
+        let sender = Sender::open_sqlite(&db, SenderConfig::default(), Arc::new(SystemClock)).await.unwrap();
+        sender.delivery_counts(None).await.unwrap()
+    });
+    assert_eq!((counts.delivered, counts.pending), (1, 0), "the in-flight attempt finished and was recorded before exit");
+
+    // Token list and revoke work on the file; a revoked token is refused by a new server.
+    let list = postwire().args(["token", "list", "--db", db_s]).output().unwrap();
+    let listing = String::from_utf8(list.stdout).unwrap();
+    assert_eq!(listing.lines().filter(|l| l.contains("active")).count(), 2, "{listing}");
+    assert!(!listing.contains(&writer[3..]), "tokens are never listed");
+    let id = listing.lines().nth(1).unwrap().split_whitespace().next().unwrap().to_owned();
+    assert!(postwire().args(["token", "revoke", "--db", db_s, &id]).output().unwrap().status.success());
+    assert!(!postwire().args(["token", "revoke", "--db", db_s, "tok_nope"]).output().unwrap().status.success());
+    let server = serve(&["--db", db_s, "--listen", "127.0.0.1:0"], &[("POSTWIRE_INGEST_TOKEN", INGEST)]);
+    let base = server.base.clone();
+    rt.block_on(async {
+        let (status, _, body) = call(&base, "GET", "/public/v1/workspaces", &writer, None).await;
+        assert_eq!((status, body["code"].as_str()), (401, Some("unauthorized")));
+        let (status, _, _) = call(&base, "GET", "/public/v1/workspaces", &reader, None).await;
+        assert_eq!(status, 200);
+    });
+    let (ok, _) = server.terminate();
+    assert!(ok);
+    rt.block_on(rx.stop());
+}
+
+fn limit_header(base: &str, token: &str) -> String {
+    runtime().block_on(async {
+        let (status, headers, _) = call(base, "GET", "/public/v1/workspaces", token, None).await;
+        assert_eq!(status, 200);
+        headers["x-ratelimit-limit"].to_str().unwrap().to_owned()
+    })
+}
+
+#[test]
+fn settings_come_from_flags_then_environment_then_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("cfg.db");
+    let config = dir.path().join("postwire.toml");
+    std::fs::write(
+        &config,
+        format!("db = {:?}\nlisten = \"127.0.0.1:0\"\nrate_limit_per_hour = 7\nlog = \"warn\"\n", db.to_str().unwrap()),
+    )
+    .unwrap();
+    let cfg = config.to_str().unwrap();
+    // The config file alone: its db, listen address and limit; the ingest token is generated.
+    let token = token_create(&["--config", cfg], "ws_1", "webhooks:read");
+    let s = serve(&["--config", cfg], &[]);
+    assert_eq!(limit_header(&s.base, &token), "7");
+    let (ok, _) = s.terminate();
+    assert!(ok);
+    assert!(db.exists());
+    let generated = Path::new(&format!("{}.ingest-token", db.display())).to_path_buf();
+    let ingest = std::fs::read_to_string(&generated).unwrap();
+    assert!(ingest.trim().len() >= 16);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&generated).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+    // The environment beats the file…
+    let s = serve(&[], &[("POSTWIRE_CONFIG", cfg), ("POSTWIRE_RATE_LIMIT_PER_HOUR", "8")]);
+    assert_eq!(limit_header(&s.base, &token), "8");
+    assert!(s.terminate().0);
+    // …and flags beat the environment.
+    let s = serve(&["--config", cfg, "--rate-limit-per-hour", "9"], &[("POSTWIRE_RATE_LIMIT_PER_HOUR", "8")]);
+    assert_eq!(limit_header(&s.base, &token), "9");
+    assert!(s.terminate().0);
+    // A bad config file is an error, not a silent default.
+    std::fs::write(&config, "rate_limit_per_hour = \"lots\"\n").unwrap();
+    let out = postwire().args(["serve", "--config", cfg]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("config file"));
+}
+
+#[test]
+fn openapi_prints_the_checked_in_document() {
+    let out = postwire().arg("openapi").output().unwrap();
+    assert!(out.status.success());
+    let file = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/openapi.json")).unwrap();
+    assert!(out.stdout == file, "docs/openapi.json is stale: run `cargo run -p postwire-cli -- openapi > docs/openapi.json`");
+}
