@@ -5,7 +5,7 @@
 # wasm-opt (Debian's is known to break the module), and esbuild to put each runtime's
 # entry point together.
 #
-#   dist/node/     index.cjs (require) + index.mjs (import), wasm read from disk
+#   dist/node/     index.cjs (require) + index.mjs (import), wasm inlined, node:crypto for large bodies
 #   dist/web/      index.js: browsers, bundlers, Deno, Bun; wasm inlined, no node: imports
 #   dist/workerd/  index.js + postwire_wasm_bg.wasm imported as a module (Cloudflare)
 #   dist/index.d.ts, dist/index.d.cts: the hand-written TypeScript types
@@ -38,26 +38,17 @@ CARGO_PROFILE_RELEASE_OPT_LEVEL="${POSTWIRE_WASM_OPT_LEVEL:-3}" CARGO_PROFILE_RE
 RAW_WASM="$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/postwire_wasm.wasm"
 
 rm -rf build dist
-mkdir -p build/web build/node dist/node dist/web dist/workerd
+mkdir -p build/web dist/node dist/web dist/workerd
 
-log "wasm-bindgen $cli (web and nodejs glue)"
+# One glue for every build (the `web` target's initSync); each entry point only differs
+# in how it obtains the compiled module.
+log "wasm-bindgen $cli (web target glue)"
 wasm-bindgen --target web --out-dir build/web "$RAW_WASM"
-wasm-bindgen --target nodejs --out-dir build/node "$RAW_WASM"
 
 log "wasm-opt -Oz (binaryen $(wasm-opt --version | awk '{print $3}'))"
 wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
   --enable-mutable-globals --enable-reference-types --enable-multivalue \
   build/web/postwire_wasm_bg.wasm -o build/postwire_wasm_bg.wasm
-# Both glues import the same module; only the JS around it differs.
-if ! cmp -s build/web/postwire_wasm_bg.wasm build/node/postwire_wasm_bg.wasm; then
-  echo "web and nodejs targets produced different modules" >&2
-  exit 1
-fi
-
-# Node: the CJS glue beside its .wasm; .cjs since the package is "type": "module".
-cp build/node/postwire_wasm.js dist/node/postwire_wasm.cjs
-sed -i 's/postwire_wasm_bg\.wasm/postwire_wasm_bg.wasm/' dist/node/postwire_wasm.cjs
-cp build/postwire_wasm_bg.wasm dist/node/postwire_wasm_bg.wasm
 cp build/postwire_wasm_bg.wasm dist/workerd/postwire_wasm_bg.wasm
 node -e '
   const fs = require("fs");
@@ -66,8 +57,9 @@ node -e '
 '
 
 log "esbuild (entry points)"
-esbuild src/entries/node.cjs --bundle --platform=node --format=cjs --target=node18 \
-  --external:./postwire_wasm.cjs --outfile=dist/node/index.cjs --log-level=warning
+# .cjs since the package is "type": "module".
+esbuild src/entries/node.js --bundle --platform=node --format=cjs --target=node18 \
+  --outfile=dist/node/index.cjs --log-level=warning
 cp src/entries/node.mjs dist/node/index.mjs
 esbuild src/entries/web.js --bundle --platform=neutral --format=esm --target=es2022 \
   --outfile=dist/web/index.js --log-level=warning

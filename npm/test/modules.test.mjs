@@ -5,7 +5,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, mkdtempSync, writeFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esm from "postwire";
 
@@ -41,8 +43,20 @@ test("the exports map resolves each runtime's condition to its build", () => {
   for (const [condition, build] of [["workerd", "workerd"], ["deno", "web"], ["bun", "web"], ["browser", "web"]]) {
     assert.equal(resolveWith([condition]), "file://" + npmDir + `dist/${build}/index.js`, condition);
   }
-  for (const file of ["dist/index.d.ts", "dist/index.d.cts", "dist/workerd/postwire_wasm_bg.wasm", "dist/node/postwire_wasm_bg.wasm"]) {
+  for (const file of ["dist/index.d.ts", "dist/index.d.cts", "dist/workerd/postwire_wasm_bg.wasm"]) {
     assert.ok(existsSync(npmDir + file), file);
+  }
+});
+
+test("a Node server bundle (as Next.js or esbuild make) still works when moved elsewhere", () => {
+  const out = mkdtempSync(join(tmpdir(), "postwire-bundle-"));
+  try {
+    writeFileSync(join(out, "app.mjs"), `import { Webhook } from "postwire";
+      console.log(new Webhook("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").sign("msg_p5jXN8AQM9LWM0D4loKWxJek", new Date(1614265330000), '{"test": 2432232314}'));`);
+    run(rootDir + "node_modules/.bin/esbuild", [join(out, "app.mjs"), "--bundle", "--platform=node", "--format=cjs", `--outfile=${join(out, "dist", "server.cjs")}`, "--log-level=warning", `--resolve-extensions=.js,.mjs,.cjs`, `--alias:postwire=${npmDir}`]);
+    assert.equal(run(process.execPath, [join(out, "dist", "server.cjs")], { cwd: out }), "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+  } finally {
+    rmSync(out, { recursive: true, force: true });
   }
 });
 

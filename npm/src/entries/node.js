@@ -1,0 +1,47 @@
+// Entry point for Node, built into dist/node/index.cjs (`require`; index.mjs re-exports it
+// for `import`). Self-contained: the module's bytes are inlined and compiled synchronously,
+// so it survives bundlers that move files (Next.js server bundles, esbuild, webpack) where
+// reading a .wasm beside `__dirname` would break. Large bodies are hashed with
+// node:crypto; every decision stays in wasm. Bun and Deno never load this file (their
+// export conditions pick dist/web).
+import { createHmac, createSecretKey } from "node:crypto";
+import {
+  initSync,
+  codeName,
+  wasmMemory,
+  scratchReserve,
+  lastErrorMessage,
+  lastErrorStatus,
+  generateSecret as wasmGenerateSecret,
+  WasmVerifier,
+  WasmReplayGuard,
+} from "../../build/web/postwire_wasm.js";
+import { WASM_BASE64 } from "../../build/web/wasm-base64.js";
+import { createApi } from "../api.js";
+
+initSync({ module: Buffer.from(WASM_BASE64, "base64") });
+
+const api = createApi(
+  {
+    codeName,
+    wasmMemory,
+    scratchReserve,
+    lastErrorMessage,
+    lastErrorStatus,
+    generateSecret: wasmGenerateSecret,
+    WasmVerifier,
+    WasmReplayGuard,
+  },
+  { createHmac, createSecretKey },
+);
+
+export const {
+  Webhook,
+  WebhookVerificationError,
+  ReplayGuard,
+  generateSecret,
+  matchesSubscription,
+  isWebhookId,
+  EVENT_TYPES,
+  ERROR_CODES,
+} = api;
