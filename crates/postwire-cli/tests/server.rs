@@ -59,6 +59,7 @@ impl Running {
 }
 
 /// Starts `postwire serve` with `args` and waits for `listening on http://…`.
+#[allow(clippy::zombie_processes)] // the child is killed and waited for by `Running`'s Drop
 fn serve(args: &[&str], envs: &[(&str, &str)]) -> Running {
     let mut cmd = postwire();
     cmd.arg("serve").args(args).stdout(Stdio::piped()).stderr(Stdio::null());

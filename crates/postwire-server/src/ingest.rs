@@ -177,6 +177,7 @@ enum AccountChangeName {
 
 #[derive(Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[allow(clippy::large_enum_variant)] // short-lived, parsed once per change
 enum ChangeBody {
     Post {
         workspace_id: String,

@@ -378,7 +378,7 @@ impl View {
             .count();
         let verified = events.iter().filter(|e| stats.events.get(&e.event_id).is_some_and(|r| r.verified)).count();
         let width = 20;
-        let filled = if total == 0 { 0 } else { delivered * width / total };
+        let filled = (delivered * width).checked_div(total).unwrap_or(0);
         let real = started.elapsed().as_secs_f64();
         format!(
             "  [{}{}] {delivered}/{total} delivered, {retrying} retrying, {verified} verified | {real:.1} s real = {} on the sender's clock",

@@ -128,7 +128,7 @@ async fn create(path: PathBuf, workspaces: Vec<String>, scopes: Vec<String>, nam
 async fn list(path: PathBuf) -> Result<ExitCode, String> {
     let tokens = open_tokens(path).await?;
     let all = tokens.list().await.map_err(|e| e.to_string())?;
-    println!("{:<22} {:<10} {:<30} {:<30} {}", "ID", "STATUS", "SCOPES", "WORKSPACES", "CREATED");
+    println!("{:<22} {:<10} {:<30} {:<30} CREATED", "ID", "STATUS", "SCOPES", "WORKSPACES");
     for t in all {
         println!(
             "{:<22} {:<10} {:<30} {:<30} {}",

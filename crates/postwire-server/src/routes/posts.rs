@@ -70,7 +70,7 @@ pub async fn lookup_post_events(
     if let Some(since) = since {
         events.retain(|e| e.created_at >= since);
     }
-    events.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    events.sort_by_key(|e| std::cmp::Reverse(e.created_at));
     let has_more = events.len() > limit;
     events.truncate(limit);
     let data = events.iter().map(|e| serde_json::to_value(e).unwrap_or_default()).collect();
