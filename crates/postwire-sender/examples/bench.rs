@@ -170,10 +170,10 @@ async fn throughput(subs: usize, deliveries: usize, pad: usize, url: &str, arriv
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let elapsed = start.elapsed();
-    let first = arrivals.first.lock().unwrap();
-    let mut lat: Vec<Duration> =
-        published.iter().filter_map(|(id, at)| first.get(id).map(|arr| arr.saturating_duration_since(*at))).collect();
-    drop(first);
+    let mut lat: Vec<Duration> = {
+        let first = arrivals.first.lock().unwrap();
+        published.iter().filter_map(|(id, at)| first.get(id).map(|arr| arr.saturating_duration_since(*at))).collect()
+    };
     lat.sort();
     dispatcher.shutdown().await;
     RunResult { rate: total as f64 / elapsed.as_secs_f64(), p50: percentile(&lat, 0.5), p99: percentile(&lat, 0.99) }
@@ -190,10 +190,10 @@ async fn light_load_latency(pad: usize, url: &str, arrivals: &Arc<Arrivals>) -> 
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let first = arrivals.first.lock().unwrap();
-    let mut lat: Vec<Duration> =
-        published.iter().filter_map(|(id, at)| first.get(id).map(|arr| arr.saturating_duration_since(*at))).collect();
-    drop(first);
+    let mut lat: Vec<Duration> = {
+        let first = arrivals.first.lock().unwrap();
+        published.iter().filter_map(|(id, at)| first.get(id).map(|arr| arr.saturating_duration_since(*at))).collect()
+    };
     lat.sort();
     dispatcher.shutdown().await;
     (percentile(&lat, 0.5), percentile(&lat, 0.99))

@@ -79,6 +79,10 @@ impl DispatcherHandle {
     }
 }
 
+pub(crate) fn handle_without_task(inner: Arc<Inner>) -> DispatcherHandle {
+    DispatcherHandle { inner, task: None }
+}
+
 pub(crate) fn start(inner: Arc<Inner>) -> DispatcherHandle {
     let task = tokio::spawn(run(inner.clone()));
     DispatcherHandle { inner, task: Some(task) }

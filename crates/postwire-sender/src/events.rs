@@ -129,6 +129,8 @@ pub struct TestEvent {
 }
 
 /// Anything the host reports.
+// Post changes are the common case; boxing them would cost an allocation per publish.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DomainChange {
     /// A post changed.

@@ -122,7 +122,7 @@ impl Sender {
         let path = path.as_ref().to_path_buf();
         let store = tokio::task::spawn_blocking(move || SqliteStore::open(path))
             .await
-            .map_err(|e| SenderError::storage(e))??;
+            .map_err(SenderError::storage)??;
         Sender::open(config, clock, Arc::new(store)).await
     }
 
@@ -136,11 +136,13 @@ impl Sender {
         &self.inner.clock
     }
 
-    /// Starts the dispatcher on the current Tokio runtime. Call once; a second call
-    /// returns a handle to nothing new (the first dispatcher keeps running).
+    /// Starts the dispatcher on the current Tokio runtime. A second call starts nothing
+    /// and returns another handle to the same dispatcher (shutting down through either
+    /// stops it).
     pub fn start(&self) -> DispatcherHandle {
         if self.inner.started.swap(true, Ordering::SeqCst) {
             tracing::warn!("Sender::start called twice; the dispatcher is already running");
+            return dispatch::handle_without_task(self.inner.clone());
         }
         dispatch::start(self.inner.clone())
     }

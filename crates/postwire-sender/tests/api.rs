@@ -220,7 +220,7 @@ async fn a_test_event_can_target_one_subscription_of_its_workspace() {
     assert_eq!(a.count(), 1);
     assert_eq!(b.count(), 0);
     let ev = a.requests()[0].verify(&[secret_a]).unwrap();
-    assert_eq!(ev.to_json().contains("\"message\":\"ping\""), true);
+    assert!(ev.to_json().contains("\"message\":\"ping\""));
 
     h.sender.upsert_workspace(Workspace { id: "ws_other".into(), name: "o".into() }).await.unwrap();
     let err = h

@@ -205,10 +205,15 @@ fn subscription_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredSubscr
     })
 }
 
+/// Where and how to send a subscription's deliveries: its URL and signing secrets.
+type Target = (String, Vec<Secret>);
+/// A subscription row's text columns used by [`load_target`].
+type TargetRow = (String, String, String, Option<String>, Option<i64>);
+
 /// A subscription's id, URL and the secrets that sign at `now` (the previous one only
-/// while its window is open); no URL when it was deleted.
-fn load_target(tx: &Connection, sub_seq: i64, now: Timestamp) -> rusqlite::Result<(String, Option<(String, Vec<Secret>)>)> {
-    let row: Option<(String, String, String, Option<String>, Option<i64>)> = tx
+/// while its window is open); no target when it was deleted.
+fn load_target(tx: &Connection, sub_seq: i64, now: Timestamp) -> rusqlite::Result<(String, Option<Target>)> {
+    let row: Option<TargetRow> = tx
         .prepare_cached("SELECT id, url, secret, previous_secret, previous_secret_until FROM subscriptions WHERE seq = ?1")?
         .query_row([sub_seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
         .optional()?;
@@ -494,8 +499,7 @@ impl Store for SqliteStore {
             let now_ms = req.now.unix_millis();
             let mut in_flight = req.in_flight;
             // Subscription row number -> its id and, while it exists, where and how to send.
-            type Target = (String, Option<(String, Vec<Secret>)>);
-            let mut targets: HashMap<i64, Target> = HashMap::new();
+            let mut targets: HashMap<i64, (String, Option<Target>)> = HashMap::new();
             let mut chosen: Vec<(i64, i64)> = Vec::new();
             {
                 // Due, unleased pending deliveries, from the covering partial index.
@@ -516,8 +520,8 @@ impl Store for SqliteStore {
                         break;
                     }
                     let (seq, sub, okey): (i64, i64, Option<i64>) = (r.get(0)?, r.get(1)?, r.get(2)?);
-                    if !targets.contains_key(&sub) {
-                        targets.insert(sub, load_target(tx, sub, req.now)?);
+                    if let std::collections::hash_map::Entry::Vacant(e) = targets.entry(sub) {
+                        e.insert(load_target(tx, sub, req.now)?);
                     }
                     let (sub_id, target) = &targets[&sub];
                     if target.is_none() {
@@ -674,15 +678,13 @@ impl Store for SqliteStore {
             let mut save = tx.prepare_cached(
                 "UPDATE subscriptions SET consecutive_failures = ?2, last_success_at = ?3, failing_since = ?4 WHERE seq = ?1",
             )?;
-            for loaded in subs.into_values() {
-                if let Some((seq, _, h, _)) = loaded {
-                    save.execute(params![
-                        seq,
-                        h.consecutive_failures,
-                        h.last_success_at.map(|t| t.unix_millis()),
-                        h.failing_since.map(|t| t.unix_millis())
-                    ])?;
-                }
+            for (seq, _, h, _) in subs.into_values().flatten() {
+                save.execute(params![
+                    seq,
+                    h.consecutive_failures,
+                    h.last_success_at.map(|t| t.unix_millis()),
+                    h.failing_since.map(|t| t.unix_millis())
+                ])?;
             }
             Ok(paused_now)
         })
