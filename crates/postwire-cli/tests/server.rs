@@ -133,6 +133,7 @@ fn demo_ends_with_every_event_delivered_and_verified() {
     assert!(summary.starts_with("8 events, 8 delivered, 8 verified, 0 lost"), "{summary}");
     assert!(stdout.contains("attempt 1 -> 503"), "a retry is shown: {stdout}");
     assert!(stdout.contains("attempt 3 -> 200, delivered"), "{stdout}");
+    assert!(stdout.contains("1 duplicate ignored"), "the lost acknowledgement's retry is de-duplicated: {stdout}");
     for t in ["webhook.test", "post.scheduled", "post.publishing", "post.published", "post.failed", "integration.disconnected"] {
         assert!(stdout.contains(t), "{t}: {stdout}");
     }

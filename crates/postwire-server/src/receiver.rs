@@ -27,6 +27,16 @@ pub struct FailurePlan {
     pub failed_attempts: u32,
 }
 
+/// Events to handle and then answer 500, as if the acknowledgement were lost (a crash
+/// after processing): the sender retries, and the retry is a duplicate to ignore.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LostAckPlan {
+    /// Events of this type…
+    pub event_type: EventType,
+    /// …get 500 after being handled on their first this-many verified requests.
+    pub lost_acks: u32,
+}
+
 /// What the receiver saw of one event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReceivedEvent {
@@ -44,6 +54,8 @@ pub struct ReceivedEvent {
     pub duplicates: u32,
     /// Order in which it was first handled (verified), from 1.
     pub handled_order: Option<u32>,
+    /// Requests handled but answered 500 on purpose (lost acknowledgements).
+    pub lost_acks: u32,
     /// The verified event.
     pub event: Option<Event>,
 }
@@ -64,6 +76,7 @@ struct Inner {
     clock: Arc<dyn Clock>,
     guard: MemoryReplayGuard,
     plan: Mutex<Option<FailurePlan>>,
+    lost_ack_plan: Mutex<Option<LostAckPlan>>,
     delay: Mutex<std::time::Duration>,
     stats: Mutex<ReceiverStats>,
 }
@@ -102,6 +115,7 @@ async fn receive(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
             verified: false,
             duplicates: 0,
             handled_order: None,
+            lost_acks: 0,
             event: None,
         });
         entry.requests += 1;
@@ -128,17 +142,26 @@ async fn receive(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
         }
         Ok(event) => {
             let seen = inner.guard.check_and_record(&event.id, now);
+            let lost_ack = *inner.lost_ack_plan.lock().unwrap_or_else(|p| p.into_inner());
             let mut stats = inner.stats.lock().unwrap_or_else(|p| p.into_inner());
             let handled = stats.handled;
             let entry = stats.events.get_mut(&id);
             let Some(entry) = entry else { return (StatusCode::OK, "ok".to_owned()) };
             entry.event_type = Some(event.event_type());
             entry.verified = true;
+            let event_type = event.event_type();
             entry.event = Some(event);
+            let lose = lost_ack.is_some_and(|p| p.event_type == event_type && entry.lost_acks < p.lost_acks);
+            if lose {
+                entry.lost_acks += 1;
+            }
             match seen {
                 Seen::Fresh => {
                     entry.handled_order = Some(handled + 1);
                     stats.handled += 1;
+                    if lose {
+                        return (StatusCode::INTERNAL_SERVER_ERROR, "handled, but the acknowledgement was lost (on purpose, for the demo)".to_owned());
+                    }
                     (StatusCode::OK, "ok".to_owned())
                 }
                 Seen::Duplicate => {
@@ -159,6 +182,7 @@ impl Receiver {
             clock,
             guard: MemoryReplayGuard::default(),
             plan: Mutex::new(None),
+            lost_ack_plan: Mutex::new(None),
             delay: Mutex::new(std::time::Duration::ZERO),
             stats: Mutex::new(ReceiverStats::default()),
         });
@@ -190,6 +214,11 @@ impl Receiver {
     /// Fails on purpose as `plan` says, or stops failing with `None`.
     pub fn set_failure_plan(&self, plan: Option<FailurePlan>) {
         *self.inner.plan.lock().unwrap_or_else(|p| p.into_inner()) = plan;
+    }
+
+    /// Handles events and then answers 500 as `plan` says, or stops with `None`.
+    pub fn set_lost_ack_plan(&self, plan: Option<LostAckPlan>) {
+        *self.inner.lost_ack_plan.lock().unwrap_or_else(|p| p.into_inner()) = plan;
     }
 
     /// Waits this long before verifying and answering each request (a slow receiver).

@@ -5,7 +5,8 @@
 //! subscription through the HTTP API, sends a test event, and reports a realistic
 //! sequence through the internal ingest API: a post scheduled, publishing, published;
 //! another that fails with `rate_limited`; an account disconnected. The receiver is down
-//! for the first two attempts of `post.published`, so a retry is visible: the sender's
+//! for the first two attempts of `post.published`, and loses its answer to the first
+//! `integration.disconnected` (so the retry is a duplicate it ignores): the sender's
 //! clock runs 60 times faster than real time, so the spec's 30 s and 2 min delays take
 //! half a second and two seconds. A live table (redrawn in place on a terminal, one line
 //! per attempt otherwise) shows deliveries and attempts as the API reports them, and the
@@ -23,7 +24,7 @@ use clap::Args;
 use postwire_core::{Clock, EventType, Secret, SystemClock, Timestamp};
 use postwire_sender::SenderConfig;
 use postwire_server::clock::ScaledClock;
-use postwire_server::receiver::{FailurePlan, Receiver, ReceiverStats};
+use postwire_server::receiver::{FailurePlan, LostAckPlan, Receiver, ReceiverStats};
 use postwire_server::{NewToken, Scope, Server, ServerOptions};
 use serde_json::{json, Value};
 
@@ -198,8 +199,10 @@ async fn story(demo: &Arc<Demo>, receiver: &Receiver, clock: Arc<ScaledClock>, a
     let secret = Secret::parse(sub["secret"].as_str().unwrap_or_default()).map_err(|e| format!("creation returned no usable secret: {e}"))?;
     receiver.set_secrets(vec![secret]);
     receiver.set_failure_plan(Some(FailurePlan { event_type: EventType::PostPublished, failed_attempts: 2 }));
+    receiver.set_lost_ack_plan(Some(LostAckPlan { event_type: EventType::IntegrationDisconnected, lost_acks: 1 }));
     println!("POST /public/v1/workspaces/{WORKSPACE}/webhooks -> 201 {sub_id} (all event types; secret whsec_… shown once, handed to the receiver)");
-    println!("The receiver will answer 503 to the first 2 attempts of post.published, so you can watch the retries.");
+    println!("The receiver will answer 503 to the first 2 attempts of post.published, so you can watch the retries,");
+    println!("and will lose its 200 for integration.disconnected once, so the retry arrives as a duplicate it ignores.");
     println!();
 
     let events: Arc<Mutex<Vec<DemoEvent>>> = Arc::new(Mutex::new(Vec::new()));
@@ -279,7 +282,7 @@ async fn story(demo: &Arc<Demo>, receiver: &Receiver, clock: Arc<ScaledClock>, a
     let duplicates: u32 = stats.events.values().map(|r| r.duplicates).sum();
     let lost = expected.saturating_sub(verified);
     println!(
-        "{} events, {delivered} delivered, {verified} verified, {lost} lost ({retried} retries, {duplicates} duplicates ignored, {} rejected signatures) in {:.1} s",
+        "{} events, {delivered} delivered, {verified} verified, {lost} lost ({retried} retries, {duplicates} duplicate(s) ignored, {} rejected signatures) in {:.1} s",
         expected,
         stats.rejected,
         started.elapsed().as_secs_f64()
@@ -358,7 +361,8 @@ impl View {
             let r = stats.events.get(&e.event_id);
             let receiver = match r {
                 None => "-".to_owned(),
-                Some(r) if r.verified && r.duplicates > 0 => format!("verified; {} duplicate(s) ignored", r.duplicates),
+                Some(r) if r.verified && r.duplicates > 0 => format!("verified; {} duplicate ignored", r.duplicates),
+                Some(r) if r.verified && r.lost_acks > 0 => "verified; answer lost (500)".to_owned(),
                 Some(r) if r.verified => "verified".to_owned(),
                 Some(r) if r.failed_on_purpose > 0 => "down (503 on purpose)".to_owned(),
                 Some(_) => "rejected".to_owned(),
@@ -410,7 +414,9 @@ impl View {
                     let n = *seen + 1;
                     let outcome = &d.attempts[*seen];
                     let next = if n == d.attempts.len() && d.state == "pending" {
-                        d.next_attempt_at.map(|at| format!(", retry in {}", human_secs(at.unix_millis() - now.unix_millis()))).unwrap_or_default()
+                        d.next_attempt_at
+                            .map(|at| format!(", retry in {} (sender clock)", human_secs(at.unix_millis() - now.unix_millis())))
+                            .unwrap_or_default()
                     } else if n == d.attempts.len() {
                         format!(", {}", d.state)
                     } else {
