@@ -280,7 +280,7 @@ async fn ordering_holds_under_concurrency_and_different_posts_run_in_parallel() 
     let config = SenderConfig { max_in_flight: 64, max_in_flight_per_subscription: 16, ..test_config() };
     let h = Harness::with_config(config).await;
     let rx = Receiver::start(|_, _| Reply::ok().delay(Duration::from_millis(40))).await;
-    h.subscribe(&rx.url).await;
+    let (_, secret) = h.subscribe(&rx.url).await;
     let posts = 16;
     let per_post = 5;
     let mut changes = vec![];
@@ -298,6 +298,7 @@ async fn ordering_holds_under_concurrency_and_different_posts_run_in_parallel() 
     let elapsed = started.elapsed();
     let reqs = rx.requests();
     assert_eq!(reqs.len(), posts * per_post);
+    assert!(reqs.iter().all(|r| r.verify(std::slice::from_ref(&secret)).is_ok()), "every delivery verifies");
     // Per post, rounds arrive in publish order.
     for p in 0..posts {
         let rounds: Vec<String> = reqs

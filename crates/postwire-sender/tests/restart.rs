@@ -33,7 +33,7 @@ async fn killed_with_sigkill_and_restarted_it_delivers_every_accepted_event_in_o
     let rx = Receiver::start(|_, _| Reply::ok().delay(Duration::from_millis(2))).await;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("sender.db");
-    {
+    let secret = {
         let sender = Sender::open_sqlite(&db, test_config(), Arc::new(SystemClock)).await.unwrap();
         sender.upsert_workspace(Workspace { id: WS.into(), name: "w".into() }).await.unwrap();
         sender
@@ -46,8 +46,9 @@ async fn killed_with_sigkill_and_restarted_it_delivers_every_accepted_event_in_o
                 created_by_kind: CreatedByKind::ApiToken,
             })
             .await
-            .unwrap();
-    }
+            .unwrap()
+            .secret
+    };
 
     // The host publishes 2000 events about one post, printing each id once accepted.
     let mut child = spawn_host(&db, 2000, false);
@@ -83,7 +84,9 @@ async fn killed_with_sigkill_and_restarted_it_delivers_every_accepted_event_in_o
         assert!(started.elapsed() < Duration::from_secs(60), "restarted host did not finish");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let received: Vec<String> = rx.requests().iter().map(|r| r.id()).collect();
+    let requests = rx.requests();
+    assert!(requests.iter().all(|r| r.verify(std::slice::from_ref(&secret)).is_ok()), "every delivery verifies");
+    let received: Vec<String> = requests.iter().map(|r| r.id()).collect();
     for id in &accepted {
         assert!(received.contains(id), "accepted event {id} was delivered");
     }
