@@ -315,6 +315,47 @@ mod tests {
         assert_eq!(u.name, None);
     }
 
+    fn arbitrary_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            ".{0,12}".prop_map(Value::String),
+            prop::sample::select(vec!["name", "url", "events", "integrationIds", "enabled", "message", "post.published"])
+                .prop_map(|s| Value::String(s.to_owned())),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::btree_map(
+                    prop::sample::select(vec!["name", "url", "events", "integrationIds", "enabled", "message", "x"]).prop_map(str::to_owned),
+                    inner,
+                    0..6
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_json_is_accepted_or_refused_with_messages_never_a_panic(v in arbitrary_json()) {
+            for result in [parse_create(Some(&v)).map(|_| ()), parse_update(Some(&v)).map(|_| ()), parse_enabled(Some(&v)).map(|_| ()), parse_test_message(Some(&v)).map(|_| ())] {
+                if let Err(e) = result {
+                    proptest::prop_assert!(matches!(&e, ApiError::Invalid(m) if !m.is_empty()), "{e:?}");
+                }
+            }
+        }
+
+        #[test]
+        fn any_bytes_parse_or_fail_cleanly(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+            if let Err(e) = parse_json(&bytes) {
+                proptest::prop_assert_eq!(e.code(), "invalid_request");
+            }
+        }
+    }
+
     #[test]
     fn enabled_and_queries() {
         assert!(parse_enabled(Some(&json!({"enabled": true}))).unwrap());

@@ -38,6 +38,7 @@ pub const DEFAULT_PAGE_SIZE: usize = 20;
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
         (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
+        (status = "5XX", description = "`internal_error` (500; details in the server log only) or `unavailable` (503, shutting down).", body = ErrorBody),
     ),
     security(("bearer" = ["webhooks:read"]))
 )]

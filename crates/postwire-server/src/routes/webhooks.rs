@@ -52,6 +52,7 @@ pub(crate) async fn load(state: &AppState, workspace_id: &str, id: &str) -> ApiR
         (status = 404, description = "No such workspace (`not_found`).", body = ErrorBody),
         (status = 429, description = "Hourly API limit exceeded (`rate_limited`); see `Retry-After`.", body = ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
+        (status = "5XX", description = "`internal_error` (500; details in the server log only) or `unavailable` (503, shutting down).", body = ErrorBody),
     ),
     security(("bearer" = ["webhooks:write"]))
 )]
@@ -93,6 +94,7 @@ pub async fn create_webhook(
         (status = 404, description = "No such workspace (`not_found`).", body = ErrorBody),
         (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
+        (status = "5XX", description = "`internal_error` (500; details in the server log only) or `unavailable` (503, shutting down).", body = ErrorBody),
     ),
     security(("bearer" = ["webhooks:read"]))
 )]
@@ -121,6 +123,7 @@ pub async fn list_webhooks(
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
         (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
+        (status = "5XX", description = "`internal_error` (500; details in the server log only) or `unavailable` (503, shutting down).", body = ErrorBody),
     ),
     security(("bearer" = ["webhooks:read"]))
 )]
@@ -150,6 +153,7 @@ pub async fn get_webhook(
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
         (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
+        (status = "5XX", description = "`internal_error` (500; details in the server log only) or `unavailable` (503, shutting down).", body = ErrorBody),
     ),
     security(("bearer" = ["webhooks:write"]))
 )]
@@ -182,6 +186,7 @@ pub async fn update_webhook(
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
         (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
+        (status = "5XX", description = "`internal_error` (500; details in the server log only) or `unavailable` (503, shutting down).", body = ErrorBody),
     ),
     security(("bearer" = ["webhooks:write"]))
 )]
@@ -216,6 +221,7 @@ pub async fn delete_webhook(
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
         (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
+        (status = "5XX", description = "`internal_error` (500; details in the server log only) or `unavailable` (503, shutting down).", body = ErrorBody),
     ),
     security(("bearer" = ["webhooks:write"]))
 )]
@@ -251,6 +257,7 @@ pub async fn set_webhook_enabled(
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
         (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
+        (status = "5XX", description = "`internal_error` (500; details in the server log only) or `unavailable` (503, shutting down).", body = ErrorBody),
     ),
     security(("bearer" = ["webhooks:write"]))
 )]
@@ -294,6 +301,7 @@ pub async fn send_test_event(
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
         (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
+        (status = "5XX", description = "`internal_error` (500; details in the server log only) or `unavailable` (503, shutting down).", body = ErrorBody),
     ),
     security(("bearer" = ["webhooks:write"]))
 )]

@@ -19,6 +19,7 @@ use crate::state::AppState;
         (status = 401, description = "Bearer token missing or invalid (`unauthorized`).", body = ErrorBody),
         (status = 429, description = "Hourly API limit exceeded (`rate_limited`); see `Retry-After`.", body = ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
+        (status = "5XX", description = "`internal_error` (500; details in the server log only) or `unavailable` (503, shutting down).", body = ErrorBody),
     ),
     security(("bearer" = []))
 )]
