@@ -73,7 +73,8 @@ fn resolve(args: ServeArgs) -> Result<Resolved, String> {
 /// Starts logging to standard error with `filter`.
 pub fn init_logging(filter: &str) {
     let filter = tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).with_target(false).try_init();
 }
 
 /// The ingest token file next to the database.
@@ -157,6 +158,7 @@ async fn serve(s: Resolved) -> Result<ExitCode, String> {
     } else {
         println!("  tokens    {live_tokens} active (postwire token list --db {db_shown}; new: postwire token create --db {db_shown} --workspace ID --scope webhooks:write)");
     }
+    println!("  docs      docs/api.md in the repository: endpoints, scopes, errors, the ingest API, settings");
     println!("listening on {base}");
     tracing::info!(addr = %running.local_addr(), "serving; Ctrl-C or SIGTERM stops gracefully");
     postwire_server::shutdown_signal().await;

@@ -45,11 +45,11 @@ pub enum TokenCommand {
     Create {
         #[command(flatten)]
         db: DbArgs,
-        /// A workspace the token may use; repeat for several.
-        #[arg(long = "workspace", required = true)]
+        /// Workspaces the token may use (repeat, or list them: `--workspace a b` / `a,b`).
+        #[arg(long = "workspace", required = true, num_args = 1.., value_delimiter = ',')]
         workspaces: Vec<String>,
-        /// A scope: webhooks:read or webhooks:write (implies read); repeat for several.
-        #[arg(long = "scope", required = true)]
+        /// Scopes: webhooks:read, webhooks:write (implies read); repeat or list them.
+        #[arg(long = "scope", required = true, num_args = 1.., value_delimiter = ',')]
         scopes: Vec<String>,
         /// A label for the token.
         #[arg(long, default_value = "")]
