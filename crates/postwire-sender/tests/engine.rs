@@ -160,7 +160,7 @@ async fn a_receiver_hanging_past_the_timeout_is_a_failed_attempt_and_a_slow_one_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "takes 10 s of real time: run with --ignored to check the real default timeout"]
+// Takes 10 s of real time (in parallel with the other tests of this file).
 async fn the_default_timeout_is_ten_seconds() {
     let config = SenderConfig { attempt_timeout: SenderConfig::default().attempt_timeout, ..test_config() };
     let h = Harness::with_config(config).await;
@@ -310,8 +310,8 @@ async fn ordering_holds_under_concurrency_and_different_posts_run_in_parallel() 
         let expected: Vec<String> = (0..per_post).map(|r| format!("round-{r}")).collect();
         assert_eq!(rounds, expected, "post p{p}");
     }
-    // 80 deliveries of 40 ms each: sequentially 3.2 s; 16 posts in parallel need ~5 rounds.
-    assert!(elapsed < Duration::from_millis(1600), "different posts went in parallel: {elapsed:?}");
+    // 80 deliveries of 40 ms each: 3.2 s one at a time; 16 posts in parallel need ~5 rounds (0.2 s).
+    assert!(elapsed < Duration::from_millis(2500), "different posts went in parallel: {elapsed:?}");
     h.shutdown().await;
 }
 
