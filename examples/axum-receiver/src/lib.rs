@@ -54,16 +54,27 @@ pub fn router(secret: Secret, handler: Arc<dyn EventHandler>) -> Router {
 }
 
 /// As [`router`], with the clock injected (tests).
-pub fn router_with_clock(secret: Secret, handler: Arc<dyn EventHandler>, clock: Arc<dyn Clock + Send + Sync>) -> Router {
-    let state = Arc::new(AppState { verifier: Verifier::new(secret), seen: MemoryReplayGuard::default(), handler, clock });
+pub fn router_with_clock(
+    secret: Secret,
+    handler: Arc<dyn EventHandler>,
+    clock: Arc<dyn Clock + Send + Sync>,
+) -> Router {
+    let state =
+        Arc::new(AppState { verifier: Verifier::new(secret), seen: MemoryReplayGuard::default(), handler, clock });
     Router::new()
         .route("/webhooks/postwire", post(receive))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .fallback(|| async { error(StatusCode::NOT_FOUND, "not_found", "no such route; webhooks are POSTed to /webhooks/postwire".into()) })
+        .fallback(|| async {
+            error(StatusCode::NOT_FOUND, "not_found", "no such route; webhooks are POSTed to /webhooks/postwire".into())
+        })
         .with_state(state)
 }
 
-async fn receive(State(app): State<Arc<AppState>>, headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {
+async fn receive(
+    State(app): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     let body = match body {
         Ok(b) => b,
         Err(rejection) => {
@@ -98,7 +109,11 @@ async fn receive(State(app): State<Arc<AppState>>, headers: HeaderMap, body: Res
         Err(why) => {
             app.seen.forget(&id); // so the sender's retry is handled
             eprintln!("webhook {id}: handler failed: {why}");
-            error(StatusCode::INTERNAL_SERVER_ERROR, "handler_failed", "handling the event failed; it will be retried".into())
+            error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "handler_failed",
+                "handling the event failed; it will be retried".into(),
+            )
         }
     }
 }

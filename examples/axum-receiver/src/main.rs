@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use postwire_core::{Event, Secret};
-use postwire_example_axum_receiver::{events, router, EventHandler};
+use postwire_example_axum_receiver::{EventHandler, events, router};
 
 /// Your handling goes here: update your records, notify someone, enqueue a job...
 struct PrintEvents;

@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use postwire_core::{Event, EventData, Secret};
-use postwire_example_axum_receiver::{router, EventHandler};
-use serde_json::{json, Value};
+use postwire_example_axum_receiver::{EventHandler, router};
+use serde_json::{Value, json};
 use sha2::Sha256;
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwXmvd4nP3pHo=";
@@ -139,15 +139,31 @@ async fn tampered_and_malformed_deliveries_are_refused_with_their_code() {
     let ts = now();
     let sig = sign(SECRET, id, ts, &body);
     let tampered = body.replace("PUBLISHED", "ERROR");
-    assert_error(&send(&url, Some(id), Some(ts.to_string()), Some(sig.clone()), tampered).await, 400, "invalid_signature");
+    assert_error(
+        &send(&url, Some(id), Some(ts.to_string()), Some(sig.clone()), tampered).await,
+        400,
+        "invalid_signature",
+    );
     let other_secret = "whsec_dGhpcyBpcyBhbm90aGVyIHNlY3JldCwgMzIgYnl0ZXMh";
     let wrong = sign(other_secret, id, ts, &body);
-    assert_error(&send(&url, Some(id), Some(ts.to_string()), Some(wrong), body.clone()).await, 400, "invalid_signature");
+    assert_error(
+        &send(&url, Some(id), Some(ts.to_string()), Some(wrong), body.clone()).await,
+        400,
+        "invalid_signature",
+    );
     assert_error(&send(&url, Some(id), Some(ts.to_string()), None, body.clone()).await, 400, "missing_header");
     assert_error(&send(&url, None, Some(ts.to_string()), Some(sig.clone()), body.clone()).await, 400, "missing_header");
-    assert_error(&send(&url, Some(id), Some("12ab".into()), Some(sig.clone()), body.clone()).await, 400, "invalid_header");
+    assert_error(
+        &send(&url, Some(id), Some("12ab".into()), Some(sig.clone()), body.clone()).await,
+        400,
+        "invalid_header",
+    );
     let old = now() - 3600;
-    assert_error(&send(&url, Some(id), Some(old.to_string()), Some(sign(SECRET, id, old, &body)), body.clone()).await, 400, "timestamp_too_old");
+    assert_error(
+        &send(&url, Some(id), Some(old.to_string()), Some(sign(SECRET, id, old, &body)), body.clone()).await,
+        400,
+        "timestamp_too_old",
+    );
     // Signed, but not an event of the API; and an envelope id that differs from webhook-id.
     assert_error(&send_signed(&url, id, "not json").await, 400, "invalid_payload");
     assert_error(&send_signed(&url, id, &published_body("msg_other")).await, 400, "invalid_payload");

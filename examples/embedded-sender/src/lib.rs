@@ -77,7 +77,9 @@ impl Post {
         let (state, release_url, release_id, error) = match &self.status {
             PostStatus::Draft | PostStatus::Scheduled => (PostState::Queue, None, None, None),
             PostStatus::Publishing => (PostState::Publishing, None, None, None),
-            PostStatus::Published { url, release_id } => (PostState::Published, Some(url.clone()), Some(release_id.clone()), None),
+            PostStatus::Published { url, release_id } => {
+                (PostState::Published, Some(url.clone()), Some(release_id.clone()), None)
+            }
             PostStatus::Failed { error } => (PostState::Error, None, None, Some(error.message().to_owned())),
         };
         PostRecord {
@@ -98,7 +100,12 @@ impl Post {
 
 impl Account {
     fn integration(&self) -> Integration {
-        Integration { id: self.id.clone(), name: self.name.clone(), provider_identifier: self.provider.clone(), picture: None }
+        Integration {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            provider_identifier: self.provider.clone(),
+            picture: None,
+        }
     }
 }
 
@@ -176,7 +183,12 @@ impl<'a> Posts<'a> {
     }
 
     /// The account's token stopped working: `integration.disconnected`.
-    pub async fn account_disconnected(&self, workspace_id: &str, account: &Account, reason: DisconnectReason) -> Result<Published, SenderError> {
+    pub async fn account_disconnected(
+        &self,
+        workspace_id: &str,
+        account: &Account,
+        reason: DisconnectReason,
+    ) -> Result<Published, SenderError> {
         let change = AccountChange {
             workspace_id: workspace_id.to_owned(),
             integration: account.integration(),
@@ -187,7 +199,11 @@ impl<'a> Posts<'a> {
 
     /// The account works again: `integration.reconnected`.
     pub async fn account_reconnected(&self, workspace_id: &str, account: &Account) -> Result<Published, SenderError> {
-        let change = AccountChange { workspace_id: workspace_id.to_owned(), integration: account.integration(), kind: AccountChangeKind::Reconnected };
+        let change = AccountChange {
+            workspace_id: workspace_id.to_owned(),
+            integration: account.integration(),
+            kind: AccountChangeKind::Reconnected,
+        };
         self.sender.publish(change).await
     }
 }

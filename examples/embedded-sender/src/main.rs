@@ -12,7 +12,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use postwire_core::{Actor, ActorKind, CreatedByKind, DisconnectReason, EventError, FailureCode, SystemClock, Timestamp};
+use postwire_core::{
+    Actor, ActorKind, CreatedByKind, DisconnectReason, EventError, FailureCode, SystemClock, Timestamp,
+};
 use postwire_example_embedded_sender::{Account, Post, PostStatus, Posts};
 use postwire_sender::{NewSubscription, Sender, SenderConfig, Workspace};
 
@@ -51,8 +53,11 @@ async fn run(db: &str, url: &str, insecure: bool) -> Result<(), Box<dyn std::err
     let dispatcher = sender.start();
     let posts = Posts::new(&sender);
 
-    let account = Account { id: "int_linkedin_1".into(), name: "Northwind on LinkedIn".into(), provider: "linkedin".into() };
-    posts.register(Workspace { id: WORKSPACE.into(), name: "Northwind".into() }, std::slice::from_ref(&account)).await?;
+    let account =
+        Account { id: "int_linkedin_1".into(), name: "Northwind on LinkedIn".into(), provider: "linkedin".into() };
+    posts
+        .register(Workspace { id: WORKSPACE.into(), name: "Northwind".into() }, std::slice::from_ref(&account))
+        .await?;
     if sender.list_subscriptions(WORKSPACE).await?.is_empty() {
         let created = sender
             .create_subscription(NewSubscription {
@@ -69,7 +74,9 @@ async fn run(db: &str, url: &str, insecure: bool) -> Result<(), Box<dyn std::err
         println!("created subscription {}; its signing secret is in {path}", created.subscription.id);
     }
 
-    let now = Timestamp::from_unix_millis(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis() as i64);
+    let now = Timestamp::from_unix_millis(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis() as i64,
+    );
     let mut post = Post {
         id: format!("post_{}", now.unix_millis()),
         workspace_id: WORKSPACE.into(),
@@ -80,7 +87,9 @@ async fn run(db: &str, url: &str, insecure: bool) -> Result<(), Box<dyn std::err
         publish_at: now,
         status: PostStatus::Draft,
     };
-    let report = |what: &str, p: postwire_sender::Published| println!("{what:<28} {}", p.event_id().map_or("no event (draft)".to_owned(), |id| format!("event {id}")));
+    let report = |what: &str, p: postwire_sender::Published| {
+        println!("{what:<28} {}", p.event_id().map_or("no event (draft)".to_owned(), |id| format!("event {id}")))
+    };
     report("draft saved", posts.save_draft(&mut post, "Our new roast is here!").await?);
     report("scheduled", posts.schedule(&mut post, now.add_millis(3_600_000)).await?);
     report("publishing", posts.start_publishing(&mut post).await?);
@@ -89,8 +98,14 @@ async fn run(db: &str, url: &str, insecure: bool) -> Result<(), Box<dyn std::err
     report("second post scheduled", posts.schedule(&mut second, now).await?);
     let error = EventError::new(FailureCode::MediaInvalid, "the image is larger than 5 MB", false)?;
     report("second post failed", posts.failed(&mut second, error).await?);
-    report("second post deleted", posts.delete(&second, Actor { kind: ActorKind::Dashboard, id: Some("usr_1".into()) }).await?);
-    report("account disconnected", posts.account_disconnected(WORKSPACE, &account, DisconnectReason::ReconnectRequired).await?);
+    report(
+        "second post deleted",
+        posts.delete(&second, Actor { kind: ActorKind::Dashboard, id: Some("usr_1".into()) }).await?,
+    );
+    report(
+        "account disconnected",
+        posts.account_disconnected(WORKSPACE, &account, DisconnectReason::ReconnectRequired).await?,
+    );
 
     // Wait (up to 15 s) until every delivery had its first attempt. A long-running
     // service keeps retrying failures for about a day; this demo stops here and prints
@@ -104,7 +119,12 @@ async fn run(db: &str, url: &str, insecure: bool) -> Result<(), Box<dyn std::err
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     for d in sender.list_deliveries(&subscription, None, 20).await?.items.iter().rev() {
-        println!("delivery {:<26} {:<8} after {} attempt(s)", d.event_type.as_str(), d.state.as_str(), d.attempts.len());
+        println!(
+            "delivery {:<26} {:<8} after {} attempt(s)",
+            d.event_type.as_str(),
+            d.state.as_str(),
+            d.attempts.len()
+        );
     }
     dispatcher.shutdown().await;
     Ok(())

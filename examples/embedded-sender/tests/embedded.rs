@@ -14,8 +14,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use postwire_core::{
-    Actor, ActorKind, Clock, CreatedByKind, DisconnectReason, Event, EventError, EventType, FailureCode, ManualClock, Secret,
-    Timestamp, Verifier,
+    Actor, ActorKind, Clock, CreatedByKind, DisconnectReason, Event, EventError, EventType, FailureCode, ManualClock,
+    Secret, Timestamp, Verifier,
 };
 use postwire_example_embedded_sender::{Account, Post, PostStatus, Posts};
 use postwire_sender::schedule::Jitter;
@@ -73,7 +73,8 @@ impl Harness {
 
         let dir = tempfile::tempdir().unwrap();
         // Loopback http receiver: only with the dangerous flag. No jitter: exact delays.
-        let config = SenderConfig { jitter: Jitter::None, ..SenderConfig::default() }.dangerously_allow_insecure_local_urls();
+        let config =
+            SenderConfig { jitter: Jitter::None, ..SenderConfig::default() }.dangerously_allow_insecure_local_urls();
         let sender = Sender::open_sqlite(dir.path().join("webhooks.db"), config, clock.clone()).await.unwrap();
         Posts::new(&sender).register(Workspace { id: "ws_1".into(), name: "Acme".into() }, &[account()]).await.unwrap();
         let created = sender
@@ -126,7 +127,11 @@ async fn a_post_life_is_delivered_signed_in_order_without_drafts_or_content() {
     let h = Harness::start().await;
     let posts = Posts::new(&h.sender);
     let mut post = new_post("post_1", &h.clock);
-    assert_eq!(posts.save_draft(&mut post, "SECRET LAUNCH TEXT v2").await.unwrap().event_id(), None, "drafts emit nothing");
+    assert_eq!(
+        posts.save_draft(&mut post, "SECRET LAUNCH TEXT v2").await.unwrap().event_id(),
+        None,
+        "drafts emit nothing"
+    );
     let at = h.clock.now().add_millis(3_600_000);
     let mut ids = vec![
         posts.schedule(&mut post, at).await.unwrap(),
@@ -142,16 +147,28 @@ async fn a_post_life_is_delivered_signed_in_order_without_drafts_or_content() {
     ids.push(posts.schedule(&mut other, at).await.unwrap().event_id().unwrap().to_owned());
     let error = EventError::new(FailureCode::MediaInvalid, "image too large", false).unwrap();
     ids.push(posts.failed(&mut other, error).await.unwrap().event_id().unwrap().to_owned());
-    ids.push(posts.delete(&other, Actor { kind: ActorKind::ApiToken, id: Some("tok_1".into()) }).await.unwrap().event_id().unwrap().to_owned());
+    ids.push(
+        posts
+            .delete(&other, Actor { kind: ActorKind::ApiToken, id: Some("tok_1".into()) })
+            .await
+            .unwrap()
+            .event_id()
+            .unwrap()
+            .to_owned(),
+    );
     h.idle().await;
 
     let events = h.receiver.seen.events.lock().unwrap().clone();
     let mut got: Vec<_> = events.iter().map(|e| e.id.clone()).collect();
     assert_eq!(got.len(), ids.len(), "every event verified and accepted once");
     // Per post (and per account), in the order reported.
-    let order = |pred: &dyn Fn(&Event) -> bool| events.iter().filter(|e| pred(e)).map(|e| e.event_type()).collect::<Vec<_>>();
+    let order =
+        |pred: &dyn Fn(&Event) -> bool| events.iter().filter(|e| pred(e)).map(|e| e.event_type()).collect::<Vec<_>>();
     let about = |post: &'static str| move |e: &Event| e.data.post().is_some_and(|p| p.id == post);
-    assert_eq!(order(&about("post_1")), [EventType::PostScheduled, EventType::PostPublishing, EventType::PostPublished]);
+    assert_eq!(
+        order(&about("post_1")),
+        [EventType::PostScheduled, EventType::PostPublishing, EventType::PostPublished]
+    );
     assert_eq!(order(&about("post_2")), [EventType::PostScheduled, EventType::PostFailed, EventType::PostDeleted]);
     assert_eq!(
         order(&|e: &Event| e.data.post().is_none()),
@@ -160,7 +177,10 @@ async fn a_post_life_is_delivered_signed_in_order_without_drafts_or_content() {
     got.sort();
     ids.sort();
     assert_eq!(got, ids);
-    assert!(h.receiver.seen.bodies.lock().unwrap().iter().all(|b| !b.contains("SECRET LAUNCH TEXT")), "content never leaves");
+    assert!(
+        h.receiver.seen.bodies.lock().unwrap().iter().all(|b| !b.contains("SECRET LAUNCH TEXT")),
+        "content never leaves"
+    );
 }
 
 #[tokio::test]
@@ -171,7 +191,7 @@ async fn a_failing_receiver_gets_the_same_event_again_after_30_seconds() {
     let mut post = new_post("post_retry", &h.clock);
     let id = posts.schedule(&mut post, h.clock.now()).await.unwrap().event_id().unwrap().to_owned();
     h.idle().await;
-    assert_eq!(*h.receiver.seen.requests.lock().unwrap(), [id.clone()]);
+    assert_eq!(*h.receiver.seen.requests.lock().unwrap(), std::slice::from_ref(&id));
     assert!(h.receiver.seen.events.lock().unwrap().is_empty());
     h.advance(29_999).await;
     assert_eq!(h.receiver.seen.requests.lock().unwrap().len(), 1, "not before 30 s");
