@@ -48,7 +48,8 @@ impl HttpDeliverer {
             .no_proxy()
             .dns_resolver(CheckedResolver::new(config.address_policy))
             .connect_timeout(config.connect_timeout.min(config.attempt_timeout))
-            .pool_max_idle_per_host(config.max_in_flight_per_subscription.max(1))
+            // Many subscriptions may share one host: keep a connection for every attempt in flight.
+            .pool_max_idle_per_host(config.max_in_flight.max(1))
             .tcp_nodelay(true)
             .http1_only()
             .user_agent(config.user_agent.clone())

@@ -22,7 +22,6 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use postwire_core::Signer;
 use tokio::sync::mpsc;
 
 use crate::model::AttemptOutcome;
@@ -161,14 +160,7 @@ async fn attempt(
     tx: mpsc::UnboundedSender<FinishedAttempt>,
 ) {
     let started_at = inner.clock.now();
-    let report = match Signer::with_secrets(d.secrets.iter().cloned()) {
-        Ok(signer) => inner.deliverer.attempt(&d.url, &d.event_id, &d.body, &signer, started_at.unix_time()).await,
-        Err(_) => crate::delivery::AttemptReport {
-            outcome: AttemptOutcome::Error { error: crate::model::AttemptErrorKind::Protocol },
-            retry_after: None,
-            duration: Duration::ZERO,
-        },
-    };
+    let report = inner.deliverer.attempt(&d.url, &d.event_id, &d.body, &d.signer, started_at.unix_time()).await;
     let next = if report.outcome.is_success() {
         NextState::Delivered
     } else {

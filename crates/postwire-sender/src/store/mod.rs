@@ -23,8 +23,9 @@ pub mod sqlite;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
-use postwire_core::{Event, Integration, Secret, Timestamp};
+use postwire_core::{Event, Integration, Secret, Signer, Timestamp};
 
 use crate::error::SenderError;
 use crate::events::BuiltEvent;
@@ -70,9 +71,9 @@ pub struct ClaimedDelivery {
     pub body: String,
     /// The endpoint.
     pub url: String,
-    /// The secrets to sign with: the current one, then the previous one while the
-    /// rotation window is open.
-    pub secrets: Vec<Secret>,
+    /// Signs with the current secret, then the previous one while the rotation window
+    /// is open. Shared by the deliveries of one subscription in a claim.
+    pub signer: Arc<Signer>,
     /// The number of this attempt (1 for the first).
     pub attempt: u32,
     /// When the delivery was created, for publish-to-attempt latency.
