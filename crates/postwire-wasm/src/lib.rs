@@ -33,7 +33,7 @@ mod secrets;
 mod verifier;
 
 pub use replay::WasmReplayGuard;
-pub use scratch::scratch_reserve;
+pub use scratch::{scratch_reserve, write_for_tests as scratch_write_for_tests};
 pub use secrets::generate_secret;
 pub use verifier::WasmVerifier;
 

@@ -41,6 +41,23 @@ pub fn scratch_reserve(len: f64) -> usize {
     })
 }
 
+/// Copies `bytes` to the start of the scratch buffer, growing it as needed: what the
+/// JavaScript wrapper does through the exported memory, for native tests (not exported to
+/// JavaScript). False if the buffer cannot grow.
+#[doc(hidden)]
+pub fn write_for_tests(bytes: &[u8]) -> bool {
+    if scratch_reserve(bytes.len() as f64) == 0 {
+        return false;
+    }
+    with(|buf| match buf.get_mut(..bytes.len()) {
+        Some(dst) => {
+            dst.copy_from_slice(bytes);
+            true
+        }
+        None => false,
+    })
+}
+
 /// Runs `f` on the scratch buffer.
 pub(crate) fn with<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
     SCRATCH.with(|cell| {
