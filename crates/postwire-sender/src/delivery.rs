@@ -64,7 +64,8 @@ impl HttpDeliverer {
     }
 
     /// Sends one attempt of `body` to `url`, signed with `signer`, stamped `timestamp`.
-    pub async fn attempt(&self, url: &str, event_id: &str, body: &str, signer: &Signer, timestamp: UnixTime) -> AttemptReport {
+    /// The body is moved into the request, not copied.
+    pub async fn attempt(&self, url: &str, event_id: &str, body: String, signer: &Signer, timestamp: UnixTime) -> AttemptReport {
         let start = Instant::now();
         let report = |outcome, retry_after| AttemptReport { outcome, retry_after, duration: start.elapsed() };
         let error = |kind| AttemptOutcome::Error { error: kind };
@@ -84,7 +85,7 @@ impl HttpDeliverer {
             .header(TIMESTAMP_HEADER, timestamp.as_secs().to_string())
             .header(SIGNATURE_HEADER, signature.into_string())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.to_owned())
+            .body(body)
             .timeout(self.timeout);
         let deadline = tokio::time::Instant::now() + self.timeout;
         let mut response = match tokio::time::timeout_at(deadline, request.send()).await {

@@ -155,12 +155,13 @@ async fn run(inner: Arc<Inner>) {
 
 async fn attempt(
     inner: Arc<Inner>,
-    d: ClaimedDelivery,
+    mut d: ClaimedDelivery,
     in_flight: Arc<Mutex<InFlight>>,
     tx: mpsc::UnboundedSender<FinishedAttempt>,
 ) {
     let started_at = inner.clock.now();
-    let report = inner.deliverer.attempt(&d.url, &d.event_id, &d.body, &d.signer, started_at.unix_time()).await;
+    let body = std::mem::take(&mut d.body);
+    let report = inner.deliverer.attempt(&d.url, &d.event_id, body, &d.signer, started_at.unix_time()).await;
     let next = if report.outcome.is_success() {
         NextState::Delivered
     } else {
