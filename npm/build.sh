@@ -31,6 +31,8 @@ case "$(command -v wasm-opt)" in
 esac
 
 log "cargo build (wasm32-unknown-unknown, release, opt-level 3, panic=abort)"
+# opt-level 3 and wasm-opt -O3 rather than s and -Oz: about the same gzipped size (30 KB),
+# and SHA-256 in wasm ~1.5x faster (opt-level) and ~10% more (wasm-opt), measured here.
 # Profile settings through the environment: they apply to this build only (its own target
 # dir), not to the rest of the workspace. panic=abort: nothing unwinds across the boundary.
 CARGO_PROFILE_RELEASE_OPT_LEVEL="${POSTWIRE_WASM_OPT_LEVEL:-3}" CARGO_PROFILE_RELEASE_PANIC=abort \
@@ -45,8 +47,8 @@ mkdir -p build/web dist/node dist/web dist/workerd
 log "wasm-bindgen $cli (web target glue)"
 wasm-bindgen --target web --out-dir build/web "$RAW_WASM"
 
-log "wasm-opt -Oz (binaryen $(wasm-opt --version | awk '{print $3}'))"
-wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+log "wasm-opt -O3 (binaryen $(wasm-opt --version | awk '{print $3}'))"
+wasm-opt "${POSTWIRE_WASM_OPT_FLAGS:--O3}" --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
   --enable-mutable-globals --enable-reference-types --enable-multivalue \
   build/web/postwire_wasm_bg.wasm -o build/postwire_wasm_bg.wasm
 cp build/postwire_wasm_bg.wasm dist/workerd/postwire_wasm_bg.wasm
