@@ -4,8 +4,8 @@
 //! ordering key) queue, only when due by the injected clock, never more than the free
 //! room (`max_in_flight` overall, `max_in_flight_per_subscription` each) — and starts one
 //! task per attempt. Finished attempts go through a channel to one writer task, which
-//! records them in batches (one transaction for many outcomes) and then frees their
-//! room and wakes the loop: a successor in the same ordering queue becomes claimable only
+//! records them in batches (one transaction for many outcomes; it waits up to 1 ms to
+//! fill a batch while other attempts are still running) and then wakes the loop: a successor in the same ordering queue becomes claimable only
 //! once its predecessor's outcome is on disk.
 //!
 //! The loop sleeps until a publish or a finished batch wakes it, the next due time comes
@@ -31,6 +31,10 @@ use crate::store::{ClaimRequest, ClaimedDelivery, FinishedAttempt, NextState};
 
 /// Most outcomes written in one transaction.
 const MAX_WRITE_BATCH: usize = 1024;
+/// Below this many outcomes, the writer waits [`BATCH_WAIT`] for more (when more are coming).
+const BATCH_TARGET: usize = 64;
+/// How long the writer waits to fill a batch.
+const BATCH_WAIT: Duration = Duration::from_millis(1);
 
 /// Attempts in this process: HTTP requests in flight (which bound the room for new
 /// claims) and attempts whose outcome is not yet recorded (which keep the dispatcher
@@ -135,7 +139,9 @@ async fn run(inner: Arc<Inner>) {
         if claimed == 0 && busy_before == 0 {
             inner.idle_seen.send_replace(requested);
         }
-        let sleep = match inner.store.next_due_at().await {
+        // While attempts are in flight, a finished batch wakes the loop soon anyway; only
+        // an idle loop asks the store when the next retry is due.
+        let sleep = match if busy_before > 0 || claimed > 0 { Ok(None) } else { inner.store.next_due_at().await } {
             Ok(Some(due)) => {
                 let wait = due.unix_millis().saturating_sub(inner.clock.now().unix_millis()).max(0) as u64;
                 Duration::from_millis(wait).min(config.idle_poll)
@@ -200,6 +206,19 @@ async fn write_outcomes(
 ) {
     let mut batch = Vec::with_capacity(MAX_WRITE_BATCH);
     while rx.recv_many(&mut batch, MAX_WRITE_BATCH).await > 0 {
+        // With more attempts still running, wait a moment for their outcomes: one
+        // transaction for many outcomes costs far less than one each. A lone attempt
+        // (e.g. the head of an ordering queue) is recorded at once.
+        let running = in_flight.lock().unwrap_or_else(|p| p.into_inner()).unrecorded;
+        if batch.len() < BATCH_TARGET && running > batch.len() {
+            tokio::time::sleep(BATCH_WAIT).await;
+            while batch.len() < MAX_WRITE_BATCH {
+                match rx.try_recv() {
+                    Ok(a) => batch.push(a),
+                    Err(_) => break,
+                }
+            }
+        }
         let attempts: Vec<FinishedAttempt> = std::mem::take(&mut batch);
         let n = attempts.len();
         match inner.store.record_attempts(attempts, inner.clock.now()).await {

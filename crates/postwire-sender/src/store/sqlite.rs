@@ -7,8 +7,11 @@
 //! [`SqliteOptions::power_loss_durable`] switches to `synchronous=FULL`, which also
 //! survives a power cut, at the cost of an fsync per commit.
 //!
-//! The file serves one sender process: [`Store::recover`] releases every lease, since
-//! any lease found at start-up belongs to a process that is gone.
+//! The file serves one sender process, so claim leases live in memory (a map from
+//! delivery to lease end) rather than in the file: a crash loses them, which is exactly
+//! what recovery wants, and claiming costs no extra write per delivery. A lease ends
+//! when the attempt's outcome is recorded, or when it expires (an outcome that could not
+//! be written is attempted again then).
 //!
 //! Delivery states are small integers: 0 pending, 1 held, 2 delivered, 3 failed,
 //! 4 expired. The partial index on pending rows keeps claiming fast however many
@@ -63,9 +66,9 @@ CREATE INDEX IF NOT EXISTS events_post ON events (workspace_id, post_id, seq) WH
 CREATE TABLE IF NOT EXISTS deliveries (
     seq INTEGER PRIMARY KEY, sub_seq INTEGER NOT NULL, event_seq INTEGER NOT NULL,
     okey INTEGER, state INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
-    due_at INTEGER NOT NULL, lease_owner TEXT, lease_until INTEGER,
+    due_at INTEGER NOT NULL,
     created_at INTEGER NOT NULL, finished_at INTEGER);
-CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (due_at, seq, sub_seq, okey, lease_until) WHERE state = 0;
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (due_at, seq, sub_seq, okey) WHERE state = 0;
 CREATE INDEX IF NOT EXISTS deliveries_queue ON deliveries (sub_seq, okey, seq) WHERE state <= 1;
 CREATE INDEX IF NOT EXISTS deliveries_subscription ON deliveries (sub_seq, seq);
 CREATE TABLE IF NOT EXISTS attempts (
@@ -90,6 +93,8 @@ pub struct SqliteOptions {
 #[derive(Clone)]
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
+    /// Delivery row -> lease end (ms): claimed deliveries whose outcome is not recorded.
+    leases: Arc<Mutex<HashMap<i64, i64>>>,
     path: PathBuf,
 }
 
@@ -128,7 +133,7 @@ impl SqliteStore {
             .map_err(db_err)?;
         conn.execute_batch(SCHEMA).map_err(db_err)?;
         conn.set_prepared_statement_cache_capacity(64);
-        Ok(SqliteStore { conn: Arc::new(Mutex::new(conn)), path })
+        Ok(SqliteStore { conn: Arc::new(Mutex::new(conn)), leases: Arc::default(), path })
     }
 
     /// The database file.
@@ -280,9 +285,12 @@ fn sub_seq(tx: &Connection, id: &str) -> rusqlite::Result<Option<i64>> {
 
 impl Store for SqliteStore {
     fn recover(&self, _owner: String) -> BoxFuture<'_, StoreResult<u64>> {
-        self.run_tx(|tx| {
-            let n = tx.execute("UPDATE deliveries SET lease_owner = NULL, lease_until = NULL WHERE lease_until IS NOT NULL", [])?;
-            Ok(n as u64)
+        let leases = self.leases.clone();
+        Box::pin(async move {
+            let mut map = leases.lock().unwrap_or_else(|p| p.into_inner());
+            let n = map.len() as u64;
+            map.clear();
+            Ok(n)
         })
     }
 
@@ -430,8 +438,7 @@ impl Store for SqliteStore {
                 [seq],
             )?;
             let expired = tx.execute(
-                "UPDATE deliveries SET state = ?2, finished_at = ?3, lease_owner = NULL, lease_until = NULL
-                 WHERE sub_seq = ?1 AND state = ?4 AND created_at < ?5",
+                "UPDATE deliveries SET state = ?2, finished_at = ?3 WHERE sub_seq = ?1 AND state = ?4 AND created_at < ?5",
                 params![seq, EXPIRED, now.unix_millis(), HELD, cutoff.unix_millis()],
             )?;
             let released = tx.execute(
@@ -503,18 +510,19 @@ impl Store for SqliteStore {
     }
 
     fn claim(&self, req: ClaimRequest) -> BoxFuture<'_, StoreResult<Vec<ClaimedDelivery>>> {
+        let leases = self.leases.clone();
         self.run_tx(move |tx| {
             let now_ms = req.now.unix_millis();
+            let mut leases = leases.lock().unwrap_or_else(|p| p.into_inner());
             let mut in_flight = req.in_flight;
             // Subscription row number -> its id and, while it exists, where and how to send.
             let mut targets: HashMap<i64, (String, Option<Target>)> = HashMap::new();
             let mut chosen: Vec<(i64, i64)> = Vec::new();
             {
-                // Due, unleased pending deliveries, from the covering partial index.
+                // Due pending deliveries, from the covering partial index.
                 let mut scan = tx.prepare_cached(
                     "SELECT seq, sub_seq, okey FROM deliveries INDEXED BY deliveries_due
-                     WHERE state = 0 AND due_at <= ?1 AND (lease_until IS NULL OR lease_until <= ?1)
-                     ORDER BY due_at, seq",
+                     WHERE state = 0 AND due_at <= ?1 ORDER BY due_at, seq",
                 )?;
                 // Is there an earlier unfinished delivery with the same ordering key?
                 let mut blocked = tx.prepare_cached(
@@ -528,6 +536,9 @@ impl Store for SqliteStore {
                         break;
                     }
                     let (seq, sub, okey): (i64, i64, Option<i64>) = (r.get(0)?, r.get(1)?, r.get(2)?);
+                    if leases.get(&seq).is_some_and(|until| *until > now_ms) {
+                        continue;
+                    }
                     if let std::collections::hash_map::Entry::Vacant(e) = targets.entry(sub) {
                         e.insert(load_target(tx, sub, req.now)?);
                     }
@@ -555,7 +566,6 @@ impl Store for SqliteStore {
                     }
                 }
             }
-            let mut lease = tx.prepare_cached("UPDATE deliveries SET lease_owner = ?2, lease_until = ?3 WHERE seq = ?1")?;
             let mut load = tx.prepare_cached(
                 "SELECT e.id, e.body, d.attempts, d.created_at FROM deliveries d JOIN events e ON e.seq = d.event_seq
                  WHERE d.seq = ?1",
@@ -566,7 +576,7 @@ impl Store for SqliteStore {
                 let Some((url, signer)) = target else { continue };
                 let (event_id, body, attempts, created_at): (String, String, i64, i64) =
                     load.query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
-                lease.execute(params![seq, req.owner, req.lease_until.unix_millis()])?;
+                leases.insert(seq, req.lease_until.unix_millis());
                 out.push(ClaimedDelivery {
                     id: DeliveryId(seq),
                     subscription_id: sub_id.clone(),
@@ -585,120 +595,24 @@ impl Store for SqliteStore {
     fn next_due_at(&self) -> BoxFuture<'_, StoreResult<Option<Timestamp>>> {
         self.run(|c| {
             let due: Option<i64> = c
-                .prepare_cached("SELECT MIN(due_at) FROM deliveries WHERE state = 0 AND lease_until IS NULL")?
+                .prepare_cached("SELECT MIN(due_at) FROM deliveries WHERE state = 0")?
                 .query_row([], |r| r.get(0))?;
             Ok(due.map(ts))
         })
     }
 
     fn record_attempts(&self, attempts: Vec<FinishedAttempt>, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<PausedByFailures>>> {
-        self.run_tx(move |tx| {
-            let now_ms = now.unix_millis();
-            // Subscription id -> (workspace, health, paused) for the batch.
-            let mut subs: HashMap<String, Option<(i64, String, Health, bool)>> = HashMap::new();
-            let mut paused_now = Vec::new();
-            let mut insert_attempt = tx.prepare_cached(
-                "INSERT OR REPLACE INTO attempts (delivery_seq, number, started_at, duration_ms, status, error, body_prefix)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?;
-            let mut finish = tx.prepare_cached(
-                "UPDATE deliveries SET state = ?2, attempts = ?3, finished_at = ?4, lease_owner = NULL, lease_until = NULL
-                 WHERE seq = ?1",
-            )?;
-            let mut retry = tx.prepare_cached(
-                "UPDATE deliveries SET state = ?2, attempts = ?3, due_at = ?4, lease_owner = NULL, lease_until = NULL
-                 WHERE seq = ?1",
-            )?;
-            for a in attempts {
-                if !subs.contains_key(&a.subscription_id) {
-                    let loaded = tx
-                        .prepare_cached(
-                            "SELECT seq, workspace_id, consecutive_failures, last_success_at, failing_since,
-                               paused_reason IS NOT NULL FROM subscriptions WHERE id = ?1",
-                        )?
-                        .query_row([&a.subscription_id], |r| {
-                            let health = Health {
-                                consecutive_failures: r.get::<_, i64>(2)?.clamp(0, u32::MAX as i64) as u32,
-                                last_success_at: opt_ts(r.get(3)?),
-                                failing_since: opt_ts(r.get(4)?),
-                            };
-                            Ok((r.get(0)?, r.get(1)?, health, r.get(5)?))
-                        })
-                        .optional()?;
-                    subs.insert(a.subscription_id.clone(), loaded);
-                }
-                // A deleted subscription took its deliveries with it: nothing to record.
-                let Some(Some((seq, workspace_id, health, paused))) = subs.get_mut(&a.subscription_id) else { continue };
-                let (status, error, body) = match &a.outcome {
-                    AttemptOutcome::Response { status, body_prefix } => (Some(*status as i64), None, Some(body_prefix.as_str())),
-                    AttemptOutcome::Error { error } => (None, Some(error.as_str()), None),
-                };
-                insert_attempt.execute(params![
-                    a.delivery.0,
-                    a.attempt,
-                    a.started_at.unix_millis(),
-                    a.duration_ms as i64,
-                    status,
-                    error,
-                    body
-                ])?;
-                let verdict = match a.next {
-                    NextState::Delivered => {
-                        finish.execute(params![a.delivery.0, DELIVERED, a.attempt, now_ms])?;
-                        Verdict::Delivered
-                    }
-                    NextState::Failed => {
-                        finish.execute(params![a.delivery.0, FAILED, a.attempt, now_ms])?;
-                        Verdict::FailedForGood
-                    }
-                    NextState::RetryAt(at) => {
-                        let state = if *paused { HELD } else { PENDING };
-                        retry.execute(params![a.delivery.0, state, a.attempt, at.unix_millis()])?;
-                        Verdict::WillRetry
-                    }
-                };
-                if let Some(cause) = health.apply(verdict, a.started_at) {
-                    if !*paused {
-                        *paused = true;
-                        tx.execute("UPDATE subscriptions SET paused_reason = ?2 WHERE seq = ?1", params![*seq, cause.reason()])?;
-                        hold_pending(tx, *seq)?;
-                        let message = format!(
-                            "Webhook subscription {} was paused: {}. Events are held until it is resumed; \
-                             events held for more than 7 days expire.",
-                            a.subscription_id,
-                            cause.reason()
-                        );
-                        tx.execute(
-                            "INSERT INTO notifications (workspace_id, subscription_id, cause, message, created_at)
-                             VALUES (?1, ?2, ?3, ?4, ?5)",
-                            params![&*workspace_id, a.subscription_id, cause_str(cause), message, now_ms],
-                        )?;
-                        paused_now.push(PausedByFailures {
-                            notification: Notification {
-                                id: tx.last_insert_rowid(),
-                                workspace_id: workspace_id.clone(),
-                                subscription_id: a.subscription_id.clone(),
-                                cause,
-                                message,
-                                created_at: now,
-                            },
-                            cause,
-                        });
-                    }
-                }
+        let leases = self.leases.clone();
+        let recorded: Vec<i64> = attempts.iter().map(|a| a.delivery.0).collect();
+        self.run(move |conn| {
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let paused = record(&tx, attempts, now)?;
+            tx.commit()?;
+            let mut map = leases.lock().unwrap_or_else(|p| p.into_inner());
+            for seq in recorded {
+                map.remove(&seq);
             }
-            let mut save = tx.prepare_cached(
-                "UPDATE subscriptions SET consecutive_failures = ?2, last_success_at = ?3, failing_since = ?4 WHERE seq = ?1",
-            )?;
-            for (seq, _, h, _) in subs.into_values().flatten() {
-                save.execute(params![
-                    seq,
-                    h.consecutive_failures,
-                    h.last_success_at.map(|t| t.unix_millis()),
-                    h.failing_since.map(|t| t.unix_millis())
-                ])?;
-            }
-            Ok(paused_now)
+            Ok(paused)
         })
     }
 
@@ -829,6 +743,115 @@ impl Store for SqliteStore {
             Ok(counts)
         })
     }
+}
+
+/// Records finished attempts in `tx`: attempt rows, delivery states, health counters,
+/// and pauses by failures with their notifications.
+fn record(tx: &Transaction<'_>, attempts: Vec<FinishedAttempt>, now: Timestamp) -> rusqlite::Result<Vec<PausedByFailures>> {
+    let now_ms = now.unix_millis();
+    // Subscription id -> (row, workspace, health, paused) for the batch.
+    let mut subs: HashMap<String, Option<(i64, String, Health, bool)>> = HashMap::new();
+    let mut paused_now = Vec::new();
+    let mut insert_attempt = tx.prepare_cached(
+        "INSERT OR REPLACE INTO attempts (delivery_seq, number, started_at, duration_ms, status, error, body_prefix)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    let mut finish = tx.prepare_cached(
+        "UPDATE deliveries SET state = ?2, attempts = ?3, finished_at = ?4 WHERE seq = ?1",
+    )?;
+    let mut retry = tx.prepare_cached(
+        "UPDATE deliveries SET state = ?2, attempts = ?3, due_at = ?4 WHERE seq = ?1",
+    )?;
+    for a in attempts {
+        if !subs.contains_key(&a.subscription_id) {
+            let loaded = tx
+                .prepare_cached(
+                    "SELECT seq, workspace_id, consecutive_failures, last_success_at, failing_since,
+                       paused_reason IS NOT NULL FROM subscriptions WHERE id = ?1",
+                )?
+                .query_row([&a.subscription_id], |r| {
+                    let health = Health {
+                        consecutive_failures: r.get::<_, i64>(2)?.clamp(0, u32::MAX as i64) as u32,
+                        last_success_at: opt_ts(r.get(3)?),
+                        failing_since: opt_ts(r.get(4)?),
+                    };
+                    Ok((r.get(0)?, r.get(1)?, health, r.get(5)?))
+                })
+                .optional()?;
+            subs.insert(a.subscription_id.clone(), loaded);
+        }
+        // A deleted subscription took its deliveries with it: nothing to record.
+        let Some(Some((seq, workspace_id, health, paused))) = subs.get_mut(&a.subscription_id) else { continue };
+        let (status, error, body) = match &a.outcome {
+            AttemptOutcome::Response { status, body_prefix } => (Some(*status as i64), None, Some(body_prefix.as_str())),
+            AttemptOutcome::Error { error } => (None, Some(error.as_str()), None),
+        };
+        insert_attempt.execute(params![
+            a.delivery.0,
+            a.attempt,
+            a.started_at.unix_millis(),
+            a.duration_ms as i64,
+            status,
+            error,
+            body
+        ])?;
+        let verdict = match a.next {
+            NextState::Delivered => {
+                finish.execute(params![a.delivery.0, DELIVERED, a.attempt, now_ms])?;
+                Verdict::Delivered
+            }
+            NextState::Failed => {
+                finish.execute(params![a.delivery.0, FAILED, a.attempt, now_ms])?;
+                Verdict::FailedForGood
+            }
+            NextState::RetryAt(at) => {
+                let state = if *paused { HELD } else { PENDING };
+                retry.execute(params![a.delivery.0, state, a.attempt, at.unix_millis()])?;
+                Verdict::WillRetry
+            }
+        };
+        if let Some(cause) = health.apply(verdict, a.started_at) {
+            if !*paused {
+                *paused = true;
+                tx.execute("UPDATE subscriptions SET paused_reason = ?2 WHERE seq = ?1", params![*seq, cause.reason()])?;
+                hold_pending(tx, *seq)?;
+                let message = format!(
+                    "Webhook subscription {} was paused: {}. Events are held until it is resumed; \
+                     events held for more than 7 days expire.",
+                    a.subscription_id,
+                    cause.reason()
+                );
+                tx.execute(
+                    "INSERT INTO notifications (workspace_id, subscription_id, cause, message, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                    params![&*workspace_id, a.subscription_id, cause_str(cause), message, now_ms],
+                )?;
+                paused_now.push(PausedByFailures {
+                    notification: Notification {
+                        id: tx.last_insert_rowid(),
+                        workspace_id: workspace_id.clone(),
+                        subscription_id: a.subscription_id.clone(),
+                        cause,
+                        message,
+                        created_at: now,
+                    },
+                    cause,
+                });
+            }
+        }
+    }
+    let mut save = tx.prepare_cached(
+        "UPDATE subscriptions SET consecutive_failures = ?2, last_success_at = ?3, failing_since = ?4 WHERE seq = ?1",
+    )?;
+    for (seq, _, h, _) in subs.into_values().flatten() {
+        save.execute(params![
+            seq,
+            h.consecutive_failures,
+            h.last_success_at.map(|t| t.unix_millis()),
+            h.failing_since.map(|t| t.unix_millis())
+        ])?;
+    }
+    Ok(paused_now)
 }
 
 fn cause_str(c: crate::model::PauseCause) -> &'static str {
