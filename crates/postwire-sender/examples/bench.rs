@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p postwire-sender --example bench -- [--deliveries N] [--held N] [--skip-wrk]
+//!     [--per-subscription N] [--in-flight N]   (the dispatcher's limits; defaults 32 and 256)
 //! ```
 //! (`crates/postwire-sender/scripts/bench.sh` runs it with the settings used for the
 //! figures in the notes.)
@@ -119,8 +120,14 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 async fn open_sender(dir: &std::path::Path, subs: usize, url: &str) -> (Sender, Vec<String>) {
-    let config = SenderConfig { jitter: postwire_sender::schedule::Jitter::None, ..SenderConfig::default() }
-        .dangerously_allow_insecure_local_urls();
+    let defaults = SenderConfig::default();
+    let config = SenderConfig {
+        jitter: postwire_sender::schedule::Jitter::None,
+        max_in_flight_per_subscription: arg("--per-subscription", defaults.max_in_flight_per_subscription),
+        max_in_flight: arg("--in-flight", defaults.max_in_flight),
+        ..defaults
+    }
+    .dangerously_allow_insecure_local_urls();
     let sender = Sender::open_sqlite(dir.join("bench.db"), config, Arc::new(SystemClock)).await.unwrap();
     sender.upsert_workspace(Workspace { id: "ws_bench".into(), name: "bench".into() }).await.unwrap();
     let mut ids = vec![];

@@ -5,8 +5,10 @@
 //! room (`max_in_flight` overall, `max_in_flight_per_subscription` each) — and starts one
 //! task per attempt. Finished attempts go through a channel to one writer task, which
 //! records them in batches (one transaction for many outcomes; it waits up to 1 ms to
-//! fill a batch while other attempts are still running) and then wakes the loop: a successor in the same ordering queue becomes claimable only
-//! once its predecessor's outcome is on disk.
+//! fill a batch while other attempts are still running) and then wakes the loop: a
+//! successor in the same ordering queue becomes claimable only once its predecessor's
+//! outcome is on disk. When a quarter of a busy subscription's (or the dispatcher's)
+//! room has come free, the loop is woken at once to refill it.
 //!
 //! The loop sleeps until a publish or a finished batch wakes it, the next due time comes
 //! (by the clock), or `idle_poll` passes. Nothing here is needed to recover from a
@@ -185,8 +187,20 @@ async fn attempt(
         }
     }
     // The request is over: its room is free. The delivery stays leased, and its
-    // successors blocked, until the outcome is recorded.
-    in_flight.lock().unwrap_or_else(|p| p.into_inner()).remove(&d.subscription_id);
+    // successors blocked, until the outcome is recorded. If the subscription (or the
+    // whole dispatcher) was full, wake the loop now rather than after the next write.
+    let refill = {
+        let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        f.remove(&d.subscription_id);
+        // Wake when a quarter of the room has come free (not on every request: claiming
+        // several at once is cheaper).
+        let (max, per_sub) = (inner.config.max_in_flight, inner.config.max_in_flight_per_subscription.max(1));
+        f.total == max - max.div_ceil(4)
+            || f.per_subscription.get(&d.subscription_id).copied().unwrap_or(0) == per_sub - per_sub.div_ceil(4)
+    };
+    if refill {
+        inner.wake.notify_one();
+    }
     let finished = FinishedAttempt {
         delivery: d.id,
         subscription_id: d.subscription_id,

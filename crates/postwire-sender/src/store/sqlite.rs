@@ -46,6 +46,10 @@ const EXPIRED: i64 = 4;
 
 /// Most rows looked at by one claim, so a long blocked queue cannot stall it.
 const CLAIM_SCAN_LIMIT: usize = 5_000;
+/// Most rows passed over because their subscription has no room, per claim. Rows of a
+/// busy subscription are cheap to skip but not free; past this many, the claim stops
+/// (the busy subscription drains at its full rate, and the rows behind it come next).
+const CLAIM_SKIP_FULL_LIMIT: usize = 512;
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS workspaces (id TEXT PRIMARY KEY, name TEXT NOT NULL);
@@ -530,6 +534,7 @@ impl Store for SqliteStore {
                 )?;
                 let mut rows = scan.query([now_ms])?;
                 let mut scanned = 0;
+                let mut skipped_full = 0;
                 while let Some(r) = rows.next()? {
                     scanned += 1;
                     if scanned > CLAIM_SCAN_LIMIT {
@@ -547,6 +552,10 @@ impl Store for SqliteStore {
                         continue;
                     }
                     if in_flight.get(sub_id).copied().unwrap_or(0) >= req.per_subscription_limit {
+                        skipped_full += 1;
+                        if skipped_full >= CLAIM_SKIP_FULL_LIMIT {
+                            break;
+                        }
                         continue;
                     }
                     if let Some(k) = okey {
