@@ -62,6 +62,41 @@ async fn every_documented_operation_is_routed_and_nothing_else_on_its_paths() {
         }
     }
     assert_eq!(documented.len(), 12);
+    // Around every documented path (its parents, one segment more, a sibling), nothing
+    // undocumented is routed: each such path gets the fallback 404 for every method.
+    let templates: Vec<&String> = doc["paths"].as_object().unwrap().keys().collect();
+    let matches_a_template = |path: &str| {
+        templates.iter().any(|t| {
+            let (ts, ps): (Vec<&str>, Vec<&str>) = (t.split('/').collect(), path.split('/').collect());
+            ts.len() == ps.len() && ts.iter().zip(&ps).all(|(a, b)| a.starts_with('{') || a == b)
+        })
+    };
+    let concrete_documented: BTreeSet<String> = templates.iter().map(|p| concrete(p)).collect();
+    let mut neighbours = BTreeSet::new();
+    for path in &concrete_documented {
+        neighbours.insert(format!("{path}/extra"));
+        neighbours.insert(format!("{path}x"));
+        let mut parent = path.as_str();
+        while let Some((p, _)) = parent.rsplit_once('/') {
+            if p.is_empty() {
+                break;
+            }
+            neighbours.insert(p.to_owned());
+            neighbours.insert(format!("{p}/other"));
+            parent = p;
+        }
+    }
+    let internal = ["/internal/v1/events", "/internal/v1/workspaces/ws_a", "/internal/v1/workspaces/ws_a/integrations/acc"];
+    let mut probed = 0;
+    for path in neighbours.iter().filter(|p| !matches_a_template(p) && !internal.contains(&p.as_str())) {
+        for m in METHODS {
+            let r = h.send(m, path, None, None).await;
+            assert_eq!(r.status, 404, "{m} {path} is routed but not documented: {}", r.text);
+            assert!(r.text.contains("no route for"), "{m} {path}: {}", r.text);
+            probed += 1;
+        }
+    }
+    assert!(probed > 100, "{probed}");
     // Every documented operation says which statuses it may answer, with the error body.
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (m, op) in item.as_object().unwrap() {
