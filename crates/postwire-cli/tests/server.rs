@@ -59,10 +59,15 @@ impl Running {
 }
 
 /// Starts `postwire serve` with `args` and waits for `listening on http://…`.
-#[allow(clippy::zombie_processes)] // the child is killed and waited for by `Running`'s Drop
 fn serve(args: &[&str], envs: &[(&str, &str)]) -> Running {
+    serve_logging_to(args, envs, Stdio::null())
+}
+
+/// Like [`serve`], with the log (standard error) going to `stderr`.
+#[allow(clippy::zombie_processes)] // the child is killed and waited for by `Running`'s Drop
+fn serve_logging_to(args: &[&str], envs: &[(&str, &str)], stderr: Stdio) -> Running {
     let mut cmd = postwire();
-    cmd.arg("serve").args(args).stdout(Stdio::piped()).stderr(Stdio::null());
+    cmd.arg("serve").args(args).stdout(Stdio::piped()).stderr(stderr);
     for (k, v) in envs {
         cmd.env(k, v);
     }
@@ -261,4 +266,51 @@ fn openapi_prints_the_checked_in_document() {
     assert!(out.status.success());
     let file = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/openapi.json")).unwrap();
     assert!(out.stdout == file, "docs/openapi.json is stale: run `cargo run -p postwire-cli -- openapi > docs/openapi.json`");
+}
+
+#[test]
+fn the_log_never_carries_secrets_or_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("log.db");
+    let db_s = db.to_str().unwrap();
+    let log_path = dir.path().join("serve.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let server = serve_logging_to(
+        &["--db", db_s, "--listen", "127.0.0.1:0", "--dangerously-allow-insecure-local-urls", "--log", "debug"],
+        &[("POSTWIRE_INGEST_TOKEN", INGEST)],
+        Stdio::from(log),
+    );
+    let token = token_create(&["--db", db_s], "ws_1", "webhooks:write");
+    let rt = runtime();
+    let rx = rt.block_on(Receiver::start(Arc::new(SystemClock))).unwrap();
+    let base = server.base.clone();
+    let secrets = rt.block_on(async {
+        let (status, _, sub) = call(&base, "POST", "/public/v1/workspaces/ws_1/webhooks", &token, Some(json!({"name": "n", "url": rx.url()}))).await;
+        assert_eq!(status, 201);
+        let first = sub["secret"].as_str().unwrap().to_owned();
+        let path = format!("/public/v1/workspaces/ws_1/webhooks/{}", sub["id"].as_str().unwrap());
+        let (_, _, rotated) = call(&base, "POST", &format!("{path}/rotate-secret"), &token, None).await;
+        let second = rotated["secret"].as_str().unwrap().to_owned();
+        rx.set_secrets(vec![Secret::parse(&second).unwrap()]);
+        let (status, _, _) = call(&base, "POST", &format!("{path}/test"), &token, None).await;
+        assert_eq!(status, 202);
+        let (status, _, _) = call(&base, "GET", &format!("{path}?token={token}"), "pw_wrong_token_value_for_the_log_test", None).await;
+        assert_eq!(status, 401);
+        let start = Instant::now();
+        while rx.stats().handled == 0 {
+            assert!(start.elapsed() < Duration::from_secs(10));
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        vec![first, second]
+    });
+    assert!(server.terminate().0);
+    rt.block_on(rx.stop());
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(log.contains("subscription created") && log.contains("signing secret rotated"), "{log}");
+    for secret in &secrets {
+        assert!(!log.contains(&secret[6..]), "a signing secret reached the log");
+    }
+    for t in [&token[3..], &INGEST[4..], "wrong_token_value"] {
+        assert!(!log.contains(t), "a token reached the log");
+    }
 }
