@@ -251,3 +251,22 @@ async fn malformed_changes_are_rejected_and_nothing_is_stored() {
     assert_eq!(h.sender.publish_many(too_many).await.unwrap_err().code(), SenderErrorCode::InvalidRequest);
     h.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_published_before_start_wait_in_the_store_and_a_second_start_adds_no_dispatcher() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = std::sync::Arc::new(postwire_core::ManualClock::new(Timestamp::from_unix_millis(T0)));
+    let sender = postwire_sender::Sender::open_sqlite(dir.path().join("s.db"), test_config(), clock).await.unwrap();
+    assert_eq!(sender.wait_idle().await.unwrap_err().code(), SenderErrorCode::Unavailable, "not started");
+    sender.upsert_workspace(Workspace { id: WS.into(), name: "w".into() }).await.unwrap();
+    let rx = Receiver::succeeding().await;
+    let sub = sender.create_subscription(new_sub(&rx.url)).await.unwrap().subscription.id;
+    sender.publish(scheduled("p1")).await.unwrap();
+    assert_eq!(sender.delivery_counts(Some(&sub)).await.unwrap().pending, 1);
+    let first = sender.start();
+    let second = sender.start();
+    sender.wait_idle().await.unwrap();
+    assert_eq!(rx.count(), 1);
+    second.shutdown().await;
+    first.shutdown().await;
+}

@@ -412,9 +412,20 @@ async fn matching_by_event_type_and_account_and_drafts_emit_nothing() {
     h.shutdown().await;
 }
 
+/// A notifier that records what it is told, standing in for e-mail to workspace admins.
+#[derive(Default)]
+struct RecordingNotifier(std::sync::Mutex<Vec<postwire_sender::Notification>>);
+
+impl postwire_sender::Notifier for RecordingNotifier {
+    fn subscription_paused(&self, n: &postwire_sender::Notification) {
+        self.0.lock().unwrap().push(n.clone());
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_failed_deliveries_in_a_row_pause_the_subscription_and_notify() {
-    let h = Harness::new().await;
+    let notifier = std::sync::Arc::new(RecordingNotifier::default());
+    let h = Harness::with_config(SenderConfig { notifier: notifier.clone(), ..test_config() }).await;
     let rx = Receiver::failing().await;
     let (sub, _) = h.subscribe(&rx.url).await;
     let changes = (0..50).map(|p| scheduled(&format!("p{p}")).into()).collect();
@@ -436,11 +447,19 @@ async fn fifty_failed_deliveries_in_a_row_pause_the_subscription_and_notify() {
     assert_eq!(notes.len(), 1);
     assert_eq!(notes[0].subscription_id, sub);
     assert_eq!(notes[0].cause, postwire_sender::PauseCause::ConsecutiveFailures);
+    assert_eq!(notifier.0.lock().unwrap().as_slice(), notes.as_slice(), "the notifier was told once, after the pause was stored");
     // Paused: new events are held, not attempted.
     h.sender.publish(scheduled("later")).await.unwrap();
     h.advance(HOUR).await;
     assert_eq!(rx.count(), 50 * 9);
     assert_eq!(h.sender.delivery_counts(Some(&sub)).await.unwrap().held, 1);
+    // Resuming starts a fresh count, and sends the held event.
+    let (rec, summary) = h.sender.resume(&sub).await.unwrap();
+    assert_eq!(rec.subscription.consecutive_failures, 0);
+    assert_eq!(summary.released, 1);
+    h.idle().await;
+    assert_eq!(rx.count(), 50 * 9 + 1);
+    assert!(!h.sender.subscription(&sub).await.unwrap().subscription.status.is_paused());
     h.shutdown().await;
 }
 
@@ -660,4 +679,19 @@ async fn delivery_records_page_newest_first_with_a_cursor() {
     let err = h.sender.list_deliveries(&sub, None, 0).await.unwrap_err();
     assert_eq!(err.code().as_str(), "invalid_request");
     h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_lets_attempts_in_flight_finish_and_records_them() {
+    let h = Harness::new().await;
+    let rx = Receiver::start(|_, _| Reply::ok().delay(Duration::from_millis(300))).await;
+    let (sub, _) = h.subscribe(&rx.url).await;
+    h.sender.publish(scheduled("p1")).await.unwrap();
+    assert!(rx.wait_for_count(1, Duration::from_secs(5)).await);
+    let sender = h.sender.clone();
+    h.shutdown().await;
+    let d = &sender.list_deliveries(&sub, None, 1).await.unwrap().items[0];
+    assert_eq!(d.state, DeliveryState::Delivered, "the attempt in flight finished and was recorded");
+    assert_eq!(sender.publish(scheduled("p2")).await.unwrap_err().code().as_str(), "unavailable");
+    assert_eq!(sender.wait_idle().await.unwrap_err().code().as_str(), "unavailable");
 }
