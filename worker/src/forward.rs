@@ -8,12 +8,10 @@
 //! matches, so the origin verifies with the npm package or postwire-core holding only the
 //! origin secret: a request that did not come through the Worker has no such signature.
 
-use hmac::{Hmac, Mac};
 use postwire_core::{
-    ID_HEADER, MAX_SIGNATURE_HEADER_LEN, MAX_SIGNATURES, SIGNATURE_HEADER, Secret, Signature,
-    TIMESTAMP_HEADER,
+    ID_HEADER, MAX_SIGNATURE_HEADER_LEN, MAX_SIGNATURES, SIGNATURE_HEADER, Secret,
+    TIMESTAMP_HEADER, WebhookHeaders,
 };
-use sha2::Sha256;
 
 use crate::inspect::VerifiedDelivery;
 
@@ -102,21 +100,14 @@ pub fn build_request<'a>(
 }
 
 /// The Standard Webhooks `v1` signature over `<id>.<timestamp>.<body>`, with the timestamp
-/// text exactly as sent. (postwire-core's `Secret::sign` takes the timestamp as a number
-/// and writes it back canonically, which differs from the sent text if the sender padded
-/// it with leading zeros; the origin verifies against the text, so sign the text.)
+/// text exactly as sent (a sender may pad it with leading zeros; the origin verifies the
+/// text it receives), by postwire-core's [`Secret::sign_as_sent`].
 pub fn origin_signature(secret: &Secret, id: &str, timestamp_raw: &str, body: &[u8]) -> String {
-    let mut mac = match Hmac::<Sha256>::new_from_slice(secret.expose_bytes()) {
-        Ok(mac) => mac,
-        // HMAC takes keys of any length; unreachable, but never panic.
-        Err(_) => return String::new(),
-    };
-    mac.update(id.as_bytes());
-    mac.update(b".");
-    mac.update(timestamp_raw.as_bytes());
-    mac.update(b".");
-    mac.update(body);
-    Signature::from_bytes(mac.finalize().into_bytes().into()).to_string()
+    match WebhookHeaders::new(id, timestamp_raw, "") {
+        Ok(sent) => secret.sign_as_sent(&sent, body).to_string(),
+        // Only verified deliveries are forwarded, so their headers are valid; never panic.
+        Err(_) => String::new(),
+    }
 }
 
 /// `ours` first, then the sender's entries while the header stays within postwire-core's

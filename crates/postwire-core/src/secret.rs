@@ -133,6 +133,23 @@ impl Secret {
         Ok(stream.finish())
     }
 
+    /// Signs with the `webhook-id` and `webhook-timestamp` values exactly as they were sent,
+    /// for whoever re-signs a received delivery (an edge proxy): a timestamp sent with
+    /// leading zeros stays as sent, where [`Secret::sign`] would write it canonically.
+    ///
+    /// ```
+    /// use postwire_core::{Secret, WebhookHeaders};
+    /// let secret = Secret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
+    /// let sent = WebhookHeaders::new("msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330", "").unwrap();
+    /// let sig = secret.sign_as_sent(&sent, br#"{"test": 2432232314}"#);
+    /// assert_eq!(sig.to_string(), "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=");
+    /// ```
+    pub fn sign_as_sent(&self, headers: &crate::WebhookHeaders<'_>, body: &[u8]) -> Signature {
+        let mut stream = SignatureStream(self.mac_over(headers.id().as_bytes(), headers.timestamp_raw().as_bytes()));
+        stream.update(body);
+        stream.finish()
+    }
+
     /// Starts a signature whose body arrives in pieces (a streamed request body).
     /// `id` is not validated here; [`Secret::sign`] does that.
     pub fn stream(&self, id: &str, timestamp: UnixTime) -> SignatureStream {
@@ -141,7 +158,7 @@ impl Secret {
     }
 
     /// The keyed HMAC with `<id>.<timestamp>.` already fed in.
-    pub(crate) fn mac_over(&self, id: &[u8], timestamp: &[u8]) -> HmacSha256 {
+    fn mac_over(&self, id: &[u8], timestamp: &[u8]) -> HmacSha256 {
         let mut mac = self.mac.clone();
         mac.update(id);
         mac.update(b".");

@@ -6,7 +6,7 @@
 //! compared in constant time with every `v1` signature in the header.
 
 use crate::headers::{HeaderSource, WebhookHeaders};
-use crate::signature::{Signature, SignatureHeader};
+use crate::signature::SignatureHeader;
 use crate::{Error, Event, Secret, SignatureDetail, UnixTime};
 
 /// The timestamp tolerance of the spec: 5 minutes each way.
@@ -92,7 +92,7 @@ impl Verifier {
         let header = SignatureHeader::parse(headers.signature())?;
         let mut outcome = Err(Error::InvalidSignature { detail: SignatureDetail::NoMatch });
         for secret in &self.secrets {
-            let expected = expected_signature(secret, &headers, body);
+            let expected = secret.sign_as_sent(&headers, body);
             outcome = header.matches_any(std::slice::from_ref(&expected));
             if outcome.is_ok() {
                 break;
@@ -129,11 +129,4 @@ impl Verifier {
             Ok(())
         }
     }
-}
-
-/// The HMAC of one secret over the id and timestamp exactly as sent, then the body.
-fn expected_signature(secret: &Secret, headers: &WebhookHeaders<'_>, body: &[u8]) -> Signature {
-    let mut mac = secret.mac_over(headers.id().as_bytes(), headers.timestamp_raw().as_bytes());
-    hmac::Mac::update(&mut mac, body);
-    Signature::from_bytes(hmac::Mac::finalize(mac).into_bytes().into())
 }
