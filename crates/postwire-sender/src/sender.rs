@@ -86,8 +86,24 @@ fn random_token(prefix: &str) -> Result<String, SenderError> {
 
 impl Sender {
     /// A sender over `store`, with time from `clock`. Releases leases left by a previous
-    /// run of this process (crash recovery). Does not start the dispatcher.
+    /// run of this process (crash recovery). Does not start the dispatcher. A config
+    /// that cannot work (zero limits or timeouts, a lease not longer than the attempt
+    /// timeout) is `invalid_request`.
     pub async fn open(config: SenderConfig, clock: Arc<dyn Clock>, store: Arc<dyn Store>) -> Result<Sender, SenderError> {
+        let mut v = Violations::default();
+        if config.max_in_flight == 0 || config.max_in_flight_per_subscription == 0 {
+            v.push("`max_in_flight` and `max_in_flight_per_subscription` must be at least 1");
+        }
+        if config.attempt_timeout.is_zero() {
+            v.push("`attempt_timeout` must be longer than zero");
+        }
+        if config.lease <= config.attempt_timeout {
+            v.push("`lease` must be longer than `attempt_timeout`, or attempts still running would be claimed again");
+        }
+        if config.idle_poll.is_zero() {
+            v.push("`idle_poll` must be longer than zero");
+        }
+        v.into_result()?;
         let deliverer = HttpDeliverer::new(&config)?;
         let schedule = RetrySchedule::new(config.jitter, config.jitter_seed);
         let owner = format!("pid-{}", std::process::id());

@@ -270,3 +270,17 @@ async fn events_published_before_start_wait_in_the_store_and_a_second_start_adds
     second.shutdown().await;
     first.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_that_cannot_work_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = std::sync::Arc::new(postwire_core::ManualClock::new(Timestamp::from_unix_millis(T0)));
+    for config in [
+        SenderConfig { max_in_flight: 0, ..SenderConfig::default() },
+        SenderConfig { attempt_timeout: std::time::Duration::ZERO, ..SenderConfig::default() },
+        SenderConfig { lease: std::time::Duration::from_secs(5), ..SenderConfig::default() },
+    ] {
+        let err = postwire_sender::Sender::open_sqlite(dir.path().join("s.db"), config, clock.clone()).await.unwrap_err();
+        assert_eq!(err.code(), SenderErrorCode::InvalidRequest);
+    }
+}
