@@ -231,6 +231,14 @@ async fn held_memory(held: usize, pad: usize, url: &str) -> Vec<(usize, u64)> {
     assert_eq!(counts.held as usize, held);
     let size = std::fs::metadata(dir.path().join("bench.db")).map(|m| m.len()).unwrap_or(0);
     eprintln!("held-events database: {:.0} MiB", size as f64 / 1048576.0);
+    let started = Instant::now();
+    let (_, summary) = sender.resume(&subs[0]).await.unwrap();
+    eprintln!(
+        "resume released {} held deliveries in {:.1} s (one transaction); RSS {:.1} MiB",
+        summary.released,
+        started.elapsed().as_secs_f64(),
+        rss_kib() as f64 / 1024.0
+    );
     dispatcher.shutdown().await;
     samples
 }

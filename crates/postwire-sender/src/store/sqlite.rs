@@ -51,6 +51,10 @@ const CLAIM_SCAN_LIMIT: usize = 5_000;
 /// (the busy subscription drains at its full rate, and the rows behind it come next).
 const CLAIM_SKIP_FULL_LIMIT: usize = 512;
 
+/// The layout of the file, kept in `PRAGMA user_version`; a file of another version is
+/// refused rather than misread.
+const SCHEMA_VERSION: i64 = 1;
+
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS workspaces (id TEXT PRIMARY KEY, name TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS integrations (
@@ -135,7 +139,15 @@ impl SqliteStore {
              PRAGMA wal_autocheckpoint=10000; PRAGMA cache_size=-16000;"
         ))
             .map_err(db_err)?;
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(db_err)?;
+        if version != 0 && version != SCHEMA_VERSION {
+            return Err(SenderError::storage(format!(
+                "{} has schema version {version}; this sender reads version {SCHEMA_VERSION}",
+                path.display()
+            )));
+        }
         conn.execute_batch(SCHEMA).map_err(db_err)?;
+        conn.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}")).map_err(db_err)?;
         conn.set_prepared_statement_cache_capacity(64);
         Ok(SqliteStore { conn: Arc::new(Mutex::new(conn)), leases: Arc::default(), path })
     }
@@ -867,5 +879,23 @@ fn cause_str(c: crate::model::PauseCause) -> &'static str {
     match c {
         crate::model::PauseCause::ConsecutiveFailures => "consecutive_failures",
         crate::model::PauseCause::FailingFor72Hours => "failing_for_72_hours",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_of_another_schema_version_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        drop(SqliteStore::open(&path).unwrap());
+        // Reopening a file of this version works.
+        drop(SqliteStore::open(&path).unwrap());
+        Connection::open(&path).unwrap().execute_batch("PRAGMA user_version=99").unwrap();
+        let err = SqliteStore::open(&path).unwrap_err();
+        assert_eq!(err.code(), crate::SenderErrorCode::Internal);
+        assert!(err.to_string().contains("schema version 99"));
     }
 }
