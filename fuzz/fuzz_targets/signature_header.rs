@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use postwire_core::{SignatureHeader, MAX_SIGNATURES, MAX_SIGNATURE_HEADER_LEN};
+use postwire_core::{MAX_SIGNATURE_HEADER_LEN, MAX_SIGNATURES, SignatureHeader};
 
 fuzz_target!(|value: &str| {
     if let Ok(h) = SignatureHeader::parse(value) {

@@ -31,13 +31,7 @@ fn run() -> Result<String, String> {
         let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--id" => id = Some(value),
-            "--timestamp" => {
-                timestamp = Some(
-                    value
-                        .parse::<i64>()
-                        .map_err(|_| "--timestamp must be Unix seconds")?,
-                )
-            }
+            "--timestamp" => timestamp = Some(value.parse::<i64>().map_err(|_| "--timestamp must be Unix seconds")?),
             "--secret" => secrets.push(Secret::parse(&value).map_err(|e| e.to_string())?),
             other => return Err(format!("unknown argument {other}")),
         }

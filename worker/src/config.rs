@@ -240,17 +240,11 @@ fn parse_number(
     };
     let value = value.trim();
     if value.is_empty() || value.len() > 20 || !value.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(ConfigError {
-            variable,
-            reason: rule,
-        });
+        return Err(ConfigError { variable, reason: rule });
     }
     match value.parse::<u64>() {
         Ok(n) if (min..=max).contains(&n) => Ok(n),
-        _ => Err(ConfigError {
-            variable,
-            reason: rule,
-        }),
+        _ => Err(ConfigError { variable, reason: rule }),
     }
 }
 
@@ -262,12 +256,7 @@ mod tests {
     const S2: &str = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 
     fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        Config::from_lookup(|name| {
-            pairs
-                .iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| v.to_string())
-        })
+        Config::from_lookup(|name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
     }
 
     fn minimal() -> Vec<(&'static str, &'static str)> {
@@ -302,9 +291,7 @@ mod tests {
     #[test]
     fn missing_required_settings_are_named() {
         assert_eq!(
-            config(&[(VAR_ORIGIN_URL, "https://o.example")])
-                .unwrap_err()
-                .variable,
+            config(&[(VAR_ORIGIN_URL, "https://o.example")]).unwrap_err().variable,
             VAR_WEBHOOK_SECRETS
         );
         assert_eq!(
@@ -312,12 +299,9 @@ mod tests {
             VAR_ORIGIN_URL
         );
         assert_eq!(
-            config(&[
-                (VAR_WEBHOOK_SECRETS, " , "),
-                (VAR_ORIGIN_URL, "https://o.example")
-            ])
-            .unwrap_err()
-            .variable,
+            config(&[(VAR_WEBHOOK_SECRETS, " , "), (VAR_ORIGIN_URL, "https://o.example")])
+                .unwrap_err()
+                .variable,
             VAR_WEBHOOK_SECRETS
         );
     }
@@ -340,19 +324,10 @@ mod tests {
 
     #[test]
     fn origin_url_must_be_http_or_https() {
-        for bad in [
-            "not a url",
-            "ftp://o.example/x",
-            "/relative",
-            "mailto:a@b.example",
-        ] {
+        for bad in ["not a url", "ftp://o.example/x", "/relative", "mailto:a@b.example"] {
             let mut pairs = minimal();
             pairs[1].1 = bad;
-            assert_eq!(
-                config(&pairs).unwrap_err().variable,
-                VAR_ORIGIN_URL,
-                "{bad}"
-            );
+            assert_eq!(config(&pairs).unwrap_err().variable, VAR_ORIGIN_URL, "{bad}");
         }
         let mut pairs = minimal();
         pairs[1].1 = "http://127.0.0.1:8787/hook";

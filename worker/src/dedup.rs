@@ -43,11 +43,7 @@ pub struct StoreError {
 
 impl fmt::Display for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "de-duplication store {} failed: {}",
-            self.operation, self.detail
-        )
+        write!(f, "de-duplication store {} failed: {}", self.operation, self.detail)
     }
 }
 
@@ -209,11 +205,7 @@ mod tests {
     #[test]
     fn unknown_records_block_instead_of_guessing() {
         for junk in ["", "1", "yes", "DELIVERED:1"] {
-            assert_eq!(
-                DedupRecord::decode(junk).claim(),
-                Claim::InFlight,
-                "{junk:?}"
-            );
+            assert_eq!(DedupRecord::decode(junk).claim(), Claim::InFlight, "{junk:?}");
         }
         assert_eq!(DedupRecord::decode("delivered:").claim(), Claim::Delivered);
     }

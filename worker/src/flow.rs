@@ -70,10 +70,7 @@ pub async fn deliver<S: DedupStore, O: Origin>(
     let outcome = origin.forward(&request).await;
 
     if let OriginOutcome::Accepted { status } = outcome {
-        let reply = Reply::new(
-            ReplyCode::Delivered,
-            format!("forwarded; the origin answered {status}"),
-        );
+        let reply = Reply::new(ReplyCode::Delivered, format!("forwarded; the origin answered {status}"));
         return match store.confirm(id, now).await {
             Ok(()) => reply,
             Err(e) => reply.with_warning(format!(
@@ -211,33 +208,13 @@ mod tests {
     #[test]
     fn every_origin_failure_is_5xx_and_releases_the_id() {
         for (outcome, status, code) in [
-            (
-                OriginOutcome::Refused { status: 500 },
-                502,
-                ReplyCode::OriginRejected,
-            ),
-            (
-                OriginOutcome::Refused { status: 404 },
-                502,
-                ReplyCode::OriginRejected,
-            ),
-            (
-                OriginOutcome::Refused { status: 302 },
-                502,
-                ReplyCode::OriginRejected,
-            ),
+            (OriginOutcome::Refused { status: 500 }, 502, ReplyCode::OriginRejected),
+            (OriginOutcome::Refused { status: 404 }, 502, ReplyCode::OriginRejected),
+            (OriginOutcome::Refused { status: 302 }, 502, ReplyCode::OriginRejected),
             (OriginOutcome::TimedOut, 504, ReplyCode::OriginTimeout),
-            (
-                OriginOutcome::Unreachable,
-                502,
-                ReplyCode::OriginUnavailable,
-            ),
+            (OriginOutcome::Unreachable, 502, ReplyCode::OriginUnavailable),
         ] {
-            let (cfg, store, origin) = (
-                config(),
-                MemoryDedupStore::default(),
-                ScriptedOrigin::new(outcome),
-            );
+            let (cfg, store, origin) = (config(), MemoryDedupStore::default(), ScriptedOrigin::new(outcome));
             let r = run(deliver(&cfg, &delivery("msg_2"), &store, &origin, NOW));
             assert_eq!((r.status(), r.code), (status, code), "{outcome:?}");
             assert!(
@@ -299,11 +276,7 @@ mod tests {
         );
         store.fail_confirm.set(true);
         let r = run(deliver(&cfg, &delivery("msg_6"), &store, &origin, NOW));
-        assert_eq!(
-            r.code,
-            ReplyCode::Delivered,
-            "the origin has it: acknowledge"
-        );
+        assert_eq!(r.code, ReplyCode::Delivered, "the origin has it: acknowledge");
         assert_eq!(r.warnings.len(), 1);
 
         let (store, origin) = (

@@ -9,8 +9,7 @@
 //! origin secret: a request that did not come through the Worker has no such signature.
 
 use postwire_core::{
-    ID_HEADER, MAX_SIGNATURE_HEADER_LEN, MAX_SIGNATURES, SIGNATURE_HEADER, Secret,
-    TIMESTAMP_HEADER, WebhookHeaders,
+    ID_HEADER, MAX_SIGNATURE_HEADER_LEN, MAX_SIGNATURES, SIGNATURE_HEADER, Secret, TIMESTAMP_HEADER, WebhookHeaders,
 };
 
 use crate::inspect::VerifiedDelivery;
@@ -178,18 +177,10 @@ mod tests {
         let origin = Secret::parse(ORIGIN).unwrap();
         let req = build_request("https://o.example/", 8000, Some(&origin), &d);
         let sig = header(&req, "webhook-signature");
-        assert!(
-            sig.ends_with(&d.headers.signature),
-            "the sender's signature is kept"
-        );
-        let headers: Vec<(&str, &str)> =
-            req.headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        assert!(sig.ends_with(&d.headers.signature), "the sender's signature is kept");
+        let headers: Vec<(&str, &str)> = req.headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let now = UnixTime::from_secs(1_700_000_001);
-        assert!(
-            Verifier::new(origin)
-                .verify(&headers, req.body, now)
-                .is_ok()
-        );
+        assert!(Verifier::new(origin).verify(&headers, req.body, now).is_ok());
         // The sender's secret still verifies too; a stranger's does not.
         assert!(
             Verifier::new(Secret::parse(SENDER).unwrap())
@@ -213,8 +204,7 @@ mod tests {
         let d = delivery("0001700000000", b"{}");
         let origin = Secret::parse(ORIGIN).unwrap();
         let req = build_request("https://o.example/", 8000, Some(&origin), &d);
-        let headers: Vec<(&str, &str)> =
-            req.headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let headers: Vec<(&str, &str)> = req.headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
         assert!(
             Verifier::new(origin)
                 .verify(&headers, req.body, UnixTime::from_secs(1_700_000_000))
@@ -224,9 +214,7 @@ mod tests {
 
     #[test]
     fn the_combined_header_stays_within_the_core_limits() {
-        let sender: Vec<String> = (0..MAX_SIGNATURES)
-            .map(|i| format!("v1,{i:0>43}="))
-            .collect();
+        let sender: Vec<String> = (0..MAX_SIGNATURES).map(|i| format!("v1,{i:0>43}=")).collect();
         let combined = signature_header_with("v1,ours", &sender.join(" "));
         let entries: Vec<&str> = combined.split(' ').collect();
         assert_eq!(entries.len(), MAX_SIGNATURES);
@@ -236,15 +224,9 @@ mod tests {
 
     #[test]
     fn statuses_are_classified() {
-        assert_eq!(
-            OriginOutcome::from_status(204),
-            OriginOutcome::Accepted { status: 204 }
-        );
+        assert_eq!(OriginOutcome::from_status(204), OriginOutcome::Accepted { status: 204 });
         for s in [199, 301, 302, 400, 500, 503] {
-            assert_eq!(
-                OriginOutcome::from_status(s),
-                OriginOutcome::Refused { status: s }
-            );
+            assert_eq!(OriginOutcome::from_status(s), OriginOutcome::Refused { status: s });
         }
     }
 }

@@ -67,14 +67,8 @@ pub fn read_headers<H: HeaderSource + ?Sized>(headers: &H) -> Result<DeliveryHea
 
 /// `413` when `content-length` declares more than `max_body_bytes`. An absent or
 /// unparsable `content-length` passes: the body is then counted as it is read.
-pub fn check_declared_length(
-    content_length: Option<&str>,
-    max_body_bytes: usize,
-) -> Result<(), Reply> {
-    match content_length
-        .map(str::trim)
-        .and_then(|v| v.parse::<u64>().ok())
-    {
+pub fn check_declared_length(content_length: Option<&str>, max_body_bytes: usize) -> Result<(), Reply> {
+    match content_length.map(str::trim).and_then(|v| v.parse::<u64>().ok()) {
         Some(n) if n > max_body_bytes as u64 => Err(body_too_large(max_body_bytes)),
         _ => Ok(()),
     }
@@ -111,11 +105,9 @@ pub fn verify_body(
     body: Vec<u8>,
     now: UnixTime,
 ) -> Result<VerifiedDelivery, Reply> {
-    let view = WebhookHeaders::new(&headers.id, &headers.timestamp_raw, &headers.signature)
-        .map_err(|e| Reply::from(&e))?;
-    verifier
-        .verify_headers(view, &body, now)
-        .map_err(|e| Reply::from(&e))?;
+    let view =
+        WebhookHeaders::new(&headers.id, &headers.timestamp_raw, &headers.signature).map_err(|e| Reply::from(&e))?;
+    verifier.verify_headers(view, &body, now).map_err(|e| Reply::from(&e))?;
     Ok(VerifiedDelivery { headers, body })
 }
 
@@ -156,20 +148,9 @@ mod tests {
         ]
     }
 
-    fn check(
-        method: &str,
-        headers: &[(String, String)],
-        body: &[u8],
-    ) -> Result<VerifiedDelivery, Reply> {
+    fn check(method: &str, headers: &[(String, String)], body: &[u8]) -> Result<VerifiedDelivery, Reply> {
         let verifier = Verifier::new(Secret::parse(SECRET).unwrap());
-        check_request(
-            &verifier,
-            64,
-            method,
-            headers,
-            body,
-            UnixTime::from_secs(NOW),
-        )
+        check_request(&verifier, 64, method, headers, body, UnixTime::from_secs(NOW))
     }
 
     fn code(r: Result<VerifiedDelivery, Reply>) -> &'static str {
@@ -191,18 +172,12 @@ mod tests {
         let body = br#"{"a":1}"#;
         let good = signed("msg_1", NOW, body);
         assert_eq!(code(check("GET", &good, body)), "method_not_allowed");
-        assert_eq!(
-            check("PUT", &good, body).unwrap_err().header("allow"),
-            Some("POST")
-        );
+        assert_eq!(check("PUT", &good, body).unwrap_err().header("allow"), Some("POST"));
         assert_eq!(code(check("POST", &good[1..], body)), "missing_header");
         let mut bad_ts = good.clone();
         bad_ts[1].1 = format!("{NOW}abc");
         assert_eq!(code(check("POST", &bad_ts, body)), "invalid_header");
-        assert_eq!(
-            code(check("POST", &good, br#"{"a":2}"#)),
-            "invalid_signature"
-        );
+        assert_eq!(code(check("POST", &good, br#"{"a":2}"#)), "invalid_signature");
         assert_eq!(
             code(check("POST", &signed("msg_1", NOW - 301, body), body)),
             "timestamp_too_old"
@@ -211,10 +186,7 @@ mod tests {
             code(check("POST", &signed("msg_1", NOW + 301, body), body)),
             "timestamp_too_new"
         );
-        assert_eq!(
-            code(check("POST", &signed("msg_1", NOW - 300, body), body)),
-            "ok"
-        );
+        assert_eq!(code(check("POST", &signed("msg_1", NOW - 300, body), body)), "ok");
         let big = vec![b'x'; 65];
         assert_eq!(
             code(check("POST", &signed("msg_1", NOW, &big), &big)),
@@ -224,10 +196,7 @@ mod tests {
 
     #[test]
     fn declared_length_is_checked_before_the_body() {
-        assert_eq!(
-            check_declared_length(Some("65"), 64).unwrap_err().status(),
-            413
-        );
+        assert_eq!(check_declared_length(Some("65"), 64).unwrap_err().status(), 413);
         assert!(check_declared_length(Some("64"), 64).is_ok());
         assert!(check_declared_length(Some("junk"), 64).is_ok());
         assert!(check_declared_length(None, 64).is_ok());

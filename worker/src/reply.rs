@@ -98,9 +98,7 @@ impl ReplyCode {
         match self {
             ReplyCode::Delivered | ReplyCode::Duplicate => 200,
             ReplyCode::MissingHeader | ReplyCode::InvalidHeader | ReplyCode::InvalidRequest => 400,
-            ReplyCode::TimestampTooOld
-            | ReplyCode::TimestampTooNew
-            | ReplyCode::InvalidSignature => 401,
+            ReplyCode::TimestampTooOld | ReplyCode::TimestampTooNew | ReplyCode::InvalidSignature => 401,
             ReplyCode::MethodNotAllowed => 405,
             ReplyCode::DeliveryInProgress => 409,
             ReplyCode::PayloadTooLarge => 413,
@@ -224,11 +222,7 @@ mod tests {
     #[test]
     fn core_errors_keep_their_codes() {
         let cases = [
-            (
-                CoreError::MissingHeader { name: "webhook-id" },
-                400,
-                "missing_header",
-            ),
+            (CoreError::MissingHeader { name: "webhook-id" }, 400, "missing_header"),
             (
                 CoreError::InvalidHeader {
                     name: "webhook-id",

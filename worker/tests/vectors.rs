@@ -51,9 +51,7 @@ fn every_verify_vector_gives_the_expected_outcome() {
             .get("tolerance")
             .and_then(Value::as_u64)
             .unwrap_or(DEFAULT_TOLERANCE_SECS);
-        let verifier = Verifier::with_secrets(secrets)
-            .unwrap()
-            .with_tolerance_secs(tolerance);
+        let verifier = Verifier::with_secrets(secrets).unwrap().with_tolerance_secs(tolerance);
         let headers: Vec<(String, String)> = case["headers"]
             .as_object()
             .unwrap()
@@ -62,14 +60,7 @@ fn every_verify_vector_gives_the_expected_outcome() {
             .collect();
         let body = body_of(case);
         let now = UnixTime::from_secs(case["now"].as_i64().unwrap());
-        let got = check_request(
-            &verifier,
-            DEFAULT_MAX_BODY_BYTES,
-            "POST",
-            &headers,
-            &body,
-            now,
-        );
+        let got = check_request(&verifier, DEFAULT_MAX_BODY_BYTES, "POST", &headers, &body, now);
         let ok = case["ok"].as_bool().unwrap();
         match (ok, got) {
             (true, Ok(delivery)) => assert_eq!(delivery.body, body, "{name}"),
@@ -83,9 +74,7 @@ fn every_verify_vector_gives_the_expected_outcome() {
                     ));
                 }
             }
-            (true, Err(reply)) => {
-                failures.push(format!("{name}: expected ok, got {}", reply.code.as_str()))
-            }
+            (true, Err(reply)) => failures.push(format!("{name}: expected ok, got {}", reply.code.as_str())),
             (false, Ok(_)) => failures.push(format!("{name}: expected an error, got ok")),
         }
     }

@@ -6,7 +6,7 @@
 //! All three verifiers get the same `http::HeaderMap` and the same body, signed with a
 //! current timestamp (the peers read the system clock themselves).
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use hmac::{Hmac, Mac};
 use http::{HeaderMap, HeaderValue};
 use postwire_core::{Clock, Secret, Signer, SystemClock, UnixTime, Verifier};
@@ -14,7 +14,12 @@ use sha2::Sha256;
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const ID: &str = "msg_p5jXN8AQM9LWM0D4loKWxJek";
-const SIZES: [(usize, &str); 4] = [(256, "256B"), (1024, "1KiB"), (64 * 1024, "64KiB"), (1024 * 1024, "1MiB")];
+const SIZES: [(usize, &str); 4] = [
+    (256, "256B"),
+    (1024, "1KiB"),
+    (64 * 1024, "64KiB"),
+    (1024 * 1024, "1MiB"),
+];
 
 fn body(len: usize) -> Vec<u8> {
     // ASCII JSON-ish text: the peers require UTF-8 payloads.
@@ -63,12 +68,17 @@ fn verify(c: &mut Criterion) {
         let ts = now.to_string();
 
         g.bench_function(BenchmarkId::new("postwire", label), |b| {
-            b.iter(|| ours.verify(&h, std::hint::black_box(&body), SystemClock.now().unix_time()).is_ok())
+            b.iter(|| {
+                ours.verify(&h, std::hint::black_box(&body), SystemClock.now().unix_time())
+                    .is_ok()
+            })
         });
         g.bench_function(BenchmarkId::new("standardwebhooks", label), |b| {
             b.iter(|| sw.verify(std::hint::black_box(&body), &h).is_ok())
         });
-        g.bench_function(BenchmarkId::new("svix", label), |b| b.iter(|| svix.verify(std::hint::black_box(&body), &h).is_ok()));
+        g.bench_function(BenchmarkId::new("svix", label), |b| {
+            b.iter(|| svix.verify(std::hint::black_box(&body), &h).is_ok())
+        });
         g.bench_function(BenchmarkId::new("raw-hmac-sha256", label), |b| {
             b.iter(|| raw_hmac(&key, &ts, std::hint::black_box(&body)))
         });

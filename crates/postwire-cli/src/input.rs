@@ -14,7 +14,9 @@ pub fn read_body(path: Option<&PathBuf>) -> Result<Vec<u8>, String> {
             body = std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
         }
         _ => {
-            std::io::stdin().read_to_end(&mut body).map_err(|e| format!("cannot read standard input: {e}"))?;
+            std::io::stdin()
+                .read_to_end(&mut body)
+                .map_err(|e| format!("cannot read standard input: {e}"))?;
         }
     }
     Ok(body)

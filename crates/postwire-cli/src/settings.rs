@@ -44,7 +44,9 @@ pub struct FileSettings {
 
 /// Reads the config file, or nothing when there is none.
 pub fn load(path: Option<&Path>) -> Result<FileSettings, String> {
-    let Some(path) = path else { return Ok(FileSettings::default()) };
+    let Some(path) = path else {
+        return Ok(FileSettings::default());
+    };
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
     toml::from_str(&text).map_err(|e| format!("config file {}: {e}", path.display()))
 }

@@ -39,20 +39,48 @@ fn secret_new_prints_a_usable_whsec_secret() {
 
 #[test]
 fn sign_matches_the_reference_vector_from_stdin_and_file() {
-    let out = postwire(&["sign", "--secret", SECRET, "--id", ID, "--timestamp", TS], BODY.as_bytes());
+    let out = postwire(
+        &["sign", "--secret", SECRET, "--id", ID, "--timestamp", TS],
+        BODY.as_bytes(),
+    );
     assert_eq!(stdout(&out), SIG);
     let dir = std::env::temp_dir().join(format!("postwire-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("body.json");
     std::fs::write(&file, BODY).unwrap();
-    let out = postwire(&["sign", "--secret", SECRET, "--id", ID, "--timestamp", TS, file.to_str().unwrap()], b"");
+    let out = postwire(
+        &[
+            "sign",
+            "--secret",
+            SECRET,
+            "--id",
+            ID,
+            "--timestamp",
+            TS,
+            file.to_str().unwrap(),
+        ],
+        b"",
+    );
     assert_eq!(stdout(&out), SIG);
 }
 
 #[test]
 fn sign_with_two_secrets_gives_two_signatures() {
     let other = stdout(&postwire(&["secret", "new"], b""));
-    let out = postwire(&["sign", "--secret", &other, "--secret", SECRET, "--id", ID, "--timestamp", TS], BODY.as_bytes());
+    let out = postwire(
+        &[
+            "sign",
+            "--secret",
+            &other,
+            "--secret",
+            SECRET,
+            "--id",
+            ID,
+            "--timestamp",
+            TS,
+        ],
+        BODY.as_bytes(),
+    );
     let value = stdout(&out);
     let parts: Vec<&str> = value.split(' ').collect();
     assert_eq!(parts.len(), 2);
@@ -61,14 +89,28 @@ fn sign_with_two_secrets_gives_two_signatures() {
 
 #[test]
 fn verify_ok_and_each_failure_code() {
-    let base = ["verify", "--secret", SECRET, "--id", ID, "--timestamp", TS, "--signature", SIG];
+    let base = [
+        "verify",
+        "--secret",
+        SECRET,
+        "--id",
+        ID,
+        "--timestamp",
+        TS,
+        "--signature",
+        SIG,
+    ];
     let ok = postwire(&[&base[..], &["--now", TS]].concat(), BODY.as_bytes());
     assert!(ok.status.success());
     assert_eq!(stdout(&ok), "ok");
 
     let tampered = postwire(&[&base[..], &["--now", TS]].concat(), br#"{"test":2432232314}"#);
     assert_eq!(tampered.status.code(), Some(1));
-    assert!(stdout(&tampered).starts_with("invalid_signature: "), "{}", stdout(&tampered));
+    assert!(
+        stdout(&tampered).starts_with("invalid_signature: "),
+        "{}",
+        stdout(&tampered)
+    );
     assert!(stdout(&tampered).contains("raw body"));
 
     let old = postwire(&[&base[..], &["--now", "1614265631"]].concat(), BODY.as_bytes());
@@ -76,7 +118,20 @@ fn verify_ok_and_each_failure_code() {
     let new = postwire(&[&base[..], &["--now", "1614265029"]].concat(), BODY.as_bytes());
     assert!(stdout(&new).starts_with("timestamp_too_new: "));
 
-    let bad_ts = postwire(&["verify", "--secret", SECRET, "--id", ID, "--timestamp", "12abc", "--signature", SIG], BODY.as_bytes());
+    let bad_ts = postwire(
+        &[
+            "verify",
+            "--secret",
+            SECRET,
+            "--id",
+            ID,
+            "--timestamp",
+            "12abc",
+            "--signature",
+            SIG,
+        ],
+        BODY.as_bytes(),
+    );
     assert_eq!(bad_ts.status.code(), Some(1));
     assert!(stdout(&bad_ts).starts_with("invalid_header: "));
 }
@@ -85,7 +140,21 @@ fn verify_ok_and_each_failure_code() {
 fn verify_accepts_any_of_several_secrets() {
     let other = stdout(&postwire(&["secret", "new"], b""));
     let out = postwire(
-        &["verify", "--secret", &other, "--secret", SECRET, "--id", ID, "--timestamp", TS, "--signature", SIG, "--now", TS],
+        &[
+            "verify",
+            "--secret",
+            &other,
+            "--secret",
+            SECRET,
+            "--id",
+            ID,
+            "--timestamp",
+            TS,
+            "--signature",
+            SIG,
+            "--now",
+            TS,
+        ],
         BODY.as_bytes(),
     );
     assert_eq!(stdout(&out), "ok");
@@ -96,5 +165,8 @@ fn a_bad_secret_is_a_usage_error_that_does_not_echo_it() {
     let out = postwire(&["sign", "--secret", "whsec_not*base64", "--id", ID], b"");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("invalid signing secret") && !err.contains("not*base64"), "{err}");
+    assert!(
+        err.contains("invalid signing secret") && !err.contains("not*base64"),
+        "{err}"
+    );
 }

@@ -5,14 +5,14 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::sync::Arc;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use postwire_core::{Secret, SystemClock};
 use postwire_sender::{Sender, SenderConfig};
 use postwire_server::receiver::Receiver;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 const INGEST: &str = "cli-test-ingest-token-0123456789";
 
@@ -43,14 +43,20 @@ impl Drop for Running {
 impl Running {
     /// Sends SIGTERM and returns (exit success, rest of stdout).
     fn terminate(mut self) -> (bool, String) {
-        let status = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
         assert!(status.success());
         let start = Instant::now();
         let exit = loop {
             if let Some(s) = self.child.try_wait().unwrap() {
                 break s;
             }
-            assert!(start.elapsed() < Duration::from_secs(20), "serve did not stop after SIGTERM");
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "serve did not stop after SIGTERM"
+            );
             std::thread::sleep(Duration::from_millis(20));
         };
         let rest: Vec<String> = self.lines.try_iter().collect();
@@ -88,7 +94,11 @@ fn serve_logging_to(args: &[&str], envs: &[(&str, &str)], stderr: Stdio) -> Runn
         match rx.recv_timeout(left) {
             Ok(line) => {
                 if let Some(base) = line.strip_prefix("listening on ") {
-                    return Running { child, base: base.trim().to_owned(), lines: rx };
+                    return Running {
+                        child,
+                        base: base.trim().to_owned(),
+                        lines: rx,
+                    };
                 }
                 seen.push(line);
             }
@@ -101,7 +111,12 @@ fn serve_logging_to(args: &[&str], envs: &[(&str, &str)], stderr: Stdio) -> Runn
 }
 
 fn token_create(db_args: &[&str], workspace: &str, scope: &str) -> String {
-    let out = postwire().args(["token", "create"]).args(db_args).args(["--workspace", workspace, "--scope", scope]).output().unwrap();
+    let out = postwire()
+        .args(["token", "create"])
+        .args(db_args)
+        .args(["--workspace", workspace, "--scope", scope])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
     assert!(token.starts_with("pw_"), "{token}");
@@ -111,12 +126,26 @@ fn token_create(db_args: &[&str], workspace: &str, scope: &str) -> String {
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap()
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
-async fn call(base: &str, method: &str, path: &str, token: &str, body: Option<Value>) -> (u16, reqwest::header::HeaderMap, Value) {
+async fn call(
+    base: &str,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: Option<Value>,
+) -> (u16, reqwest::header::HeaderMap, Value) {
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
-    let mut req = client.request(reqwest::Method::from_bytes(method.as_bytes()).unwrap(), format!("{base}{path}")).bearer_auth(token);
+    let mut req = client
+        .request(
+            reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
+            format!("{base}{path}"),
+        )
+        .bearer_auth(token);
     if let Some(b) = body {
         req = req.header("content-type", "application/json").body(b.to_string());
     }
@@ -132,18 +161,46 @@ fn demo_ends_with_every_event_delivered_and_verified() {
     let start = Instant::now();
     let out = postwire().args(["demo", "--plain"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(start.elapsed() < Duration::from_secs(60));
-    let summary = stdout.lines().find(|l| l.contains(" events, ")).unwrap_or_else(|| panic!("{stdout}"));
-    assert!(summary.starts_with("8 events, 8 delivered, 8 verified, 0 lost"), "{summary}");
+    let summary = stdout
+        .lines()
+        .find(|l| l.contains(" events, "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        summary.starts_with("8 events, 8 delivered, 8 verified, 0 lost"),
+        "{summary}"
+    );
     assert!(stdout.contains("attempt 1 -> 503"), "a retry is shown: {stdout}");
     assert!(stdout.contains("attempt 3 -> 200, delivered"), "{stdout}");
-    assert!(stdout.contains("1 duplicate ignored"), "the lost acknowledgement's retry is de-duplicated: {stdout}");
-    for t in ["webhook.test", "post.scheduled", "post.publishing", "post.published", "post.failed", "integration.disconnected"] {
+    assert!(
+        stdout.contains("1 duplicate ignored"),
+        "the lost acknowledgement's retry is de-duplicated: {stdout}"
+    );
+    for t in [
+        "webhook.test",
+        "post.scheduled",
+        "post.publishing",
+        "post.published",
+        "post.failed",
+        "integration.disconnected",
+    ] {
         assert!(stdout.contains(t), "{t}: {stdout}");
     }
-    assert!(stdout.contains("--dangerously-allow-insecure-local-urls"), "the demo says it uses the dangerous flag");
-    assert!(stdout.match_indices("whsec_").all(|(i, _)| stdout[i + 6..].starts_with('…')), "no secret printed: {stdout}");
+    assert!(
+        stdout.contains("--dangerously-allow-insecure-local-urls"),
+        "the demo says it uses the dangerous flag"
+    );
+    assert!(
+        stdout
+            .match_indices("whsec_")
+            .all(|(i, _)| stdout[i + 6..].starts_with('…')),
+        "no secret printed: {stdout}"
+    );
 }
 
 #[test]
@@ -152,7 +209,13 @@ fn serve_with_cli_tokens_and_graceful_sigterm_keeps_the_delivery_in_flight() {
     let db = dir.path().join("serve.db");
     let db_s = db.to_str().unwrap();
     let server = serve(
-        &["--db", db_s, "--listen", "127.0.0.1:0", "--dangerously-allow-insecure-local-urls"],
+        &[
+            "--db",
+            db_s,
+            "--listen",
+            "127.0.0.1:0",
+            "--dangerously-allow-insecure-local-urls",
+        ],
         &[("POSTWIRE_INGEST_TOKEN", INGEST)],
     );
     assert!(db.exists(), "the database is created on first run");
@@ -165,13 +228,37 @@ fn serve_with_cli_tokens_and_graceful_sigterm_keeps_the_delivery_in_flight() {
         let (status, _, ws) = call(&base, "GET", "/public/v1/workspaces", &writer, None).await;
         assert_eq!(status, 200);
         assert_eq!(ws["data"][0]["id"], "ws_1", "token create registered the workspace");
-        let (status, _, _) = call(&base, "POST", "/public/v1/workspaces/ws_1/webhooks", &reader, Some(json!({"name": "n", "url": rx.url()}))).await;
+        let (status, _, _) = call(
+            &base,
+            "POST",
+            "/public/v1/workspaces/ws_1/webhooks",
+            &reader,
+            Some(json!({"name": "n", "url": rx.url()})),
+        )
+        .await;
         assert_eq!(status, 403);
-        let (status, _, sub) = call(&base, "POST", "/public/v1/workspaces/ws_1/webhooks", &writer, Some(json!({"name": "n", "url": rx.url()}))).await;
+        let (status, _, sub) = call(
+            &base,
+            "POST",
+            "/public/v1/workspaces/ws_1/webhooks",
+            &writer,
+            Some(json!({"name": "n", "url": rx.url()})),
+        )
+        .await;
         assert_eq!(status, 201, "{sub}");
         rx.set_secrets(vec![Secret::parse(sub["secret"].as_str().unwrap()).unwrap()]);
         rx.set_delay(Duration::from_millis(1500));
-        let (status, _, _) = call(&base, "POST", &format!("/public/v1/workspaces/ws_1/webhooks/{}/test", sub["id"].as_str().unwrap()), &writer, None).await;
+        let (status, _, _) = call(
+            &base,
+            "POST",
+            &format!(
+                "/public/v1/workspaces/ws_1/webhooks/{}/test",
+                sub["id"].as_str().unwrap()
+            ),
+            &writer,
+            None,
+        )
+        .await;
         assert_eq!(status, 202);
         let start = Instant::now();
         while rx.stats().events.values().map(|e| e.requests).sum::<u32>() == 0 {
@@ -185,20 +272,50 @@ fn serve_with_cli_tokens_and_graceful_sigterm_keeps_the_delivery_in_flight() {
     assert!(rest.contains("stopped"), "{rest}");
     assert_eq!(rx.stats().handled, 1, "the receiver got it");
     let counts = rt.block_on(async {
-        let sender = Sender::open_sqlite(&db, SenderConfig::default(), Arc::new(SystemClock)).await.unwrap();
+        let sender = Sender::open_sqlite(&db, SenderConfig::default(), Arc::new(SystemClock))
+            .await
+            .unwrap();
         sender.delivery_counts(None).await.unwrap()
     });
-    assert_eq!((counts.delivered, counts.pending), (1, 0), "the in-flight attempt finished and was recorded before exit");
+    assert_eq!(
+        (counts.delivered, counts.pending),
+        (1, 0),
+        "the in-flight attempt finished and was recorded before exit"
+    );
 
     // Token list and revoke work on the file; a revoked token is refused by a new server.
     let list = postwire().args(["token", "list", "--db", db_s]).output().unwrap();
     let listing = String::from_utf8(list.stdout).unwrap();
     assert_eq!(listing.lines().filter(|l| l.contains("active")).count(), 2, "{listing}");
     assert!(!listing.contains(&writer[3..]), "tokens are never listed");
-    let id = listing.lines().nth(1).unwrap().split_whitespace().next().unwrap().to_owned();
-    assert!(postwire().args(["token", "revoke", "--db", db_s, &id]).output().unwrap().status.success());
-    assert!(!postwire().args(["token", "revoke", "--db", db_s, "tok_nope"]).output().unwrap().status.success());
-    let server = serve(&["--db", db_s, "--listen", "127.0.0.1:0"], &[("POSTWIRE_INGEST_TOKEN", INGEST)]);
+    let id = listing
+        .lines()
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(
+        postwire()
+            .args(["token", "revoke", "--db", db_s, &id])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    assert!(
+        !postwire()
+            .args(["token", "revoke", "--db", db_s, "tok_nope"])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let server = serve(
+        &["--db", db_s, "--listen", "127.0.0.1:0"],
+        &[("POSTWIRE_INGEST_TOKEN", INGEST)],
+    );
     let base = server.base.clone();
     rt.block_on(async {
         let (status, _, body) = call(&base, "GET", "/public/v1/workspaces", &writer, None).await;
@@ -226,7 +343,10 @@ fn settings_come_from_flags_then_environment_then_config_file() {
     let config = dir.path().join("postwire.toml");
     std::fs::write(
         &config,
-        format!("db = {:?}\nlisten = \"127.0.0.1:0\"\nrate_limit_per_hour = 7\nlog = \"warn\"\n", db.to_str().unwrap()),
+        format!(
+            "db = {:?}\nlisten = \"127.0.0.1:0\"\nrate_limit_per_hour = 7\nlog = \"warn\"\n",
+            db.to_str().unwrap()
+        ),
     )
     .unwrap();
     let cfg = config.to_str().unwrap();
@@ -243,14 +363,20 @@ fn settings_come_from_flags_then_environment_then_config_file() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        assert_eq!(std::fs::metadata(&generated).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(&generated).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
     }
     // The environment beats the file…
     let s = serve(&[], &[("POSTWIRE_CONFIG", cfg), ("POSTWIRE_RATE_LIMIT_PER_HOUR", "8")]);
     assert_eq!(limit_header(&s.base, &token), "8");
     assert!(s.terminate().0);
     // …and flags beat the environment.
-    let s = serve(&["--config", cfg, "--rate-limit-per-hour", "9"], &[("POSTWIRE_RATE_LIMIT_PER_HOUR", "8")]);
+    let s = serve(
+        &["--config", cfg, "--rate-limit-per-hour", "9"],
+        &[("POSTWIRE_RATE_LIMIT_PER_HOUR", "8")],
+    );
     assert_eq!(limit_header(&s.base, &token), "9");
     assert!(s.terminate().0);
     // A bad config file is an error, not a silent default.
@@ -265,7 +391,10 @@ fn openapi_prints_the_checked_in_document() {
     let out = postwire().arg("openapi").output().unwrap();
     assert!(out.status.success());
     let file = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/openapi.json")).unwrap();
-    assert!(out.stdout == file, "docs/openapi.json is stale: run `cargo run -p postwire-cli -- openapi > docs/openapi.json`");
+    assert!(
+        out.stdout == file,
+        "docs/openapi.json is stale: run `cargo run -p postwire-cli -- openapi > docs/openapi.json`"
+    );
 }
 
 #[test]
@@ -276,7 +405,15 @@ fn the_log_never_carries_secrets_or_tokens() {
     let log_path = dir.path().join("serve.log");
     let log = std::fs::File::create(&log_path).unwrap();
     let server = serve_logging_to(
-        &["--db", db_s, "--listen", "127.0.0.1:0", "--dangerously-allow-insecure-local-urls", "--log", "debug"],
+        &[
+            "--db",
+            db_s,
+            "--listen",
+            "127.0.0.1:0",
+            "--dangerously-allow-insecure-local-urls",
+            "--log",
+            "debug",
+        ],
         &[("POSTWIRE_INGEST_TOKEN", INGEST)],
         Stdio::from(log),
     );
@@ -285,7 +422,14 @@ fn the_log_never_carries_secrets_or_tokens() {
     let rx = rt.block_on(Receiver::start(Arc::new(SystemClock))).unwrap();
     let base = server.base.clone();
     let secrets = rt.block_on(async {
-        let (status, _, sub) = call(&base, "POST", "/public/v1/workspaces/ws_1/webhooks", &token, Some(json!({"name": "n", "url": rx.url()}))).await;
+        let (status, _, sub) = call(
+            &base,
+            "POST",
+            "/public/v1/workspaces/ws_1/webhooks",
+            &token,
+            Some(json!({"name": "n", "url": rx.url()})),
+        )
+        .await;
         assert_eq!(status, 201);
         let first = sub["secret"].as_str().unwrap().to_owned();
         let path = format!("/public/v1/workspaces/ws_1/webhooks/{}", sub["id"].as_str().unwrap());
@@ -294,7 +438,14 @@ fn the_log_never_carries_secrets_or_tokens() {
         rx.set_secrets(vec![Secret::parse(&second).unwrap()]);
         let (status, _, _) = call(&base, "POST", &format!("{path}/test"), &token, None).await;
         assert_eq!(status, 202);
-        let (status, _, _) = call(&base, "GET", &format!("{path}?token={token}"), "pw_wrong_token_value_for_the_log_test", None).await;
+        let (status, _, _) = call(
+            &base,
+            "GET",
+            &format!("{path}?token={token}"),
+            "pw_wrong_token_value_for_the_log_test",
+            None,
+        )
+        .await;
         assert_eq!(status, 401);
         let start = Instant::now();
         while rx.stats().handled == 0 {
@@ -306,7 +457,10 @@ fn the_log_never_carries_secrets_or_tokens() {
     assert!(server.terminate().0);
     rt.block_on(rx.stop());
     let log = std::fs::read_to_string(&log_path).unwrap();
-    assert!(log.contains("subscription created") && log.contains("signing secret rotated"), "{log}");
+    assert!(
+        log.contains("subscription created") && log.contains("signing secret rotated"),
+        "{log}"
+    );
     for secret in &secrets {
         assert!(!log.contains(&secret[6..]), "a signing secret reached the log");
     }

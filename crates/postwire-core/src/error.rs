@@ -149,9 +149,9 @@ impl fmt::Display for SignatureDetail {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SignatureDetail::NoMatch => Ok(()),
-            SignatureDetail::NoV1Signature => f.write_str(
-                " (webhook-signature holds no well-formed `v1,<base64>` entry)",
-            ),
+            SignatureDetail::NoV1Signature => {
+                f.write_str(" (webhook-signature holds no well-formed `v1,<base64>` entry)")
+            }
         }
     }
 }
@@ -171,6 +171,8 @@ impl Error {
     }
 
     pub(crate) fn payload(reason: impl fmt::Display) -> Self {
-        Error::InvalidPayload { reason: reason.to_string() }
+        Error::InvalidPayload {
+            reason: reason.to_string(),
+        }
     }
 }

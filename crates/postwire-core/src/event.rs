@@ -11,7 +11,6 @@
 //! `integration` is the [`Integration`] object; `reason` a [`DisconnectReason`] string;
 //! `deletedBy` an [`Actor`] object `{kind, id}`; `message` a string.
 
-
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -288,12 +287,20 @@ impl EventError {
                 "a failure with code `unknown` is never retryable: the provider may already have accepted the post",
             ));
         }
-        Ok(EventError { code, message: message.into(), retryable })
+        Ok(EventError {
+            code,
+            message: message.into(),
+            retryable,
+        })
     }
 
     /// A failure of unknown outcome, never retryable.
     pub fn unknown(message: impl Into<String>) -> Self {
-        EventError { code: FailureCode::Unknown, message: message.into(), retryable: false }
+        EventError {
+            code: FailureCode::Unknown,
+            message: message.into(),
+            retryable: false,
+        }
     }
 
     /// The failure code.
@@ -428,7 +435,9 @@ impl EventData {
     fn validate(&self) -> Result<(), Error> {
         if let EventData::PostPublished(d) = self {
             if d.post.release_url.is_none() || d.post.release_id.is_none() {
-                return Err(Error::payload("`post.published` must carry `releaseURL` and `releaseId`"));
+                return Err(Error::payload(
+                    "`post.published` must carry `releaseURL` and `releaseId`",
+                ));
             }
         }
         Ok(())
@@ -536,16 +545,25 @@ impl Event {
     pub fn new(id: String, created_at: Timestamp, workspace_id: String, data: EventData) -> Result<Self, Error> {
         crate::headers::validate_id(&id).map_err(|e| Error::payload(format_args!("envelope `id`: {e}")))?;
         data.validate()?;
-        Ok(Event { id, created_at, workspace_id, data })
+        Ok(Event {
+            id,
+            created_at,
+            workspace_id,
+            data,
+        })
     }
 
     /// A fresh event id: `msg_` followed by 22 random base64url characters (128 bits).
     pub fn generate_id() -> Result<String, Error> {
         use base64::Engine as _;
         let mut bytes = [0u8; 16];
-        getrandom::fill(&mut bytes)
-            .map_err(|_| Error::InvalidSecret { reason: "no secure random source is available" })?;
-        Ok(format!("msg_{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)))
+        getrandom::fill(&mut bytes).map_err(|_| Error::InvalidSecret {
+            reason: "no secure random source is available",
+        })?;
+        Ok(format!(
+            "msg_{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+        ))
     }
 
     /// The event type.
@@ -578,7 +596,9 @@ mod tests {
     }
 
     fn envelope(t: &str, data: &str) -> String {
-        format!(r#"{{"id":"msg_1","type":"{t}","createdAt":"2026-11-22T09:00:00.000Z","workspaceId":"ws1","data":{data}}}"#)
+        format!(
+            r#"{{"id":"msg_1","type":"{t}","createdAt":"2026-11-22T09:00:00.000Z","workspaceId":"ws1","data":{data}}}"#
+        )
     }
 
     #[test]
@@ -590,10 +610,23 @@ mod tests {
             ("post.unscheduled", format!(r#"{{"post":{post}}}"#)),
             ("post.publishing", format!(r#"{{"post":{post}}}"#)),
             ("post.published", format!(r#"{{"post":{published}}}"#)),
-            ("post.failed", format!(r#"{{"post":{post},"error":{{"code":"rate_limited","message":"m","retryable":true}}}}"#)),
-            ("post.deleted", format!(r#"{{"post":{post},"deletedBy":{{"kind":"api_token","id":"tok_1"}}}}"#)),
-            ("integration.disconnected", r#"{"integration":{"id":"acc1","name":"A","providerIdentifier":"x"},"reason":"reconnect_required"}"#.into()),
-            ("integration.reconnected", r#"{"integration":{"id":"acc1","name":"A","providerIdentifier":"x","picture":null}}"#.into()),
+            (
+                "post.failed",
+                format!(r#"{{"post":{post},"error":{{"code":"rate_limited","message":"m","retryable":true}}}}"#),
+            ),
+            (
+                "post.deleted",
+                format!(r#"{{"post":{post},"deletedBy":{{"kind":"api_token","id":"tok_1"}}}}"#),
+            ),
+            (
+                "integration.disconnected",
+                r#"{"integration":{"id":"acc1","name":"A","providerIdentifier":"x"},"reason":"reconnect_required"}"#
+                    .into(),
+            ),
+            (
+                "integration.reconnected",
+                r#"{"integration":{"id":"acc1","name":"A","providerIdentifier":"x","picture":null}}"#.into(),
+            ),
             ("webhook.test", r#"{"message":"hi"}"#.into()),
         ];
         assert_eq!(cases.len(), EventType::ALL.len());
@@ -606,7 +639,10 @@ mod tests {
 
     #[test]
     fn content_is_never_carried() {
-        let json = envelope("post.scheduled", &format!(r#"{{"post":{}}}"#, post_json(r#","content":"secret draft text""#)));
+        let json = envelope(
+            "post.scheduled",
+            &format!(r#"{{"post":{}}}"#, post_json(r#","content":"secret draft text""#)),
+        );
         let e = Event::from_json(json.as_bytes()).unwrap();
         assert!(!e.to_json().contains("secret draft text"));
     }
@@ -614,12 +650,25 @@ mod tests {
     #[test]
     fn rules_are_enforced_when_parsing() {
         let published = envelope("post.published", &format!(r#"{{"post":{}}}"#, post_json("")));
-        assert!(Event::from_json(published.as_bytes()).unwrap_err().to_string().contains("releaseURL"));
+        assert!(
+            Event::from_json(published.as_bytes())
+                .unwrap_err()
+                .to_string()
+                .contains("releaseURL")
+        );
         let unknown = envelope(
             "post.failed",
-            &format!(r#"{{"post":{},"error":{{"code":"unknown","message":"m","retryable":true}}}}"#, post_json("")),
+            &format!(
+                r#"{{"post":{},"error":{{"code":"unknown","message":"m","retryable":true}}}}"#,
+                post_json("")
+            ),
         );
-        assert!(Event::from_json(unknown.as_bytes()).unwrap_err().to_string().contains("never retryable"));
+        assert!(
+            Event::from_json(unknown.as_bytes())
+                .unwrap_err()
+                .to_string()
+                .contains("never retryable")
+        );
         assert!(Event::from_json(envelope("post.exploded", "{}").as_bytes()).is_err());
         assert!(Event::from_json(b"\xff\xfe").is_err());
         assert!(Event::from_json(envelope("webhook.test", "[]").as_bytes()).is_err());

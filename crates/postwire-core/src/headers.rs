@@ -113,16 +113,27 @@ impl<'a> WebhookHeaders<'a> {
         let timestamp = parse_timestamp(timestamp_raw)?;
         let signature = signature.trim_matches(is_ows);
         if !signature.is_ascii() {
-            return Err(Error::InvalidHeader { name: SIGNATURE_HEADER, reason: "not ASCII" });
+            return Err(Error::InvalidHeader {
+                name: SIGNATURE_HEADER,
+                reason: "not ASCII",
+            });
         }
-        Ok(WebhookHeaders { id, timestamp_raw, timestamp, signature })
+        Ok(WebhookHeaders {
+            id,
+            timestamp_raw,
+            timestamp,
+            signature,
+        })
     }
 
     /// Reads and checks the three headers from any [`HeaderSource`].
     pub fn from_source<H: HeaderSource + ?Sized>(headers: &'a H) -> Result<Self, Error> {
         let get = |name: &'static str| -> Result<&'a str, Error> {
             let raw = headers.header(name).ok_or(Error::MissingHeader { name })?;
-            std::str::from_utf8(raw).map_err(|_| Error::InvalidHeader { name, reason: "not ASCII" })
+            std::str::from_utf8(raw).map_err(|_| Error::InvalidHeader {
+                name,
+                reason: "not ASCII",
+            })
         };
         Self::new(get(ID_HEADER)?, get(TIMESTAMP_HEADER)?, get(SIGNATURE_HEADER)?)
     }
@@ -173,10 +184,16 @@ fn is_ows(c: char) -> bool {
 pub(crate) fn validate_id(id: &str) -> Result<(), Error> {
     const NAME: &str = ID_HEADER;
     if id.is_empty() {
-        return Err(Error::InvalidHeader { name: NAME, reason: "empty" });
+        return Err(Error::InvalidHeader {
+            name: NAME,
+            reason: "empty",
+        });
     }
     if id.len() > MAX_ID_LEN {
-        return Err(Error::InvalidHeader { name: NAME, reason: "longer than 256 bytes" });
+        return Err(Error::InvalidHeader {
+            name: NAME,
+            reason: "longer than 256 bytes",
+        });
     }
     if !id.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(Error::InvalidHeader {
@@ -192,7 +209,10 @@ pub(crate) fn validate_id(id: &str) -> Result<(), Error> {
 fn parse_timestamp(s: &str) -> Result<UnixTime, Error> {
     const NAME: &str = TIMESTAMP_HEADER;
     if s.is_empty() {
-        return Err(Error::InvalidHeader { name: NAME, reason: "empty" });
+        return Err(Error::InvalidHeader {
+            name: NAME,
+            reason: "empty",
+        });
     }
     if s.len() > 19 || !s.bytes().all(|b| b.is_ascii_digit()) {
         return Err(Error::InvalidHeader {
@@ -202,7 +222,10 @@ fn parse_timestamp(s: &str) -> Result<UnixTime, Error> {
     }
     s.parse::<i64>()
         .map(UnixTime::from_secs)
-        .map_err(|_| Error::InvalidHeader { name: NAME, reason: "out of range" })
+        .map_err(|_| Error::InvalidHeader {
+            name: NAME,
+            reason: "out of range",
+        })
 }
 
 #[cfg(test)]
@@ -218,7 +241,16 @@ mod tests {
 
     #[test]
     fn timestamps_must_be_plain_digits() {
-        for bad in ["", "-1", "+1", "1.5", "1614265330abc", "0x10", "99999999999999999999", "１２"] {
+        for bad in [
+            "",
+            "-1",
+            "+1",
+            "1.5",
+            "1614265330abc",
+            "0x10",
+            "99999999999999999999",
+            "１２",
+        ] {
             let e = WebhookHeaders::new("id", bad, "").unwrap_err();
             assert_eq!(e.code(), ErrorCode::InvalidHeader, "{bad:?}");
         }
@@ -228,7 +260,11 @@ mod tests {
     #[test]
     fn ids_must_be_visible_ascii() {
         for bad in ["", "a b", "a\nb", "é", &"x".repeat(257)] {
-            assert_eq!(validate_id(bad).unwrap_err().code(), ErrorCode::InvalidHeader, "{bad:?}");
+            assert_eq!(
+                validate_id(bad).unwrap_err().code(),
+                ErrorCode::InvalidHeader,
+                "{bad:?}"
+            );
         }
         assert!(validate_id(&"x".repeat(256)).is_ok());
     }

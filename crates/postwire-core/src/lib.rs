@@ -45,20 +45,20 @@ mod verifier;
 pub use error::{Error, ErrorCode, SignatureDetail};
 pub use event::{
     Actor, ActorKind, DisconnectReason, Event, EventData, EventError, EventType, FailureCode, Integration,
-    IntegrationData, IntegrationDisconnectedData, PostData, PostDeletedData, PostFailedData, PostState,
-    PostSummary, TestData,
+    IntegrationData, IntegrationDisconnectedData, PostData, PostDeletedData, PostFailedData, PostState, PostSummary,
+    TestData,
 };
-pub use headers::{HeaderSource, WebhookHeaders, ID_HEADER, MAX_ID_LEN, SIGNATURE_HEADER, TIMESTAMP_HEADER};
-pub use matching::{matches, OrderingKey};
-pub use replay::{MemoryReplayGuard, ReplayGuard, Seen, DEFAULT_REPLAY_CAPACITY, DEFAULT_REPLAY_TTL_SECS};
+pub use headers::{HeaderSource, ID_HEADER, MAX_ID_LEN, SIGNATURE_HEADER, TIMESTAMP_HEADER, WebhookHeaders};
+pub use matching::{OrderingKey, matches};
+pub use replay::{DEFAULT_REPLAY_CAPACITY, DEFAULT_REPLAY_TTL_SECS, MemoryReplayGuard, ReplayGuard, Seen};
 pub use secret::{
-    Secret, SignatureStream, DEFAULT_SECRET_LEN, MAX_GENERATED_SECRET_LEN, MAX_SECRET_KEY_LEN, MAX_SECRET_STRING_LEN,
-    MIN_GENERATED_SECRET_LEN, SECRET_PREFIX,
+    DEFAULT_SECRET_LEN, MAX_GENERATED_SECRET_LEN, MAX_SECRET_KEY_LEN, MAX_SECRET_STRING_LEN, MIN_GENERATED_SECRET_LEN,
+    SECRET_PREFIX, Secret, SignatureStream,
 };
-pub use signature::{Signature, SignatureHeader, MAX_SIGNATURES, MAX_SIGNATURE_HEADER_LEN, SIGNATURE_VERSION};
+pub use signature::{MAX_SIGNATURE_HEADER_LEN, MAX_SIGNATURES, SIGNATURE_VERSION, Signature, SignatureHeader};
 pub use signer::{SignatureValue, Signer};
 pub use subscription::{CreatedByKind, CreatedSubscription, Subscription, SubscriptionStatus};
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 pub use time::SystemClock;
 pub use time::{Clock, ManualClock, Timestamp, UnixTime};
-pub use verifier::{Verified, Verifier, DEFAULT_TOLERANCE_SECS};
+pub use verifier::{DEFAULT_TOLERANCE_SECS, Verified, Verifier};

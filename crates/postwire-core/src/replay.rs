@@ -167,6 +167,9 @@ mod tests {
         g.check_and_record("a", UnixTime::from_secs(0));
         // The last retry comes 22 h 43 min after the first attempt.
         let last_retry = (30 + 120 + 600 + 1800 + 3600 + 3 * 3600 + 6 * 3600 + 12 * 3600) as i64;
-        assert_eq!(g.check_and_record("a", UnixTime::from_secs(last_retry)), Seen::Duplicate);
+        assert_eq!(
+            g.check_and_record("a", UnixTime::from_secs(last_retry)),
+            Seen::Duplicate
+        );
     }
 }

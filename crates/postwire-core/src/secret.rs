@@ -61,11 +61,15 @@ impl Secret {
     /// 24..=64 bytes.
     pub fn parse(s: &str) -> Result<Self, Error> {
         if s.len() > MAX_SECRET_STRING_LEN {
-            return Err(Error::InvalidSecret { reason: "longer than 2048 characters" });
+            return Err(Error::InvalidSecret {
+                reason: "longer than 2048 characters",
+            });
         }
         let b64 = s.strip_prefix(SECRET_PREFIX).unwrap_or(s);
         if b64.is_empty() {
-            return Err(Error::InvalidSecret { reason: "empty; expected `whsec_` followed by base64" });
+            return Err(Error::InvalidSecret {
+                reason: "empty; expected `whsec_` followed by base64",
+            });
         }
         let key = Zeroizing::new(BASE64_LENIENT.decode(b64).map_err(|_| Error::InvalidSecret {
             reason: "not valid base64 after the `whsec_` prefix; copy the whole secret as shown once at creation",
@@ -80,14 +84,19 @@ impl Secret {
 
     fn from_key(key: Zeroizing<Vec<u8>>) -> Result<Self, Error> {
         if key.is_empty() {
-            return Err(Error::InvalidSecret { reason: "the key is empty" });
+            return Err(Error::InvalidSecret {
+                reason: "the key is empty",
+            });
         }
         if key.len() > MAX_SECRET_KEY_LEN {
-            return Err(Error::InvalidSecret { reason: "the key is longer than 1024 bytes" });
+            return Err(Error::InvalidSecret {
+                reason: "the key is longer than 1024 bytes",
+            });
         }
         // HMAC accepts keys of any length, so this cannot fail; map it anyway, never panic.
-        let mac = HmacSha256::new_from_slice(&key)
-            .map_err(|_| Error::InvalidSecret { reason: "HMAC rejected the key" })?;
+        let mac = HmacSha256::new_from_slice(&key).map_err(|_| Error::InvalidSecret {
+            reason: "HMAC rejected the key",
+        })?;
         Ok(Secret { key, mac })
     }
 
@@ -100,11 +109,14 @@ impl Secret {
     /// A fresh random secret of `len` bytes; `len` must be within 24..=64.
     pub fn generate_with_len(len: usize) -> Result<Self, Error> {
         if !(MIN_GENERATED_SECRET_LEN..=MAX_GENERATED_SECRET_LEN).contains(&len) {
-            return Err(Error::InvalidSecret { reason: "a generated key must be 24 to 64 bytes long" });
+            return Err(Error::InvalidSecret {
+                reason: "a generated key must be 24 to 64 bytes long",
+            });
         }
         let mut key = Zeroizing::new(vec![0u8; len]);
-        getrandom::fill(&mut key)
-            .map_err(|_| Error::InvalidSecret { reason: "no secure random source is available" })?;
+        getrandom::fill(&mut key).map_err(|_| Error::InvalidSecret {
+            reason: "no secure random source is available",
+        })?;
         Self::from_key(key)
     }
 

@@ -93,10 +93,16 @@ impl<'a> SignatureHeader<'a> {
     pub fn parse(value: &'a str) -> Result<Self, Error> {
         const NAME: &str = crate::headers::SIGNATURE_HEADER;
         if value.len() > MAX_SIGNATURE_HEADER_LEN {
-            return Err(Error::InvalidHeader { name: NAME, reason: "longer than 8192 bytes" });
+            return Err(Error::InvalidHeader {
+                name: NAME,
+                reason: "longer than 8192 bytes",
+            });
         }
         if value.split_ascii_whitespace().nth(MAX_SIGNATURES).is_some() {
-            return Err(Error::InvalidHeader { name: NAME, reason: "more than 64 signatures" });
+            return Err(Error::InvalidHeader {
+                name: NAME,
+                reason: "more than 64 signatures",
+            });
         }
         Ok(SignatureHeader { value })
     }
@@ -119,8 +125,12 @@ impl<'a> SignatureHeader<'a> {
         }
         match (found, seen_v1) {
             (true, _) => Ok(()),
-            (false, true) => Err(Error::InvalidSignature { detail: SignatureDetail::NoMatch }),
-            (false, false) => Err(Error::InvalidSignature { detail: SignatureDetail::NoV1Signature }),
+            (false, true) => Err(Error::InvalidSignature {
+                detail: SignatureDetail::NoMatch,
+            }),
+            (false, false) => Err(Error::InvalidSignature {
+                detail: SignatureDetail::NoV1Signature,
+            }),
         }
     }
 }
@@ -169,9 +179,15 @@ mod tests {
     #[test]
     fn rejects_oversized_headers_before_parsing() {
         let many = vec![SIG; MAX_SIGNATURES + 1].join(" ");
-        assert_eq!(SignatureHeader::parse(&many).unwrap_err().code(), crate::ErrorCode::InvalidHeader);
+        assert_eq!(
+            SignatureHeader::parse(&many).unwrap_err().code(),
+            crate::ErrorCode::InvalidHeader
+        );
         let ok = vec![SIG; MAX_SIGNATURES].join(" ");
-        assert_eq!(SignatureHeader::parse(&ok).unwrap().signatures().count(), MAX_SIGNATURES);
+        assert_eq!(
+            SignatureHeader::parse(&ok).unwrap().signatures().count(),
+            MAX_SIGNATURES
+        );
         let long = "x".repeat(MAX_SIGNATURE_HEADER_LEN + 1);
         assert!(SignatureHeader::parse(&long).is_err());
     }
@@ -185,7 +201,9 @@ mod tests {
         assert_eq!(h.signatures().count(), 0);
         assert_eq!(
             h.matches_any(&[]).unwrap_err(),
-            Error::InvalidSignature { detail: SignatureDetail::NoV1Signature }
+            Error::InvalidSignature {
+                detail: SignatureDetail::NoV1Signature
+            }
         );
     }
 }

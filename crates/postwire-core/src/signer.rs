@@ -55,7 +55,9 @@ impl Signer {
     pub fn with_secrets(secrets: impl IntoIterator<Item = Secret>) -> Result<Self, Error> {
         let secrets: Vec<Secret> = secrets.into_iter().collect();
         if secrets.is_empty() {
-            return Err(Error::InvalidSecret { reason: "at least one secret is required" });
+            return Err(Error::InvalidSecret {
+                reason: "at least one secret is required",
+            });
         }
         Ok(Signer { secrets })
     }

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::{string_enum, EventType, Integration};
+use crate::event::{EventType, Integration, string_enum};
 use crate::{Event, Secret, Timestamp};
 
 string_enum! {
@@ -92,7 +92,9 @@ impl TryFrom<SubscriptionWire> for Subscription {
             // A paused subscription without a reason is still paused; say so.
             (true, None) => SubscriptionStatus::Paused { reason: String::new() },
             (false, Some(_)) => {
-                return Err(crate::Error::payload("`disabledReason` must be null while `disabled` is false"));
+                return Err(crate::Error::payload(
+                    "`disabledReason` must be null while `disabled` is false",
+                ));
             }
         };
         Ok(Subscription {
@@ -203,7 +205,10 @@ mod tests {
     #[test]
     fn only_the_creation_response_carries_the_secret() {
         let secret = Secret::generate().unwrap();
-        let created = CreatedSubscription { subscription: sample(), secret: secret.clone() };
+        let created = CreatedSubscription {
+            subscription: sample(),
+            secret: secret.clone(),
+        };
         let json = serde_json::to_string(&created).unwrap();
         assert!(json.contains(&secret.expose()));
         let back: CreatedSubscription = serde_json::from_str(&json).unwrap();

@@ -12,8 +12,8 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 
 use crate::Error;
 
@@ -95,8 +95,7 @@ impl Timestamp {
 
     fn to_datetime(self) -> OffsetDateTime {
         // In range by construction, so this cannot fail; fall back to the epoch anyway.
-        OffsetDateTime::from_unix_timestamp_nanos(self.0 as i128 * 1_000_000)
-            .unwrap_or(OffsetDateTime::UNIX_EPOCH)
+        OffsetDateTime::from_unix_timestamp_nanos(self.0 as i128 * 1_000_000).unwrap_or(OffsetDateTime::UNIX_EPOCH)
     }
 }
 
@@ -234,7 +233,10 @@ mod tests {
     fn formats_with_exactly_three_fraction_digits_in_utc() {
         let t = Timestamp::from_unix_millis(1_614_265_330_007);
         assert_eq!(t.to_string(), "2021-02-25T15:02:10.007Z");
-        assert_eq!("2021-02-25T15:02:10Z".parse::<Timestamp>().unwrap().unix_millis(), 1_614_265_330_000);
+        assert_eq!(
+            "2021-02-25T15:02:10Z".parse::<Timestamp>().unwrap().unix_millis(),
+            1_614_265_330_000
+        );
     }
 
     #[test]

@@ -46,7 +46,10 @@ pub struct Verified<'h> {
 impl Verifier {
     /// A verifier with one secret and the default 300 s tolerance.
     pub fn new(secret: Secret) -> Self {
-        Verifier { secrets: vec![secret], tolerance_secs: DEFAULT_TOLERANCE_SECS }
+        Verifier {
+            secrets: vec![secret],
+            tolerance_secs: DEFAULT_TOLERANCE_SECS,
+        }
     }
 
     /// A verifier that accepts a signature made with any of `secrets` (new and old during
@@ -54,9 +57,14 @@ impl Verifier {
     pub fn with_secrets(secrets: impl IntoIterator<Item = Secret>) -> Result<Self, Error> {
         let secrets: Vec<Secret> = secrets.into_iter().collect();
         if secrets.is_empty() {
-            return Err(Error::InvalidSecret { reason: "at least one secret is required" });
+            return Err(Error::InvalidSecret {
+                reason: "at least one secret is required",
+            });
         }
-        Ok(Verifier { secrets, tolerance_secs: DEFAULT_TOLERANCE_SECS })
+        Ok(Verifier {
+            secrets,
+            tolerance_secs: DEFAULT_TOLERANCE_SECS,
+        })
     }
 
     /// Sets the timestamp tolerance in seconds, applied both to the past and the future.
@@ -90,7 +98,9 @@ impl Verifier {
     ) -> Result<Verified<'h>, Error> {
         self.check_timestamp(headers.timestamp(), now)?;
         let header = SignatureHeader::parse(headers.signature())?;
-        let mut outcome = Err(Error::InvalidSignature { detail: SignatureDetail::NoMatch });
+        let mut outcome = Err(Error::InvalidSignature {
+            detail: SignatureDetail::NoMatch,
+        });
         for secret in &self.secrets {
             let expected = secret.sign_as_sent(&headers, body);
             outcome = header.matches_any(std::slice::from_ref(&expected));
@@ -98,7 +108,10 @@ impl Verifier {
                 break;
             }
         }
-        outcome.map(|()| Verified { id: headers.id(), timestamp: headers.timestamp() })
+        outcome.map(|()| Verified {
+            id: headers.id(),
+            timestamp: headers.timestamp(),
+        })
     }
 
     /// Verifies, then parses the body into a typed [`Event`]. Also checks that the
@@ -122,9 +135,15 @@ impl Verifier {
         let tolerance = i128::from(self.tolerance_secs);
         let clamp = |d: i128| u64::try_from(d).unwrap_or(u64::MAX);
         if diff > tolerance {
-            Err(Error::TimestampTooOld { age_secs: clamp(diff), tolerance_secs: self.tolerance_secs })
+            Err(Error::TimestampTooOld {
+                age_secs: clamp(diff),
+                tolerance_secs: self.tolerance_secs,
+            })
         } else if -diff > tolerance {
-            Err(Error::TimestampTooNew { ahead_secs: clamp(-diff), tolerance_secs: self.tolerance_secs })
+            Err(Error::TimestampTooNew {
+                ahead_secs: clamp(-diff),
+                tolerance_secs: self.tolerance_secs,
+            })
         } else {
             Ok(())
         }

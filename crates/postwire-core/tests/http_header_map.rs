@@ -15,7 +15,10 @@ fn verifies_from_a_header_map() {
     h.insert("WEBHOOK-SIGNATURE", HeaderValue::from_str(sig.as_str()).unwrap());
     let v = Verifier::new(secret);
     assert_eq!(v.verify(&h, b"{}", now).unwrap().id, "msg_1");
-    assert_eq!(v.verify(&h, b"{ }", now).unwrap_err().code().as_str(), "invalid_signature");
+    assert_eq!(
+        v.verify(&h, b"{ }", now).unwrap_err().code().as_str(),
+        "invalid_signature"
+    );
 
     h.insert("webhook-id", HeaderValue::from_bytes(b"caf\xe9").unwrap());
     assert_eq!(v.verify(&h, b"{}", now).unwrap_err().code().as_str(), "invalid_header");

@@ -13,7 +13,11 @@ fn key() -> impl Strategy<Value = Vec<u8>> {
 }
 
 fn headers(id: &str, ts: i64, sig: &str) -> Vec<(&'static str, String)> {
-    vec![("webhook-id", id.to_owned()), ("webhook-timestamp", ts.to_string()), ("webhook-signature", sig.to_owned())]
+    vec![
+        ("webhook-id", id.to_owned()),
+        ("webhook-timestamp", ts.to_string()),
+        ("webhook-signature", sig.to_owned()),
+    ]
 }
 
 proptest! {
@@ -95,10 +99,31 @@ fn arb_json(depth: u32) -> impl Strategy<Value = serde_json::Value> {
         prop_oneof![
             proptest::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
             proptest::collection::btree_map(
-                prop::sample::select(vec!["post","id","state","error","code","message","retryable","integration","name","providerIdentifier","externalId","group","publishDate","reason","deletedBy","kind","releaseURL","releaseId"]).prop_map(String::from),
+                prop::sample::select(vec![
+                    "post",
+                    "id",
+                    "state",
+                    "error",
+                    "code",
+                    "message",
+                    "retryable",
+                    "integration",
+                    "name",
+                    "providerIdentifier",
+                    "externalId",
+                    "group",
+                    "publishDate",
+                    "reason",
+                    "deletedBy",
+                    "kind",
+                    "releaseURL",
+                    "releaseId"
+                ])
+                .prop_map(String::from),
                 inner,
                 0..8
-            ).prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            )
+            .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
         ]
     })
 }

@@ -4,11 +4,13 @@
 use std::path::PathBuf;
 
 use base64::Engine as _;
-use postwire_core::{matches, Event, EventType, Secret, UnixTime, Verifier};
+use postwire_core::{Event, EventType, Secret, UnixTime, Verifier, matches};
 use serde_json::Value;
 
 fn load(name: &str) -> Vec<Value> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/vectors")
+        .join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let file: Value = serde_json::from_str(&text).unwrap();
     let cases = file["cases"].as_array().expect("cases").clone();
@@ -43,7 +45,11 @@ fn verify_vectors() {
     let cases = load("verify.json");
     let (mut ok, mut failing) = (0, 0);
     for case in &cases {
-        let secrets = case["secrets"].as_array().unwrap().iter().map(|s| Secret::parse(s.as_str().unwrap()).unwrap());
+        let secrets = case["secrets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| Secret::parse(s.as_str().unwrap()).unwrap());
         let mut verifier = Verifier::with_secrets(secrets).unwrap();
         if let Some(t) = case["tolerance"].as_u64() {
             verifier = verifier.with_tolerance_secs(t);
@@ -61,7 +67,12 @@ fn verify_vectors() {
             ok += 1;
         } else {
             let err = result.expect_err(name(case));
-            assert_eq!(err.code().as_str(), case["error"].as_str().unwrap(), "{}: {err}", name(case));
+            assert_eq!(
+                err.code().as_str(),
+                case["error"].as_str().unwrap(),
+                "{}: {err}",
+                name(case)
+            );
             failing += 1;
         }
     }
@@ -74,9 +85,19 @@ fn event_vectors() {
         let result = Event::from_json(case["body"].as_str().unwrap().as_bytes());
         if case["ok"].as_bool().unwrap() {
             let event = result.unwrap_or_else(|e| panic!("{}: {e}", name(&case)));
-            assert_eq!(event.event_type().as_str(), case["type"].as_str().unwrap(), "{}", name(&case));
+            assert_eq!(
+                event.event_type().as_str(),
+                case["type"].as_str().unwrap(),
+                "{}",
+                name(&case)
+            );
             // What we parse, we write back as an equal event.
-            assert_eq!(Event::from_json(event.to_json().as_bytes()).unwrap(), event, "{}", name(&case));
+            assert_eq!(
+                Event::from_json(event.to_json().as_bytes()).unwrap(),
+                event,
+                "{}",
+                name(&case)
+            );
         } else {
             let err = result.expect_err(name(&case));
             assert_eq!(err.code().as_str(), case["error"].as_str().unwrap(), "{}", name(&case));
@@ -87,9 +108,18 @@ fn event_vectors() {
 #[test]
 fn matching_vectors() {
     for case in load("matching.json") {
-        let events: Vec<EventType> =
-            case["events"].as_array().unwrap().iter().map(|e| e.as_str().unwrap().parse().unwrap()).collect();
-        let ids: Vec<&str> = case["integrationIds"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        let events: Vec<EventType> = case["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap().parse().unwrap())
+            .collect();
+        let ids: Vec<&str> = case["integrationIds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
         let event_type: EventType = case["eventType"].as_str().unwrap().parse().unwrap();
         let got = matches(&events, ids.iter().copied(), event_type, case["accountId"].as_str());
         assert_eq!(got, case["matches"].as_bool().unwrap(), "{}", name(&case));

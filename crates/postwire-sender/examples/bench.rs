@@ -47,7 +47,9 @@ async fn start_receiver(arrivals: Arc<Arrivals>) -> std::net::SocketAddr {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         loop {
-            let Ok((stream, _)) = listener.accept().await else { continue };
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
             let _ = stream.set_nodelay(true);
             let arrivals = arrivals.clone();
             tokio::spawn(async move {
@@ -65,7 +67,9 @@ async fn start_receiver(arrivals: Arc<Arrivals>) -> std::net::SocketAddr {
                         Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
                     }
                 });
-                let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
             });
         }
     });
@@ -82,7 +86,12 @@ fn post_change(i: usize, pad: usize) -> DomainChange {
             state: PostState::Queue,
             is_draft: false,
             publish_date: Timestamp::from_unix_millis(1_800_000_000_000),
-            integration: Integration { id: "acc-1".into(), name: "Bench account".into(), provider_identifier: "x".into(), picture: None },
+            integration: Integration {
+                id: "acc-1".into(),
+                name: "Bench account".into(),
+                provider_identifier: "x".into(),
+                picture: None,
+            },
             release_url: None,
             release_id: None,
             error: None,
@@ -108,7 +117,11 @@ fn padding_for_1kib() -> usize {
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0)
 }
 
@@ -128,8 +141,16 @@ async fn open_sender(dir: &std::path::Path, subs: usize, url: &str) -> (Sender, 
         ..defaults
     }
     .dangerously_allow_insecure_local_urls();
-    let sender = Sender::open_sqlite(dir.join("bench.db"), config, Arc::new(SystemClock)).await.unwrap();
-    sender.upsert_workspace(Workspace { id: "ws_bench".into(), name: "bench".into() }).await.unwrap();
+    let sender = Sender::open_sqlite(dir.join("bench.db"), config, Arc::new(SystemClock))
+        .await
+        .unwrap();
+    sender
+        .upsert_workspace(Workspace {
+            id: "ws_bench".into(),
+            name: "bench".into(),
+        })
+        .await
+        .unwrap();
     let mut ids = vec![];
     for i in 0..subs {
         let created = sender
@@ -179,11 +200,18 @@ async fn throughput(subs: usize, deliveries: usize, pad: usize, url: &str, arriv
     let elapsed = start.elapsed();
     let mut lat: Vec<Duration> = {
         let first = arrivals.first.lock().unwrap();
-        published.iter().filter_map(|(id, at)| first.get(id).map(|arr| arr.saturating_duration_since(*at))).collect()
+        published
+            .iter()
+            .filter_map(|(id, at)| first.get(id).map(|arr| arr.saturating_duration_since(*at)))
+            .collect()
     };
     lat.sort();
     dispatcher.shutdown().await;
-    RunResult { rate: total as f64 / elapsed.as_secs_f64(), p50: percentile(&lat, 0.5), p99: percentile(&lat, 0.99) }
+    RunResult {
+        rate: total as f64 / elapsed.as_secs_f64(),
+        p50: percentile(&lat, 0.5),
+        p99: percentile(&lat, 0.99),
+    }
 }
 
 async fn light_load_latency(pad: usize, url: &str, arrivals: &Arc<Arrivals>) -> (Duration, Duration) {
@@ -199,7 +227,10 @@ async fn light_load_latency(pad: usize, url: &str, arrivals: &Arc<Arrivals>) -> 
     tokio::time::sleep(Duration::from_millis(200)).await;
     let mut lat: Vec<Duration> = {
         let first = arrivals.first.lock().unwrap();
-        published.iter().filter_map(|(id, at)| first.get(id).map(|arr| arr.saturating_duration_since(*at))).collect()
+        published
+            .iter()
+            .filter_map(|(id, at)| first.get(id).map(|arr| arr.saturating_duration_since(*at)))
+            .collect()
     };
     lat.sort();
     dispatcher.shutdown().await;
@@ -229,7 +260,9 @@ async fn held_memory(held: usize, pad: usize, url: &str) -> Vec<(usize, u64)> {
     }
     let counts = sender.delivery_counts(None).await.unwrap();
     assert_eq!(counts.held as usize, held);
-    let size = std::fs::metadata(dir.path().join("bench.db")).map(|m| m.len()).unwrap_or(0);
+    let size = std::fs::metadata(dir.path().join("bench.db"))
+        .map(|m| m.len())
+        .unwrap_or(0);
     eprintln!("held-events database: {:.0} MiB", size as f64 / 1048576.0);
     let started = Instant::now();
     let (_, summary) = sender.resume(&subs[0]).await.unwrap();
@@ -264,16 +297,29 @@ fn run_wrk(url: &str, body_len: usize) -> Option<f64> {
         .output()
         .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
-    text.lines().find(|l| l.starts_with("Requests/sec:"))?.split_whitespace().nth(1)?.parse().ok()
+    text.lines()
+        .find(|l| l.starts_with("Requests/sec:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     runtime.block_on(async {
         let deliveries = arg("--deliveries", 30_000);
         let held = arg("--held", 1_000_000);
@@ -282,24 +328,47 @@ fn main() {
         let addr = start_receiver(arrivals.clone()).await;
         let url = format!("http://{addr}/hook");
         let pad = padding_for_1kib();
-        println!("machine: {} CPUs; event body 1024 bytes; receiver {url}", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0));
+        println!(
+            "machine: {} CPUs; event body 1024 bytes; receiver {url}",
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
+        );
 
-        let wrk = if skip_wrk { None } else { tokio::task::spawn_blocking({ let url = url.clone(); move || run_wrk(&url, 1024) }).await.unwrap() };
+        let wrk = if skip_wrk {
+            None
+        } else {
+            tokio::task::spawn_blocking({
+                let url = url.clone();
+                move || run_wrk(&url, 1024)
+            })
+            .await
+            .unwrap()
+        };
         match wrk {
             Some(r) => println!("wrk -t2 -c64 -d5s, POST 1 KiB, same receiver: {r:.0} requests/s"),
             None => println!("wrk: not run (not installed or --skip-wrk)"),
         }
 
-        println!("\n| subscriptions | deliveries | deliveries/s | vs wrk | p50 publish→attempt | p99 publish→attempt |");
+        println!(
+            "\n| subscriptions | deliveries | deliveries/s | vs wrk | p50 publish→attempt | p99 publish→attempt |"
+        );
         println!("|---|---|---|---|---|---|");
         for subs in [1, 10, 100] {
             let r = throughput(subs, deliveries, pad, &url, &arrivals).await;
             let ratio = wrk.map(|w| format!("{:.2}", r.rate / w)).unwrap_or_else(|| "-".into());
-            println!("| {subs} | {deliveries} | {:.0} | {ratio} | {:.1} ms | {:.1} ms |", r.rate, r.p50.as_secs_f64() * 1e3, r.p99.as_secs_f64() * 1e3);
+            println!(
+                "| {subs} | {deliveries} | {:.0} | {ratio} | {:.1} ms | {:.1} ms |",
+                r.rate,
+                r.p50.as_secs_f64() * 1e3,
+                r.p99.as_secs_f64() * 1e3
+            );
         }
 
         let (p50, p99) = light_load_latency(pad, &url, &arrivals).await;
-        println!("\nlight load (1 subscription, one publish every 2 ms): p50 {:.2} ms, p99 {:.2} ms publish→first attempt", p50.as_secs_f64() * 1e3, p99.as_secs_f64() * 1e3);
+        println!(
+            "\nlight load (1 subscription, one publish every 2 ms): p50 {:.2} ms, p99 {:.2} ms publish→first attempt",
+            p50.as_secs_f64() * 1e3,
+            p99.as_secs_f64() * 1e3
+        );
 
         if held > 0 {
             println!("\nmemory while events are held for a paused subscription (1 KiB events):");

@@ -13,7 +13,7 @@
 use std::error::Error as _;
 use std::time::{Duration, Instant};
 
-use postwire_core::{Signer, UnixTime, ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+use postwire_core::{ID_HEADER, SIGNATURE_HEADER, Signer, TIMESTAMP_HEADER, UnixTime};
 
 use crate::config::SenderConfig;
 use crate::error::SenderError;
@@ -65,9 +65,20 @@ impl HttpDeliverer {
 
     /// Sends one attempt of `body` to `url`, signed with `signer`, stamped `timestamp`.
     /// The body is moved into the request, not copied.
-    pub async fn attempt(&self, url: &str, event_id: &str, body: String, signer: &Signer, timestamp: UnixTime) -> AttemptReport {
+    pub async fn attempt(
+        &self,
+        url: &str,
+        event_id: &str,
+        body: String,
+        signer: &Signer,
+        timestamp: UnixTime,
+    ) -> AttemptReport {
         let start = Instant::now();
-        let report = |outcome, retry_after| AttemptReport { outcome, retry_after, duration: start.elapsed() };
+        let report = |outcome, retry_after| AttemptReport {
+            outcome,
+            retry_after,
+            duration: start.elapsed(),
+        };
         let error = |kind| AttemptOutcome::Error { error: kind };
         let url = match self.policy.check_url(url) {
             Ok(u) => u,
@@ -126,7 +137,10 @@ fn classify(e: &reqwest::Error) -> AttemptErrorKind {
     let mut source = e.source();
     while let Some(s) = source {
         // `io::Error` hides a custom inner error from `source()`; look inside it too.
-        let inner = s.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()).and_then(|i| i.downcast_ref::<Blocked>());
+        let inner = s
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|i| i.downcast_ref::<Blocked>());
         if let Some(blocked) = s.downcast_ref::<Blocked>().or(inner) {
             return match blocked {
                 Blocked::Unresolvable => AttemptErrorKind::Dns,
@@ -139,7 +153,11 @@ fn classify(e: &reqwest::Error) -> AttemptErrorKind {
     // its debug form still names them. (Covered by the SSRF integration test.)
     let debug = format!("{e:?}");
     if debug.contains("DnsError") {
-        return if debug.contains("Address { ip:") { AttemptErrorKind::BlockedAddress } else { AttemptErrorKind::Dns };
+        return if debug.contains("Address { ip:") {
+            AttemptErrorKind::BlockedAddress
+        } else {
+            AttemptErrorKind::Dns
+        };
     }
     if e.is_timeout() {
         AttemptErrorKind::Timeout

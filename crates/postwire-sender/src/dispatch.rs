@@ -90,7 +90,10 @@ pub(crate) fn handle_without_task(inner: Arc<Inner>) -> DispatcherHandle {
 
 pub(crate) fn start(inner: Arc<Inner>) -> DispatcherHandle {
     let task = tokio::spawn(run(inner.clone()));
-    DispatcherHandle { inner, task: Some(task) }
+    DispatcherHandle {
+        inner,
+        task: Some(task),
+    }
 }
 
 async fn run(inner: Arc<Inner>) {
@@ -105,7 +108,11 @@ async fn run(inner: Arc<Inner>) {
         }
         let (room, busy_before, snapshot) = {
             let f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
-            (config.max_in_flight.saturating_sub(f.total), f.unrecorded, f.per_subscription.clone())
+            (
+                config.max_in_flight.saturating_sub(f.total),
+                f.unrecorded,
+                f.per_subscription.clone(),
+            )
         };
         let mut claimed = 0;
         if room > 0 {
@@ -143,7 +150,11 @@ async fn run(inner: Arc<Inner>) {
         }
         // While attempts are in flight, a finished batch wakes the loop soon anyway; only
         // an idle loop asks the store when the next retry is due.
-        let sleep = match if busy_before > 0 || claimed > 0 { Ok(None) } else { inner.store.next_due_at().await } {
+        let sleep = match if busy_before > 0 || claimed > 0 {
+            Ok(None)
+        } else {
+            inner.store.next_due_at().await
+        } {
             Ok(Some(due)) => {
                 let wait = due.unix_millis().saturating_sub(inner.clock.now().unix_millis()).max(0) as u64;
                 Duration::from_millis(wait).min(config.idle_poll)
@@ -169,7 +180,10 @@ async fn attempt(
 ) {
     let started_at = inner.clock.now();
     let body = std::mem::take(&mut d.body);
-    let report = inner.deliverer.attempt(&d.url, &d.event_id, body, &d.signer, started_at.unix_time()).await;
+    let report = inner
+        .deliverer
+        .attempt(&d.url, &d.event_id, body, &d.signer, started_at.unix_time())
+        .await;
     let next = if report.outcome.is_success() {
         NextState::Delivered
     } else {
@@ -194,7 +208,10 @@ async fn attempt(
         f.remove(&d.subscription_id);
         // Wake when a quarter of the room has come free (not on every request: claiming
         // several at once is cheaper).
-        let (max, per_sub) = (inner.config.max_in_flight, inner.config.max_in_flight_per_subscription.max(1));
+        let (max, per_sub) = (
+            inner.config.max_in_flight,
+            inner.config.max_in_flight_per_subscription.max(1),
+        );
         f.total == max - max.div_ceil(4)
             || f.per_subscription.get(&d.subscription_id).copied().unwrap_or(0) == per_sub - per_sub.div_ceil(4)
     };

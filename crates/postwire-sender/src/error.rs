@@ -129,7 +129,9 @@ impl SenderError {
 
     /// One validation failure.
     pub fn invalid(message: impl Into<String>) -> Self {
-        SenderError::InvalidRequest { messages: vec![message.into()] }
+        SenderError::InvalidRequest {
+            messages: vec![message.into()],
+        }
     }
 
     /// A missing resource; long ids are truncated.
@@ -143,7 +145,9 @@ impl SenderError {
 
     /// A storage failure.
     pub fn storage(detail: impl fmt::Display) -> Self {
-        SenderError::Storage { detail: detail.to_string() }
+        SenderError::Storage {
+            detail: detail.to_string(),
+        }
     }
 }
 
@@ -157,6 +161,10 @@ impl Violations {
     }
 
     pub(crate) fn into_result(self) -> Result<(), SenderError> {
-        if self.0.is_empty() { Ok(()) } else { Err(SenderError::InvalidRequest { messages: self.0 }) }
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(SenderError::InvalidRequest { messages: self.0 })
+        }
     }
 }

@@ -247,7 +247,10 @@ pub fn build_event(
                 PostChangeKind::Scheduled => EventData::PostScheduled(PostData { post }),
                 PostChangeKind::Unscheduled => EventData::PostUnscheduled(PostData { post }),
                 PostChangeKind::PublishingStarted => EventData::PostPublishing(PostData { post }),
-                PostChangeKind::Published { release_url, release_id } => {
+                PostChangeKind::Published {
+                    release_url,
+                    release_id,
+                } => {
                     post.release_url = Some(release_url.clone());
                     post.release_id = Some(release_id.clone());
                     EventData::PostPublished(PostData { post })
@@ -257,9 +260,15 @@ pub fn build_event(
                     if post.error.is_none() {
                         post.error = Some(error.message().to_owned());
                     }
-                    EventData::PostFailed(PostFailedData { post, error: error.clone() })
+                    EventData::PostFailed(PostFailedData {
+                        post,
+                        error: error.clone(),
+                    })
                 }
-                PostChangeKind::Deleted { by } => EventData::PostDeleted(PostDeletedData { post, deleted_by: by.clone() }),
+                PostChangeKind::Deleted { by } => EventData::PostDeleted(PostDeletedData {
+                    post,
+                    deleted_by: by.clone(),
+                }),
                 PostChangeKind::DraftSaved => return Ok(Err(NoEventReason::Draft)),
             };
             (&c.workspace_id, data, None)
@@ -284,14 +293,27 @@ pub fn build_event(
                 check_id(&mut v, "subscriptionId", id);
             }
             v.into_result()?;
-            (&t.workspace_id, EventData::WebhookTest(TestData { message: t.message.clone() }), t.subscription_id.clone())
+            (
+                &t.workspace_id,
+                EventData::WebhookTest(TestData {
+                    message: t.message.clone(),
+                }),
+                t.subscription_id.clone(),
+            )
         }
     };
-    let event = Event::new(event_id, now, workspace_id.clone(), data).map_err(|e| SenderError::invalid(e.to_string()))?;
+    let event =
+        Event::new(event_id, now, workspace_id.clone(), data).map_err(|e| SenderError::invalid(e.to_string()))?;
     let body = event.to_json();
     let ordering_key = OrderingKey::of(&event);
     let post_id = event.data.post().map(|p| p.id.clone());
-    Ok(Ok(BuiltEvent { event, body, ordering_key, post_id, only_subscription }))
+    Ok(Ok(BuiltEvent {
+        event,
+        body,
+        ordering_key,
+        post_id,
+        only_subscription,
+    }))
 }
 
 #[cfg(test)]
@@ -306,7 +328,12 @@ mod tests {
             state: PostState::Queue,
             is_draft: draft,
             publish_date: Timestamp::from_unix_millis(1_700_000_000_000),
-            integration: Integration { id: "acc1".into(), name: "Acme".into(), provider_identifier: "x".into(), picture: None },
+            integration: Integration {
+                id: "acc1".into(),
+                name: "Acme".into(),
+                provider_identifier: "x".into(),
+                picture: None,
+            },
             release_url: None,
             release_id: None,
             error: None,
@@ -315,14 +342,22 @@ mod tests {
     }
 
     fn change(draft: bool, kind: PostChangeKind) -> DomainChange {
-        DomainChange::Post(PostChange { workspace_id: "ws".into(), post: record(draft), kind })
+        DomainChange::Post(PostChange {
+            workspace_id: "ws".into(),
+            post: record(draft),
+            kind,
+        })
     }
 
     #[test]
     fn content_never_reaches_the_body() {
-        let built = build_event(&change(false, PostChangeKind::Scheduled), "msg_1".into(), Timestamp::from_unix_millis(0))
-            .unwrap()
-            .unwrap();
+        let built = build_event(
+            &change(false, PostChangeKind::Scheduled),
+            "msg_1".into(),
+            Timestamp::from_unix_millis(0),
+        )
+        .unwrap()
+        .unwrap();
         assert!(!built.body.contains("TOP SECRET"));
         assert_eq!(built.ordering_key, Some(OrderingKey::Post("p1".into())));
         assert_eq!(built.post_id.as_deref(), Some("p1"));
@@ -331,9 +366,23 @@ mod tests {
     #[test]
     fn drafts_emit_nothing_except_going_back_to_draft() {
         let now = Timestamp::from_unix_millis(0);
-        assert_eq!(build_event(&change(true, PostChangeKind::Scheduled), "m".into(), now).unwrap().unwrap_err(), NoEventReason::Draft);
-        assert_eq!(build_event(&change(false, PostChangeKind::DraftSaved), "m".into(), now).unwrap().unwrap_err(), NoEventReason::Draft);
-        assert!(build_event(&change(true, PostChangeKind::Unscheduled), "m".into(), now).unwrap().is_ok());
+        assert_eq!(
+            build_event(&change(true, PostChangeKind::Scheduled), "m".into(), now)
+                .unwrap()
+                .unwrap_err(),
+            NoEventReason::Draft
+        );
+        assert_eq!(
+            build_event(&change(false, PostChangeKind::DraftSaved), "m".into(), now)
+                .unwrap()
+                .unwrap_err(),
+            NoEventReason::Draft
+        );
+        assert!(
+            build_event(&change(true, PostChangeKind::Unscheduled), "m".into(), now)
+                .unwrap()
+                .is_ok()
+        );
     }
 
     #[test]

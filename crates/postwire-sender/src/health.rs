@@ -78,7 +78,8 @@ impl Health {
                         return Some(PauseCause::ConsecutiveFailures);
                     }
                 }
-                (now.unix_millis() - since.unix_millis() >= PAUSE_AFTER_FAILING_MS).then_some(PauseCause::FailingFor72Hours)
+                (now.unix_millis() - since.unix_millis() >= PAUSE_AFTER_FAILING_MS)
+                    .then_some(PauseCause::FailingFor72Hours)
             }
         }
     }
@@ -95,9 +96,19 @@ mod tests {
         for _ in 0..49 {
             assert_eq!(h.apply(Verdict::FailedForGood, t), None);
         }
-        assert_eq!(h.apply(Verdict::FailedForGood, t), Some(PauseCause::ConsecutiveFailures));
+        assert_eq!(
+            h.apply(Verdict::FailedForGood, t),
+            Some(PauseCause::ConsecutiveFailures)
+        );
         h.apply(Verdict::Delivered, t);
-        assert_eq!(h, Health { consecutive_failures: 0, last_success_at: Some(t), failing_since: None });
+        assert_eq!(
+            h,
+            Health {
+                consecutive_failures: 0,
+                last_success_at: Some(t),
+                failing_since: None
+            }
+        );
     }
 
     #[test]
@@ -105,7 +116,13 @@ mod tests {
         let mut h = Health::default();
         let t0 = Timestamp::from_unix_millis(0);
         assert_eq!(h.apply(Verdict::WillRetry, t0), None);
-        assert_eq!(h.apply(Verdict::WillRetry, t0.add_millis(PAUSE_AFTER_FAILING_MS - 1)), None);
-        assert_eq!(h.apply(Verdict::FailedForGood, t0.add_millis(PAUSE_AFTER_FAILING_MS)), Some(PauseCause::FailingFor72Hours));
+        assert_eq!(
+            h.apply(Verdict::WillRetry, t0.add_millis(PAUSE_AFTER_FAILING_MS - 1)),
+            None
+        );
+        assert_eq!(
+            h.apply(Verdict::FailedForGood, t0.add_millis(PAUSE_AFTER_FAILING_MS)),
+            Some(PauseCause::FailingFor72Hours)
+        );
     }
 }

@@ -70,15 +70,15 @@ pub use config::SenderConfig;
 pub use dispatch::DispatcherHandle;
 pub use error::{Resource, SenderError, SenderErrorCode};
 pub use events::{
-    summarize, AccountChange, AccountChangeKind, DomainChange, NoEventReason, PostChange, PostChangeKind, PostRecord,
-    TestEvent,
+    AccountChange, AccountChangeKind, DomainChange, NoEventReason, PostChange, PostChangeKind, PostRecord, TestEvent,
+    summarize,
 };
 pub use model::{
     AttemptErrorKind, AttemptOutcome, AttemptRecord, DeliveryCursor, DeliveryId, DeliveryRecord, DeliveryState,
-    NewSubscription, Notification, Page, PauseCause, Published, ResumeSummary, RotatedSecret, SubscriptionRecord,
-    SubscriptionUpdate, Workspace, PAUSED_BY_REQUEST,
+    NewSubscription, Notification, PAUSED_BY_REQUEST, Page, PauseCause, Published, ResumeSummary, RotatedSecret,
+    SubscriptionRecord, SubscriptionUpdate, Workspace,
 };
 pub use notify::{LogNotifier, Notifier};
-pub use sender::{Sender, MAX_INTEGRATION_IDS, MAX_NAME_LEN, MAX_PAGE_SIZE, MAX_PUBLISH_BATCH};
+pub use sender::{MAX_INTEGRATION_IDS, MAX_NAME_LEN, MAX_PAGE_SIZE, MAX_PUBLISH_BATCH, Sender};
 pub use store::sqlite::{SqliteOptions, SqliteStore};
 pub use store::{DeliveryCounts, Store};

@@ -160,7 +160,10 @@ impl DeliveryState {
 
     /// True for the states a delivery never leaves.
     pub const fn is_final(self) -> bool {
-        matches!(self, DeliveryState::Delivered | DeliveryState::Failed | DeliveryState::Expired)
+        matches!(
+            self,
+            DeliveryState::Delivered | DeliveryState::Failed | DeliveryState::Expired
+        )
     }
 }
 

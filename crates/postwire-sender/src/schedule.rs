@@ -82,7 +82,10 @@ impl RetrySchedule {
             let _ = getrandom::fill(&mut b);
             u64::from_le_bytes(b)
         });
-        RetrySchedule { jitter, rng: std::sync::Mutex::new(SplitMix64(seed)) }
+        RetrySchedule {
+            jitter,
+            rng: std::sync::Mutex::new(SplitMix64(seed)),
+        }
     }
 
     /// The step after attempt number `attempt` (1-based) failed, given the response's
@@ -107,7 +110,11 @@ impl RetrySchedule {
         let mut delay = match self.jitter {
             Jitter::None => scheduled,
             Jitter::Proportional { fraction } => {
-                let fraction = if fraction.is_finite() { fraction.clamp(0.0, 0.5) } else { 0.0 };
+                let fraction = if fraction.is_finite() {
+                    fraction.clamp(0.0, 0.5)
+                } else {
+                    0.0
+                };
                 let u = self.next_unit();
                 let factor = 1.0 + fraction * (2.0 * u - 1.0);
                 (scheduled as f64 * factor).round() as i64
@@ -168,7 +175,10 @@ mod tests {
     fn exact_without_jitter_and_gives_up_after_the_ninth() {
         let s = RetrySchedule::new(Jitter::None, Some(7));
         for (i, d) in RETRY_DELAYS_MS.iter().enumerate() {
-            assert_eq!(s.after_failed_attempt(i as u32 + 1, None), NextStep::RetryAfterMillis(*d));
+            assert_eq!(
+                s.after_failed_attempt(i as u32 + 1, None),
+                NextStep::RetryAfterMillis(*d)
+            );
         }
         assert_eq!(s.after_failed_attempt(9, None), NextStep::GiveUp);
         assert_eq!(s.after_failed_attempt(0, None), NextStep::GiveUp);
@@ -179,7 +189,9 @@ mod tests {
         let s = RetrySchedule::new(Jitter::default(), Some(42));
         let mut seen = std::collections::HashSet::new();
         for _ in 0..1000 {
-            let NextStep::RetryAfterMillis(d) = s.after_failed_attempt(1, None) else { panic!() };
+            let NextStep::RetryAfterMillis(d) = s.after_failed_attempt(1, None) else {
+                panic!()
+            };
             assert!((27_000..=33_000).contains(&d), "{d}");
             seen.insert(d);
         }
@@ -189,9 +201,18 @@ mod tests {
     #[test]
     fn retry_after_only_lengthens_and_is_capped_at_the_next_step() {
         let s = RetrySchedule::new(Jitter::None, Some(1));
-        assert_eq!(s.after_failed_attempt(2, Some(Duration::from_secs(1))), NextStep::RetryAfterMillis(120_000));
-        assert_eq!(s.after_failed_attempt(2, Some(Duration::from_secs(300))), NextStep::RetryAfterMillis(300_000));
-        assert_eq!(s.after_failed_attempt(2, Some(Duration::from_secs(9999))), NextStep::RetryAfterMillis(600_000));
+        assert_eq!(
+            s.after_failed_attempt(2, Some(Duration::from_secs(1))),
+            NextStep::RetryAfterMillis(120_000)
+        );
+        assert_eq!(
+            s.after_failed_attempt(2, Some(Duration::from_secs(300))),
+            NextStep::RetryAfterMillis(300_000)
+        );
+        assert_eq!(
+            s.after_failed_attempt(2, Some(Duration::from_secs(9999))),
+            NextStep::RetryAfterMillis(600_000)
+        );
         assert_eq!(
             s.after_failed_attempt(8, Some(Duration::from_secs(100 * 3600))),
             NextStep::RetryAfterMillis(12 * 3_600_000)
@@ -201,7 +222,10 @@ mod tests {
     #[test]
     fn parses_retry_after_forms() {
         assert_eq!(parse_retry_after(" 120 ", 0), Some(Duration::from_secs(120)));
-        assert_eq!(parse_retry_after("Thu, 01 Jan 1970 00:01:40 GMT", 40_000), Some(Duration::from_secs(60)));
+        assert_eq!(
+            parse_retry_after("Thu, 01 Jan 1970 00:01:40 GMT", 40_000),
+            Some(Duration::from_secs(60))
+        );
         assert_eq!(parse_retry_after("soon", 0), None);
         assert_eq!(parse_retry_after("-5", 0), None);
     }

@@ -4,24 +4,24 @@
 //! code; none panics on any input. Writes reach the store before the method returns.
 //! The dispatcher runs only after [`Sender::start`].
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use postwire_core::{
     Clock, CreatedSubscription, Event, EventType, Integration, Secret, Subscription, SubscriptionStatus,
 };
 
-use crate::config::{SenderConfig, DUAL_SIGNATURE_WINDOW_MS, HOLD_LIMIT_MS};
+use crate::config::{DUAL_SIGNATURE_WINDOW_MS, HOLD_LIMIT_MS, SenderConfig};
 use crate::delivery::HttpDeliverer;
 use crate::dispatch::{self, DispatcherHandle};
 use crate::error::{Resource, SenderError, Violations};
-use crate::events::{build_event, check_id, check_text, DomainChange};
+use crate::events::{DomainChange, build_event, check_id, check_text};
 use crate::model::{
-    DeliveryCursor, DeliveryRecord, Notification, Page, Published, ResumeSummary, RotatedSecret, StoredSubscription,
-    SubscriptionChanges, SubscriptionRecord, SubscriptionUpdate, Workspace, NewSubscription, PAUSED_BY_REQUEST,
+    DeliveryCursor, DeliveryRecord, NewSubscription, Notification, PAUSED_BY_REQUEST, Page, Published, ResumeSummary,
+    RotatedSecret, StoredSubscription, SubscriptionChanges, SubscriptionRecord, SubscriptionUpdate, Workspace,
 };
 use crate::schedule::RetrySchedule;
-use crate::ssrf::{resolve_checked, Blocked};
+use crate::ssrf::{Blocked, resolve_checked};
 use crate::store::sqlite::SqliteStore;
 use crate::store::{DeliveryCounts, Store};
 
@@ -50,7 +50,10 @@ pub(crate) struct Inner {
 
 impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sender").field("owner", &self.owner).field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("Sender")
+            .field("owner", &self.owner)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -89,7 +92,11 @@ impl Sender {
     /// run of this process (crash recovery). Does not start the dispatcher. A config
     /// that cannot work (zero limits or timeouts, a lease not longer than the attempt
     /// timeout) is `invalid_request`.
-    pub async fn open(config: SenderConfig, clock: Arc<dyn Clock>, store: Arc<dyn Store>) -> Result<Sender, SenderError> {
+    pub async fn open(
+        config: SenderConfig,
+        clock: Arc<dyn Clock>,
+        store: Arc<dyn Store>,
+    ) -> Result<Sender, SenderError> {
         let mut v = Violations::default();
         if config.max_in_flight == 0 || config.max_in_flight_per_subscription == 0 {
             v.push("`max_in_flight` and `max_in_flight_per_subscription` must be at least 1");
@@ -109,7 +116,10 @@ impl Sender {
         let owner = format!("pid-{}", std::process::id());
         let released = store.recover(owner.clone()).await?;
         if released > 0 {
-            tracing::info!(released, "released leases left by a previous run; those deliveries are due again");
+            tracing::info!(
+                released,
+                "released leases left by a previous run; those deliveries are due again"
+            );
         }
         let (idle_seen, _) = tokio::sync::watch::channel(0);
         Ok(Sender {
@@ -173,7 +183,10 @@ impl Sender {
         let ticket = self.inner.idle_requested.fetch_add(1, Ordering::SeqCst) + 1;
         let mut rx = self.inner.idle_seen.subscribe();
         self.inner.wake.notify_one();
-        rx.wait_for(|seen| *seen >= ticket).await.map(|_| ()).map_err(|_| SenderError::Unavailable)
+        rx.wait_for(|seen| *seen >= ticket)
+            .await
+            .map(|_| ())
+            .map_err(|_| SenderError::Unavailable)
     }
 
     /// Wakes the dispatcher (e.g. after moving a manual clock).
@@ -202,7 +215,10 @@ impl Sender {
         check_id(&mut v, "providerIdentifier", &integration.provider_identifier);
         v.into_result()?;
         self.require_workspace(workspace_id).await?;
-        self.inner.store.upsert_integration(workspace_id.to_owned(), integration).await
+        self.inner
+            .store
+            .upsert_integration(workspace_id.to_owned(), integration)
+            .await
     }
 
     async fn require_workspace(&self, id: &str) -> Result<(), SenderError> {
@@ -263,10 +279,17 @@ impl Sender {
             messages.into_iter().for_each(|m| v.push(m));
             return Ok(Vec::new());
         }
-        let found = self.inner.store.integrations(workspace_id.to_owned(), unique.clone()).await?;
+        let found = self
+            .inner
+            .store
+            .integrations(workspace_id.to_owned(), unique.clone())
+            .await?;
         for id in &unique {
             if !found.iter().any(|i| &i.id == id) {
-                v.push(format!("`integrationIds`: `{}` is not a connected account of this workspace", truncate(id)));
+                v.push(format!(
+                    "`integrationIds`: `{}` is not a connected account of this workspace",
+                    truncate(id)
+                ));
             }
         }
         Ok(found)
@@ -282,7 +305,9 @@ impl Sender {
         let mut v = Violations::default();
         Self::check_name(&mut v, &new.name);
         self.check_url(&mut v, &new.url).await;
-        let integrations = self.resolve_integrations(&mut v, &new.workspace_id, &new.integration_ids).await?;
+        let integrations = self
+            .resolve_integrations(&mut v, &new.workspace_id, &new.integration_ids)
+            .await?;
         v.into_result()?;
         let secret = Secret::generate().map_err(|_| SenderError::storage("no secure random source is available"))?;
         let subscription = Subscription {
@@ -332,11 +357,22 @@ impl Sender {
         check_id(&mut v, "workspaceId", workspace_id);
         v.into_result()?;
         self.require_workspace(workspace_id).await?;
-        Ok(self.inner.store.list_subscriptions(workspace_id.to_owned()).await?.iter().map(|s| s.record()).collect())
+        Ok(self
+            .inner
+            .store
+            .list_subscriptions(workspace_id.to_owned())
+            .await?
+            .iter()
+            .map(|s| s.record())
+            .collect())
     }
 
     /// Changes name, URL, event types or account restriction, checked like at creation.
-    pub async fn update_subscription(&self, id: &str, update: SubscriptionUpdate) -> Result<SubscriptionRecord, SenderError> {
+    pub async fn update_subscription(
+        &self,
+        id: &str,
+        update: SubscriptionUpdate,
+    ) -> Result<SubscriptionRecord, SenderError> {
         let current = self.load(id).await?;
         let mut v = Violations::default();
         if let Some(name) = &update.name {
@@ -350,7 +386,12 @@ impl Sender {
             None => None,
         };
         v.into_result()?;
-        let changes = SubscriptionChanges { name: update.name, url: update.url, events: update.events.map(dedup_events), integrations };
+        let changes = SubscriptionChanges {
+            name: update.name,
+            url: update.url,
+            events: update.events.map(dedup_events),
+            integrations,
+        };
         if !self.inner.store.update_subscription(id.to_owned(), changes).await? {
             return Err(SenderError::not_found(Resource::Subscription, id));
         }
@@ -371,7 +412,11 @@ impl Sender {
     pub async fn pause(&self, id: &str) -> Result<SubscriptionRecord, SenderError> {
         let current = self.load(id).await?;
         if !current.subscription.status.is_paused()
-            && !self.inner.store.pause(id.to_owned(), PAUSED_BY_REQUEST.to_owned()).await?
+            && !self
+                .inner
+                .store
+                .pause(id.to_owned(), PAUSED_BY_REQUEST.to_owned())
+                .await?
         {
             return Err(SenderError::not_found(Resource::Subscription, id));
         }
@@ -399,7 +444,11 @@ impl Sender {
 
     /// `PUT …/enabled`: resume when `enabled`, pause otherwise.
     pub async fn set_enabled(&self, id: &str, enabled: bool) -> Result<SubscriptionRecord, SenderError> {
-        if enabled { Ok(self.resume(id).await?.0) } else { self.pause(id).await }
+        if enabled {
+            Ok(self.resume(id).await?.0)
+        } else {
+            self.pause(id).await
+        }
     }
 
     /// Replaces the signing secret. For 24 hours every delivery carries two signatures,
@@ -409,10 +458,18 @@ impl Sender {
         self.load(id).await?;
         let secret = Secret::generate().map_err(|_| SenderError::storage("no secure random source is available"))?;
         let until = self.inner.clock.now().add_millis(DUAL_SIGNATURE_WINDOW_MS);
-        if !self.inner.store.rotate_secret(id.to_owned(), secret.clone(), until).await? {
+        if !self
+            .inner
+            .store
+            .rotate_secret(id.to_owned(), secret.clone(), until)
+            .await?
+        {
             return Err(SenderError::not_found(Resource::Subscription, id));
         }
-        Ok(RotatedSecret { secret, previous_valid_until: until })
+        Ok(RotatedSecret {
+            secret,
+            previous_valid_until: until,
+        })
     }
 
     // ----- events ---------------------------------------------------------------------
@@ -421,7 +478,8 @@ impl Sender {
     /// matching subscription are on disk when this returns.
     pub async fn publish(&self, change: impl Into<DomainChange>) -> Result<Published, SenderError> {
         let mut out = self.publish_many(vec![change.into()]).await?;
-        out.pop().ok_or_else(|| SenderError::storage("publish produced no result"))
+        out.pop()
+            .ok_or_else(|| SenderError::storage("publish produced no result"))
     }
 
     /// Accepts many changes in one transaction (all or none), in order.
@@ -430,7 +488,9 @@ impl Sender {
             return Err(SenderError::Unavailable);
         }
         if changes.len() > MAX_PUBLISH_BATCH {
-            return Err(SenderError::invalid(format!("at most {MAX_PUBLISH_BATCH} changes per call")));
+            return Err(SenderError::invalid(format!(
+                "at most {MAX_PUBLISH_BATCH} changes per call"
+            )));
         }
         let now = self.inner.clock.now();
         let mut results = Vec::with_capacity(changes.len());
@@ -447,7 +507,10 @@ impl Sender {
             let id = Event::generate_id().map_err(|_| SenderError::storage("no secure random source is available"))?;
             match build_event(change, id, now)? {
                 Ok(b) => {
-                    results.push(Published::Event { event_id: b.event.id.clone(), deliveries: 0 });
+                    results.push(Published::Event {
+                        event_id: b.event.id.clone(),
+                        deliveries: 0,
+                    });
                     built.push(b);
                 }
                 Err(reason) => results.push(Published::NoEvent(reason)),
@@ -473,13 +536,21 @@ impl Sender {
 
     /// Recent events about a post, newest first (at most `limit`, 1 to 100): for
     /// `GET /posts/lookup`, to reconcile events a receiver missed.
-    pub async fn events_for_post(&self, workspace_id: &str, post_id: &str, limit: usize) -> Result<Vec<Event>, SenderError> {
+    pub async fn events_for_post(
+        &self,
+        workspace_id: &str,
+        post_id: &str,
+        limit: usize,
+    ) -> Result<Vec<Event>, SenderError> {
         let mut v = Violations::default();
         check_id(&mut v, "workspaceId", workspace_id);
         check_id(&mut v, "postId", post_id);
         check_limit(&mut v, limit);
         v.into_result()?;
-        self.inner.store.events_for_post(workspace_id.to_owned(), post_id.to_owned(), limit).await
+        self.inner
+            .store
+            .events_for_post(workspace_id.to_owned(), post_id.to_owned(), limit)
+            .await
     }
 
     // ----- deliveries and notifications ------------------------------------------------
@@ -504,7 +575,11 @@ impl Sender {
         };
         v.into_result()?;
         self.load(subscription_id).await?;
-        let mut items = self.inner.store.list_deliveries(subscription_id.to_owned(), before, limit + 1).await?;
+        let mut items = self
+            .inner
+            .store
+            .list_deliveries(subscription_id.to_owned(), before, limit + 1)
+            .await?;
         let next_cursor = if items.len() > limit {
             items.truncate(limit);
             items.last().map(|d| DeliveryCursor(d.id.0))
@@ -525,7 +600,10 @@ impl Sender {
 
     /// Deliveries per state, for one subscription or all.
     pub async fn delivery_counts(&self, subscription_id: Option<&str>) -> Result<DeliveryCounts, SenderError> {
-        self.inner.store.delivery_counts(subscription_id.map(str::to_owned)).await
+        self.inner
+            .store
+            .delivery_counts(subscription_id.map(str::to_owned))
+            .await
     }
 }
 

@@ -151,7 +151,9 @@ impl reqwest::dns::Resolve for CheckedResolver {
         let policy = self.policy;
         let host = name.as_str().to_owned();
         Box::pin(async move {
-            let ips = resolve_checked(policy, &host).await.map_err(|e| Box::new(e) as Box<_>)?;
+            let ips = resolve_checked(policy, &host)
+                .await
+                .map_err(|e| Box::new(e) as Box<_>)?;
             let addrs: reqwest::dns::Addrs = Box::new(ips.into_iter().map(|ip| SocketAddr::new(ip, 0)));
             Ok(addrs)
         })
@@ -191,10 +193,20 @@ fn blocked_v6(ip: Ipv6Addr) -> Option<&'static str> {
     }
     // NAT64 64:ff9b::/96 and 6to4 2002::/16 carry an IPv4 address inside.
     if seg[0] == 0x64 && seg[1] == 0xff9b && seg[2..6] == [0, 0, 0, 0] {
-        return blocked_v4(Ipv4Addr::new((seg[6] >> 8) as u8, seg[6] as u8, (seg[7] >> 8) as u8, seg[7] as u8));
+        return blocked_v4(Ipv4Addr::new(
+            (seg[6] >> 8) as u8,
+            seg[6] as u8,
+            (seg[7] >> 8) as u8,
+            seg[7] as u8,
+        ));
     }
     if seg[0] == 0x2002 {
-        return blocked_v4(Ipv4Addr::new((seg[1] >> 8) as u8, seg[1] as u8, (seg[2] >> 8) as u8, seg[2] as u8));
+        return blocked_v4(Ipv4Addr::new(
+            (seg[1] >> 8) as u8,
+            seg[1] as u8,
+            (seg[2] >> 8) as u8,
+            seg[2] as u8,
+        ));
     }
     Some(match () {
         _ if ip.is_loopback() => "loopback",
@@ -219,29 +231,66 @@ mod tests {
     fn blocks_every_named_range() {
         let p = AddressPolicy::default();
         for bad in [
-            "127.0.0.1", "127.9.9.9", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.1.1",
-            "169.254.169.254", "100.64.0.1", "100.127.255.255", "100.100.100.200", "224.0.0.1", "239.1.1.1",
-            "0.0.0.0", "0.1.2.3", "255.255.255.255", "240.0.0.1", "198.18.0.1", "192.0.0.8", "::1", "::",
-            "fc00::1", "fd00:ec2::254", "fe80::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:169.254.169.254",
-            "64:ff9b::a00:1", "2002:c0a8:101::1", "::7f00:1",
+            "127.0.0.1",
+            "127.9.9.9",
+            "10.1.2.3",
+            "172.16.0.1",
+            "172.31.255.255",
+            "192.168.1.1",
+            "169.254.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "100.127.255.255",
+            "100.100.100.200",
+            "224.0.0.1",
+            "239.1.1.1",
+            "0.0.0.0",
+            "0.1.2.3",
+            "255.255.255.255",
+            "240.0.0.1",
+            "198.18.0.1",
+            "192.0.0.8",
+            "::1",
+            "::",
+            "fc00::1",
+            "fd00:ec2::254",
+            "fe80::1",
+            "ff02::1",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.169.254",
+            "64:ff9b::a00:1",
+            "2002:c0a8:101::1",
+            "::7f00:1",
         ] {
             let ip: IpAddr = bad.parse().unwrap();
             assert!(p.check_ip(ip).is_err(), "{bad} should be blocked");
         }
-        for good in ["93.184.216.34", "1.1.1.1", "100.63.255.255", "100.128.0.1", "172.32.0.1", "2606:4700::1111"] {
+        for good in [
+            "93.184.216.34",
+            "1.1.1.1",
+            "100.63.255.255",
+            "100.128.0.1",
+            "172.32.0.1",
+            "2606:4700::1111",
+        ] {
             assert!(p.check_ip(good.parse().unwrap()).is_ok(), "{good} should be allowed");
         }
     }
 
     #[test]
     fn insecure_local_allows_loopback_and_http_only() {
-        let p = AddressPolicy { allow_insecure_local: true };
+        let p = AddressPolicy {
+            allow_insecure_local: true,
+        };
         assert!(p.check_ip("127.0.0.1".parse().unwrap()).is_ok());
         assert!(p.check_ip("::1".parse().unwrap()).is_ok());
         assert!(p.check_ip("10.0.0.1".parse().unwrap()).is_err());
         assert!(p.check_ip("169.254.169.254".parse().unwrap()).is_err());
         assert!(p.check_url("http://127.0.0.1:8080/hook").is_ok());
-        assert_eq!(AddressPolicy::default().check_url("http://example.com/"), Err(Blocked::NotHttps));
+        assert_eq!(
+            AddressPolicy::default().check_url("http://example.com/"),
+            Err(Blocked::NotHttps)
+        );
     }
 
     #[test]
@@ -253,14 +302,22 @@ mod tests {
         assert!(p.check_url("not a url").is_err());
         assert!(p.check_url("https://[::1]/").is_err());
         assert!(p.check_url("https://10.0.0.1/").is_err());
-        assert!(p.check_url(&format!("https://example.com/{}", "a".repeat(3000))).is_err());
+        assert!(
+            p.check_url(&format!("https://example.com/{}", "a".repeat(3000)))
+                .is_err()
+        );
     }
 
     #[tokio::test]
     async fn localhost_resolves_to_blocked_loopback() {
         let p = AddressPolicy::default();
-        assert!(matches!(resolve_checked(p, "localhost").await, Err(Blocked::Address { .. }) | Err(Blocked::Unresolvable)));
-        let local = AddressPolicy { allow_insecure_local: true };
+        assert!(matches!(
+            resolve_checked(p, "localhost").await,
+            Err(Blocked::Address { .. }) | Err(Blocked::Unresolvable)
+        ));
+        let local = AddressPolicy {
+            allow_insecure_local: true,
+        };
         assert!(resolve_checked(local, "127.0.0.1").await.is_ok());
     }
 }

@@ -21,14 +21,21 @@ fn new_sub(url: &str) -> NewSubscription {
 }
 
 fn strict() -> SenderConfig {
-    SenderConfig { jitter: postwire_sender::schedule::Jitter::None, ..SenderConfig::default() }
+    SenderConfig {
+        jitter: postwire_sender::schedule::Jitter::None,
+        ..SenderConfig::default()
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn creation_returns_an_enabled_subscription_with_its_secret_once() {
     let h = Harness::with_config(strict()).await;
     let mut req = new_sub("https://93.184.216.34/hooks/postwire");
-    req.events = vec![EventType::PostPublished, EventType::PostFailed, EventType::PostPublished];
+    req.events = vec![
+        EventType::PostPublished,
+        EventType::PostFailed,
+        EventType::PostPublished,
+    ];
     req.integration_ids = vec!["acc-2".into(), "acc-2".into()];
     let created = h.sender.create_subscription(req).await.unwrap();
     let json = serde_json::to_value(&created).unwrap();
@@ -50,7 +57,12 @@ async fn creation_returns_an_enabled_subscription_with_its_secret_once() {
     let id = created.subscription.id.clone();
     let read = h.sender.subscription(&id).await.unwrap();
     assert_eq!(read.workspace_id, WS);
-    assert!(serde_json::to_string(&read.subscription).unwrap().find(&secret[6..]).is_none());
+    assert!(
+        serde_json::to_string(&read.subscription)
+            .unwrap()
+            .find(&secret[6..])
+            .is_none()
+    );
     let list = h.sender.list_subscriptions(WS).await.unwrap();
     assert_eq!(list.len(), 1);
     assert!(!format!("{list:?} {read:?} {created:?} {:?}", h.sender).contains(&secret[6..]));
@@ -96,20 +108,40 @@ async fn invalid_subscriptions_are_rejected_with_every_reason() {
 
     let mut other_ws = new_sub("https://93.184.216.34/");
     other_ws.workspace_id = "ws_nope".into();
-    assert_eq!(h.sender.create_subscription(other_ws).await.unwrap_err().code(), SenderErrorCode::NotFound);
+    assert_eq!(
+        h.sender.create_subscription(other_ws).await.unwrap_err().code(),
+        SenderErrorCode::NotFound
+    );
     let mut bad_ws = new_sub("https://93.184.216.34/");
     bad_ws.workspace_id = "x".repeat(10_000);
-    assert_eq!(h.sender.create_subscription(bad_ws).await.unwrap_err().code(), SenderErrorCode::InvalidRequest);
+    assert_eq!(
+        h.sender.create_subscription(bad_ws).await.unwrap_err().code(),
+        SenderErrorCode::InvalidRequest
+    );
     h.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dangerous_setting_allows_http_and_loopback_only() {
     let h = Harness::new().await;
-    assert!(h.sender.create_subscription(new_sub("http://127.0.0.1:9/hook")).await.is_ok());
-    assert!(h.sender.create_subscription(new_sub("http://localhost:9/hook")).await.is_ok());
+    assert!(
+        h.sender
+            .create_subscription(new_sub("http://127.0.0.1:9/hook"))
+            .await
+            .is_ok()
+    );
+    assert!(
+        h.sender
+            .create_subscription(new_sub("http://localhost:9/hook"))
+            .await
+            .is_ok()
+    );
     for url in ["http://10.0.0.1/", "http://169.254.169.254/", "http://192.168.1.1/"] {
-        assert_eq!(h.sender.create_subscription(new_sub(url)).await.unwrap_err().code(), SenderErrorCode::InvalidRequest, "{url}");
+        assert_eq!(
+            h.sender.create_subscription(new_sub(url)).await.unwrap_err().code(),
+            SenderErrorCode::InvalidRequest,
+            "{url}"
+        );
     }
     h.shutdown().await;
 }
@@ -117,27 +149,71 @@ async fn the_dangerous_setting_allows_http_and_loopback_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_and_malformed_ids_get_not_found_or_invalid_request() {
     let h = Harness::new().await;
-    assert_eq!(h.sender.subscription("wh_nope").await.unwrap_err().code(), SenderErrorCode::NotFound);
-    assert_eq!(h.sender.subscription("").await.unwrap_err().code(), SenderErrorCode::InvalidRequest);
-    assert_eq!(h.sender.subscription("a\u{0}b").await.unwrap_err().code(), SenderErrorCode::InvalidRequest);
-    assert_eq!(h.sender.pause("wh_nope").await.unwrap_err().code(), SenderErrorCode::NotFound);
-    assert_eq!(h.sender.resume("wh_nope").await.unwrap_err().code(), SenderErrorCode::NotFound);
-    assert_eq!(h.sender.rotate_secret("wh_nope").await.unwrap_err().code(), SenderErrorCode::NotFound);
-    assert_eq!(h.sender.delete_subscription("wh_nope").await.unwrap_err().code(), SenderErrorCode::NotFound);
-    assert_eq!(h.sender.list_deliveries("wh_nope", None, 10).await.unwrap_err().code(), SenderErrorCode::NotFound);
-    assert_eq!(h.sender.list_subscriptions("ws_nope").await.unwrap_err().code(), SenderErrorCode::NotFound);
+    assert_eq!(
+        h.sender.subscription("wh_nope").await.unwrap_err().code(),
+        SenderErrorCode::NotFound
+    );
+    assert_eq!(
+        h.sender.subscription("").await.unwrap_err().code(),
+        SenderErrorCode::InvalidRequest
+    );
+    assert_eq!(
+        h.sender.subscription("a\u{0}b").await.unwrap_err().code(),
+        SenderErrorCode::InvalidRequest
+    );
+    assert_eq!(
+        h.sender.pause("wh_nope").await.unwrap_err().code(),
+        SenderErrorCode::NotFound
+    );
+    assert_eq!(
+        h.sender.resume("wh_nope").await.unwrap_err().code(),
+        SenderErrorCode::NotFound
+    );
+    assert_eq!(
+        h.sender.rotate_secret("wh_nope").await.unwrap_err().code(),
+        SenderErrorCode::NotFound
+    );
+    assert_eq!(
+        h.sender.delete_subscription("wh_nope").await.unwrap_err().code(),
+        SenderErrorCode::NotFound
+    );
+    assert_eq!(
+        h.sender.list_deliveries("wh_nope", None, 10).await.unwrap_err().code(),
+        SenderErrorCode::NotFound
+    );
+    assert_eq!(
+        h.sender.list_subscriptions("ws_nope").await.unwrap_err().code(),
+        SenderErrorCode::NotFound
+    );
     let err = h
         .sender
-        .update_subscription("wh_nope", SubscriptionUpdate { name: Some("x".into()), ..Default::default() })
+        .update_subscription(
+            "wh_nope",
+            SubscriptionUpdate {
+                name: Some("x".into()),
+                ..Default::default()
+            },
+        )
         .await
         .unwrap_err();
     assert_eq!(err.code().as_str(), "not_found");
     assert_eq!(err.code().http_status(), 404);
     let err = h.sender.events_for_post(WS, "p1", 1000).await.unwrap_err();
     assert_eq!(err.code(), SenderErrorCode::InvalidRequest);
-    let err = h.sender.upsert_integration("ws_nope", integration("a")).await.unwrap_err();
+    let err = h
+        .sender
+        .upsert_integration("ws_nope", integration("a"))
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), SenderErrorCode::NotFound);
-    let err = h.sender.upsert_workspace(Workspace { id: String::new(), name: "n".into() }).await.unwrap_err();
+    let err = h
+        .sender
+        .upsert_workspace(Workspace {
+            id: String::new(),
+            name: "n".into(),
+        })
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), SenderErrorCode::InvalidRequest);
     h.shutdown().await;
 }
@@ -163,18 +239,40 @@ async fn update_changes_matching_and_delete_removes_everything() {
     assert_eq!(updated.subscription.name, "renamed");
     assert_eq!(updated.subscription.events, vec![EventType::PostDeleted]);
     assert_eq!(updated.subscription.integrations[0].id, "acc-1");
-    let bad = h.sender.update_subscription(&sub, SubscriptionUpdate { url: Some("https://10.1.1.1/".into()), ..Default::default() }).await;
+    let bad = h
+        .sender
+        .update_subscription(
+            &sub,
+            SubscriptionUpdate {
+                url: Some("https://10.1.1.1/".into()),
+                ..Default::default()
+            },
+        )
+        .await;
     assert_eq!(bad.unwrap_err().code(), SenderErrorCode::InvalidRequest);
 
     h.sender.publish(scheduled("p1")).await.unwrap();
-    let deleted_by = postwire_core::Actor { kind: postwire_core::ActorKind::ApiToken, id: Some("tok".into()) };
-    h.sender.publish(change("p1", "acc-1", PostChangeKind::Deleted { by: deleted_by })).await.unwrap();
+    let deleted_by = postwire_core::Actor {
+        kind: postwire_core::ActorKind::ApiToken,
+        id: Some("tok".into()),
+    };
+    h.sender
+        .publish(change("p1", "acc-1", PostChangeKind::Deleted { by: deleted_by }))
+        .await
+        .unwrap();
     h.idle().await;
-    let types: Vec<String> = rx.requests().iter().map(|r| r.json()["type"].as_str().unwrap().to_owned()).collect();
+    let types: Vec<String> = rx
+        .requests()
+        .iter()
+        .map(|r| r.json()["type"].as_str().unwrap().to_owned())
+        .collect();
     assert_eq!(types, vec!["post.deleted"]);
 
     h.sender.delete_subscription(&sub).await.unwrap();
-    assert_eq!(h.sender.subscription(&sub).await.unwrap_err().code(), SenderErrorCode::NotFound);
+    assert_eq!(
+        h.sender.subscription(&sub).await.unwrap_err().code(),
+        SenderErrorCode::NotFound
+    );
     assert_eq!(h.sender.delivery_counts(Some(&sub)).await.unwrap(), Default::default());
     assert!(h.sender.list_subscriptions(WS).await.unwrap().is_empty());
     h.shutdown().await;
@@ -187,7 +285,14 @@ async fn events_for_a_post_are_listed_newest_first_without_content() {
     h.sender.publish(scheduled("p2")).await.unwrap();
     let b = h
         .sender
-        .publish(change("p1", "acc-1", PostChangeKind::Published { release_url: "https://x.example/9".into(), release_id: "9".into() }))
+        .publish(change(
+            "p1",
+            "acc-1",
+            PostChangeKind::Published {
+                release_url: "https://x.example/9".into(),
+                release_id: "9".into(),
+            },
+        ))
         .await
         .unwrap();
     let mut draft = scheduled("p1");
@@ -212,7 +317,11 @@ async fn a_test_event_can_target_one_subscription_of_its_workspace() {
     h.subscribe(&b.url).await;
     let p = h
         .sender
-        .publish(TestEvent { workspace_id: WS.into(), subscription_id: Some(sub_a.clone()), message: "ping".into() })
+        .publish(TestEvent {
+            workspace_id: WS.into(),
+            subscription_id: Some(sub_a.clone()),
+            message: "ping".into(),
+        })
         .await
         .unwrap();
     assert!(matches!(p, postwire_sender::Published::Event { deliveries: 1, .. }));
@@ -222,10 +331,20 @@ async fn a_test_event_can_target_one_subscription_of_its_workspace() {
     let ev = a.requests()[0].verify(&[secret_a]).unwrap();
     assert!(ev.to_json().contains("\"message\":\"ping\""));
 
-    h.sender.upsert_workspace(Workspace { id: "ws_other".into(), name: "o".into() }).await.unwrap();
+    h.sender
+        .upsert_workspace(Workspace {
+            id: "ws_other".into(),
+            name: "o".into(),
+        })
+        .await
+        .unwrap();
     let err = h
         .sender
-        .publish(TestEvent { workspace_id: "ws_other".into(), subscription_id: Some(sub_a), message: "x".into() })
+        .publish(TestEvent {
+            workspace_id: "ws_other".into(),
+            subscription_id: Some(sub_a),
+            message: "x".into(),
+        })
         .await
         .unwrap_err();
     assert_eq!(err.code(), SenderErrorCode::NotFound);
@@ -244,11 +363,18 @@ async fn malformed_changes_are_rejected_and_nothing_is_stored() {
     // A batch with one bad change stores none of it.
     let mut bad = scheduled("p2");
     bad.post.id = String::new();
-    let err = h.sender.publish_many(vec![scheduled("p1").into(), bad.into()]).await.unwrap_err();
+    let err = h
+        .sender
+        .publish_many(vec![scheduled("p1").into(), bad.into()])
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), SenderErrorCode::InvalidRequest);
     assert!(h.sender.events_for_post(WS, "p1", 10).await.unwrap().is_empty());
     let too_many = (0..10_001).map(|i| scheduled(&format!("p{i}")).into()).collect();
-    assert_eq!(h.sender.publish_many(too_many).await.unwrap_err().code(), SenderErrorCode::InvalidRequest);
+    assert_eq!(
+        h.sender.publish_many(too_many).await.unwrap_err().code(),
+        SenderErrorCode::InvalidRequest
+    );
     h.shutdown().await;
 }
 
@@ -256,11 +382,28 @@ async fn malformed_changes_are_rejected_and_nothing_is_stored() {
 async fn events_published_before_start_wait_in_the_store_and_a_second_start_adds_no_dispatcher() {
     let dir = tempfile::tempdir().unwrap();
     let clock = std::sync::Arc::new(postwire_core::ManualClock::new(Timestamp::from_unix_millis(T0)));
-    let sender = postwire_sender::Sender::open_sqlite(dir.path().join("s.db"), test_config(), clock).await.unwrap();
-    assert_eq!(sender.wait_idle().await.unwrap_err().code(), SenderErrorCode::Unavailable, "not started");
-    sender.upsert_workspace(Workspace { id: WS.into(), name: "w".into() }).await.unwrap();
+    let sender = postwire_sender::Sender::open_sqlite(dir.path().join("s.db"), test_config(), clock)
+        .await
+        .unwrap();
+    assert_eq!(
+        sender.wait_idle().await.unwrap_err().code(),
+        SenderErrorCode::Unavailable,
+        "not started"
+    );
+    sender
+        .upsert_workspace(Workspace {
+            id: WS.into(),
+            name: "w".into(),
+        })
+        .await
+        .unwrap();
     let rx = Receiver::succeeding().await;
-    let sub = sender.create_subscription(new_sub(&rx.url)).await.unwrap().subscription.id;
+    let sub = sender
+        .create_subscription(new_sub(&rx.url))
+        .await
+        .unwrap()
+        .subscription
+        .id;
     sender.publish(scheduled("p1")).await.unwrap();
     assert_eq!(sender.delivery_counts(Some(&sub)).await.unwrap().pending, 1);
     let first = sender.start();
@@ -276,11 +419,22 @@ async fn a_config_that_cannot_work_is_rejected() {
     let dir = tempfile::tempdir().unwrap();
     let clock = std::sync::Arc::new(postwire_core::ManualClock::new(Timestamp::from_unix_millis(T0)));
     for config in [
-        SenderConfig { max_in_flight: 0, ..SenderConfig::default() },
-        SenderConfig { attempt_timeout: std::time::Duration::ZERO, ..SenderConfig::default() },
-        SenderConfig { lease: std::time::Duration::from_secs(5), ..SenderConfig::default() },
+        SenderConfig {
+            max_in_flight: 0,
+            ..SenderConfig::default()
+        },
+        SenderConfig {
+            attempt_timeout: std::time::Duration::ZERO,
+            ..SenderConfig::default()
+        },
+        SenderConfig {
+            lease: std::time::Duration::from_secs(5),
+            ..SenderConfig::default()
+        },
     ] {
-        let err = postwire_sender::Sender::open_sqlite(dir.path().join("s.db"), config, clock.clone()).await.unwrap_err();
+        let err = postwire_sender::Sender::open_sqlite(dir.path().join("s.db"), config, clock.clone())
+            .await
+            .unwrap_err();
         assert_eq!(err.code(), SenderErrorCode::InvalidRequest);
     }
 }

@@ -7,9 +7,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use postwire_core::{EventType, Secret};
-use postwire_sender::{
-    AttemptErrorKind, AttemptOutcome, DeliveryState, PostChangeKind, SenderConfig, TestEvent,
-};
+use postwire_sender::{AttemptErrorKind, AttemptOutcome, DeliveryState, PostChangeKind, SenderConfig, TestEvent};
 
 const SEC: i64 = 1000;
 const MIN: i64 = 60 * SEC;
@@ -44,7 +42,13 @@ async fn a_delivery_is_one_signed_post_that_verifies_with_postwire_core() {
     assert_eq!(d.state, DeliveryState::Delivered);
     assert_eq!(d.event_id, event_id);
     assert_eq!(d.attempts.len(), 1);
-    assert_eq!(d.attempts[0].outcome, AttemptOutcome::Response { status: 200, body_prefix: "ok".into() });
+    assert_eq!(
+        d.attempts[0].outcome,
+        AttemptOutcome::Response {
+            status: 200,
+            body_prefix: "ok".into()
+        }
+    );
     let s = h.sender.subscription(&sub).await.unwrap().subscription;
     assert_eq!(s.consecutive_failures, 0);
     assert_eq!(s.last_success_at.map(|t| t.unix_millis()), Some(T0));
@@ -56,11 +60,27 @@ async fn failed_attempts_follow_the_schedule_exactly_and_the_ninth_failure_is_fi
     let h = Harness::new().await;
     let rx = Receiver::failing().await;
     let (sub, secret) = h.subscribe(&rx.url).await;
-    let id = h.sender.publish(scheduled("p1")).await.unwrap().event_id().unwrap().to_owned();
+    let id = h
+        .sender
+        .publish(scheduled("p1"))
+        .await
+        .unwrap()
+        .event_id()
+        .unwrap()
+        .to_owned();
     h.idle().await;
     assert_eq!(rx.count(), 1);
 
-    let delays = [30 * SEC, 2 * MIN, 10 * MIN, 30 * MIN, HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR];
+    let delays = [
+        30 * SEC,
+        2 * MIN,
+        10 * MIN,
+        30 * MIN,
+        HOUR,
+        3 * HOUR,
+        6 * HOUR,
+        12 * HOUR,
+    ];
     let mut expected_ts = vec![h.now_secs()];
     for (i, delay) in delays.iter().enumerate() {
         // One millisecond early: nothing happens.
@@ -74,10 +94,20 @@ async fn failed_attempts_follow_the_schedule_exactly_and_the_ninth_failure_is_fi
     h.advance(48 * HOUR).await;
     assert_eq!(rx.count(), 9);
     let reqs = rx.requests();
-    assert!(reqs.iter().all(|r| r.id() == id), "webhook-id never changes across retries");
-    assert_eq!(reqs.iter().map(|r| r.timestamp()).collect::<Vec<_>>(), expected_ts, "each attempt has its own timestamp");
+    assert!(
+        reqs.iter().all(|r| r.id() == id),
+        "webhook-id never changes across retries"
+    );
+    assert_eq!(
+        reqs.iter().map(|r| r.timestamp()).collect::<Vec<_>>(),
+        expected_ts,
+        "each attempt has its own timestamp"
+    );
     assert!(reqs.iter().all(|r| r.verify(std::slice::from_ref(&secret)).is_ok()));
-    assert!(reqs.windows(2).all(|w| w[0].body == w[1].body), "the body is identical on every attempt");
+    assert!(
+        reqs.windows(2).all(|w| w[0].body == w[1].body),
+        "the body is identical on every attempt"
+    );
     // 22 h 42 min 30 s from the first attempt to the last.
     assert_eq!(expected_ts[8] - expected_ts[0], 22 * 3600 + 42 * 60 + 30);
 
@@ -100,13 +130,18 @@ async fn a_receiver_that_fails_twice_gets_the_event_on_the_third_attempt() {
     h.idle().await;
     h.advance(30 * SEC).await;
     let s = h.sender.subscription(&sub).await.unwrap().subscription;
-    assert_eq!(s.consecutive_failures, 0, "a failed attempt being retried is not a failed delivery");
+    assert_eq!(
+        s.consecutive_failures, 0,
+        "a failed attempt being retried is not a failed delivery"
+    );
     h.advance(2 * MIN).await;
     assert_eq!(rx.count(), 3);
     let d = &h.sender.list_deliveries(&sub, None, 1).await.unwrap().items[0];
     assert_eq!(d.state, DeliveryState::Delivered);
     assert_eq!(d.attempts.iter().map(|a| a.number).collect::<Vec<_>>(), vec![3, 2, 1]);
-    assert!(matches!(&d.attempts[2].outcome, AttemptOutcome::Response { status: 500, body_prefix } if body_prefix == "down"));
+    assert!(
+        matches!(&d.attempts[2].outcome, AttemptOutcome::Response { status: 500, body_prefix } if body_prefix == "down")
+    );
     h.advance(24 * HOUR).await;
     assert_eq!(rx.count(), 3);
     h.shutdown().await;
@@ -129,7 +164,14 @@ async fn redirects_are_failures_and_are_not_followed() {
     for status in [301, 303, 307, 308] {
         let rx = Receiver::start(move |_, _| Reply::status(status).header("location", "http://127.0.0.1:1/")).await;
         let (sub, _) = h.subscribe(&rx.url).await;
-        h.sender.publish(TestEvent { workspace_id: WS.into(), subscription_id: Some(sub.clone()), message: "m".into() }).await.unwrap();
+        h.sender
+            .publish(TestEvent {
+                workspace_id: WS.into(),
+                subscription_id: Some(sub.clone()),
+                message: "m".into(),
+            })
+            .await
+            .unwrap();
         h.idle().await;
         let d = &h.sender.list_deliveries(&sub, None, 1).await.unwrap().items[0];
         assert_eq!(d.state, DeliveryState::Pending, "{status} is a failed attempt");
@@ -139,7 +181,10 @@ async fn redirects_are_failures_and_are_not_followed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_receiver_hanging_past_the_timeout_is_a_failed_attempt_and_a_slow_one_within_it_succeeds() {
-    let config = SenderConfig { attempt_timeout: Duration::from_millis(400), ..test_config() };
+    let config = SenderConfig {
+        attempt_timeout: Duration::from_millis(400),
+        ..test_config()
+    };
     let h = Harness::with_config(config).await;
     let hanging = Receiver::start(|_, _| Reply::ok().delay(Duration::from_secs(5))).await;
     let slow = Receiver::start(|_, _| Reply::ok().delay(Duration::from_millis(150)).body("slow but fine")).await;
@@ -148,11 +193,23 @@ async fn a_receiver_hanging_past_the_timeout_is_a_failed_attempt_and_a_slow_one_
     let started = Instant::now();
     h.sender.publish(scheduled("p1")).await.unwrap();
     h.idle().await;
-    assert!(started.elapsed() < Duration::from_secs(3), "the attempt was cut at the timeout");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "the attempt was cut at the timeout"
+    );
     let d = &h.sender.list_deliveries(&hang_sub, None, 1).await.unwrap().items[0];
     assert_eq!(d.state, DeliveryState::Pending);
-    assert_eq!(d.attempts[0].outcome, AttemptOutcome::Error { error: AttemptErrorKind::Timeout });
-    assert!(d.attempts[0].duration_ms >= 400 && d.attempts[0].duration_ms < 2000, "{}", d.attempts[0].duration_ms);
+    assert_eq!(
+        d.attempts[0].outcome,
+        AttemptOutcome::Error {
+            error: AttemptErrorKind::Timeout
+        }
+    );
+    assert!(
+        d.attempts[0].duration_ms >= 400 && d.attempts[0].duration_ms < 2000,
+        "{}",
+        d.attempts[0].duration_ms
+    );
     let d = &h.sender.list_deliveries(&slow_sub, None, 1).await.unwrap().items[0];
     assert_eq!(d.state, DeliveryState::Delivered);
     assert!(d.attempts[0].duration_ms >= 150);
@@ -162,7 +219,10 @@ async fn a_receiver_hanging_past_the_timeout_is_a_failed_attempt_and_a_slow_one_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 // Takes 10 s of real time (in parallel with the other tests of this file).
 async fn the_default_timeout_is_ten_seconds() {
-    let config = SenderConfig { attempt_timeout: SenderConfig::default().attempt_timeout, ..test_config() };
+    let config = SenderConfig {
+        attempt_timeout: SenderConfig::default().attempt_timeout,
+        ..test_config()
+    };
     let h = Harness::with_config(config).await;
     let hanging = Receiver::start(|_, _| Reply::ok().delay(Duration::from_secs(11))).await;
     let just_in_time = Receiver::start(|_, _| Reply::ok().delay(Duration::from_millis(9_000))).await;
@@ -171,7 +231,12 @@ async fn the_default_timeout_is_ten_seconds() {
     h.sender.publish(scheduled("p1")).await.unwrap();
     h.idle().await;
     let da = &h.sender.list_deliveries(&a, None, 1).await.unwrap().items[0];
-    assert_eq!(da.attempts[0].outcome, AttemptOutcome::Error { error: AttemptErrorKind::Timeout });
+    assert_eq!(
+        da.attempts[0].outcome,
+        AttemptOutcome::Error {
+            error: AttemptErrorKind::Timeout
+        }
+    );
     assert!((10_000..10_900).contains(&da.attempts[0].duration_ms));
     let db = &h.sender.list_deliveries(&b, None, 1).await.unwrap().items[0];
     assert_eq!(db.state, DeliveryState::Delivered);
@@ -189,7 +254,12 @@ async fn connection_errors_are_failed_attempts() {
     h.sender.publish(scheduled("p1")).await.unwrap();
     h.idle().await;
     let d = &h.sender.list_deliveries(&sub, None, 1).await.unwrap().items[0];
-    assert_eq!(d.attempts[0].outcome, AttemptOutcome::Error { error: AttemptErrorKind::Connection });
+    assert_eq!(
+        d.attempts[0].outcome,
+        AttemptOutcome::Error {
+            error: AttemptErrorKind::Connection
+        }
+    );
     assert_eq!(d.state, DeliveryState::Pending);
     h.shutdown().await;
 }
@@ -257,27 +327,54 @@ async fn events_about_one_post_wait_for_the_earlier_one_while_other_posts_go_ahe
     let kinds = [
         PostChangeKind::Scheduled,
         PostChangeKind::PublishingStarted,
-        PostChangeKind::Published { release_url: "https://x.example/1".into(), release_id: "1".into() },
+        PostChangeKind::Published {
+            release_url: "https://x.example/1".into(),
+            release_id: "1".into(),
+        },
     ];
     let mut p1_ids = vec![];
     for kind in kinds.clone() {
-        p1_ids.push(h.sender.publish(change("p1", "acc-1", kind)).await.unwrap().event_id().unwrap().to_owned());
+        p1_ids.push(
+            h.sender
+                .publish(change("p1", "acc-1", kind))
+                .await
+                .unwrap()
+                .event_id()
+                .unwrap()
+                .to_owned(),
+        );
     }
-    let p2 = h.sender.publish(change("p2", "acc-1", PostChangeKind::Scheduled)).await.unwrap();
+    let p2 = h
+        .sender
+        .publish(change("p2", "acc-1", PostChangeKind::Scheduled))
+        .await
+        .unwrap();
     h.idle().await;
     let seen: Vec<String> = rx.requests().iter().map(|r| r.id()).collect();
-    assert_eq!(seen.len(), 2, "p1's first attempt (failed) and p2; p1's later events wait: {seen:?}");
+    assert_eq!(
+        seen.len(),
+        2,
+        "p1's first attempt (failed) and p2; p1's later events wait: {seen:?}"
+    );
     assert!(seen.contains(&p1_ids[0]) && seen.contains(&p2.event_id().unwrap().to_owned()));
     h.advance(30 * SEC).await;
     let seen: Vec<String> = rx.requests().iter().map(|r| r.id()).collect();
     let p1_seen: Vec<&String> = seen.iter().filter(|id| p1_ids.contains(id)).collect();
-    assert_eq!(p1_seen, vec![&p1_ids[0], &p1_ids[0], &p1_ids[1], &p1_ids[2]], "in order after the retry succeeded");
+    assert_eq!(
+        p1_seen,
+        vec![&p1_ids[0], &p1_ids[0], &p1_ids[1], &p1_ids[2]],
+        "in order after the retry succeeded"
+    );
     h.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ordering_holds_under_concurrency_and_different_posts_run_in_parallel() {
-    let config = SenderConfig { max_in_flight: 64, max_in_flight_per_subscription: 16, ..test_config() };
+    let config = SenderConfig {
+        max_in_flight: 64,
+        max_in_flight_per_subscription: 16,
+        ..test_config()
+    };
     let h = Harness::with_config(config).await;
     let rx = Receiver::start(|_, _| Reply::ok().delay(Duration::from_millis(40))).await;
     let (_, secret) = h.subscribe(&rx.url).await;
@@ -298,7 +395,10 @@ async fn ordering_holds_under_concurrency_and_different_posts_run_in_parallel() 
     let elapsed = started.elapsed();
     let reqs = rx.requests();
     assert_eq!(reqs.len(), posts * per_post);
-    assert!(reqs.iter().all(|r| r.verify(std::slice::from_ref(&secret)).is_ok()), "every delivery verifies");
+    assert!(
+        reqs.iter().all(|r| r.verify(std::slice::from_ref(&secret)).is_ok()),
+        "every delivery verifies"
+    );
     // Per post, rounds arrive in publish order.
     for p in 0..posts {
         let rounds: Vec<String> = reqs
@@ -311,13 +411,20 @@ async fn ordering_holds_under_concurrency_and_different_posts_run_in_parallel() 
         assert_eq!(rounds, expected, "post p{p}");
     }
     // 80 deliveries of 40 ms each: 3.2 s one at a time; 16 posts in parallel need ~5 rounds (0.2 s).
-    assert!(elapsed < Duration::from_millis(2500), "different posts went in parallel: {elapsed:?}");
+    assert!(
+        elapsed < Duration::from_millis(2500),
+        "different posts went in parallel: {elapsed:?}"
+    );
     h.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_subscription_concurrency_is_bounded() {
-    let config = SenderConfig { max_in_flight: 64, max_in_flight_per_subscription: 4, ..test_config() };
+    let config = SenderConfig {
+        max_in_flight: 64,
+        max_in_flight_per_subscription: 4,
+        ..test_config()
+    };
     let h = Harness::with_config(config).await;
     let rx = Receiver::start(|_, _| Reply::ok().delay(Duration::from_millis(30))).await;
     h.subscribe(&rx.url).await;
@@ -331,10 +438,18 @@ async fn per_subscription_concurrency_is_bounded() {
     times.sort();
     let max_window = times
         .iter()
-        .map(|t| times.iter().filter(|u| **u >= *t && u.duration_since(*t) < Duration::from_millis(25)).count())
+        .map(|t| {
+            times
+                .iter()
+                .filter(|u| **u >= *t && u.duration_since(*t) < Duration::from_millis(25))
+                .count()
+        })
         .max()
         .unwrap();
-    assert!(max_window <= 4, "at most 4 in flight to one subscription, saw {max_window} within 25 ms");
+    assert!(
+        max_window <= 4,
+        "at most 4 in flight to one subscription, saw {max_window} within 25 ms"
+    );
     h.shutdown().await;
 }
 
@@ -351,7 +466,14 @@ async fn events_about_one_account_stay_in_order() {
     assert_eq!(rx.count(), 1, "the reconnection waits for the disconnection");
     h.advance(30 * SEC).await;
     let ids: Vec<String> = rx.requests().iter().map(|r| r.id()).collect();
-    assert_eq!(ids, vec![first.event_id().unwrap(), first.event_id().unwrap(), second.event_id().unwrap()]);
+    assert_eq!(
+        ids,
+        vec![
+            first.event_id().unwrap(),
+            first.event_id().unwrap(),
+            second.event_id().unwrap()
+        ]
+    );
     h.shutdown().await;
 }
 
@@ -360,12 +482,20 @@ async fn a_delivery_failed_for_good_releases_the_next_one() {
     let h = Harness::new().await;
     let rx = Receiver::start(|r, _| {
         let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
-        if v["type"] == "post.scheduled" { Reply::status(500) } else { Reply::ok() }
+        if v["type"] == "post.scheduled" {
+            Reply::status(500)
+        } else {
+            Reply::ok()
+        }
     })
     .await;
     let (sub, _) = h.subscribe(&rx.url).await;
     h.sender.publish(scheduled("p1")).await.unwrap();
-    let second = h.sender.publish(change("p1", "acc-1", PostChangeKind::PublishingStarted)).await.unwrap();
+    let second = h
+        .sender
+        .publish(change("p1", "acc-1", PostChangeKind::PublishingStarted))
+        .await
+        .unwrap();
     h.idle().await;
     for delay in [30 * SEC, 2 * MIN, 10 * MIN, 30 * MIN, HOUR, 3 * HOUR, 6 * HOUR] {
         h.advance(delay).await;
@@ -374,7 +504,10 @@ async fn a_delivery_failed_for_good_releases_the_next_one() {
     h.advance(12 * HOUR).await;
     assert_eq!(rx.requests().last().unwrap().id(), second.event_id().unwrap());
     let items = h.sender.list_deliveries(&sub, None, 10).await.unwrap().items;
-    assert_eq!(items.iter().map(|d| d.state).collect::<Vec<_>>(), vec![DeliveryState::Delivered, DeliveryState::Failed]);
+    assert_eq!(
+        items.iter().map(|d| d.state).collect::<Vec<_>>(),
+        vec![DeliveryState::Delivered, DeliveryState::Failed]
+    );
     h.shutdown().await;
 }
 
@@ -385,20 +518,39 @@ async fn matching_by_event_type_and_account_and_drafts_emit_nothing() {
     let failed_only = Receiver::succeeding().await;
     let acc2_only = Receiver::succeeding().await;
     h.subscribe(&all.url).await;
-    h.subscribe_with(&failed_only.url, vec![EventType::PostFailed], vec![]).await;
+    h.subscribe_with(&failed_only.url, vec![EventType::PostFailed], vec![])
+        .await;
     h.subscribe_with(&acc2_only.url, vec![], vec!["acc-2".into()]).await;
 
     let mut draft = scheduled("d1");
     draft.post.is_draft = true;
     let p = h.sender.publish(draft).await.unwrap();
-    assert_eq!(p, postwire_sender::Published::NoEvent(postwire_sender::NoEventReason::Draft));
+    assert_eq!(
+        p,
+        postwire_sender::Published::NoEvent(postwire_sender::NoEventReason::Draft)
+    );
     let p = h.sender.publish(scheduled("p1")).await.unwrap();
     assert!(matches!(p, postwire_sender::Published::Event { deliveries: 1, .. }));
     let err = postwire_core::EventError::new(postwire_core::FailureCode::RateLimited, "slow down", true).unwrap();
-    h.sender.publish(change("p2", "acc-2", PostChangeKind::Failed { error: err })).await.unwrap();
-    h.sender.publish(TestEvent { workspace_id: WS.into(), subscription_id: None, message: "hi".into() }).await.unwrap();
+    h.sender
+        .publish(change("p2", "acc-2", PostChangeKind::Failed { error: err }))
+        .await
+        .unwrap();
+    h.sender
+        .publish(TestEvent {
+            workspace_id: WS.into(),
+            subscription_id: None,
+            message: "hi".into(),
+        })
+        .await
+        .unwrap();
     h.idle().await;
-    let types = |r: &Receiver| r.requests().iter().map(|q| q.json()["type"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
+    let types = |r: &Receiver| {
+        r.requests()
+            .iter()
+            .map(|q| q.json()["type"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
     let mut a = types(&all);
     a.sort();
     assert_eq!(a, vec!["post.failed", "post.scheduled", "webhook.test"]);
@@ -425,7 +577,11 @@ impl postwire_sender::Notifier for RecordingNotifier {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_failed_deliveries_in_a_row_pause_the_subscription_and_notify() {
     let notifier = std::sync::Arc::new(RecordingNotifier::default());
-    let h = Harness::with_config(SenderConfig { notifier: notifier.clone(), ..test_config() }).await;
+    let h = Harness::with_config(SenderConfig {
+        notifier: notifier.clone(),
+        ..test_config()
+    })
+    .await;
     let rx = Receiver::failing().await;
     let (sub, _) = h.subscribe(&rx.url).await;
     let changes = (0..50).map(|p| scheduled(&format!("p{p}")).into()).collect();
@@ -442,12 +598,21 @@ async fn fifty_failed_deliveries_in_a_row_pause_the_subscription_and_notify() {
     assert_eq!(rx.count(), 50 * 9);
     let s = h.sender.subscription(&sub).await.unwrap().subscription;
     assert_eq!(s.consecutive_failures, 50);
-    assert_eq!(s.status, postwire_core::SubscriptionStatus::Paused { reason: "50 failed deliveries in a row".into() });
+    assert_eq!(
+        s.status,
+        postwire_core::SubscriptionStatus::Paused {
+            reason: "50 failed deliveries in a row".into()
+        }
+    );
     let notes = h.sender.notifications(WS, 10).await.unwrap();
     assert_eq!(notes.len(), 1);
     assert_eq!(notes[0].subscription_id, sub);
     assert_eq!(notes[0].cause, postwire_sender::PauseCause::ConsecutiveFailures);
-    assert_eq!(notifier.0.lock().unwrap().as_slice(), notes.as_slice(), "the notifier was told once, after the pause was stored");
+    assert_eq!(
+        notifier.0.lock().unwrap().as_slice(),
+        notes.as_slice(),
+        "the notifier was told once, after the pause was stored"
+    );
     // Paused: new events are held, not attempted.
     h.sender.publish(scheduled("later")).await.unwrap();
     h.advance(HOUR).await;
@@ -459,7 +624,15 @@ async fn fifty_failed_deliveries_in_a_row_pause_the_subscription_and_notify() {
     assert_eq!(summary.released, 1);
     h.idle().await;
     assert_eq!(rx.count(), 50 * 9 + 1);
-    assert!(!h.sender.subscription(&sub).await.unwrap().subscription.status.is_paused());
+    assert!(
+        !h.sender
+            .subscription(&sub)
+            .await
+            .unwrap()
+            .subscription
+            .status
+            .is_paused()
+    );
     h.shutdown().await;
 }
 
@@ -490,9 +663,17 @@ async fn seventy_two_hours_of_failures_without_a_success_pause_the_subscription(
     h.sender.publish(scheduled("at-72h")).await.unwrap();
     h.idle().await;
     let s = h.sender.subscription(&sub).await.unwrap().subscription;
-    assert_eq!(s.status, postwire_core::SubscriptionStatus::Paused { reason: "72 hours without a successful delivery".into() });
+    assert_eq!(
+        s.status,
+        postwire_core::SubscriptionStatus::Paused {
+            reason: "72 hours without a successful delivery".into()
+        }
+    );
     assert!(s.consecutive_failures < 50);
-    assert_eq!(h.sender.notifications(WS, 10).await.unwrap()[0].cause, postwire_sender::PauseCause::FailingFor72Hours);
+    assert_eq!(
+        h.sender.notifications(WS, 10).await.unwrap()[0].cause,
+        postwire_sender::PauseCause::FailingFor72Hours
+    );
     h.shutdown().await;
 }
 
@@ -503,7 +684,12 @@ async fn resume_delivers_events_held_in_the_last_7_days_in_order_and_expires_old
     let (sub, _) = h.subscribe(&rx.url).await;
     h.sender.pause(&sub).await.unwrap();
     let paused = h.sender.subscription(&sub).await.unwrap().subscription;
-    assert_eq!(paused.status, postwire_core::SubscriptionStatus::Paused { reason: "paused by request".into() });
+    assert_eq!(
+        paused.status,
+        postwire_core::SubscriptionStatus::Paused {
+            reason: "paused by request".into()
+        }
+    );
 
     let old = h.sender.publish(scheduled("p1")).await.unwrap();
     h.advance(HOUR).await;
@@ -511,23 +697,56 @@ async fn resume_delivers_events_held_in_the_last_7_days_in_order_and_expires_old
     // Just over 7 days after `old`: three events about one post and one about another.
     h.clock.advance_millis(7 * 24 * HOUR - HOUR + 1);
     let mut recent = vec![];
-    for kind in [PostChangeKind::Scheduled, PostChangeKind::PublishingStarted, PostChangeKind::Unscheduled] {
-        recent.push(h.sender.publish(change("p1", "acc-1", kind)).await.unwrap().event_id().unwrap().to_owned());
+    for kind in [
+        PostChangeKind::Scheduled,
+        PostChangeKind::PublishingStarted,
+        PostChangeKind::Unscheduled,
+    ] {
+        recent.push(
+            h.sender
+                .publish(change("p1", "acc-1", kind))
+                .await
+                .unwrap()
+                .event_id()
+                .unwrap()
+                .to_owned(),
+        );
     }
-    recent.push(h.sender.publish(scheduled("p2")).await.unwrap().event_id().unwrap().to_owned());
+    recent.push(
+        h.sender
+            .publish(scheduled("p2"))
+            .await
+            .unwrap()
+            .event_id()
+            .unwrap()
+            .to_owned(),
+    );
     h.idle().await;
     assert_eq!(rx.count(), 0);
     assert_eq!(h.sender.delivery_counts(Some(&sub)).await.unwrap().held, 5);
 
     let (record, summary) = h.sender.resume(&sub).await.unwrap();
     assert!(!record.subscription.status.is_paused());
-    assert_eq!(summary, postwire_sender::ResumeSummary { released: 4, expired: 1 });
+    assert_eq!(
+        summary,
+        postwire_sender::ResumeSummary {
+            released: 4,
+            expired: 1
+        }
+    );
     h.idle().await;
     let ids: Vec<String> = rx.requests().iter().map(|r| r.id()).collect();
     assert_eq!(ids.len(), 4);
-    assert!(!ids.contains(&old.event_id().unwrap().to_owned()), "the 7-day-old event expired");
+    assert!(
+        !ids.contains(&old.event_id().unwrap().to_owned()),
+        "the 7-day-old event expired"
+    );
     let p1: Vec<&String> = ids.iter().filter(|id| recent[..3].contains(id)).collect();
-    assert_eq!(p1, recent[..3].iter().collect::<Vec<_>>(), "held events about one post go out in order");
+    assert_eq!(
+        p1,
+        recent[..3].iter().collect::<Vec<_>>(),
+        "held events about one post go out in order"
+    );
     let items = h.sender.list_deliveries(&sub, None, 10).await.unwrap().items;
     assert_eq!(items.last().unwrap().state, DeliveryState::Expired);
     assert!(items.last().unwrap().attempts.is_empty());
@@ -563,13 +782,23 @@ async fn after_a_rotation_deliveries_carry_both_signatures_for_24_hours_then_onl
     let new = rotated.secret.clone();
     assert_ne!(new, old);
     assert_eq!(rotated.previous_valid_until.unix_millis(), T0 + 24 * HOUR);
-    assert_eq!(h.sender.subscription(&sub).await.unwrap().previous_secret_valid_until, Some(rotated.previous_valid_until));
+    assert_eq!(
+        h.sender.subscription(&sub).await.unwrap().previous_secret_valid_until,
+        Some(rotated.previous_valid_until)
+    );
 
     let send = |label: &str| {
         let sender = h.sender.clone();
         let label = label.to_owned();
         async move {
-            sender.publish(TestEvent { workspace_id: WS.into(), subscription_id: None, message: label }).await.unwrap();
+            sender
+                .publish(TestEvent {
+                    workspace_id: WS.into(),
+                    subscription_id: None,
+                    message: label,
+                })
+                .await
+                .unwrap();
         }
     };
     send("right after").await;
@@ -585,8 +814,14 @@ async fn after_a_rotation_deliveries_carry_both_signatures_for_24_hours_then_onl
     assert_eq!(reqs.len(), 3);
     for r in &reqs[..2] {
         assert_eq!(r.header("webhook-signature").unwrap().split(' ').count(), 2);
-        assert!(r.verify(std::slice::from_ref(&old)).is_ok(), "verifies with the old secret alone");
-        assert!(r.verify(std::slice::from_ref(&new)).is_ok(), "verifies with the new secret alone");
+        assert!(
+            r.verify(std::slice::from_ref(&old)).is_ok(),
+            "verifies with the old secret alone"
+        );
+        assert!(
+            r.verify(std::slice::from_ref(&new)).is_ok(),
+            "verifies with the new secret alone"
+        );
     }
     let last = &reqs[2];
     assert_eq!(last.header("webhook-signature").unwrap().split(' ').count(), 1);
@@ -604,9 +839,18 @@ async fn the_address_is_checked_again_at_every_attempt() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("sender.db");
     let rx = Receiver::succeeding().await;
-    let clock = std::sync::Arc::new(postwire_core::ManualClock::new(postwire_core::Timestamp::from_unix_millis(T0)));
-    let lax = postwire_sender::Sender::open_sqlite(&db, test_config(), clock.clone()).await.unwrap();
-    lax.upsert_workspace(postwire_sender::Workspace { id: WS.into(), name: "w".into() }).await.unwrap();
+    let clock = std::sync::Arc::new(postwire_core::ManualClock::new(
+        postwire_core::Timestamp::from_unix_millis(T0),
+    ));
+    let lax = postwire_sender::Sender::open_sqlite(&db, test_config(), clock.clone())
+        .await
+        .unwrap();
+    lax.upsert_workspace(postwire_sender::Workspace {
+        id: WS.into(),
+        name: "w".into(),
+    })
+    .await
+    .unwrap();
     let created = lax
         .create_subscription(postwire_sender::NewSubscription {
             workspace_id: WS.into(),
@@ -636,16 +880,29 @@ async fn the_address_is_checked_again_at_every_attempt() {
     lax.publish(scheduled("p1")).await.unwrap();
     drop(lax);
     // ...is refused at attempt time by a sender without it: nothing reaches loopback.
-    let strict = SenderConfig { jitter: postwire_sender::schedule::Jitter::None, ..SenderConfig::default() };
+    let strict = SenderConfig {
+        jitter: postwire_sender::schedule::Jitter::None,
+        ..SenderConfig::default()
+    };
     let sender = postwire_sender::Sender::open_sqlite(&db, strict, clock).await.unwrap();
     let dispatcher = sender.start();
     sender.wait_idle().await.unwrap();
     assert_eq!(rx.count(), 0);
     let d = &sender.list_deliveries(&sub, None, 1).await.unwrap().items[0];
-    assert_eq!(d.attempts[0].outcome, AttemptOutcome::Error { error: AttemptErrorKind::BlockedAddress });
+    assert_eq!(
+        d.attempts[0].outcome,
+        AttemptOutcome::Error {
+            error: AttemptErrorKind::BlockedAddress
+        }
+    );
     assert_eq!(d.state, DeliveryState::Pending);
     let d = &sender.list_deliveries(&by_name, None, 1).await.unwrap().items[0];
-    assert_eq!(d.attempts[0].outcome, AttemptOutcome::Error { error: AttemptErrorKind::BlockedAddress });
+    assert_eq!(
+        d.attempts[0].outcome,
+        AttemptOutcome::Error {
+            error: AttemptErrorKind::BlockedAddress
+        }
+    );
     dispatcher.shutdown().await;
 }
 
@@ -656,7 +913,15 @@ async fn delivery_records_page_newest_first_with_a_cursor() {
     let (sub, _) = h.subscribe(&rx.url).await;
     let mut ids = vec![];
     for p in 0..7 {
-        ids.push(h.sender.publish(scheduled(&format!("p{p}"))).await.unwrap().event_id().unwrap().to_owned());
+        ids.push(
+            h.sender
+                .publish(scheduled(&format!("p{p}")))
+                .await
+                .unwrap()
+                .event_id()
+                .unwrap()
+                .to_owned(),
+        );
     }
     h.idle().await;
     let mut seen = vec![];
@@ -691,7 +956,14 @@ async fn shutdown_lets_attempts_in_flight_finish_and_records_them() {
     let sender = h.sender.clone();
     h.shutdown().await;
     let d = &sender.list_deliveries(&sub, None, 1).await.unwrap().items[0];
-    assert_eq!(d.state, DeliveryState::Delivered, "the attempt in flight finished and was recorded");
-    assert_eq!(sender.publish(scheduled("p2")).await.unwrap_err().code().as_str(), "unavailable");
+    assert_eq!(
+        d.state,
+        DeliveryState::Delivered,
+        "the attempt in flight finished and was recorded"
+    );
+    assert_eq!(
+        sender.publish(scheduled("p2")).await.unwrap_err().code().as_str(),
+        "unavailable"
+    );
     assert_eq!(sender.wait_idle().await.unwrap_err().code().as_str(), "unavailable");
 }

@@ -61,15 +61,28 @@ async fn no_secret_appears_in_any_log_line() {
     let changes = (0..50).map(|p| scheduled(&format!("p{p}")).into()).collect();
     h.sender.publish_many(changes).await.unwrap();
     h.idle().await;
-    for delay in [30_000, 120_000, 600_000, 1_800_000, 3_600_000, 10_800_000, 21_600_000, 43_200_000] {
+    for delay in [
+        30_000, 120_000, 600_000, 1_800_000, 3_600_000, 10_800_000, 21_600_000, 43_200_000,
+    ] {
         h.advance(delay).await;
     }
-    assert!(h.sender.subscription(&bad_sub).await.unwrap().subscription.status.is_paused());
+    assert!(
+        h.sender
+            .subscription(&bad_sub)
+            .await
+            .unwrap()
+            .subscription
+            .status
+            .is_paused()
+    );
     h.shutdown().await;
 
     let logs = capture.0.lock().unwrap().clone();
     assert!(logs.contains("paused by failures"), "the pause was logged: {logs}");
-    assert!(logs.contains("attempt finished") && logs.contains("status=500"), "attempts were logged at debug level");
+    assert!(
+        logs.contains("attempt finished") && logs.contains("status=500"),
+        "attempts were logged at debug level"
+    );
     for secret in [&bad_secret, &ok_secret, &rotated] {
         let text = secret.expose();
         assert!(!logs.contains(&text[6..]), "a secret appeared in the logs");

@@ -16,10 +16,18 @@ const HOST: &str = env!("CARGO_BIN_EXE_postwire-sender-host");
 
 fn spawn_host(db: &std::path::Path, publish: usize, exit_when_idle: bool) -> std::process::Child {
     let mut cmd = Command::new(HOST);
-    cmd.args(["--db", db.to_str().unwrap(), "--workspace", WS, "--publish", &publish.to_string(), "--insecure-local"])
-        .args(["--post-prefix", "the-post", "--same-post"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+    cmd.args([
+        "--db",
+        db.to_str().unwrap(),
+        "--workspace",
+        WS,
+        "--publish",
+        &publish.to_string(),
+        "--insecure-local",
+    ])
+    .args(["--post-prefix", "the-post", "--same-post"])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::inherit());
     if exit_when_idle {
         cmd.arg("--exit-when-idle");
     }
@@ -34,8 +42,16 @@ async fn killed_with_sigkill_and_restarted_it_delivers_every_accepted_event_in_o
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("sender.db");
     let secret = {
-        let sender = Sender::open_sqlite(&db, test_config(), Arc::new(SystemClock)).await.unwrap();
-        sender.upsert_workspace(Workspace { id: WS.into(), name: "w".into() }).await.unwrap();
+        let sender = Sender::open_sqlite(&db, test_config(), Arc::new(SystemClock))
+            .await
+            .unwrap();
+        sender
+            .upsert_workspace(Workspace {
+                id: WS.into(),
+                name: "w".into(),
+            })
+            .await
+            .unwrap();
         sender
             .create_subscription(NewSubscription {
                 workspace_id: WS.into(),
@@ -63,7 +79,10 @@ async fn killed_with_sigkill_and_restarted_it_delivers_every_accepted_event_in_o
         }
         accepted
     });
-    assert!(rx.wait_for_count(30, Duration::from_secs(30)).await, "deliveries started");
+    assert!(
+        rx.wait_for_count(30, Duration::from_secs(30)).await,
+        "deliveries started"
+    );
     child.kill().expect("SIGKILL"); // std sends SIGKILL on Unix
     let status = child.wait().unwrap();
     assert!(!status.success());
@@ -81,11 +100,17 @@ async fn killed_with_sigkill_and_restarted_it_delivers_every_accepted_event_in_o
             assert!(status.success());
             break;
         }
-        assert!(started.elapsed() < Duration::from_secs(60), "restarted host did not finish");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "restarted host did not finish"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let requests = rx.requests();
-    assert!(requests.iter().all(|r| r.verify(std::slice::from_ref(&secret)).is_ok()), "every delivery verifies");
+    assert!(
+        requests.iter().all(|r| r.verify(std::slice::from_ref(&secret)).is_ok()),
+        "every delivery verifies"
+    );
     let received: Vec<String> = requests.iter().map(|r| r.id()).collect();
     for id in &accepted {
         assert!(received.contains(id), "accepted event {id} was delivered");
@@ -98,7 +123,11 @@ async fn killed_with_sigkill_and_restarted_it_delivers_every_accepted_event_in_o
             first_arrivals.push(id);
         }
     }
-    let accepted_order: Vec<&String> = first_arrivals.iter().copied().filter(|id| accepted.contains(id)).collect();
+    let accepted_order: Vec<&String> = first_arrivals
+        .iter()
+        .copied()
+        .filter(|id| accepted.contains(id))
+        .collect();
     assert_eq!(accepted_order, accepted.iter().collect::<Vec<_>>());
     eprintln!(
         "accepted {} before the kill, {} of them not yet delivered; {} requests in all",

@@ -11,7 +11,7 @@
 
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderMap, HeaderValue};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -39,7 +39,11 @@ impl Caller {
 
     /// Checks only the scope.
     pub fn require_scope(&self, scope: Scope) -> ApiResult<()> {
-        if self.0.has_scope(scope) { Ok(()) } else { Err(ApiError::InsufficientScope(scope)) }
+        if self.0.has_scope(scope) {
+            Ok(())
+        } else {
+            Err(ApiError::InsufficientScope(scope))
+        }
     }
 }
 
@@ -57,18 +61,20 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
 
 /// The token of an `Authorization: Bearer …` header, or why there is none.
 pub fn bearer(headers: &HeaderMap) -> Result<&str, ApiError> {
-    let value = headers
-        .get(header::AUTHORIZATION)
-        .ok_or(ApiError::Unauthorized("a bearer token is required: send `Authorization: Bearer <API_TOKEN>`"))?;
+    let value = headers.get(header::AUTHORIZATION).ok_or(ApiError::Unauthorized(
+        "a bearer token is required: send `Authorization: Bearer <API_TOKEN>`",
+    ))?;
     let value = value
         .to_str()
         .map_err(|_| ApiError::Unauthorized("the Authorization header must be `Bearer <API_TOKEN>`"))?;
-    let (scheme, token) = value
-        .split_once(' ')
-        .ok_or(ApiError::Unauthorized("the Authorization header must be `Bearer <API_TOKEN>`"))?;
+    let (scheme, token) = value.split_once(' ').ok_or(ApiError::Unauthorized(
+        "the Authorization header must be `Bearer <API_TOKEN>`",
+    ))?;
     let token = token.trim();
     if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() {
-        return Err(ApiError::Unauthorized("the Authorization header must be `Bearer <API_TOKEN>`"));
+        return Err(ApiError::Unauthorized(
+            "the Authorization header must be `Bearer <API_TOKEN>`",
+        ));
     }
     Ok(token)
 }
@@ -94,8 +100,11 @@ pub async fn authenticate(State(state): State<AppState>, mut request: Request, n
     let allowance = state.limiter.check(&record.id);
     if !allowance.allowed {
         tracing::info!(token_id = %record.id, "hourly API limit exceeded");
-        let mut response =
-            ApiError::RateLimited { limit: allowance.limit, retry_after_secs: allowance.retry_after_secs }.into_response();
+        let mut response = ApiError::RateLimited {
+            limit: allowance.limit,
+            retry_after_secs: allowance.retry_after_secs,
+        }
+        .into_response();
         rate_headers(&mut response, &allowance);
         return response;
     }

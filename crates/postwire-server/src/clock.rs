@@ -20,7 +20,11 @@ pub struct ScaledClock {
 impl ScaledClock {
     /// A clock showing now, running `factor` times faster than real time (1.0 or more).
     pub fn new(factor: f64) -> ScaledClock {
-        ScaledClock { origin: SystemClock.now(), started: Instant::now(), factor: factor.max(1.0) }
+        ScaledClock {
+            origin: SystemClock.now(),
+            started: Instant::now(),
+            factor: factor.max(1.0),
+        }
     }
 
     /// How many times faster than real time it runs.

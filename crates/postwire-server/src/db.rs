@@ -41,10 +41,14 @@ impl ServerDb {
         let err = |e: rusqlite::Error| ApiError::Internal(format!("opening {}: {e}", path.as_ref().display()));
         let conn = Connection::open(path.as_ref()).map_err(err)?;
         conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(err)?;
-        let _mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)).map_err(err)?;
+        let _mode: String = conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .map_err(err)?;
         conn.execute_batch("PRAGMA synchronous=NORMAL;").map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
-        Ok(ServerDb { conn: Arc::new(Mutex::new(conn)) })
+        Ok(ServerDb {
+            conn: Arc::new(Mutex::new(conn)),
+        })
     }
 
     /// Runs `f` on the connection in Tokio's blocking pool.

@@ -8,7 +8,7 @@
 //! statuses the spec does not name. Messages are written for the client and never carry
 //! secret material: storage details are logged, not returned.
 
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use postwire_sender::{SenderError, SenderErrorCode};
 use serde::Serialize;
@@ -130,7 +130,10 @@ impl ApiError {
     fn message(&self) -> String {
         match self {
             ApiError::Unauthorized(why) => (*why).to_owned(),
-            ApiError::RateLimited { limit, retry_after_secs } => {
+            ApiError::RateLimited {
+                limit,
+                retry_after_secs,
+            } => {
                 format!("hourly API limit of {limit} requests exceeded; retry in {retry_after_secs} s")
             }
             ApiError::Internal(_) => "internal error; the server log has the details".to_owned(),
@@ -160,24 +163,38 @@ impl IntoResponse for ApiError {
                     [] => ValidationMessage::One("invalid request".to_owned()),
                     many => ValidationMessage::Many(many.to_vec()),
                 };
-                let body = ValidationErrorBody { message, code: "invalid_request".to_owned(), status_code: 400 };
+                let body = ValidationErrorBody {
+                    message,
+                    code: "invalid_request".to_owned(),
+                    status_code: 400,
+                };
                 (status, axum::Json(body)).into_response()
             }
             other => {
                 if let ApiError::Internal(detail) = other {
                     tracing::error!(detail = %detail, "internal error");
                 }
-                let body = ErrorBody { status_code: status.as_u16(), code: other.code().to_owned(), message: other.message() };
+                let body = ErrorBody {
+                    status_code: status.as_u16(),
+                    code: other.code().to_owned(),
+                    message: other.message(),
+                };
                 (status, axum::Json(body)).into_response()
             }
         };
         let headers = response.headers_mut();
         match &self {
             ApiError::Unauthorized(_) => {
-                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"postwire\""));
+                headers.insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer realm=\"postwire\""),
+                );
             }
             ApiError::InsufficientScope(scope) => {
-                let value = format!("Bearer realm=\"postwire\", error=\"insufficient_scope\", scope=\"{}\"", scope.as_str());
+                let value = format!(
+                    "Bearer realm=\"postwire\", error=\"insufficient_scope\", scope=\"{}\"",
+                    scope.as_str()
+                );
                 if let Ok(v) = HeaderValue::from_str(&value) {
                     headers.insert(header::WWW_AUTHENTICATE, v);
                 }

@@ -40,7 +40,7 @@ use crate::auth::bearer;
 use crate::errors::{ApiError, ApiResult};
 use crate::state::AppState;
 use crate::tokens::token_hash;
-use crate::validation::{read_body, ApiPath};
+use crate::validation::{ApiPath, read_body};
 
 /// Most changes in one ingest call.
 pub const MAX_INGEST_BATCH: usize = 1000;
@@ -60,9 +60,13 @@ impl IngestAuth {
     /// Accepts `token` as the ingest token. Refuses tokens shorter than 16 characters.
     pub fn new(token: &str) -> Result<IngestAuth, ApiError> {
         if token.len() < 16 {
-            return Err(ApiError::invalid("the ingest token must be at least 16 characters long"));
+            return Err(ApiError::invalid(
+                "the ingest token must be at least 16 characters long",
+            ));
         }
-        Ok(IngestAuth { hash: token_hash(token) })
+        Ok(IngestAuth {
+            hash: token_hash(token),
+        })
     }
 
     /// Whether `candidate` is the ingest token (constant time).
@@ -73,8 +77,10 @@ impl IngestAuth {
 
 async fn require_ingest_token(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let Some(auth) = state.ingest.as_ref() else {
-        return ApiError::Unauthorized("ingest is disabled on this server: start it with an ingest token (POSTWIRE_INGEST_TOKEN)")
-            .into_response();
+        return ApiError::Unauthorized(
+            "ingest is disabled on this server: start it with an ingest token (POSTWIRE_INGEST_TOKEN)",
+        )
+        .into_response();
     };
     match bearer(request.headers()) {
         Ok(token) if auth.accepts(token) => next.run(request).await,
@@ -87,7 +93,10 @@ async fn require_ingest_token(State(state): State<AppState>, request: Request, n
 pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/internal/v1/workspaces/{workspaceId}", put(put_workspace))
-        .route("/internal/v1/workspaces/{workspaceId}/integrations/{integrationId}", put(put_integration))
+        .route(
+            "/internal/v1/workspaces/{workspaceId}/integrations/{integrationId}",
+            put(put_integration),
+        )
         .route("/internal/v1/events", post(post_events))
         .route_layer(middleware::from_fn_with_state(state, require_ingest_token))
 }
@@ -108,7 +117,13 @@ async fn put_workspace(
     body: Body,
 ) -> ApiResult<Json<serde_json::Value>> {
     let b: WorkspaceBody = parse(&read_body(body, state.max_body_bytes).await?)?;
-    state.sender.upsert_workspace(Workspace { id: workspace_id.clone(), name: b.name.clone() }).await?;
+    state
+        .sender
+        .upsert_workspace(Workspace {
+            id: workspace_id.clone(),
+            name: b.name.clone(),
+        })
+        .await?;
     Ok(Json(serde_json::json!({ "id": workspace_id, "name": b.name })))
 }
 
@@ -127,9 +142,16 @@ async fn put_integration(
     body: Body,
 ) -> ApiResult<Json<Integration>> {
     let b: IntegrationBody = parse(&read_body(body, state.max_body_bytes).await?)?;
-    let integration =
-        Integration { id: integration_id, name: b.name, provider_identifier: b.provider_identifier, picture: b.picture };
-    state.sender.upsert_integration(&workspace_id, integration.clone()).await?;
+    let integration = Integration {
+        id: integration_id,
+        name: b.name,
+        provider_identifier: b.provider_identifier,
+        picture: b.picture,
+    };
+    state
+        .sender
+        .upsert_integration(&workspace_id, integration.clone())
+        .await?;
     Ok(Json(integration))
 }
 
@@ -205,14 +227,27 @@ struct EventsBody {
 
 fn to_domain(i: usize, c: ChangeBody) -> ApiResult<DomainChange> {
     Ok(match c {
-        ChangeBody::Post { workspace_id, change, post, error, deleted_by } => {
+        ChangeBody::Post {
+            workspace_id,
+            change,
+            post,
+            error,
+            deleted_by,
+        } => {
             let kind = match change {
                 PostChangeName::Scheduled => PostChangeKind::Scheduled,
                 PostChangeName::Unscheduled => PostChangeKind::Unscheduled,
                 PostChangeName::Publishing => PostChangeKind::PublishingStarted,
                 PostChangeName::Published => match (&post.release_url, &post.release_id) {
-                    (Some(url), Some(id)) => PostChangeKind::Published { release_url: url.clone(), release_id: id.clone() },
-                    _ => return Err(ApiError::invalid(format!("changes[{i}]: `published` needs `post.releaseURL` and `post.releaseId`"))),
+                    (Some(url), Some(id)) => PostChangeKind::Published {
+                        release_url: url.clone(),
+                        release_id: id.clone(),
+                    },
+                    _ => {
+                        return Err(ApiError::invalid(format!(
+                            "changes[{i}]: `published` needs `post.releaseURL` and `post.releaseId`"
+                        )));
+                    }
                 },
                 PostChangeName::Failed => match error {
                     Some(error) => PostChangeKind::Failed { error },
@@ -237,17 +272,34 @@ fn to_domain(i: usize, c: ChangeBody) -> ApiResult<DomainChange> {
                 error: post.error,
                 content: String::new(),
             };
-            DomainChange::Post(PostChange { workspace_id, post: record, kind })
+            DomainChange::Post(PostChange {
+                workspace_id,
+                post: record,
+                kind,
+            })
         }
-        ChangeBody::Account { workspace_id, change, integration, reason } => {
+        ChangeBody::Account {
+            workspace_id,
+            change,
+            integration,
+            reason,
+        } => {
             let kind = match change {
                 AccountChangeName::Disconnected => match reason {
                     Some(reason) => AccountChangeKind::Disconnected { reason },
-                    None => return Err(ApiError::invalid(format!("changes[{i}]: `disconnected` needs `reason`"))),
+                    None => {
+                        return Err(ApiError::invalid(format!(
+                            "changes[{i}]: `disconnected` needs `reason`"
+                        )));
+                    }
                 },
                 AccountChangeName::Reconnected => AccountChangeKind::Reconnected,
             };
-            DomainChange::Account(AccountChange { workspace_id, integration, kind })
+            DomainChange::Account(AccountChange {
+                workspace_id,
+                integration,
+                kind,
+            })
         }
     })
 }
@@ -255,7 +307,9 @@ fn to_domain(i: usize, c: ChangeBody) -> ApiResult<DomainChange> {
 async fn post_events(State(state): State<AppState>, body: Body) -> ApiResult<Json<serde_json::Value>> {
     let b: EventsBody = parse(&read_body(body, state.max_ingest_body_bytes).await?)?;
     if b.changes.is_empty() || b.changes.len() > MAX_INGEST_BATCH {
-        return Err(ApiError::invalid(format!("`changes` must hold 1 to {MAX_INGEST_BATCH} changes")));
+        return Err(ApiError::invalid(format!(
+            "`changes` must hold 1 to {MAX_INGEST_BATCH} changes"
+        )));
     }
     let mut changes = Vec::with_capacity(b.changes.len());
     let mut problems = Vec::new();
@@ -281,7 +335,9 @@ async fn post_events(State(state): State<AppState>, body: Body) -> ApiResult<Jso
     let results: Vec<serde_json::Value> = published
         .iter()
         .map(|p| match p {
-            Published::Event { event_id, deliveries } => serde_json::json!({ "eventId": event_id, "deliveries": deliveries }),
+            Published::Event { event_id, deliveries } => {
+                serde_json::json!({ "eventId": event_id, "deliveries": deliveries })
+            }
             Published::NoEvent(_) => serde_json::json!({ "eventId": null, "skipped": "draft" }),
         })
         .collect();

@@ -44,6 +44,6 @@ pub mod tokens;
 pub mod validation;
 
 pub use errors::{ApiError, ApiResult};
-pub use server::{shutdown_signal, RunningServer, Server, ServerError, ServerOptions};
+pub use server::{RunningServer, Server, ServerError, ServerOptions, shutdown_signal};
 pub use state::AppState;
 pub use tokens::{ApiToken, CreatedToken, NewToken, Scope, TokenStore};

@@ -50,7 +50,9 @@ impl Modify for BearerSecurity {
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
                     .bearer_format("pw_…")
-                    .description(Some("An API token. Scopes: `webhooks:read`, `webhooks:write` (implies read)."))
+                    .description(Some(
+                        "An API token. Scopes: `webhooks:read`, `webhooks:write` (implies read).",
+                    ))
                     .build(),
             ),
         );

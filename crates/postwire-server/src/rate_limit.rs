@@ -44,14 +44,20 @@ pub struct RateLimiter {
 
 impl std::fmt::Debug for RateLimiter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RateLimiter").field("limit", &self.limit).finish_non_exhaustive()
+        f.debug_struct("RateLimiter")
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
     }
 }
 
 impl RateLimiter {
     /// `limit` calls per hour per token (0 blocks everything), timed by `clock`.
     pub fn new(limit: u32, clock: Arc<dyn Clock>) -> RateLimiter {
-        RateLimiter { limit, clock, windows: Arc::new(Mutex::new(HashMap::new())) }
+        RateLimiter {
+            limit,
+            clock,
+            windows: Arc::new(Mutex::new(HashMap::new())),
+        }
     }
 
     /// The hourly limit.

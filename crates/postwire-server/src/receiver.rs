@@ -10,11 +10,11 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, RwLock};
 
+use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
-use axum::Router;
 use postwire_core::{Clock, Event, EventType, MemoryReplayGuard, ReplayGuard, Secret, Seen, Verifier};
 use tokio::sync::oneshot;
 
@@ -91,19 +91,29 @@ pub struct Receiver {
 
 impl std::fmt::Debug for Receiver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Receiver").field("addr", &self.addr).finish_non_exhaustive()
+        f.debug_struct("Receiver")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
     }
 }
 
 fn header_event_id(headers: &HeaderMap) -> String {
-    headers.get("webhook-id").and_then(|v| v.to_str().ok()).unwrap_or("").chars().take(100).collect()
+    headers
+        .get("webhook-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .chars()
+        .take(100)
+        .collect()
 }
 
 async fn receive(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes) -> (StatusCode, String) {
     let id = header_event_id(&headers);
-    let event_type = serde_json::from_slice::<serde_json::Value>(&body)
-        .ok()
-        .and_then(|v| v.get("type").and_then(|t| t.as_str()).and_then(|t| t.parse::<EventType>().ok()));
+    let event_type = serde_json::from_slice::<serde_json::Value>(&body).ok().and_then(|v| {
+        v.get("type")
+            .and_then(|t| t.as_str())
+            .and_then(|t| t.parse::<EventType>().ok())
+    });
     let plan = *inner.plan.lock().unwrap_or_else(|p| p.into_inner());
     {
         let mut stats = inner.stats.lock().unwrap_or_else(|p| p.into_inner());
@@ -122,7 +132,10 @@ async fn receive(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
         if let Some(plan) = plan {
             if event_type == Some(plan.event_type) && entry.failed_on_purpose < plan.failed_attempts {
                 entry.failed_on_purpose += 1;
-                return (StatusCode::SERVICE_UNAVAILABLE, "receiver is down (on purpose, for the demo)".to_owned());
+                return (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "receiver is down (on purpose, for the demo)".to_owned(),
+                );
             }
         }
     }
@@ -146,7 +159,9 @@ async fn receive(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
             let mut stats = inner.stats.lock().unwrap_or_else(|p| p.into_inner());
             let handled = stats.handled;
             let entry = stats.events.get_mut(&id);
-            let Some(entry) = entry else { return (StatusCode::OK, "ok".to_owned()) };
+            let Some(entry) = entry else {
+                return (StatusCode::OK, "ok".to_owned());
+            };
             entry.event_type = Some(event.event_type());
             entry.verified = true;
             let event_type = event.event_type();
@@ -160,7 +175,10 @@ async fn receive(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
                     entry.handled_order = Some(handled + 1);
                     stats.handled += 1;
                     if lose {
-                        return (StatusCode::INTERNAL_SERVER_ERROR, "handled, but the acknowledgement was lost (on purpose, for the demo)".to_owned());
+                        return (
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            "handled, but the acknowledgement was lost (on purpose, for the demo)".to_owned(),
+                        );
                     }
                     (StatusCode::OK, "ok".to_owned())
                 }
@@ -188,7 +206,9 @@ impl Receiver {
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
-        let app = Router::new().route("/webhooks", post(receive)).with_state(inner.clone());
+        let app = Router::new()
+            .route("/webhooks", post(receive))
+            .with_state(inner.clone());
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app)
@@ -197,7 +217,12 @@ impl Receiver {
                 })
                 .await;
         });
-        Ok(Receiver { inner, addr, stop: Some(stop_tx), task })
+        Ok(Receiver {
+            inner,
+            addr,
+            stop: Some(stop_tx),
+            task,
+        })
     }
 
     /// The URL to subscribe: `http://127.0.0.1:<port>/webhooks`.

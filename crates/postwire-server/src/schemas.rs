@@ -335,7 +335,9 @@ impl From<&DeliveryRecord> for Delivery {
                 .iter()
                 .map(|a| {
                     let (response_status, response_body, error) = match &a.outcome {
-                        AttemptOutcome::Response { status, body_prefix } => (Some(*status), Some(body_prefix.clone()), None),
+                        AttemptOutcome::Response { status, body_prefix } => {
+                            (Some(*status), Some(body_prefix.clone()), None)
+                        }
                         AttemptOutcome::Error { error } => (None, None, Some(error.as_str().to_owned())),
                     };
                     Attempt {

@@ -131,8 +131,14 @@ impl Server {
     pub async fn start(self, addr: &str) -> Result<RunningServer, ServerError> {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
-            .map_err(|source| ServerError::Bind { addr: addr.to_owned(), source })?;
-        let local_addr = listener.local_addr().map_err(|source| ServerError::Bind { addr: addr.to_owned(), source })?;
+            .map_err(|source| ServerError::Bind {
+                addr: addr.to_owned(),
+                source,
+            })?;
+        let local_addr = listener.local_addr().map_err(|source| ServerError::Bind {
+            addr: addr.to_owned(),
+            source,
+        })?;
         let dispatcher = self.state.sender.start();
         let app = crate::routes::app(self.state.clone());
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
@@ -146,7 +152,13 @@ impl Server {
                 tracing::error!(error = %e, "the HTTP server stopped with an error");
             }
         });
-        Ok(RunningServer { state: self.state, local_addr, stop_tx: Some(stop_tx), http, dispatcher })
+        Ok(RunningServer {
+            state: self.state,
+            local_addr,
+            stop_tx: Some(stop_tx),
+            http,
+            dispatcher,
+        })
     }
 }
 

@@ -42,7 +42,10 @@ pub struct AppState {
 
 impl std::fmt::Debug for AppState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AppState").field("limiter", &self.limiter).field("max_body_bytes", &self.max_body_bytes).finish_non_exhaustive()
+        f.debug_struct("AppState")
+            .field("limiter", &self.limiter)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .finish_non_exhaustive()
     }
 }
 

@@ -8,7 +8,7 @@
 
 use base64::Engine as _;
 use postwire_core::Timestamp;
-use rusqlite::{params, OptionalExtension};
+use rusqlite::{OptionalExtension, params};
 use sha2::{Digest, Sha256};
 
 use crate::db::ServerDb;
@@ -60,7 +60,9 @@ impl std::str::FromStr for Scope {
     fn from_str(s: &str) -> Result<Self, ApiError> {
         Scope::ALL.into_iter().find(|sc| sc.as_str() == s).ok_or_else(|| {
             let shown: String = s.chars().take(40).collect();
-            ApiError::invalid(format!("unknown scope `{shown}`; expected webhooks:read or webhooks:write"))
+            ApiError::invalid(format!(
+                "unknown scope `{shown}`; expected webhooks:read or webhooks:write"
+            ))
         })
     }
 }
@@ -116,7 +118,10 @@ pub struct CreatedToken {
 
 impl std::fmt::Debug for CreatedToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CreatedToken").field("record", &self.record).field("token", &"pw_…").finish()
+        f.debug_struct("CreatedToken")
+            .field("record", &self.record)
+            .field("token", &"pw_…")
+            .finish()
     }
 }
 
@@ -177,7 +182,11 @@ impl TokenStore {
         if new.workspaces.len() > MAX_TOKEN_WORKSPACES {
             problems.push(format!("a token may select at most {MAX_TOKEN_WORKSPACES} workspaces"));
         }
-        if new.workspaces.iter().any(|w| w.is_empty() || w.len() > 200 || w.chars().any(char::is_control)) {
+        if new
+            .workspaces
+            .iter()
+            .any(|w| w.is_empty() || w.len() > 200 || w.chars().any(char::is_control))
+        {
             problems.push("workspace ids must be 1 to 200 bytes without control characters".to_owned());
         }
         if new.name.len() > 200 || new.name.chars().any(char::is_control) {
@@ -195,9 +204,25 @@ impl TokenStore {
                 workspaces.push(w);
             }
         }
-        let token = format!("{TOKEN_PREFIX}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random_bytes::<32>()?));
-        let id = format!("tok_{}", random_bytes::<8>()?.iter().map(|b| format!("{b:02x}")).collect::<String>());
-        let record = ApiToken { id, name: new.name, scopes, workspaces, created_at: now, revoked_at: None };
+        let token = format!(
+            "{TOKEN_PREFIX}{}",
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random_bytes::<32>()?)
+        );
+        let id = format!(
+            "tok_{}",
+            random_bytes::<8>()?
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        );
+        let record = ApiToken {
+            id,
+            name: new.name,
+            scopes,
+            workspaces,
+            created_at: now,
+            revoked_at: None,
+        };
         let hash = token_hash(&token);
         let r = record.clone();
         self.db
@@ -234,7 +259,9 @@ impl TokenStore {
     pub async fn list(&self) -> Result<Vec<ApiToken>, ApiError> {
         self.db
             .run(|c| {
-                let mut st = c.prepare(&format!("SELECT {COLUMNS} FROM server_api_tokens ORDER BY created_at, id"))?;
+                let mut st = c.prepare(&format!(
+                    "SELECT {COLUMNS} FROM server_api_tokens ORDER BY created_at, id"
+                ))?;
                 let rows = st.query_map([], row_to_token)?;
                 rows.collect()
             })
@@ -280,7 +307,14 @@ mod tests {
         let store = TokenStore::new(ServerDb::open(&path).unwrap());
         let now = Timestamp::from_unix_millis(1_800_000_000_000);
         let created = store
-            .create(NewToken { name: "ci".into(), scopes: vec![Scope::WebhooksRead], workspaces: vec!["ws".into()] }, now)
+            .create(
+                NewToken {
+                    name: "ci".into(),
+                    scopes: vec![Scope::WebhooksRead],
+                    workspaces: vec!["ws".into()],
+                },
+                now,
+            )
             .await
             .unwrap();
         assert!(created.token.starts_with("pw_") && created.token.len() == 46);
@@ -288,7 +322,11 @@ mod tests {
         let raw = std::fs::read(&path).unwrap();
         let wal = std::fs::read(path.with_extension("db-wal")).unwrap_or_default();
         for bytes in [&raw, &wal] {
-            assert!(!bytes.windows(created.token.len()).any(|w| w == created.token.as_bytes()));
+            assert!(
+                !bytes
+                    .windows(created.token.len())
+                    .any(|w| w == created.token.as_bytes())
+            );
         }
         let found = store.authenticate(&created.token).await.unwrap().unwrap();
         assert_eq!(found, created.record);
@@ -296,7 +334,11 @@ mod tests {
         store.revoke(&created.record.id, now).await.unwrap();
         assert!(store.authenticate(&created.token).await.unwrap().is_none());
         assert_eq!(store.revoke("tok_nope", now).await.unwrap_err().code(), "not_found");
-        let empty = NewToken { name: String::new(), scopes: vec![], workspaces: vec![] };
+        let empty = NewToken {
+            name: String::new(),
+            scopes: vec![],
+            workspaces: vec![],
+        };
         assert!(matches!(store.create(empty, now).await.unwrap_err(), ApiError::Invalid(m) if m.len() == 2));
     }
 }

@@ -44,11 +44,17 @@ pub fn parse_json(bytes: &[u8]) -> ApiResult<Option<Value>> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    serde_json::from_slice(bytes).map(Some).map_err(|e| ApiError::invalid(format!("the body is not valid JSON: {e}")))
+    serde_json::from_slice(bytes)
+        .map(Some)
+        .map_err(|e| ApiError::invalid(format!("the body is not valid JSON: {e}")))
 }
 
 /// A JSON object with only `allowed` keys; every stray key is a problem.
-fn object<'v>(value: Option<&'v Value>, allowed: &[&str], problems: &mut Vec<String>) -> Option<&'v Map<String, Value>> {
+fn object<'v>(
+    value: Option<&'v Value>,
+    allowed: &[&str],
+    problems: &mut Vec<String>,
+) -> Option<&'v Map<String, Value>> {
     match value {
         None => {
             problems.push(format!("the body must be a JSON object with {}", allowed.join(", ")));
@@ -109,7 +115,12 @@ fn string_field(map: &Map<String, Value>, key: &str, presence: Presence, problem
     }
 }
 
-fn string_array(map: &Map<String, Value>, key: &str, presence: Presence, problems: &mut Vec<String>) -> Option<Vec<String>> {
+fn string_array(
+    map: &Map<String, Value>,
+    key: &str,
+    presence: Presence,
+    problems: &mut Vec<String>,
+) -> Option<Vec<String>> {
     match map.get(key) {
         None => None,
         Some(Value::Null) if presence != Presence::Required => None,
@@ -138,7 +149,10 @@ fn event_types(names: Vec<String>, problems: &mut Vec<String>) -> Vec<EventType>
             None => {
                 let shown: String = name.chars().take(40).collect();
                 let known: Vec<&str> = EventType::ALL.iter().map(|t| t.as_str()).collect();
-                problems.push(format!("`events[{i}]`: unknown event type `{shown}`; expected one of: {}", known.join(", ")));
+                problems.push(format!(
+                    "`events[{i}]`: unknown event type `{shown}`; expected one of: {}",
+                    known.join(", ")
+                ));
             }
         }
     }
@@ -146,7 +160,11 @@ fn event_types(names: Vec<String>, problems: &mut Vec<String>) -> Vec<EventType>
 }
 
 fn done<T>(value: T, problems: Vec<String>) -> ApiResult<T> {
-    if problems.is_empty() { Ok(value) } else { Err(ApiError::Invalid(problems)) }
+    if problems.is_empty() {
+        Ok(value)
+    } else {
+        Err(ApiError::Invalid(problems))
+    }
 }
 
 /// The body of `POST …/webhooks`, shape-checked.
@@ -173,7 +191,12 @@ pub fn parse_create(body: Option<&Value>) -> ApiResult<CreateWebhook> {
     let events = string_array(map, "events", Presence::Optional, &mut problems).unwrap_or_default();
     let events = event_types(events, &mut problems);
     let integration_ids = string_array(map, "integrationIds", Presence::Optional, &mut problems).unwrap_or_default();
-    let value = CreateWebhook { name: name.unwrap_or_default(), url: url.unwrap_or_default(), events, integration_ids };
+    let value = CreateWebhook {
+        name: name.unwrap_or_default(),
+        url: url.unwrap_or_default(),
+        events,
+        integration_ids,
+    };
     done(value, problems)
 }
 
@@ -186,15 +209,26 @@ pub fn parse_update(body: Option<&Value>) -> ApiResult<SubscriptionUpdate> {
     };
     for (key, value) in map {
         if value.is_null() {
-            problems.push(format!("`{key}` must not be null; omit it to keep the current value ([] means all)"));
+            problems.push(format!(
+                "`{key}` must not be null; omit it to keep the current value ([] means all)"
+            ));
         }
     }
     let name = string_field(map, "name", Presence::OptionalNotNull, &mut problems);
     let url = string_field(map, "url", Presence::OptionalNotNull, &mut problems);
-    let events = string_array(map, "events", Presence::OptionalNotNull, &mut problems).map(|e| event_types(e, &mut problems));
+    let events =
+        string_array(map, "events", Presence::OptionalNotNull, &mut problems).map(|e| event_types(e, &mut problems));
     let integration_ids = string_array(map, "integrationIds", Presence::OptionalNotNull, &mut problems);
     problems.dedup();
-    done(SubscriptionUpdate { name, url, events, integration_ids }, problems)
+    done(
+        SubscriptionUpdate {
+            name,
+            url,
+            events,
+            integration_ids,
+        },
+        problems,
+    )
 }
 
 /// Checks `{"enabled": true|false}`.
@@ -241,7 +275,10 @@ impl QueryParams {
         for (k, v) in url::form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
             let shown: String = k.chars().take(40).collect();
             if !allowed.contains(&k.as_ref()) {
-                problems.push(format!("unknown query parameter `{shown}`; expected {}", allowed.join(", ")));
+                problems.push(format!(
+                    "unknown query parameter `{shown}`; expected {}",
+                    allowed.join(", ")
+                ));
             } else if map.insert(k.clone().into_owned(), v.into_owned()).is_some() {
                 problems.push(format!("query parameter `{shown}` is given more than once"));
             }
@@ -260,7 +297,9 @@ impl QueryParams {
             None => Ok(default),
             Some(v) => match v.parse::<usize>() {
                 Ok(n) if (min..=max).contains(&n) => Ok(n),
-                _ => Err(ApiError::invalid(format!("`{key}` must be an integer between {min} and {max}"))),
+                _ => Err(ApiError::invalid(format!(
+                    "`{key}` must be an integer between {min} and {max}"
+                ))),
             },
         }
     }
@@ -295,13 +334,17 @@ mod tests {
 
     #[test]
     fn create_reports_every_shape_problem() {
-        let body = json!({"url": 5, "events": ["post.published", "post.exploded"], "integrationIds": "acc", "evnts": []});
+        let body =
+            json!({"url": 5, "events": ["post.published", "post.exploded"], "integrationIds": "acc", "evnts": []});
         let m = messages(parse_create(Some(&body)).unwrap_err());
         assert_eq!(m.len(), 5, "{m:?}");
         assert!(m.iter().any(|s| s.contains("unknown field `evnts`")));
         assert!(m.iter().any(|s| s == "`name` is required"));
         assert!(m.iter().any(|s| s.starts_with("`url` must be a string")));
-        assert!(m.iter().any(|s| s.contains("`events[1]`: unknown event type `post.exploded`")));
+        assert!(
+            m.iter()
+                .any(|s| s.contains("`events[1]`: unknown event type `post.exploded`"))
+        );
         assert!(m.iter().any(|s| s.starts_with("`integrationIds` must be an array")));
     }
 
@@ -309,7 +352,10 @@ mod tests {
     fn create_accepts_null_as_omitted_and_update_refuses_it() {
         let ok = parse_create(Some(&json!({"name": "n", "url": "https://e.com", "events": null}))).unwrap();
         assert!(ok.events.is_empty());
-        assert_eq!(messages(parse_update(Some(&json!({"events": null}))).unwrap_err()).len(), 1);
+        assert_eq!(
+            messages(parse_update(Some(&json!({"events": null}))).unwrap_err()).len(),
+            1
+        );
         let u = parse_update(Some(&json!({"events": []}))).unwrap();
         assert_eq!(u.events, Some(vec![]));
         assert_eq!(u.name, None);
@@ -322,14 +368,31 @@ mod tests {
             any::<bool>().prop_map(Value::Bool),
             any::<i64>().prop_map(|n| json!(n)),
             ".{0,12}".prop_map(Value::String),
-            prop::sample::select(vec!["name", "url", "events", "integrationIds", "enabled", "message", "post.published"])
-                .prop_map(|s| Value::String(s.to_owned())),
+            prop::sample::select(vec![
+                "name",
+                "url",
+                "events",
+                "integrationIds",
+                "enabled",
+                "message",
+                "post.published"
+            ])
+            .prop_map(|s| Value::String(s.to_owned())),
         ];
         leaf.prop_recursive(4, 32, 6, |inner| {
             prop_oneof![
                 prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
                 prop::collection::btree_map(
-                    prop::sample::select(vec!["name", "url", "events", "integrationIds", "enabled", "message", "x"]).prop_map(str::to_owned),
+                    prop::sample::select(vec![
+                        "name",
+                        "url",
+                        "events",
+                        "integrationIds",
+                        "enabled",
+                        "message",
+                        "x"
+                    ])
+                    .prop_map(str::to_owned),
                     inner,
                     0..6
                 )

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{eventually, receiver, Harness, INGEST};
+use common::{Harness, INGEST, eventually, receiver};
 use postwire_core::{EventType, Secret, Timestamp};
 use serde_json::json;
 
@@ -17,11 +17,15 @@ async fn pause_holds_events_and_resume_delivers_them() {
     let id = sub["id"].as_str().unwrap();
     let base = format!("/public/v1/workspaces/ws_a/webhooks/{id}");
 
-    let paused = h.json("PUT", &format!("{base}/enabled"), &t, json!({"enabled": false})).await;
+    let paused = h
+        .json("PUT", &format!("{base}/enabled"), &t, json!({"enabled": false}))
+        .await;
     assert_eq!(paused.status, 200, "{}", paused.text);
     assert_eq!(paused.json["disabled"], true);
     assert_eq!(paused.json["disabledReason"], "paused by request");
-    let again = h.json("PUT", &format!("{base}/enabled"), &t, json!({"enabled": false})).await;
+    let again = h
+        .json("PUT", &format!("{base}/enabled"), &t, json!({"enabled": false}))
+        .await;
     assert_eq!(again.json["disabled"], true, "pausing twice is fine");
 
     let e1 = h.post_event("ws_a", "post_1", "ext_1", "scheduled").await;
@@ -29,17 +33,27 @@ async fn pause_holds_events_and_resume_delivers_them() {
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert!(rx.stats().events.is_empty(), "nothing is sent while paused");
     let list = h.send("GET", &format!("{base}/deliveries"), Some(&t), None).await;
-    let states: Vec<&str> = list.json["data"].as_array().unwrap().iter().map(|d| d["state"].as_str().unwrap()).collect();
+    let states: Vec<&str> = list.json["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["state"].as_str().unwrap())
+        .collect();
     assert_eq!(states, ["held", "held"]);
 
-    let resumed = h.json("PUT", &format!("{base}/enabled"), &t, json!({"enabled": true})).await;
+    let resumed = h
+        .json("PUT", &format!("{base}/enabled"), &t, json!({"enabled": true}))
+        .await;
     assert_eq!(resumed.status, 200);
     assert_eq!(resumed.json["disabled"], false);
     assert!(resumed.json["disabledReason"].is_null());
     eventually("both held events delivered", || rx.stats().handled == 2).await;
     let stats = rx.stats();
     assert!(stats.events[&e1].verified && stats.events[&e2].verified);
-    assert!(stats.events[&e1].handled_order < stats.events[&e2].handled_order, "in order");
+    assert!(
+        stats.events[&e1].handled_order < stats.events[&e2].handled_order,
+        "in order"
+    );
     h.stop().await;
     rx.stop().await;
 }
@@ -54,7 +68,10 @@ async fn deliveries_are_listed_newest_first_with_cursor_paging() {
     let id = sub["id"].as_str().unwrap();
     let mut ids = Vec::new();
     for i in 0..5 {
-        ids.push(h.post_event("ws_a", &format!("post_{i}"), &format!("ext_{i}"), "scheduled").await);
+        ids.push(
+            h.post_event("ws_a", &format!("post_{i}"), &format!("ext_{i}"), "scheduled")
+                .await,
+        );
     }
     eventually("five deliveries", || rx.stats().handled == 5).await;
     let path = format!("/public/v1/workspaces/ws_a/webhooks/{id}/deliveries");
@@ -62,7 +79,12 @@ async fn deliveries_are_listed_newest_first_with_cursor_paging() {
     let mut seen = Vec::new();
     for _ in 0..200 {
         let all = h.send("GET", &format!("{path}?limit=100"), Some(&t), None).await;
-        if all.json["data"].as_array().unwrap().iter().all(|d| d["state"] == "delivered") {
+        if all.json["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["state"] == "delivered")
+        {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
@@ -83,7 +105,14 @@ async fn deliveries_are_listed_newest_first_with_cursor_paging() {
             assert_eq!(d["eventType"], "post.scheduled");
             assert!(d["finishedAt"].is_string() && d["nextAttemptAt"].is_null());
             let a = &d["attempts"][0];
-            assert_eq!((a["number"].as_u64(), a["responseStatus"].as_u64(), a["success"].as_bool()), (Some(1), Some(200), Some(true)));
+            assert_eq!(
+                (
+                    a["number"].as_u64(),
+                    a["responseStatus"].as_u64(),
+                    a["success"].as_bool()
+                ),
+                (Some(1), Some(200), Some(true))
+            );
             assert!(a["error"].is_null());
             seen.push(d["eventId"].as_str().unwrap().to_owned());
         }
@@ -106,10 +135,19 @@ async fn failed_attempts_show_in_the_listing() {
     let rx = receiver().await;
     let sub = h.subscribe(&t, &rx.url()).await;
     rx.set_secrets(vec![Secret::parse(sub["secret"].as_str().unwrap()).unwrap()]);
-    rx.set_failure_plan(Some(postwire_server::receiver::FailurePlan { event_type: EventType::PostScheduled, failed_attempts: 1 }));
+    rx.set_failure_plan(Some(postwire_server::receiver::FailurePlan {
+        event_type: EventType::PostScheduled,
+        failed_attempts: 1,
+    }));
     h.post_event("ws_a", "post_1", "ext_1", "scheduled").await;
-    eventually("one failed attempt", || rx.stats().events.values().any(|e| e.failed_on_purpose == 1)).await;
-    let path = format!("/public/v1/workspaces/ws_a/webhooks/{}/deliveries", sub["id"].as_str().unwrap());
+    eventually("one failed attempt", || {
+        rx.stats().events.values().any(|e| e.failed_on_purpose == 1)
+    })
+    .await;
+    let path = format!(
+        "/public/v1/workspaces/ws_a/webhooks/{}/deliveries",
+        sub["id"].as_str().unwrap()
+    );
     let mut d = serde_json::Value::Null;
     for _ in 0..200 {
         d = h.send("GET", &path, Some(&t), None).await.json["data"][0].clone();
@@ -134,12 +172,29 @@ async fn a_test_event_is_delivered_to_that_subscription_only() {
     let t = h.writer().await;
     let (rx1, rx2) = (receiver().await, receiver().await);
     let s1 = h.subscribe(&t, &rx1.url()).await;
-    let r = h.json("POST", "/public/v1/workspaces/ws_a/webhooks", &t, json!({"name": "only published", "url": rx2.url(), "events": ["post.published"]})).await;
+    let r = h
+        .json(
+            "POST",
+            "/public/v1/workspaces/ws_a/webhooks",
+            &t,
+            json!({"name": "only published", "url": rx2.url(), "events": ["post.published"]}),
+        )
+        .await;
     let s2 = r.json;
     rx1.set_secrets(vec![Secret::parse(s1["secret"].as_str().unwrap()).unwrap()]);
     rx2.set_secrets(vec![Secret::parse(s2["secret"].as_str().unwrap()).unwrap()]);
 
-    let r = h.json("POST", &format!("/public/v1/workspaces/ws_a/webhooks/{}/test", s2["id"].as_str().unwrap()), &t, json!({"message": "ping"})).await;
+    let r = h
+        .json(
+            "POST",
+            &format!(
+                "/public/v1/workspaces/ws_a/webhooks/{}/test",
+                s2["id"].as_str().unwrap()
+            ),
+            &t,
+            json!({"message": "ping"}),
+        )
+        .await;
     assert_eq!(r.status, 202, "{}", r.text);
     assert_eq!(r.json["type"], "webhook.test");
     let event_id = r.json["eventId"].as_str().unwrap().to_owned();
@@ -149,12 +204,35 @@ async fn a_test_event_is_delivered_to_that_subscription_only() {
     assert_eq!(got.workspace_id, "ws_a");
     assert_eq!(serde_json::to_value(&got.data).unwrap(), json!({"message": "ping"}));
     // Without a body: the default message. Sent to s1 only.
-    let r = h.send("POST", &format!("/public/v1/workspaces/ws_a/webhooks/{}/test", s1["id"].as_str().unwrap()), Some(&t), None).await;
+    let r = h
+        .send(
+            "POST",
+            &format!(
+                "/public/v1/workspaces/ws_a/webhooks/{}/test",
+                s1["id"].as_str().unwrap()
+            ),
+            Some(&t),
+            None,
+        )
+        .await;
     assert_eq!(r.status, 202);
     eventually("the second test event", || rx1.stats().handled == 1).await;
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     assert_eq!(rx2.stats().handled, 1, "a test event goes to its subscription only");
-    assert!(h.json("POST", &format!("/public/v1/workspaces/ws_a/webhooks/{}/test", s1["id"].as_str().unwrap()), &t, json!({"msg": 1})).await.messages()[0].contains("unknown field"));
+    assert!(
+        h.json(
+            "POST",
+            &format!(
+                "/public/v1/workspaces/ws_a/webhooks/{}/test",
+                s1["id"].as_str().unwrap()
+            ),
+            &t,
+            json!({"msg": 1})
+        )
+        .await
+        .messages()[0]
+            .contains("unknown field")
+    );
     h.stop().await;
     rx1.stop().await;
     rx2.stop().await;
@@ -205,8 +283,17 @@ async fn post_lookup_finds_events_by_post_id_or_external_id() {
     let lookup = "/public/v1/workspaces/ws_a/posts/lookup";
     let r = h.send("GET", &format!("{lookup}?postId=post_1"), Some(&t), None).await;
     assert_eq!(r.status, 200, "{}", r.text);
-    let ids: Vec<&str> = r.json["data"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, [c.as_str(), b.as_str(), a.as_str()], "newest first, this workspace only");
+    let ids: Vec<&str> = r.json["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [c.as_str(), b.as_str(), a.as_str()],
+        "newest first, this workspace only"
+    );
     assert_eq!(r.json["postIds"], json!(["post_1"]));
     assert_eq!(r.json["hasMore"], false);
     let published = &r.json["data"][0];
@@ -214,14 +301,26 @@ async fn post_lookup_finds_events_by_post_id_or_external_id() {
     assert_eq!(published["data"]["post"]["releaseURL"], "https://x.com/p/1");
     assert!(!r.text.contains("SECRET-CONTENT"), "post content never reaches events");
 
-    let by_ext = h.send("GET", &format!("{lookup}?externalId=launch"), Some(&t), None).await;
+    let by_ext = h
+        .send("GET", &format!("{lookup}?externalId=launch"), Some(&t), None)
+        .await;
     assert_eq!(by_ext.json["data"], r.json["data"]);
-    let limited = h.send("GET", &format!("{lookup}?postId=post_1&limit=2"), Some(&t), None).await;
+    let limited = h
+        .send("GET", &format!("{lookup}?postId=post_1&limit=2"), Some(&t), None)
+        .await;
     assert_eq!(limited.json["data"].as_array().unwrap().len(), 2);
     assert_eq!(limited.json["hasMore"], true);
     let since = r.json["data"][0]["createdAt"].as_str().unwrap();
-    let recent = h.send("GET", &format!("{lookup}?postId=post_1&since={since}"), Some(&t), None).await;
-    assert!(recent.json["data"].as_array().unwrap().iter().all(|e| e["createdAt"].as_str().unwrap() >= since));
+    let recent = h
+        .send("GET", &format!("{lookup}?postId=post_1&since={since}"), Some(&t), None)
+        .await;
+    assert!(
+        recent.json["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["createdAt"].as_str().unwrap() >= since)
+    );
     assert!(!recent.json["data"].as_array().unwrap().is_empty());
     let unknown = h.send("GET", &format!("{lookup}?postId=nope"), Some(&t), None).await;
     assert_eq!(unknown.json["data"], json!([]));
@@ -235,9 +334,20 @@ async fn ingest_needs_its_own_token_and_validates_changes() {
     let change = json!({"changes": [{"kind": "account", "workspaceId": "ws_a", "change": "reconnected",
         "integration": {"id": "acc_a1", "name": "A", "providerIdentifier": "x"}}]});
     let body = change.to_string();
-    h.send("POST", "/internal/v1/events", None, Some(&body)).await.assert_error(401, "unauthorized");
-    h.send("POST", "/internal/v1/events", Some(&api), Some(&body)).await.assert_error(401, "unauthorized");
-    h.send("POST", "/internal/v1/events", Some("not-the-ingest-token-at-all"), Some(&body)).await.assert_error(401, "unauthorized");
+    h.send("POST", "/internal/v1/events", None, Some(&body))
+        .await
+        .assert_error(401, "unauthorized");
+    h.send("POST", "/internal/v1/events", Some(&api), Some(&body))
+        .await
+        .assert_error(401, "unauthorized");
+    h.send(
+        "POST",
+        "/internal/v1/events",
+        Some("not-the-ingest-token-at-all"),
+        Some(&body),
+    )
+    .await
+    .assert_error(401, "unauthorized");
     let ok = h.send("POST", "/internal/v1/events", Some(INGEST), Some(&body)).await;
     assert_eq!(ok.status, 200, "{}", ok.text);
     assert!(ok.json["results"][0]["eventId"].as_str().unwrap().starts_with("msg_"));
@@ -256,7 +366,9 @@ async fn ingest_needs_its_own_token_and_validates_changes() {
     assert_eq!(r.messages().len(), 2, "{:?}", r.messages());
     let r = h.ingest("POST", "/internal/v1/events", json!({"changes": []})).await;
     assert!(r.messages()[0].contains("1 to 1000"));
-    let r = h.ingest("POST", "/internal/v1/events", json!({"changes": [{"kind": "weather"}]})).await;
+    let r = h
+        .ingest("POST", "/internal/v1/events", json!({"changes": [{"kind": "weather"}]}))
+        .await;
     r.assert_error(400, "invalid_request");
     let r = h.ingest("POST", "/internal/v1/events", json!({"changes": [{"kind": "post", "workspaceId": "ws_a", "change": "failed", "post": {"id": "p", "state": "ERROR", "publishDate": "2026-12-01T09:00:00Z",
             "integration": {"id": "acc_a1", "name": "A", "providerIdentifier": "x"}}, "error": {"code": "unknown", "message": "?", "retryable": true}}]})).await;

@@ -6,10 +6,10 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use common::{receiver, Harness};
+use common::{Harness, receiver};
 use postwire_core::{EventType, Secret};
 use postwire_server::schemas::EventTypeName;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 
@@ -54,7 +54,10 @@ async fn every_documented_operation_is_routed_and_nothing_else_on_its_paths() {
             if methods.contains(m) {
                 // Routed: the handler (or its authentication) answered, not the fallback.
                 assert_ne!(r.status, 405, "{m} {path}");
-                assert!(!r.text.contains("no route for"), "{m} {path} is documented but not routed");
+                assert!(
+                    !r.text.contains("no route for"),
+                    "{m} {path} is documented but not routed"
+                );
                 documented.insert((m.to_owned(), path.clone()));
             } else {
                 assert_eq!(r.status, 405, "{m} {path} is routed but not documented: {}", r.text);
@@ -86,9 +89,16 @@ async fn every_documented_operation_is_routed_and_nothing_else_on_its_paths() {
             parent = p;
         }
     }
-    let internal = ["/internal/v1/events", "/internal/v1/workspaces/ws_a", "/internal/v1/workspaces/ws_a/integrations/acc"];
+    let internal = [
+        "/internal/v1/events",
+        "/internal/v1/workspaces/ws_a",
+        "/internal/v1/workspaces/ws_a/integrations/acc",
+    ];
     let mut probed = 0;
-    for path in neighbours.iter().filter(|p| !matches_a_template(p) && !internal.contains(&p.as_str())) {
+    for path in neighbours
+        .iter()
+        .filter(|p| !matches_a_template(p) && !internal.contains(&p.as_str()))
+    {
         for m in METHODS {
             let r = h.send(m, path, None, None).await;
             assert_eq!(r.status, 404, "{m} {path} is routed but not documented: {}", r.text);
@@ -107,14 +117,22 @@ async fn every_documented_operation_is_routed_and_nothing_else_on_its_paths() {
             for status in ["401", "429"] {
                 assert!(responses.contains_key(status), "{m} {path} documents {status}");
             }
-            assert!(op["security"][0]["bearer"].is_array(), "{m} {path} needs the bearer token");
+            assert!(
+                op["security"][0]["bearer"].is_array(),
+                "{m} {path} needs the bearer token"
+            );
         }
     }
     h.stop().await;
 }
 
 fn documented_properties(doc: &Value, schema: &str) -> BTreeSet<String> {
-    doc["components"]["schemas"][schema]["properties"].as_object().unwrap().keys().cloned().collect()
+    doc["components"]["schemas"][schema]["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect()
 }
 
 fn keys(v: &Value) -> BTreeSet<String> {
@@ -127,16 +145,30 @@ async fn documented_shapes_are_the_ones_sent() {
     let doc = checked_in();
     let t = h.writer().await;
     let rx = receiver().await;
-    let created = h.json("POST", "/public/v1/workspaces/ws_a/webhooks", &t, json!({"name": "n", "url": rx.url(), "integrationIds": ["acc_a1"]})).await;
+    let created = h
+        .json(
+            "POST",
+            "/public/v1/workspaces/ws_a/webhooks",
+            &t,
+            json!({"name": "n", "url": rx.url(), "integrationIds": ["acc_a1"]}),
+        )
+        .await;
     rx.set_secrets(vec![Secret::parse(created.json["secret"].as_str().unwrap()).unwrap()]);
-    assert_eq!(keys(&created.json), documented_properties(&doc, "CreatedWebhookSubscription"));
+    assert_eq!(
+        keys(&created.json),
+        documented_properties(&doc, "CreatedWebhookSubscription")
+    );
     let id = created.json["id"].as_str().unwrap();
     let base = format!("/public/v1/workspaces/ws_a/webhooks/{id}");
     let one = h.send("GET", &base, Some(&t), None).await;
     assert_eq!(keys(&one.json), documented_properties(&doc, "WebhookSubscription"));
     let mut integration = documented_properties(&doc, "Integration");
     integration.remove("picture");
-    assert_eq!(keys(&one.json["integrations"][0]), integration, "picture is left out when absent");
+    assert_eq!(
+        keys(&one.json["integrations"][0]),
+        integration,
+        "picture is left out when absent"
+    );
     let test = h.send("POST", &format!("{base}/test"), Some(&t), None).await;
     assert_eq!(keys(&test.json), documented_properties(&doc, "TestEventQueued"));
     common::eventually("the test event", || rx.stats().handled == 1).await;
@@ -150,25 +182,41 @@ async fn documented_shapes_are_the_ones_sent() {
     }
     assert_eq!(keys(&page), documented_properties(&doc, "DeliveryList"));
     assert_eq!(keys(&page["data"][0]), documented_properties(&doc, "Delivery"));
-    assert_eq!(keys(&page["data"][0]["attempts"][0]), documented_properties(&doc, "Attempt"));
+    assert_eq!(
+        keys(&page["data"][0]["attempts"][0]),
+        documented_properties(&doc, "Attempt")
+    );
     let rotated = h.send("POST", &format!("{base}/rotate-secret"), Some(&t), None).await;
     assert_eq!(keys(&rotated.json), documented_properties(&doc, "RotatedSecret"));
     let error = h.send("GET", &base, None, None).await;
     assert_eq!(keys(&error.json), documented_properties(&doc, "ErrorBody"));
-    let invalid = h.json("POST", "/public/v1/workspaces/ws_a/webhooks", &t, json!({})).await;
+    let invalid = h
+        .json("POST", "/public/v1/workspaces/ws_a/webhooks", &t, json!({}))
+        .await;
     assert_eq!(keys(&invalid.json), documented_properties(&doc, "ValidationErrorBody"));
     let event = rx.stats().events.values().next().unwrap().event.clone().unwrap();
-    assert_eq!(keys(&serde_json::to_value(&event).unwrap()), documented_properties(&doc, "EventEnvelope"));
+    assert_eq!(
+        keys(&serde_json::to_value(&event).unwrap()),
+        documented_properties(&doc, "EventEnvelope")
+    );
     h.stop().await;
     rx.stop().await;
 }
 
 #[test]
 fn documented_event_types_are_the_core_ones() {
-    let documented: Vec<String> = EventTypeName::ALL.iter().map(|t| serde_json::to_value(t).unwrap().as_str().unwrap().to_owned()).collect();
+    let documented: Vec<String> = EventTypeName::ALL
+        .iter()
+        .map(|t| serde_json::to_value(t).unwrap().as_str().unwrap().to_owned())
+        .collect();
     let core: Vec<String> = EventType::ALL.iter().map(|t| t.as_str().to_owned()).collect();
     assert_eq!(documented, core);
     let doc = checked_in();
-    let in_doc: Vec<String> = doc["components"]["schemas"]["EventTypeName"]["enum"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_owned()).collect();
+    let in_doc: Vec<String> = doc["components"]["schemas"]["EventTypeName"]["enum"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
     assert_eq!(in_doc, core);
 }

@@ -23,7 +23,10 @@ thread_local! {
 
 /// The status of an error code: its position in [`ErrorCode::ALL`] plus one.
 pub fn status_of(code: ErrorCode) -> u32 {
-    ErrorCode::ALL.iter().position(|c| *c == code).map_or(u32::MAX, |i| i as u32 + 1)
+    ErrorCode::ALL
+        .iter()
+        .position(|c| *c == code)
+        .map_or(u32::MAX, |i| i as u32 + 1)
 }
 
 /// Records `err` as the last error and returns its status.
@@ -48,7 +51,10 @@ pub fn code_name(status: u32) -> String {
     if status == OK {
         return "ok".into();
     }
-    ErrorCode::ALL.get((status as usize).wrapping_sub(1)).map_or("", |c| c.as_str()).into()
+    ErrorCode::ALL
+        .get((status as usize).wrapping_sub(1))
+        .map_or("", |c| c.as_str())
+        .into()
 }
 
 /// The message of the last failed call (postwire-core's text, which never holds key
@@ -96,7 +102,10 @@ mod tests {
         let s = fail(Error::MissingHeader { name: "webhook-id" });
         assert_eq!(code_name(s), "missing_header");
         assert!(last_error_message().contains("webhook-id"));
-        assert!(last_error_message().contains("webhook-id"), "reading it does not clear it");
+        assert!(
+            last_error_message().contains("webhook-id"),
+            "reading it does not clear it"
+        );
         status(Err::<(), _>(Error::InvalidSecret { reason: "x" }));
         assert!(last_error_message().contains("invalid signing secret"));
         assert_eq!(code_name(last_error_status()), "invalid_secret");

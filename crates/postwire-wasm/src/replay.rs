@@ -18,7 +18,9 @@ impl WasmReplayGuard {
     /// Values are clamped (NaN and negatives count as 0; the wrapper checks them first).
     #[wasm_bindgen(constructor)]
     pub fn new(capacity: f64, ttl_secs: f64) -> WasmReplayGuard {
-        WasmReplayGuard { inner: MemoryReplayGuard::new(capacity as usize, ttl_secs as u64) }
+        WasmReplayGuard {
+            inner: MemoryReplayGuard::new(capacity as usize, ttl_secs as u64),
+        }
     }
 
     /// Records the id held in the first `id_len` scratch bytes at `now_secs`; true when it

@@ -87,7 +87,9 @@ pub(crate) fn split<const N: usize>(buf: &[u8], lens: [u32; N]) -> Option<[&[u8]
 
 /// The error for lengths that do not fit the buffer: only a wrapper bug can cause it.
 pub(crate) fn overflow() -> postwire_core::Error {
-    postwire_core::Error::InvalidPayload { reason: "input lengths exceed the scratch buffer".into() }
+    postwire_core::Error::InvalidPayload {
+        reason: "input lengths exceed the scratch buffer".into(),
+    }
 }
 
 #[cfg(test)]

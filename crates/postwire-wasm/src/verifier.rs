@@ -48,7 +48,12 @@ impl WasmVerifier {
     /// (negative or NaN counts as 0; the wrapper checks the option before this).
     #[wasm_bindgen(constructor)]
     pub fn new(tolerance_secs: f64) -> WasmVerifier {
-        WasmVerifier { secrets: Vec::new(), tolerance_secs: tolerance_secs as u64, verifier: None, signer: None }
+        WasmVerifier {
+            secrets: Vec::new(),
+            tolerance_secs: tolerance_secs as u64,
+            verifier: None,
+            signer: None,
+        }
     }
 
     /// Adds the secret held in the first `len` scratch bytes: `whsec_<base64>` text, or,
@@ -60,8 +65,9 @@ impl WasmVerifier {
             if raw {
                 Secret::from_bytes(bytes)
             } else {
-                let text = std::str::from_utf8(bytes)
-                    .map_err(|_| Error::InvalidSecret { reason: "not valid base64 after the `whsec_` prefix" })?;
+                let text = std::str::from_utf8(bytes).map_err(|_| Error::InvalidSecret {
+                    reason: "not valid base64 after the `whsec_` prefix",
+                })?;
                 Secret::parse(text)
             }
         });
@@ -108,7 +114,9 @@ impl WasmVerifier {
         now_secs: f64,
     ) -> u32 {
         let Some(verifier) = &self.verifier else {
-            return fail(Error::InvalidSecret { reason: "at least one secret is required" });
+            return fail(Error::InvalidSecret {
+                reason: "at least one secret is required",
+            });
         };
         let now = UnixTime::from_secs(secs(now_secs));
         scratch::with(|buf| {
@@ -145,7 +153,9 @@ impl WasmVerifier {
         now_secs: f64,
     ) -> u32 {
         let Some(verifier) = &self.verifier else {
-            return fail(Error::InvalidSecret { reason: "at least one secret is required" });
+            return fail(Error::InvalidSecret {
+                reason: "at least one secret is required",
+            });
         };
         let now = UnixTime::from_secs(secs(now_secs));
         scratch::with(|buf| {
@@ -193,13 +203,17 @@ impl WasmVerifier {
     /// `v1,<base64>` entry per secret. `undefined` on failure (then see `lastErrorMessage`).
     pub fn sign(&self, id_len: u32, body_len: u32, timestamp_secs: f64) -> Option<String> {
         let Some(signer) = &self.signer else {
-            fail(Error::InvalidSecret { reason: "at least one secret is required" });
+            fail(Error::InvalidSecret {
+                reason: "at least one secret is required",
+            });
             return None;
         };
         let result = scratch::with(|buf| {
             let [id, body] = scratch::split(buf, [id_len, body_len]).ok_or_else(scratch::overflow)?;
-            let id =
-                std::str::from_utf8(id).map_err(|_| Error::InvalidHeader { name: ID_HEADER, reason: "not ASCII" })?;
+            let id = std::str::from_utf8(id).map_err(|_| Error::InvalidHeader {
+                name: ID_HEADER,
+                reason: "not ASCII",
+            })?;
             signer.sign(id, UnixTime::from_secs(secs(timestamp_secs)), body)
         });
         match result {
@@ -216,13 +230,19 @@ impl WasmVerifier {
 /// reports a missing header (an absent one gets an empty name, so no look-up finds it)
 /// and checks the values.
 fn present_headers(values: [&[u8]; 3], present: u32) -> Result<[(&'static str, &str); 3], Error> {
-    const NAMES: [(&str, u32); 3] =
-        [(ID_HEADER, HAS_ID), (TIMESTAMP_HEADER, HAS_TIMESTAMP), (SIGNATURE_HEADER, HAS_SIGNATURE)];
+    const NAMES: [(&str, u32); 3] = [
+        (ID_HEADER, HAS_ID),
+        (TIMESTAMP_HEADER, HAS_TIMESTAMP),
+        (SIGNATURE_HEADER, HAS_SIGNATURE),
+    ];
     let mut pairs = [("", ""); 3];
     for ((pair, (name, bit)), value) in pairs.iter_mut().zip(NAMES).zip(values) {
         if present & bit != 0 {
             // The wrapper encodes JavaScript strings, so this is UTF-8; check anyway.
-            let text = std::str::from_utf8(value).map_err(|_| Error::InvalidHeader { name, reason: "not ASCII" })?;
+            let text = std::str::from_utf8(value).map_err(|_| Error::InvalidHeader {
+                name,
+                reason: "not ASCII",
+            })?;
             *pair = (name, text);
         }
     }
@@ -277,14 +297,35 @@ mod tests {
         assert_eq!(verify(&v, ID, TS, SIG, BODY.as_bytes(), ALL, now), "ok");
         assert_eq!(verify(&v, ID, TS, SIG, b"{}", ALL, now), "invalid_signature");
         assert!(last_error_message().contains("raw body"));
-        assert_eq!(verify(&v, ID, TS, SIG, BODY.as_bytes(), ALL, now + 301.0), "timestamp_too_old");
-        assert_eq!(verify(&v, ID, TS, SIG, BODY.as_bytes(), ALL, now - 301.0), "timestamp_too_new");
-        assert_eq!(verify(&v, ID, "1614265330abc", SIG, BODY.as_bytes(), ALL, now), "invalid_header");
-        assert_eq!(verify(&v, ID, TS, SIG, BODY.as_bytes(), HAS_ID | HAS_SIGNATURE, now), "missing_header");
+        assert_eq!(
+            verify(&v, ID, TS, SIG, BODY.as_bytes(), ALL, now + 301.0),
+            "timestamp_too_old"
+        );
+        assert_eq!(
+            verify(&v, ID, TS, SIG, BODY.as_bytes(), ALL, now - 301.0),
+            "timestamp_too_new"
+        );
+        assert_eq!(
+            verify(&v, ID, "1614265330abc", SIG, BODY.as_bytes(), ALL, now),
+            "invalid_header"
+        );
+        assert_eq!(
+            verify(&v, ID, TS, SIG, BODY.as_bytes(), HAS_ID | HAS_SIGNATURE, now),
+            "missing_header"
+        );
         assert!(last_error_message().contains("webhook-timestamp"));
-        assert_eq!(verify(&v, ID, TS, &format!("{SIG},extra"), BODY.as_bytes(), ALL, now), "invalid_signature");
-        assert_eq!(verify(&v, ID, TS, SIG.trim_end_matches('='), BODY.as_bytes(), ALL, now), "ok");
-        assert_eq!(verify(&v, ID, TS, SIG, BODY.as_bytes(), ALL, f64::NAN), "timestamp_too_new");
+        assert_eq!(
+            verify(&v, ID, TS, &format!("{SIG},extra"), BODY.as_bytes(), ALL, now),
+            "invalid_signature"
+        );
+        assert_eq!(
+            verify(&v, ID, TS, SIG.trim_end_matches('='), BODY.as_bytes(), ALL, now),
+            "ok"
+        );
+        assert_eq!(
+            verify(&v, ID, TS, SIG, BODY.as_bytes(), ALL, f64::NAN),
+            "timestamp_too_new"
+        );
     }
 
     /// HMAC-SHA256 computed by the test, as node:crypto would in the wrapper.
@@ -296,7 +337,10 @@ mod tests {
         let rest = &msg[id.len() + 1..];
         let ts_len = rest.iter().position(|b| *b == b'.').unwrap();
         let ts: i64 = std::str::from_utf8(&rest[..ts_len]).unwrap().parse().unwrap();
-        *secret.sign(id, UnixTime::from_secs(ts), &rest[ts_len + 1..]).unwrap().as_bytes()
+        *secret
+            .sign(id, UnixTime::from_secs(ts), &rest[ts_len + 1..])
+            .unwrap()
+            .as_bytes()
     }
 
     fn verify_macs(v: &WasmVerifier, id: &str, ts: &str, sig: &str, macs: &[u8], present: u32, now: f64) -> String {
@@ -315,10 +359,19 @@ mod tests {
         assert_eq!(verify_macs(&v, &format!(" {ID}\t"), TS, SIG, &good, ALL, now), "ok");
         let bad = mac(&key, format!("{ID}.{TS}.{{}}").as_bytes());
         assert_eq!(verify_macs(&v, ID, TS, SIG, &bad, ALL, now), "invalid_signature");
-        assert_eq!(verify_macs(&v, ID, TS, SIG, &good, ALL, now + 301.0), "timestamp_too_old");
+        assert_eq!(
+            verify_macs(&v, ID, TS, SIG, &good, ALL, now + 301.0),
+            "timestamp_too_old"
+        );
         assert_eq!(verify_macs(&v, ID, "12x", SIG, &good, ALL, now), "invalid_header");
-        assert_eq!(verify_macs(&v, ID, TS, SIG, &good, HAS_ID | HAS_TIMESTAMP, now), "missing_header");
-        assert_eq!(verify_macs(&v, ID, TS, &vec![SIG; 65].join(" "), &good, ALL, now), "invalid_header");
+        assert_eq!(
+            verify_macs(&v, ID, TS, SIG, &good, HAS_ID | HAS_TIMESTAMP, now),
+            "missing_header"
+        );
+        assert_eq!(
+            verify_macs(&v, ID, TS, &vec![SIG; 65].join(" "), &good, ALL, now),
+            "invalid_header"
+        );
         assert_eq!(verify_macs(&v, ID, TS, SIG, &good[..31], ALL, now), "invalid_payload");
     }
 
@@ -344,7 +397,10 @@ mod tests {
         assert_eq!(code_name(v.add_secret(len, false)), "invalid_secret");
         assert_eq!(v.add_secret(len, true), OK, "raw keys are any bytes");
         assert_eq!(code_name(v.add_secret(0, true)), "invalid_secret");
-        assert_eq!(code_name(v.verify(u32::MAX, u32::MAX, 1, 1, ALL, 0.0)), "invalid_payload");
+        assert_eq!(
+            code_name(v.verify(u32::MAX, u32::MAX, 1, 1, ALL, 0.0)),
+            "invalid_payload"
+        );
         assert_eq!(v.sign(u32::MAX, 0, 0.0), None);
         let [a, b] = put([b"bad id", b""]);
         assert_eq!(v.sign(a, b, 0.0), None);

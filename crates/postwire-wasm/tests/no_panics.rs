@@ -23,7 +23,13 @@ fn verifier(secrets: &[Vec<u8>], raw: bool, tolerance: f64) -> WasmVerifier {
 }
 
 fn any_f64() -> impl Strategy<Value = f64> {
-    prop_oneof![any::<f64>(), Just(f64::NAN), Just(f64::INFINITY), Just(-f64::INFINITY), 0.0..2e9f64]
+    prop_oneof![
+        any::<f64>(),
+        Just(f64::NAN),
+        Just(f64::INFINITY),
+        Just(-f64::INFINITY),
+        0.0..2e9f64
+    ]
 }
 
 proptest! {

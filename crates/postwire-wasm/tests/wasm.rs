@@ -104,7 +104,10 @@ fn hostile_sizes_are_statuses_not_traps() {
         assert_eq!(scratch_reserve(len), 0, "{len}");
     }
     let v = verifier(SECRET);
-    assert_eq!(code_name(v.verify(u32::MAX, u32::MAX, u32::MAX, u32::MAX, ALL, 0.0)), "invalid_payload");
+    assert_eq!(
+        code_name(v.verify(u32::MAX, u32::MAX, u32::MAX, u32::MAX, ALL, 0.0)),
+        "invalid_payload"
+    );
     assert_eq!(v.sign(u32::MAX, 1, 0.0), None);
     assert_eq!(code_name(last_error_status()), "invalid_payload");
     let many = vec![SIG; 5000].join(" ");

@@ -15,7 +15,11 @@ pub fn describe(event: &Event) -> String {
         ),
         // post.published always has its release fields (checked when parsing).
         EventData::PostPublished(d) => {
-            format!("post {} is live at {}", d.post.id, d.post.release_url.as_deref().unwrap_or_default())
+            format!(
+                "post {} is live at {}",
+                d.post.id,
+                d.post.release_url.as_deref().unwrap_or_default()
+            )
         }
         EventData::PostFailed(d) => format!(
             "post {} failed: {}{}",

@@ -59,13 +59,21 @@ pub fn router_with_clock(
     handler: Arc<dyn EventHandler>,
     clock: Arc<dyn Clock + Send + Sync>,
 ) -> Router {
-    let state =
-        Arc::new(AppState { verifier: Verifier::new(secret), seen: MemoryReplayGuard::default(), handler, clock });
+    let state = Arc::new(AppState {
+        verifier: Verifier::new(secret),
+        seen: MemoryReplayGuard::default(),
+        handler,
+        clock,
+    });
     Router::new()
         .route("/webhooks/postwire", post(receive))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .fallback(|| async {
-            error(StatusCode::NOT_FOUND, "not_found", "no such route; webhooks are POSTed to /webhooks/postwire".into())
+            error(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no such route; webhooks are POSTed to /webhooks/postwire".into(),
+            )
         })
         .with_state(state)
 }
@@ -79,7 +87,11 @@ async fn receive(
         Ok(b) => b,
         Err(rejection) => {
             let status = rejection.status();
-            let code = if status == StatusCode::PAYLOAD_TOO_LARGE { "payload_too_large" } else { "invalid_request" };
+            let code = if status == StatusCode::PAYLOAD_TOO_LARGE {
+                "payload_too_large"
+            } else {
+                "invalid_request"
+            };
             return error(status, code, rejection.body_text());
         }
     };
@@ -119,5 +131,9 @@ async fn receive(
 }
 
 fn error(status: StatusCode, code: &str, message: String) -> Response {
-    (status, Json(json!({ "statusCode": status.as_u16(), "code": code, "message": message }))).into_response()
+    (
+        status,
+        Json(json!({ "statusCode": status.as_u16(), "code": code, "message": message })),
+    )
+        .into_response()
 }

@@ -53,14 +53,22 @@ async fn start() -> (String, Arc<Recorder>) {
 }
 
 fn now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
 }
 
 fn sign(secret: &str, id: &str, ts: i64, body: &str) -> String {
-    let key = base64::engine::general_purpose::STANDARD.decode(secret.trim_start_matches("whsec_")).unwrap();
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(secret.trim_start_matches("whsec_"))
+        .unwrap();
     let mut mac = Hmac::<Sha256>::new_from_slice(&key).unwrap();
     mac.update(format!("{id}.{ts}.{body}").as_bytes());
-    format!("v1,{}", base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes()))
+    format!(
+        "v1,{}",
+        base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+    )
 }
 
 fn published_body(id: &str) -> String {
@@ -78,7 +86,10 @@ fn published_body(id: &str) -> String {
 
 /// POSTs `body` with the three headers (any of them `None` is left out); status and JSON.
 async fn send(url: &str, id: Option<&str>, ts: Option<String>, sig: Option<String>, body: String) -> (u16, Value) {
-    let mut req = reqwest::Client::new().post(url).header("content-type", "application/json").body(body);
+    let mut req = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body);
     if let Some(id) = id {
         req = req.header("webhook-id", id);
     }
@@ -91,12 +102,22 @@ async fn send(url: &str, id: Option<&str>, ts: Option<String>, sig: Option<Strin
     let res = req.send().await.unwrap();
     let status = res.status().as_u16();
     let text = res.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}")))
+    (
+        status,
+        serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}")),
+    )
 }
 
 async fn send_signed(url: &str, id: &str, body: &str) -> (u16, Value) {
     let ts = now();
-    send(url, Some(id), Some(ts.to_string()), Some(sign(SECRET, id, ts, body)), body.to_string()).await
+    send(
+        url,
+        Some(id),
+        Some(ts.to_string()),
+        Some(sign(SECRET, id, ts, body)),
+        body.to_string(),
+    )
+    .await
 }
 
 fn assert_error(got: &(u16, Value), status: u16, code: &str) {
@@ -127,7 +148,11 @@ async fn duplicate_is_acknowledged_but_not_handled_again() {
     assert_eq!(send_signed(&url, "msg_dup_1", &body).await.0, 200);
     // The sender's retry: same id and body, a new timestamp and signature.
     let again = send_signed(&url, "msg_dup_1", &body).await;
-    assert_eq!(again, (200, json!({ "received": true, "duplicate": true })), "a duplicate must be 2xx");
+    assert_eq!(
+        again,
+        (200, json!({ "received": true, "duplicate": true })),
+        "a duplicate must be 2xx"
+    );
     assert_eq!(rec.count("msg_dup_1"), 1);
 }
 
@@ -151,8 +176,16 @@ async fn tampered_and_malformed_deliveries_are_refused_with_their_code() {
         400,
         "invalid_signature",
     );
-    assert_error(&send(&url, Some(id), Some(ts.to_string()), None, body.clone()).await, 400, "missing_header");
-    assert_error(&send(&url, None, Some(ts.to_string()), Some(sig.clone()), body.clone()).await, 400, "missing_header");
+    assert_error(
+        &send(&url, Some(id), Some(ts.to_string()), None, body.clone()).await,
+        400,
+        "missing_header",
+    );
+    assert_error(
+        &send(&url, None, Some(ts.to_string()), Some(sig.clone()), body.clone()).await,
+        400,
+        "missing_header",
+    );
     assert_error(
         &send(&url, Some(id), Some("12ab".into()), Some(sig.clone()), body.clone()).await,
         400,
@@ -160,13 +193,24 @@ async fn tampered_and_malformed_deliveries_are_refused_with_their_code() {
     );
     let old = now() - 3600;
     assert_error(
-        &send(&url, Some(id), Some(old.to_string()), Some(sign(SECRET, id, old, &body)), body.clone()).await,
+        &send(
+            &url,
+            Some(id),
+            Some(old.to_string()),
+            Some(sign(SECRET, id, old, &body)),
+            body.clone(),
+        )
+        .await,
         400,
         "timestamp_too_old",
     );
     // Signed, but not an event of the API; and an envelope id that differs from webhook-id.
     assert_error(&send_signed(&url, id, "not json").await, 400, "invalid_payload");
-    assert_error(&send_signed(&url, id, &published_body("msg_other")).await, 400, "invalid_payload");
+    assert_error(
+        &send_signed(&url, id, &published_body("msg_other")).await,
+        400,
+        "invalid_payload",
+    );
     assert_eq!(rec.events.lock().unwrap().len(), 0, "nothing refused was handled");
     // The refused attempts did not mark the id as seen.
     assert_eq!(send_signed(&url, id, &body).await.1["duplicate"], false);
@@ -179,7 +223,10 @@ async fn failing_handler_gives_500_and_the_retry_is_handled() {
     let body = published_body("msg_fail_1");
     assert_error(&send_signed(&url, "msg_fail_1", &body).await, 500, "handler_failed");
     assert_eq!(rec.count("msg_fail_1"), 0);
-    assert_eq!(send_signed(&url, "msg_fail_1", &body).await, (200, json!({ "received": true, "duplicate": false })));
+    assert_eq!(
+        send_signed(&url, "msg_fail_1", &body).await,
+        (200, json!({ "received": true, "duplicate": false }))
+    );
     assert_eq!(rec.count("msg_fail_1"), 1);
 }
 

@@ -135,7 +135,13 @@ impl<'a> Posts<'a> {
     }
 
     async fn report(&self, post: &Post, kind: PostChangeKind) -> Result<Published, SenderError> {
-        self.sender.publish(PostChange { workspace_id: post.workspace_id.clone(), post: post.record(), kind }).await
+        self.sender
+            .publish(PostChange {
+                workspace_id: post.workspace_id.clone(),
+                post: post.record(),
+                kind,
+            })
+            .await
     }
 
     /// Saves a draft. Reported like any change; drafts emit no event.
@@ -166,8 +172,14 @@ impl<'a> Posts<'a> {
 
     /// The provider accepted it: `post.published`.
     pub async fn published(&self, post: &mut Post, url: &str, release_id: &str) -> Result<Published, SenderError> {
-        post.status = PostStatus::Published { url: url.to_owned(), release_id: release_id.to_owned() };
-        let kind = PostChangeKind::Published { release_url: url.to_owned(), release_id: release_id.to_owned() };
+        post.status = PostStatus::Published {
+            url: url.to_owned(),
+            release_id: release_id.to_owned(),
+        };
+        let kind = PostChangeKind::Published {
+            release_url: url.to_owned(),
+            release_id: release_id.to_owned(),
+        };
         self.report(post, kind).await
     }
 

@@ -53,10 +53,19 @@ async fn run(db: &str, url: &str, insecure: bool) -> Result<(), Box<dyn std::err
     let dispatcher = sender.start();
     let posts = Posts::new(&sender);
 
-    let account =
-        Account { id: "int_linkedin_1".into(), name: "Northwind on LinkedIn".into(), provider: "linkedin".into() };
+    let account = Account {
+        id: "int_linkedin_1".into(),
+        name: "Northwind on LinkedIn".into(),
+        provider: "linkedin".into(),
+    };
     posts
-        .register(Workspace { id: WORKSPACE.into(), name: "Northwind".into() }, std::slice::from_ref(&account))
+        .register(
+            Workspace {
+                id: WORKSPACE.into(),
+                name: "Northwind".into(),
+            },
+            std::slice::from_ref(&account),
+        )
         .await?;
     if sender.list_subscriptions(WORKSPACE).await?.is_empty() {
         let created = sender
@@ -71,11 +80,16 @@ async fn run(db: &str, url: &str, insecure: bool) -> Result<(), Box<dyn std::err
             .await?;
         let path = format!("{db}.secret");
         write_private(&path, &created.secret.expose())?;
-        println!("created subscription {}; its signing secret is in {path}", created.subscription.id);
+        println!(
+            "created subscription {}; its signing secret is in {path}",
+            created.subscription.id
+        );
     }
 
     let now = Timestamp::from_unix_millis(
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis() as i64,
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_millis() as i64,
     );
     let mut post = Post {
         id: format!("post_{}", now.unix_millis()),
@@ -88,23 +102,49 @@ async fn run(db: &str, url: &str, insecure: bool) -> Result<(), Box<dyn std::err
         status: PostStatus::Draft,
     };
     let report = |what: &str, p: postwire_sender::Published| {
-        println!("{what:<28} {}", p.event_id().map_or("no event (draft)".to_owned(), |id| format!("event {id}")))
+        println!(
+            "{what:<28} {}",
+            p.event_id()
+                .map_or("no event (draft)".to_owned(), |id| format!("event {id}"))
+        )
     };
-    report("draft saved", posts.save_draft(&mut post, "Our new roast is here!").await?);
+    report(
+        "draft saved",
+        posts.save_draft(&mut post, "Our new roast is here!").await?,
+    );
     report("scheduled", posts.schedule(&mut post, now.add_millis(3_600_000)).await?);
     report("publishing", posts.start_publishing(&mut post).await?);
-    report("published", posts.published(&mut post, "https://www.linkedin.com/feed/update/1", "urn:li:share:1").await?);
-    let mut second = Post { id: format!("{}_b", post.id), status: PostStatus::Draft, ..post.clone() };
+    report(
+        "published",
+        posts
+            .published(&mut post, "https://www.linkedin.com/feed/update/1", "urn:li:share:1")
+            .await?,
+    );
+    let mut second = Post {
+        id: format!("{}_b", post.id),
+        status: PostStatus::Draft,
+        ..post.clone()
+    };
     report("second post scheduled", posts.schedule(&mut second, now).await?);
     let error = EventError::new(FailureCode::MediaInvalid, "the image is larger than 5 MB", false)?;
     report("second post failed", posts.failed(&mut second, error).await?);
     report(
         "second post deleted",
-        posts.delete(&second, Actor { kind: ActorKind::Dashboard, id: Some("usr_1".into()) }).await?,
+        posts
+            .delete(
+                &second,
+                Actor {
+                    kind: ActorKind::Dashboard,
+                    id: Some("usr_1".into()),
+                },
+            )
+            .await?,
     );
     report(
         "account disconnected",
-        posts.account_disconnected(WORKSPACE, &account, DisconnectReason::ReconnectRequired).await?,
+        posts
+            .account_disconnected(WORKSPACE, &account, DisconnectReason::ReconnectRequired)
+            .await?,
     );
 
     // Wait (up to 15 s) until every delivery had its first attempt. A long-running
@@ -118,7 +158,13 @@ async fn run(db: &str, url: &str, insecure: bool) -> Result<(), Box<dyn std::err
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    for d in sender.list_deliveries(&subscription, None, 20).await?.items.iter().rev() {
+    for d in sender
+        .list_deliveries(&subscription, None, 20)
+        .await?
+        .items
+        .iter()
+        .rev()
+    {
         println!(
             "delivery {:<26} {:<8} after {} attempt(s)",
             d.event_type.as_str(),

@@ -37,18 +37,31 @@ struct Receiver {
 }
 
 async fn receive(State(r): State<Arc<Receiver>>, headers: HeaderMap, body: Bytes) -> StatusCode {
-    let id = headers.get("webhook-id").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    let id = headers
+        .get("webhook-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
     r.seen.requests.lock().unwrap().push(id);
     let verified = {
         let verifier = r.verifier.lock().unwrap();
-        verifier.as_ref().expect("secret set").verify_event(&headers, &body, r.clock.now().unix_time())
+        verifier
+            .as_ref()
+            .expect("secret set")
+            .verify_event(&headers, &body, r.clock.now().unix_time())
     };
-    let Ok(event) = verified else { return StatusCode::BAD_REQUEST };
+    let Ok(event) = verified else {
+        return StatusCode::BAD_REQUEST;
+    };
     if r.seen.fail_next.load(Ordering::SeqCst) > 0 {
         r.seen.fail_next.fetch_sub(1, Ordering::SeqCst);
         return StatusCode::SERVICE_UNAVAILABLE;
     }
-    r.seen.bodies.lock().unwrap().push(String::from_utf8_lossy(&body).into_owned());
+    r.seen
+        .bodies
+        .lock()
+        .unwrap()
+        .push(String::from_utf8_lossy(&body).into_owned());
     r.seen.events.lock().unwrap().push(event);
     StatusCode::NO_CONTENT
 }
@@ -63,20 +76,43 @@ struct Harness {
 
 impl Harness {
     async fn start() -> Harness {
-        let start = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+        let start = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64;
         let clock = Arc::new(ManualClock::new(Timestamp::from_unix_millis(start)));
-        let receiver = Arc::new(Receiver { verifier: Mutex::new(None), clock: clock.clone(), seen: Seen::default() });
-        let app = axum::Router::new().route("/hooks", post(receive)).with_state(receiver.clone());
+        let receiver = Arc::new(Receiver {
+            verifier: Mutex::new(None),
+            clock: clock.clone(),
+            seen: Seen::default(),
+        });
+        let app = axum::Router::new()
+            .route("/hooks", post(receive))
+            .with_state(receiver.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/hooks", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
 
         let dir = tempfile::tempdir().unwrap();
         // Loopback http receiver: only with the dangerous flag. No jitter: exact delays.
-        let config =
-            SenderConfig { jitter: Jitter::None, ..SenderConfig::default() }.dangerously_allow_insecure_local_urls();
-        let sender = Sender::open_sqlite(dir.path().join("webhooks.db"), config, clock.clone()).await.unwrap();
-        Posts::new(&sender).register(Workspace { id: "ws_1".into(), name: "Acme".into() }, &[account()]).await.unwrap();
+        let config = SenderConfig {
+            jitter: Jitter::None,
+            ..SenderConfig::default()
+        }
+        .dangerously_allow_insecure_local_urls();
+        let sender = Sender::open_sqlite(dir.path().join("webhooks.db"), config, clock.clone())
+            .await
+            .unwrap();
+        Posts::new(&sender)
+            .register(
+                Workspace {
+                    id: "ws_1".into(),
+                    name: "Acme".into(),
+                },
+                &[account()],
+            )
+            .await
+            .unwrap();
         let created = sender
             .create_subscription(NewSubscription {
                 workspace_id: "ws_1".into(),
@@ -91,11 +127,20 @@ impl Harness {
         *receiver.verifier.lock().unwrap() = Some(Verifier::new(created.secret.clone()));
         // The dispatcher runs for the rest of the test.
         std::mem::forget(sender.start());
-        Harness { sender, receiver, clock, subscription: created.subscription.id, _dir: dir }
+        Harness {
+            sender,
+            receiver,
+            clock,
+            subscription: created.subscription.id,
+            _dir: dir,
+        }
     }
 
     async fn idle(&self) {
-        tokio::time::timeout(Duration::from_secs(30), self.sender.wait_idle()).await.expect("idle in time").unwrap();
+        tokio::time::timeout(Duration::from_secs(30), self.sender.wait_idle())
+            .await
+            .expect("idle in time")
+            .unwrap();
     }
 
     async fn advance(&self, ms: i64) {
@@ -106,7 +151,11 @@ impl Harness {
 }
 
 fn account() -> Account {
-    Account { id: "int_1".into(), name: "Acme on LinkedIn".into(), provider: "linkedin".into() }
+    Account {
+        id: "int_1".into(),
+        name: "Acme on LinkedIn".into(),
+        provider: "linkedin".into(),
+    }
 }
 
 fn new_post(id: &str, clock: &ManualClock) -> Post {
@@ -128,7 +177,11 @@ async fn a_post_life_is_delivered_signed_in_order_without_drafts_or_content() {
     let posts = Posts::new(&h.sender);
     let mut post = new_post("post_1", &h.clock);
     assert_eq!(
-        posts.save_draft(&mut post, "SECRET LAUNCH TEXT v2").await.unwrap().event_id(),
+        posts
+            .save_draft(&mut post, "SECRET LAUNCH TEXT v2")
+            .await
+            .unwrap()
+            .event_id(),
         None,
         "drafts emit nothing"
     );
@@ -136,20 +189,48 @@ async fn a_post_life_is_delivered_signed_in_order_without_drafts_or_content() {
     let mut ids = vec![
         posts.schedule(&mut post, at).await.unwrap(),
         posts.start_publishing(&mut post).await.unwrap(),
-        posts.published(&mut post, "https://www.linkedin.com/feed/update/1", "urn:li:share:1").await.unwrap(),
-        posts.account_disconnected("ws_1", &account(), DisconnectReason::ReconnectRequired).await.unwrap(),
+        posts
+            .published(&mut post, "https://www.linkedin.com/feed/update/1", "urn:li:share:1")
+            .await
+            .unwrap(),
+        posts
+            .account_disconnected("ws_1", &account(), DisconnectReason::ReconnectRequired)
+            .await
+            .unwrap(),
         posts.account_reconnected("ws_1", &account()).await.unwrap(),
     ]
     .into_iter()
     .map(|p| p.event_id().unwrap().to_owned())
     .collect::<Vec<_>>();
     let mut other = new_post("post_2", &h.clock);
-    ids.push(posts.schedule(&mut other, at).await.unwrap().event_id().unwrap().to_owned());
-    let error = EventError::new(FailureCode::MediaInvalid, "image too large", false).unwrap();
-    ids.push(posts.failed(&mut other, error).await.unwrap().event_id().unwrap().to_owned());
     ids.push(
         posts
-            .delete(&other, Actor { kind: ActorKind::ApiToken, id: Some("tok_1".into()) })
+            .schedule(&mut other, at)
+            .await
+            .unwrap()
+            .event_id()
+            .unwrap()
+            .to_owned(),
+    );
+    let error = EventError::new(FailureCode::MediaInvalid, "image too large", false).unwrap();
+    ids.push(
+        posts
+            .failed(&mut other, error)
+            .await
+            .unwrap()
+            .event_id()
+            .unwrap()
+            .to_owned(),
+    );
+    ids.push(
+        posts
+            .delete(
+                &other,
+                Actor {
+                    kind: ActorKind::ApiToken,
+                    id: Some("tok_1".into()),
+                },
+            )
             .await
             .unwrap()
             .event_id()
@@ -162,14 +243,26 @@ async fn a_post_life_is_delivered_signed_in_order_without_drafts_or_content() {
     let mut got: Vec<_> = events.iter().map(|e| e.id.clone()).collect();
     assert_eq!(got.len(), ids.len(), "every event verified and accepted once");
     // Per post (and per account), in the order reported.
-    let order =
-        |pred: &dyn Fn(&Event) -> bool| events.iter().filter(|e| pred(e)).map(|e| e.event_type()).collect::<Vec<_>>();
+    let order = |pred: &dyn Fn(&Event) -> bool| {
+        events
+            .iter()
+            .filter(|e| pred(e))
+            .map(|e| e.event_type())
+            .collect::<Vec<_>>()
+    };
     let about = |post: &'static str| move |e: &Event| e.data.post().is_some_and(|p| p.id == post);
     assert_eq!(
         order(&about("post_1")),
-        [EventType::PostScheduled, EventType::PostPublishing, EventType::PostPublished]
+        [
+            EventType::PostScheduled,
+            EventType::PostPublishing,
+            EventType::PostPublished
+        ]
     );
-    assert_eq!(order(&about("post_2")), [EventType::PostScheduled, EventType::PostFailed, EventType::PostDeleted]);
+    assert_eq!(
+        order(&about("post_2")),
+        [EventType::PostScheduled, EventType::PostFailed, EventType::PostDeleted]
+    );
     assert_eq!(
         order(&|e: &Event| e.data.post().is_none()),
         [EventType::IntegrationDisconnected, EventType::IntegrationReconnected]
@@ -178,7 +271,13 @@ async fn a_post_life_is_delivered_signed_in_order_without_drafts_or_content() {
     ids.sort();
     assert_eq!(got, ids);
     assert!(
-        h.receiver.seen.bodies.lock().unwrap().iter().all(|b| !b.contains("SECRET LAUNCH TEXT")),
+        h.receiver
+            .seen
+            .bodies
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|b| !b.contains("SECRET LAUNCH TEXT")),
         "content never leaves"
     );
 }
@@ -189,7 +288,13 @@ async fn a_failing_receiver_gets_the_same_event_again_after_30_seconds() {
     let posts = Posts::new(&h.sender);
     h.receiver.seen.fail_next.store(1, Ordering::SeqCst);
     let mut post = new_post("post_retry", &h.clock);
-    let id = posts.schedule(&mut post, h.clock.now()).await.unwrap().event_id().unwrap().to_owned();
+    let id = posts
+        .schedule(&mut post, h.clock.now())
+        .await
+        .unwrap()
+        .event_id()
+        .unwrap()
+        .to_owned();
     h.idle().await;
     assert_eq!(*h.receiver.seen.requests.lock().unwrap(), std::slice::from_ref(&id));
     assert!(h.receiver.seen.events.lock().unwrap().is_empty());
@@ -202,7 +307,11 @@ async fn a_failing_receiver_gets_the_same_event_again_after_30_seconds() {
     let page = h.sender.list_deliveries(&h.subscription, None, 10).await.unwrap();
     let d = &page.items[0];
     assert_eq!((d.state, d.attempts.len()), (DeliveryState::Delivered, 2));
-    assert!(matches!(d.attempts[1].outcome, AttemptOutcome::Response { status: 503, .. }), "{:?}", d.attempts);
+    assert!(
+        matches!(d.attempts[1].outcome, AttemptOutcome::Response { status: 503, .. }),
+        "{:?}",
+        d.attempts
+    );
 }
 
 #[tokio::test]
@@ -216,6 +325,9 @@ async fn a_receiver_with_the_wrong_secret_refuses_and_the_attempts_say_so() {
     let page = h.sender.list_deliveries(&h.subscription, None, 10).await.unwrap();
     let d = &page.items[0];
     assert_eq!(d.state, DeliveryState::Pending, "retried later");
-    assert!(matches!(d.attempts[0].outcome, AttemptOutcome::Response { status: 400, .. }));
+    assert!(matches!(
+        d.attempts[0].outcome,
+        AttemptOutcome::Response { status: 400, .. }
+    ));
     assert!(d.next_attempt_at.is_some());
 }

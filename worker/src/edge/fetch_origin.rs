@@ -5,9 +5,7 @@ use std::pin::pin;
 use std::time::Duration;
 
 use futures_util::future::{Either, select};
-use worker::{
-    AbortController, Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect,
-};
+use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect};
 
 use crate::forward::{ForwardRequest, Origin, OriginOutcome};
 

@@ -27,13 +27,7 @@ impl KvDedupStore {
         }
     }
 
-    async fn put(
-        &self,
-        operation: &'static str,
-        id: &str,
-        record: DedupRecord,
-        ttl: u64,
-    ) -> Result<(), StoreError> {
+    async fn put(&self, operation: &'static str, id: &str, record: DedupRecord, ttl: u64) -> Result<(), StoreError> {
         self.kv
             .put(&key_for(id), record.encode())
             .map_err(|e| store_error(operation, e))?

@@ -26,7 +26,7 @@ use postwire_sender::SenderConfig;
 use postwire_server::clock::ScaledClock;
 use postwire_server::receiver::{FailurePlan, LostAckPlan, Receiver, ReceiverStats};
 use postwire_server::{NewToken, Scope, Server, ServerOptions};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// Arguments of `postwire demo`.
 #[derive(Debug, Args)]
@@ -73,19 +73,38 @@ struct Demo {
 }
 
 impl Demo {
-    async fn call(&self, method: reqwest::Method, path: &str, bearer: &str, body: Option<Value>) -> Result<(u16, Value), String> {
-        let mut req = self.http.request(method.clone(), format!("{}{path}", self.base)).bearer_auth(bearer);
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        bearer: &str,
+        body: Option<Value>,
+    ) -> Result<(u16, Value), String> {
+        let mut req = self
+            .http
+            .request(method.clone(), format!("{}{path}", self.base))
+            .bearer_auth(bearer);
         if let Some(b) = body {
             req = req.header("content-type", "application/json").body(b.to_string());
         }
         let resp = req.send().await.map_err(|e| format!("{method} {path}: {e}"))?;
         let status = resp.status().as_u16();
         let text = resp.text().await.map_err(|e| format!("{method} {path}: {e}"))?;
-        let value = if text.is_empty() { Value::Null } else { serde_json::from_str(&text).unwrap_or(Value::String(text)) };
+        let value = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
         Ok((status, value))
     }
 
-    async fn api(&self, method: reqwest::Method, path: &str, body: Option<Value>, expect: u16) -> Result<Value, String> {
+    async fn api(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+        expect: u16,
+    ) -> Result<Value, String> {
         let (status, value) = self.call(method.clone(), path, &self.token, body).await?;
         if status != expect {
             return Err(format!("{method} {path} answered {status}: {value}"));
@@ -127,7 +146,13 @@ pub fn run(args: DemoArgs) -> Result<ExitCode, String> {
     result
 }
 
-fn post_record(id: &str, external_id: &str, account: (&str, &str, &str), state: &str, release: Option<(&str, &str)>) -> Value {
+fn post_record(
+    id: &str,
+    external_id: &str,
+    account: (&str, &str, &str),
+    state: &str,
+    release: Option<(&str, &str)>,
+) -> Value {
     let mut post = json!({
         "id": id,
         "externalId": external_id,
@@ -163,19 +188,50 @@ async fn demo(args: DemoArgs, dir: PathBuf) -> Result<ExitCode, String> {
     let created = server
         .state()
         .tokens
-        .create(NewToken { name: "demo".into(), scopes: vec![Scope::WebhooksWrite], workspaces: vec![WORKSPACE.into()] }, SystemClock.now())
+        .create(
+            NewToken {
+                name: "demo".into(),
+                scopes: vec![Scope::WebhooksWrite],
+                workspaces: vec![WORKSPACE.into()],
+            },
+            SystemClock.now(),
+        )
         .await
         .map_err(|e| e.to_string())?;
     let running = server.start("127.0.0.1:0").await.map_err(|e| e.to_string())?;
-    let receiver = Receiver::start(sender_clock.clone()).await.map_err(|e| format!("cannot start the receiver: {e}"))?;
-    let http = reqwest::Client::builder().no_proxy().build().map_err(|e| e.to_string())?;
-    let demo = Arc::new(Demo { http, base: running.base_url(), token: created.token, ingest_token });
+    let receiver = Receiver::start(sender_clock.clone())
+        .await
+        .map_err(|e| format!("cannot start the receiver: {e}"))?;
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let demo = Arc::new(Demo {
+        http,
+        base: running.base_url(),
+        token: created.token,
+        ingest_token,
+    });
 
     println!("postwire demo: a webhook sender, its HTTP API and a verifying receiver, all on this machine.");
-    println!("  API        {}/public/v1  (temporary database in {})", demo.base, dir.display());
-    println!("  receiver   {}  (verifies each delivery with postwire-core, de-duplicates by webhook-id)", receiver.url());
-    println!("  clock      the sender's clock runs {}x real time: the 30 s and 2 min retry delays take {:.1} s and {:.1} s", args.speed, 30.0 / args.speed, 120.0 / args.speed);
-    println!("  DANGEROUS  --dangerously-allow-insecure-local-urls is on so the sender may call the http://127.0.0.1 receiver (never in production)");
+    println!(
+        "  API        {}/public/v1  (temporary database in {})",
+        demo.base,
+        dir.display()
+    );
+    println!(
+        "  receiver   {}  (verifies each delivery with postwire-core, de-duplicates by webhook-id)",
+        receiver.url()
+    );
+    println!(
+        "  clock      the sender's clock runs {}x real time: the 30 s and 2 min retry delays take {:.1} s and {:.1} s",
+        args.speed,
+        30.0 / args.speed,
+        120.0 / args.speed
+    );
+    println!(
+        "  DANGEROUS  --dangerously-allow-insecure-local-urls is on so the sender may call the http://127.0.0.1 receiver (never in production)"
+    );
     println!();
 
     let outcome = story(&demo, &receiver, clock.clone(), &args, started).await;
@@ -184,29 +240,73 @@ async fn demo(args: DemoArgs, dir: PathBuf) -> Result<ExitCode, String> {
     outcome
 }
 
-async fn story(demo: &Arc<Demo>, receiver: &Receiver, clock: Arc<ScaledClock>, args: &DemoArgs, started: Instant) -> Result<ExitCode, String> {
+async fn story(
+    demo: &Arc<Demo>,
+    receiver: &Receiver,
+    clock: Arc<ScaledClock>,
+    args: &DemoArgs,
+    started: Instant,
+) -> Result<ExitCode, String> {
     use reqwest::Method;
     // The platform registers the workspace and its accounts (internal ingest API).
-    demo.ingest(Method::PUT, &format!("/internal/v1/workspaces/{WORKSPACE}"), json!({"name": "Acme Social"})).await?;
-    demo.ingest(Method::PUT, &format!("/internal/v1/workspaces/{WORKSPACE}/integrations/acc_x"), json!({"name": "Acme on X", "providerIdentifier": "x"})).await?;
-    demo.ingest(Method::PUT, &format!("/internal/v1/workspaces/{WORKSPACE}/integrations/acc_li"), json!({"name": "Acme on LinkedIn", "providerIdentifier": "linkedin"})).await?;
+    demo.ingest(
+        Method::PUT,
+        &format!("/internal/v1/workspaces/{WORKSPACE}"),
+        json!({"name": "Acme Social"}),
+    )
+    .await?;
+    demo.ingest(
+        Method::PUT,
+        &format!("/internal/v1/workspaces/{WORKSPACE}/integrations/acc_x"),
+        json!({"name": "Acme on X", "providerIdentifier": "x"}),
+    )
+    .await?;
+    demo.ingest(
+        Method::PUT,
+        &format!("/internal/v1/workspaces/{WORKSPACE}/integrations/acc_li"),
+        json!({"name": "Acme on LinkedIn", "providerIdentifier": "linkedin"}),
+    )
+    .await?;
 
     // A client subscribes through the public API.
     let sub = demo
-        .api(Method::POST, &format!("/public/v1/workspaces/{WORKSPACE}/webhooks"), Some(json!({"name": "demo receiver", "url": receiver.url()})), 201)
+        .api(
+            Method::POST,
+            &format!("/public/v1/workspaces/{WORKSPACE}/webhooks"),
+            Some(json!({"name": "demo receiver", "url": receiver.url()})),
+            201,
+        )
         .await?;
     let sub_id = sub["id"].as_str().unwrap_or_default().to_owned();
-    let secret = Secret::parse(sub["secret"].as_str().unwrap_or_default()).map_err(|e| format!("creation returned no usable secret: {e}"))?;
+    let secret = Secret::parse(sub["secret"].as_str().unwrap_or_default())
+        .map_err(|e| format!("creation returned no usable secret: {e}"))?;
     receiver.set_secrets(vec![secret]);
-    receiver.set_failure_plan(Some(FailurePlan { event_type: EventType::PostPublished, failed_attempts: 2 }));
-    receiver.set_lost_ack_plan(Some(LostAckPlan { event_type: EventType::IntegrationDisconnected, lost_acks: 1 }));
-    println!("POST /public/v1/workspaces/{WORKSPACE}/webhooks -> 201 {sub_id} (all event types; secret whsec_… shown once, handed to the receiver)");
+    receiver.set_failure_plan(Some(FailurePlan {
+        event_type: EventType::PostPublished,
+        failed_attempts: 2,
+    }));
+    receiver.set_lost_ack_plan(Some(LostAckPlan {
+        event_type: EventType::IntegrationDisconnected,
+        lost_acks: 1,
+    }));
+    println!(
+        "POST /public/v1/workspaces/{WORKSPACE}/webhooks -> 201 {sub_id} (all event types; secret whsec_… shown once, handed to the receiver)"
+    );
     println!("The receiver will answer 503 to the first 2 attempts of post.published, so you can watch the retries,");
-    println!("and will lose its 200 for integration.disconnected once, so the retry arrives as a duplicate it ignores.");
+    println!(
+        "and will lose its 200 for integration.disconnected once, so the retry arrives as a duplicate it ignores."
+    );
     println!();
 
     let events: Arc<Mutex<Vec<DemoEvent>>> = Arc::new(Mutex::new(Vec::new()));
-    let test = demo.api(Method::POST, &format!("/public/v1/workspaces/{WORKSPACE}/webhooks/{sub_id}/test"), Some(json!({"message": "Hello from postwire demo"})), 202).await?;
+    let test = demo
+        .api(
+            Method::POST,
+            &format!("/public/v1/workspaces/{WORKSPACE}/webhooks/{sub_id}/test"),
+            Some(json!({"message": "Hello from postwire demo"})),
+            202,
+        )
+        .await?;
     events.lock().unwrap_or_else(|p| p.into_inner()).push(DemoEvent {
         event_id: test["eventId"].as_str().unwrap_or_default().to_owned(),
         event_type: "webhook.test".into(),
@@ -217,15 +317,43 @@ async fn story(demo: &Arc<Demo>, receiver: &Receiver, clock: Arc<ScaledClock>, a
     let x = ("acc_x", "Acme on X", "x");
     let li = ("acc_li", "Acme on LinkedIn", "linkedin");
     let script: Vec<(&str, &str, Value)> = vec![
-        ("post.scheduled", "post_1 on X", json!({"kind": "post", "workspaceId": WORKSPACE, "change": "scheduled", "post": post_record("post_1", "launch-2026", x, "QUEUE", None)})),
-        ("post.scheduled", "post_2 on LinkedIn", json!({"kind": "post", "workspaceId": WORKSPACE, "change": "scheduled", "post": post_record("post_2", "webinar-invite", li, "QUEUE", None)})),
-        ("post.publishing", "post_1 on X", json!({"kind": "post", "workspaceId": WORKSPACE, "change": "publishing", "post": post_record("post_1", "launch-2026", x, "PUBLISHING", None)})),
-        ("post.published", "post_1 on X", json!({"kind": "post", "workspaceId": WORKSPACE, "change": "published", "post": post_record("post_1", "launch-2026", x, "PUBLISHED", Some(("https://x.com/acme/status/1", "1")))})),
-        ("post.publishing", "post_2 on LinkedIn", json!({"kind": "post", "workspaceId": WORKSPACE, "change": "publishing", "post": post_record("post_2", "webinar-invite", li, "PUBLISHING", None)})),
-        ("post.failed", "post_2 on LinkedIn", json!({"kind": "post", "workspaceId": WORKSPACE, "change": "failed", "post": post_record("post_2", "webinar-invite", li, "ERROR", None),
-            "error": {"code": "rate_limited", "message": "LinkedIn rate limit reached; try again in 15 minutes", "retryable": true}})),
-        ("integration.disconnected", "Acme on LinkedIn", json!({"kind": "account", "workspaceId": WORKSPACE, "change": "disconnected", "reason": "reconnect_required",
-            "integration": {"id": "acc_li", "name": "Acme on LinkedIn", "providerIdentifier": "linkedin"}})),
+        (
+            "post.scheduled",
+            "post_1 on X",
+            json!({"kind": "post", "workspaceId": WORKSPACE, "change": "scheduled", "post": post_record("post_1", "launch-2026", x, "QUEUE", None)}),
+        ),
+        (
+            "post.scheduled",
+            "post_2 on LinkedIn",
+            json!({"kind": "post", "workspaceId": WORKSPACE, "change": "scheduled", "post": post_record("post_2", "webinar-invite", li, "QUEUE", None)}),
+        ),
+        (
+            "post.publishing",
+            "post_1 on X",
+            json!({"kind": "post", "workspaceId": WORKSPACE, "change": "publishing", "post": post_record("post_1", "launch-2026", x, "PUBLISHING", None)}),
+        ),
+        (
+            "post.published",
+            "post_1 on X",
+            json!({"kind": "post", "workspaceId": WORKSPACE, "change": "published", "post": post_record("post_1", "launch-2026", x, "PUBLISHED", Some(("https://x.com/acme/status/1", "1")))}),
+        ),
+        (
+            "post.publishing",
+            "post_2 on LinkedIn",
+            json!({"kind": "post", "workspaceId": WORKSPACE, "change": "publishing", "post": post_record("post_2", "webinar-invite", li, "PUBLISHING", None)}),
+        ),
+        (
+            "post.failed",
+            "post_2 on LinkedIn",
+            json!({"kind": "post", "workspaceId": WORKSPACE, "change": "failed", "post": post_record("post_2", "webinar-invite", li, "ERROR", None),
+            "error": {"code": "rate_limited", "message": "LinkedIn rate limit reached; try again in 15 minutes", "retryable": true}}),
+        ),
+        (
+            "integration.disconnected",
+            "Acme on LinkedIn",
+            json!({"kind": "account", "workspaceId": WORKSPACE, "change": "disconnected", "reason": "reconnect_required",
+            "integration": {"id": "acc_li", "name": "Acme on LinkedIn", "providerIdentifier": "linkedin"}}),
+        ),
     ];
     let expected = script.len() + 1;
     let publisher = {
@@ -234,9 +362,15 @@ async fn story(demo: &Arc<Demo>, receiver: &Receiver, clock: Arc<ScaledClock>, a
         tokio::spawn(async move {
             for (event_type, subject, change) in script {
                 tokio::time::sleep(Duration::from_millis(300)).await;
-                let out = demo.ingest(Method::POST, "/internal/v1/events", json!({"changes": [change]})).await?;
+                let out = demo
+                    .ingest(Method::POST, "/internal/v1/events", json!({"changes": [change]}))
+                    .await?;
                 let id = out["results"][0]["eventId"].as_str().unwrap_or_default().to_owned();
-                events.lock().unwrap_or_else(|p| p.into_inner()).push(DemoEvent { event_id: id, event_type: event_type.into(), subject: subject.into() });
+                events.lock().unwrap_or_else(|p| p.into_inner()).push(DemoEvent {
+                    event_id: id,
+                    event_type: event_type.into(),
+                    subject: subject.into(),
+                });
             }
             Ok::<(), String>(())
         })
@@ -258,7 +392,11 @@ async fn story(demo: &Arc<Demo>, receiver: &Receiver, clock: Arc<ScaledClock>, a
         let snapshot = events.lock().unwrap_or_else(|p| p.into_inner()).clone();
         view.render(&snapshot, &deliveries, &stats, clock.as_ref(), started);
         let all_final = snapshot.len() == expected
-            && snapshot.iter().all(|e| deliveries.get(&e.event_id).is_some_and(|d| d.state == "delivered" || d.state == "failed"));
+            && snapshot.iter().all(|e| {
+                deliveries
+                    .get(&e.event_id)
+                    .is_some_and(|d| d.state == "delivered" || d.state == "failed")
+            });
         if publisher.is_none() && all_final {
             break (deliveries, stats);
         }
@@ -272,13 +410,31 @@ async fn story(demo: &Arc<Demo>, receiver: &Receiver, clock: Arc<ScaledClock>, a
     let snapshot = events.lock().unwrap_or_else(|p| p.into_inner()).clone();
 
     // A receiver that missed events can reconcile through the look-up.
-    let lookup = demo.api(Method::GET, &format!("/public/v1/workspaces/{WORKSPACE}/posts/lookup?externalId=launch-2026"), None, 200).await?;
+    let lookup = demo
+        .api(
+            Method::GET,
+            &format!("/public/v1/workspaces/{WORKSPACE}/posts/lookup?externalId=launch-2026"),
+            None,
+            200,
+        )
+        .await?;
     let n = lookup["data"].as_array().map(Vec::len).unwrap_or(0);
-    println!("GET /public/v1/workspaces/{WORKSPACE}/posts/lookup?externalId=launch-2026 -> {n} events of post_1, newest first (for reconciling missed events)");
+    println!(
+        "GET /public/v1/workspaces/{WORKSPACE}/posts/lookup?externalId=launch-2026 -> {n} events of post_1, newest first (for reconciling missed events)"
+    );
 
-    let delivered = snapshot.iter().filter(|e| deliveries.get(&e.event_id).is_some_and(|d| d.state == "delivered")).count();
-    let verified = snapshot.iter().filter(|e| stats.events.get(&e.event_id).is_some_and(|r| r.verified)).count();
-    let retried: u32 = deliveries.values().map(|d| d.attempts.len().saturating_sub(1) as u32).sum();
+    let delivered = snapshot
+        .iter()
+        .filter(|e| deliveries.get(&e.event_id).is_some_and(|d| d.state == "delivered"))
+        .count();
+    let verified = snapshot
+        .iter()
+        .filter(|e| stats.events.get(&e.event_id).is_some_and(|r| r.verified))
+        .count();
+    let retried: u32 = deliveries
+        .values()
+        .map(|d| d.attempts.len().saturating_sub(1) as u32)
+        .sum();
     let duplicates: u32 = stats.events.values().map(|r| r.duplicates).sum();
     let lost = expected.saturating_sub(verified);
     println!(
@@ -288,7 +444,9 @@ async fn story(demo: &Arc<Demo>, receiver: &Receiver, clock: Arc<ScaledClock>, a
         started.elapsed().as_secs_f64()
     );
     if delivered == expected && verified == expected && lost == 0 && stats.rejected == 0 {
-        println!("Every event was delivered, signed and verified. Next: `postwire serve`, then `postwire token create` (see README).");
+        println!(
+            "Every event was delivered, signed and verified. Next: `postwire serve`, then `postwire token create` (see README)."
+        );
         Ok(ExitCode::SUCCESS)
     } else {
         Ok(ExitCode::FAILURE)
@@ -297,7 +455,12 @@ async fn story(demo: &Arc<Demo>, receiver: &Receiver, clock: Arc<ScaledClock>, a
 
 async fn fetch_deliveries(demo: &Demo, sub_id: &str) -> Result<BTreeMap<String, DeliveryView>, String> {
     let page = demo
-        .api(reqwest::Method::GET, &format!("/public/v1/workspaces/{WORKSPACE}/webhooks/{sub_id}/deliveries?limit=100"), None, 200)
+        .api(
+            reqwest::Method::GET,
+            &format!("/public/v1/workspaces/{WORKSPACE}/webhooks/{sub_id}/deliveries?limit=100"),
+            None,
+            200,
+        )
         .await?;
     let mut out = BTreeMap::new();
     for d in page["data"].as_array().cloned().unwrap_or_default() {
@@ -333,20 +496,43 @@ struct View {
 }
 
 /// What the last render showed, for the final table.
-type Frame = (Vec<DemoEvent>, BTreeMap<String, DeliveryView>, ReceiverStats, Timestamp, String);
+type Frame = (
+    Vec<DemoEvent>,
+    BTreeMap<String, DeliveryView>,
+    ReceiverStats,
+    Timestamp,
+    String,
+);
 
 fn human_secs(ms: i64) -> String {
     let s = (ms.max(0) + 999) / 1000;
-    if s >= 60 { format!("{}m{:02}s", s / 60, s % 60) } else { format!("{s}s") }
+    if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
 }
 
 impl View {
     fn new(live: bool) -> View {
-        View { live, drawn_lines: 0, printed_attempts: BTreeMap::new(), last: None }
+        View {
+            live,
+            drawn_lines: 0,
+            printed_attempts: BTreeMap::new(),
+            last: None,
+        }
     }
 
-    fn rows(events: &[DemoEvent], deliveries: &BTreeMap<String, DeliveryView>, stats: &ReceiverStats, now: Timestamp) -> Vec<String> {
-        let mut rows = vec![format!("  {:<2} {:<25} {:<21} {:<10} {:<28} {}", "#", "EVENT", "ABOUT", "STATE", "ATTEMPTS (receiver status)", "RECEIVER")];
+    fn rows(
+        events: &[DemoEvent],
+        deliveries: &BTreeMap<String, DeliveryView>,
+        stats: &ReceiverStats,
+        now: Timestamp,
+    ) -> Vec<String> {
+        let mut rows = vec![format!(
+            "  {:<2} {:<25} {:<21} {:<10} {:<28} {}",
+            "#", "EVENT", "ABOUT", "STATE", "ATTEMPTS (receiver status)", "RECEIVER"
+        )];
         for (i, e) in events.iter().enumerate() {
             let d = deliveries.get(&e.event_id).cloned().unwrap_or_default();
             let mut attempts = d.attempts.join(" > ");
@@ -367,20 +553,48 @@ impl View {
                 Some(r) if r.failed_on_purpose > 0 => "down (503 on purpose)".to_owned(),
                 Some(_) => "rejected".to_owned(),
             };
-            let state = if d.state.is_empty() { "queued".to_owned() } else { d.state.clone() };
-            rows.push(format!("  {:<2} {:<25} {:<21} {:<10} {:<28} {}", i + 1, e.event_type, e.subject, state, attempts, receiver));
+            let state = if d.state.is_empty() {
+                "queued".to_owned()
+            } else {
+                d.state.clone()
+            };
+            rows.push(format!(
+                "  {:<2} {:<25} {:<21} {:<10} {:<28} {}",
+                i + 1,
+                e.event_type,
+                e.subject,
+                state,
+                attempts,
+                receiver
+            ));
         }
         rows
     }
 
-    fn progress(events: &[DemoEvent], deliveries: &BTreeMap<String, DeliveryView>, stats: &ReceiverStats, started: Instant, clock: &ScaledClock) -> String {
+    fn progress(
+        events: &[DemoEvent],
+        deliveries: &BTreeMap<String, DeliveryView>,
+        stats: &ReceiverStats,
+        started: Instant,
+        clock: &ScaledClock,
+    ) -> String {
         let total = events.len();
-        let delivered = events.iter().filter(|e| deliveries.get(&e.event_id).is_some_and(|d| d.state == "delivered")).count();
+        let delivered = events
+            .iter()
+            .filter(|e| deliveries.get(&e.event_id).is_some_and(|d| d.state == "delivered"))
+            .count();
         let retrying = events
             .iter()
-            .filter(|e| deliveries.get(&e.event_id).is_some_and(|d| d.state == "pending" && !d.attempts.is_empty()))
+            .filter(|e| {
+                deliveries
+                    .get(&e.event_id)
+                    .is_some_and(|d| d.state == "pending" && !d.attempts.is_empty())
+            })
             .count();
-        let verified = events.iter().filter(|e| stats.events.get(&e.event_id).is_some_and(|r| r.verified)).count();
+        let verified = events
+            .iter()
+            .filter(|e| stats.events.get(&e.event_id).is_some_and(|r| r.verified))
+            .count();
         let width = 20;
         let filled = (delivered * width).checked_div(total).unwrap_or(0);
         let real = started.elapsed().as_secs_f64();
@@ -392,7 +606,14 @@ impl View {
         )
     }
 
-    fn render(&mut self, events: &[DemoEvent], deliveries: &BTreeMap<String, DeliveryView>, stats: &ReceiverStats, clock: &ScaledClock, started: Instant) {
+    fn render(
+        &mut self,
+        events: &[DemoEvent],
+        deliveries: &BTreeMap<String, DeliveryView>,
+        stats: &ReceiverStats,
+        clock: &ScaledClock,
+        started: Instant,
+    ) {
         let now = clock.now();
         let mut out = std::io::stdout().lock();
         if self.live {
@@ -415,7 +636,12 @@ impl View {
                     let outcome = &d.attempts[*seen];
                     let next = if n == d.attempts.len() && d.state == "pending" {
                         d.next_attempt_at
-                            .map(|at| format!(", retry in {} (sender clock)", human_secs(at.unix_millis() - now.unix_millis())))
+                            .map(|at| {
+                                format!(
+                                    ", retry in {} (sender clock)",
+                                    human_secs(at.unix_millis() - now.unix_millis())
+                                )
+                            })
                             .unwrap_or_default()
                     } else if n == d.attempts.len() {
                         format!(", {}", d.state)
@@ -434,7 +660,13 @@ impl View {
             }
         }
         let _ = out.flush();
-        self.last = Some((events.to_vec(), deliveries.clone(), stats.clone(), now, View::progress(events, deliveries, stats, started, clock)));
+        self.last = Some((
+            events.to_vec(),
+            deliveries.clone(),
+            stats.clone(),
+            now,
+            View::progress(events, deliveries, stats, started, clock),
+        ));
     }
 
     fn finish(&mut self) {

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use postwire_core::{Secret, DEFAULT_SECRET_LEN};
+use postwire_core::{DEFAULT_SECRET_LEN, Secret};
 
 /// Subcommands of `postwire secret`.
 #[derive(Debug, Subcommand)]

@@ -63,18 +63,33 @@ fn resolve(args: ServeArgs) -> Result<Resolved, String> {
         db: args.db.or(file.db).unwrap_or_else(|| PathBuf::from(DEFAULT_DB)),
         listen: args.listen.or(file.listen).unwrap_or_else(|| DEFAULT_LISTEN.to_owned()),
         ingest_token: args.ingest_token.or(file.ingest_token),
-        rate_limit_per_hour: args.rate_limit_per_hour.or(file.rate_limit_per_hour).unwrap_or(postwire_server::state::DEFAULT_RATE_LIMIT_PER_HOUR),
-        max_body_bytes: args.max_body_bytes.or(file.max_body_bytes).unwrap_or(postwire_server::state::DEFAULT_MAX_BODY_BYTES),
+        rate_limit_per_hour: args
+            .rate_limit_per_hour
+            .or(file.rate_limit_per_hour)
+            .unwrap_or(postwire_server::state::DEFAULT_RATE_LIMIT_PER_HOUR),
+        max_body_bytes: args
+            .max_body_bytes
+            .or(file.max_body_bytes)
+            .unwrap_or(postwire_server::state::DEFAULT_MAX_BODY_BYTES),
         log: args.log.or(file.log).unwrap_or_else(|| "info".to_owned()),
-        insecure_local: args.dangerously_allow_insecure_local_urls.or(file.dangerously_allow_insecure_local_urls).unwrap_or(false),
+        insecure_local: args
+            .dangerously_allow_insecure_local_urls
+            .or(file.dangerously_allow_insecure_local_urls)
+            .unwrap_or(false),
     })
 }
 
 /// Starts logging to standard error with `filter`.
 pub fn init_logging(filter: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let filter =
+        tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).with_target(false).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .with_target(false)
+        .try_init();
 }
 
 /// The ingest token file next to the database.
@@ -104,8 +119,11 @@ fn generated_ingest_token(db: &Path) -> Result<(String, PathBuf), String> {
         options.mode(0o600);
     }
     use std::io::Write;
-    let mut f = options.open(&path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    f.write_all(format!("{token}\n").as_bytes()).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let mut f = options
+        .open(&path)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    f.write_all(format!("{token}\n").as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok((token, path))
 }
 
@@ -148,15 +166,22 @@ async fn serve(s: Resolved) -> Result<ExitCode, String> {
     println!("  database  {db_shown}{}", if existed { "" } else { " (created)" });
     println!("  API       {base}/public/v1   (OpenAPI: {base}/public/v1/openapi.json)");
     println!("  ingest    {base}/internal/v1   (bearer token {ingest_source})");
-    println!("  limits    {} calls per token per hour; bodies up to {} bytes", s.rate_limit_per_hour, s.max_body_bytes);
+    println!(
+        "  limits    {} calls per token per hour; bodies up to {} bytes",
+        s.rate_limit_per_hour, s.max_body_bytes
+    );
     if s.insecure_local {
-        println!("  WARNING   --dangerously-allow-insecure-local-urls is on: http:// and loopback subscription URLs are accepted. Local development only.");
+        println!(
+            "  WARNING   --dangerously-allow-insecure-local-urls is on: http:// and loopback subscription URLs are accepted. Local development only."
+        );
     }
     if live_tokens == 0 {
         println!("  tokens    none yet. Create one (shown once):");
         println!("            postwire token create --db {db_shown} --workspace ws_1 --scope webhooks:write");
     } else {
-        println!("  tokens    {live_tokens} active (postwire token list --db {db_shown}; new: postwire token create --db {db_shown} --workspace ID --scope webhooks:write)");
+        println!(
+            "  tokens    {live_tokens} active (postwire token list --db {db_shown}; new: postwire token create --db {db_shown} --workspace ID --scope webhooks:write)"
+        );
     }
     println!("  docs      docs/api.md in the repository: endpoints, scopes, errors, the ingest API, settings");
     println!("listening on {base}");

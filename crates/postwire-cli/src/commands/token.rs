@@ -70,14 +70,22 @@ pub enum TokenCommand {
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("cannot start Tokio: {e}"))
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start Tokio: {e}"))
 }
 
 /// Runs `postwire token …`.
 pub fn run(cmd: TokenCommand) -> Result<ExitCode, String> {
     runtime()?.block_on(async move {
         match cmd {
-            TokenCommand::Create { db, workspaces, scopes, name } => create(db.path()?, workspaces, scopes, name).await,
+            TokenCommand::Create {
+                db,
+                workspaces,
+                scopes,
+                name,
+            } => create(db.path()?, workspaces, scopes, name).await,
             TokenCommand::List { db } => list(db.path()?).await,
             TokenCommand::Revoke { db, id } => {
                 let tokens = open_tokens(db.path()?).await?;
@@ -90,12 +98,18 @@ pub fn run(cmd: TokenCommand) -> Result<ExitCode, String> {
 }
 
 async fn open_tokens(path: PathBuf) -> Result<TokenStore, String> {
-    let db = tokio::task::spawn_blocking(move || ServerDb::open(path)).await.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
+    let db = tokio::task::spawn_blocking(move || ServerDb::open(path))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
     Ok(TokenStore::new(db))
 }
 
 async fn create(path: PathBuf, workspaces: Vec<String>, scopes: Vec<String>, name: String) -> Result<ExitCode, String> {
-    let scopes: Vec<Scope> = scopes.iter().map(|s| s.parse::<Scope>().map_err(|e| e.to_string())).collect::<Result<_, _>>()?;
+    let scopes: Vec<Scope> = scopes
+        .iter()
+        .map(|s| s.parse::<Scope>().map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
     let store_path = path.clone();
     let store = tokio::task::spawn_blocking(move || SqliteStore::open(store_path))
         .await
@@ -103,12 +117,25 @@ async fn create(path: PathBuf, workspaces: Vec<String>, scopes: Vec<String>, nam
         .map_err(|e| e.to_string())?;
     let tokens = open_tokens(path.clone()).await?;
     let created = tokens
-        .create(NewToken { name, scopes, workspaces: workspaces.clone() }, SystemClock.now())
+        .create(
+            NewToken {
+                name,
+                scopes,
+                workspaces: workspaces.clone(),
+            },
+            SystemClock.now(),
+        )
         .await
         .map_err(|e| e.to_string())?;
     for w in &workspaces {
         if store.workspace(w.clone()).await.map_err(|e| e.to_string())?.is_none() {
-            store.upsert_workspace(Workspace { id: w.clone(), name: w.clone() }).await.map_err(|e| e.to_string())?;
+            store
+                .upsert_workspace(Workspace {
+                    id: w.clone(),
+                    name: w.clone(),
+                })
+                .await
+                .map_err(|e| e.to_string())?;
             eprintln!("registered workspace {w}");
         }
     }
@@ -128,7 +155,10 @@ async fn create(path: PathBuf, workspaces: Vec<String>, scopes: Vec<String>, nam
 async fn list(path: PathBuf) -> Result<ExitCode, String> {
     let tokens = open_tokens(path).await?;
     let all = tokens.list().await.map_err(|e| e.to_string())?;
-    println!("{:<22} {:<10} {:<30} {:<30} CREATED", "ID", "STATUS", "SCOPES", "WORKSPACES");
+    println!(
+        "{:<22} {:<10} {:<30} {:<30} CREATED",
+        "ID", "STATUS", "SCOPES", "WORKSPACES"
+    );
     for t in all {
         println!(
             "{:<22} {:<10} {:<30} {:<30} {}",

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use postwire_core::{UnixTime, Verifier, WebhookHeaders, DEFAULT_TOLERANCE_SECS};
+use postwire_core::{DEFAULT_TOLERANCE_SECS, UnixTime, Verifier, WebhookHeaders};
 
 use crate::input;
 

@@ -68,7 +68,10 @@ async fn main() {
             std::process::exit(2);
         }
     };
-    let mut config = SenderConfig { attempt_timeout: Duration::from_millis(args.timeout_ms), ..SenderConfig::default() };
+    let mut config = SenderConfig {
+        attempt_timeout: Duration::from_millis(args.timeout_ms),
+        ..SenderConfig::default()
+    };
     if args.insecure_local {
         config = config.dangerously_allow_insecure_local_urls();
     }
@@ -82,19 +85,32 @@ async fn main() {
     let dispatcher = sender.start();
     for i in 0..args.publish {
         let post = PostRecord {
-            id: if args.same_post { args.post_prefix.clone() } else { format!("{}-{i}", args.post_prefix) },
+            id: if args.same_post {
+                args.post_prefix.clone()
+            } else {
+                format!("{}-{i}", args.post_prefix)
+            },
             external_id: format!("ext-{i}"),
             group: "g".into(),
             state: PostState::Queue,
             is_draft: false,
             publish_date: Timestamp::from_unix_millis(1_800_000_000_000),
-            integration: Integration { id: "acc-1".into(), name: "Account".into(), provider_identifier: "x".into(), picture: None },
+            integration: Integration {
+                id: "acc-1".into(),
+                name: "Account".into(),
+                provider_identifier: "x".into(),
+                picture: None,
+            },
             release_url: None,
             release_id: None,
             error: None,
             content: String::new(),
         };
-        let change = PostChange { workspace_id: args.workspace.clone(), post, kind: PostChangeKind::Scheduled };
+        let change = PostChange {
+            workspace_id: args.workspace.clone(),
+            post,
+            kind: PostChangeKind::Scheduled,
+        };
         match sender.publish(change).await {
             Ok(p) => {
                 if let Some(id) = p.event_id() {

@@ -149,9 +149,19 @@ pub trait Store: Send + Sync + 'static {
     fn pause(&self, id: String, reason: String) -> BoxFuture<'_, StoreResult<bool>>;
     /// Resumes: held deliveries whose event was created at or after `hold_cutoff` are
     /// due at `now`, older ones expire. `None` when absent.
-    fn resume(&self, id: String, now: Timestamp, hold_cutoff: Timestamp) -> BoxFuture<'_, StoreResult<Option<ResumeSummary>>>;
+    fn resume(
+        &self,
+        id: String,
+        now: Timestamp,
+        hold_cutoff: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Option<ResumeSummary>>>;
     /// Replaces the secret; the old one keeps signing until `previous_until`.
-    fn rotate_secret(&self, id: String, new_secret: Secret, previous_until: Timestamp) -> BoxFuture<'_, StoreResult<bool>>;
+    fn rotate_secret(
+        &self,
+        id: String,
+        new_secret: Secret,
+        previous_until: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<bool>>;
 
     /// Stores events and one delivery per matching subscription (held for paused ones),
     /// atomically; returns the number of deliveries per event.
@@ -163,12 +173,26 @@ pub trait Store: Send + Sync + 'static {
     fn next_due_at(&self) -> BoxFuture<'_, StoreResult<Option<Timestamp>>>;
     /// Records finished attempts, updates deliveries and subscription health, and pauses
     /// subscriptions as [`crate::health`] says, in one transaction; returns the pauses.
-    fn record_attempts(&self, attempts: Vec<FinishedAttempt>, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<PausedByFailures>>>;
+    fn record_attempts(
+        &self,
+        attempts: Vec<FinishedAttempt>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Vec<PausedByFailures>>>;
 
     /// Deliveries of a subscription, newest first, older than `before` (a delivery id).
-    fn list_deliveries(&self, subscription_id: String, before: Option<i64>, limit: usize) -> BoxFuture<'_, StoreResult<Vec<DeliveryRecord>>>;
+    fn list_deliveries(
+        &self,
+        subscription_id: String,
+        before: Option<i64>,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<Vec<DeliveryRecord>>>;
     /// Events about a post, newest first.
-    fn events_for_post(&self, workspace_id: String, post_id: String, limit: usize) -> BoxFuture<'_, StoreResult<Vec<Event>>>;
+    fn events_for_post(
+        &self,
+        workspace_id: String,
+        post_id: String,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<Vec<Event>>>;
     /// Notifications of a workspace, newest first.
     fn notifications(&self, workspace_id: String, limit: usize) -> BoxFuture<'_, StoreResult<Vec<Notification>>>;
     /// How many deliveries are in each state (for tests, metrics and the benchmark).

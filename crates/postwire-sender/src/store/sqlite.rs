@@ -22,9 +22,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use postwire_core::{
-    matches, CreatedByKind, Event, EventType, Integration, Secret, Signer, Subscription, SubscriptionStatus, Timestamp,
+    CreatedByKind, Event, EventType, Integration, Secret, Signer, Subscription, SubscriptionStatus, Timestamp, matches,
 };
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::{
     BoxFuture, ClaimRequest, ClaimedDelivery, DeliveryCounts, FinishedAttempt, NextState, PausedByFailures, Store,
@@ -127,9 +127,14 @@ impl SqliteStore {
         let path = path.as_ref().to_path_buf();
         let conn = Connection::open(&path).map_err(db_err)?;
         conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(db_err)?;
-        let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)).map_err(db_err)?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .map_err(db_err)?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(SenderError::storage(format!("could not switch {} to WAL mode", path.display())));
+            return Err(SenderError::storage(format!(
+                "could not switch {} to WAL mode",
+                path.display()
+            )));
         }
         let sync = if options.power_loss_durable { "FULL" } else { "NORMAL" };
         // A larger WAL between checkpoints (about 40 MB) and page cache (16 MB): fewer
@@ -138,8 +143,10 @@ impl SqliteStore {
             "PRAGMA synchronous={sync}; PRAGMA temp_store=MEMORY; PRAGMA foreign_keys=OFF;
              PRAGMA wal_autocheckpoint=10000; PRAGMA cache_size=-16000;"
         ))
+        .map_err(db_err)?;
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(db_err)?;
-        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(db_err)?;
         if version != 0 && version != SCHEMA_VERSION {
             return Err(SenderError::storage(format!(
                 "{} has schema version {version}; this sender reads version {SCHEMA_VERSION}",
@@ -147,9 +154,14 @@ impl SqliteStore {
             )));
         }
         conn.execute_batch(SCHEMA).map_err(db_err)?;
-        conn.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}")).map_err(db_err)?;
+        conn.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))
+            .map_err(db_err)?;
         conn.set_prepared_statement_cache_capacity(64);
-        Ok(SqliteStore { conn: Arc::new(Mutex::new(conn)), leases: Arc::default(), path })
+        Ok(SqliteStore {
+            conn: Arc::new(Mutex::new(conn)),
+            leases: Arc::default(),
+            path,
+        })
     }
 
     /// The database file.
@@ -242,10 +254,16 @@ type TargetRow = (String, String, String, Option<String>, Option<i64>);
 /// while its window is open); no target when it was deleted.
 fn load_target(tx: &Connection, sub_seq: i64, now: Timestamp) -> rusqlite::Result<(String, Option<Target>)> {
     let row: Option<TargetRow> = tx
-        .prepare_cached("SELECT id, url, secret, previous_secret, previous_secret_until FROM subscriptions WHERE seq = ?1")?
-        .query_row([sub_seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .prepare_cached(
+            "SELECT id, url, secret, previous_secret, previous_secret_until FROM subscriptions WHERE seq = ?1",
+        )?
+        .query_row([sub_seq], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
         .optional()?;
-    let Some((id, url, secret, previous, until)) = row else { return Ok((String::new(), None)) };
+    let Some((id, url, secret, previous, until)) = row else {
+        return Ok((String::new(), None));
+    };
     let mut secrets = vec![Secret::parse(&secret).map_err(conversion)?];
     if let (Some(previous), Some(until)) = (previous, until) {
         if until > now.unix_millis() {
@@ -257,9 +275,11 @@ fn load_target(tx: &Connection, sub_seq: i64, now: Timestamp) -> rusqlite::Resul
 }
 
 fn load_subscription(tx: &Connection, id: &str) -> rusqlite::Result<Option<StoredSubscription>> {
-    tx.prepare_cached(&format!("SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions WHERE id = ?1"))?
-        .query_row([id], subscription_from_row)
-        .optional()
+    tx.prepare_cached(&format!(
+        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions WHERE id = ?1"
+    ))?
+    .query_row([id], subscription_from_row)
+    .optional()
 }
 
 /// What enqueue needs of a subscription to route an event.
@@ -296,7 +316,9 @@ fn hold_pending(tx: &Connection, sub_seq: i64) -> rusqlite::Result<usize> {
 
 /// The internal row number of a subscription, which deliveries refer to.
 fn sub_seq(tx: &Connection, id: &str) -> rusqlite::Result<Option<i64>> {
-    tx.prepare_cached("SELECT seq FROM subscriptions WHERE id = ?1")?.query_row([id], |r| r.get(0)).optional()
+    tx.prepare_cached("SELECT seq FROM subscriptions WHERE id = ?1")?
+        .query_row([id], |r| r.get(0))
+        .optional()
 }
 
 impl Store for SqliteStore {
@@ -323,7 +345,12 @@ impl Store for SqliteStore {
     fn workspace(&self, id: String) -> BoxFuture<'_, StoreResult<Option<Workspace>>> {
         self.run(move |c| {
             c.prepare_cached("SELECT id, name FROM workspaces WHERE id = ?1")?
-                .query_row([id], |r| Ok(Workspace { id: r.get(0)?, name: r.get(1)? }))
+                .query_row([id], |r| {
+                    Ok(Workspace {
+                        id: r.get(0)?,
+                        name: r.get(1)?,
+                    })
+                })
                 .optional()
         })
     }
@@ -349,7 +376,12 @@ impl Store for SqliteStore {
             for id in ids {
                 if let Some(i) = stmt
                     .query_row(params![workspace_id, id], |r| {
-                        Ok(Integration { id: r.get(0)?, name: r.get(1)?, provider_identifier: r.get(2)?, picture: r.get(3)? })
+                        Ok(Integration {
+                            id: r.get(0)?,
+                            name: r.get(1)?,
+                            provider_identifier: r.get(2)?,
+                            picture: r.get(3)?,
+                        })
                     })
                     .optional()?
                 {
@@ -397,8 +429,9 @@ impl Store for SqliteStore {
 
     fn list_subscriptions(&self, workspace_id: String) -> BoxFuture<'_, StoreResult<Vec<StoredSubscription>>> {
         self.run(move |c| {
-            let mut stmt =
-                c.prepare_cached(&format!("SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions WHERE workspace_id = ?1 ORDER BY seq"))?;
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions WHERE workspace_id = ?1 ORDER BY seq"
+            ))?;
             let rows = stmt.query_map([workspace_id], subscription_from_row)?;
             rows.collect()
         })
@@ -421,7 +454,10 @@ impl Store for SqliteStore {
             }
             if let Some(integrations) = ch.integrations {
                 let json = serde_json::to_string(&integrations).map_err(conversion)?;
-                tx.execute("UPDATE subscriptions SET integrations = ?2 WHERE id = ?1", params![id, json])?;
+                tx.execute(
+                    "UPDATE subscriptions SET integrations = ?2 WHERE id = ?1",
+                    params![id, json],
+                )?;
             }
             Ok(true)
         })
@@ -431,7 +467,10 @@ impl Store for SqliteStore {
         self.run_tx(move |tx| {
             let Some(seq) = sub_seq(tx, &id)? else { return Ok(false) };
             tx.execute("DELETE FROM subscriptions WHERE seq = ?1", [seq])?;
-            tx.execute("DELETE FROM attempts WHERE delivery_seq IN (SELECT seq FROM deliveries WHERE sub_seq = ?1)", [seq])?;
+            tx.execute(
+                "DELETE FROM attempts WHERE delivery_seq IN (SELECT seq FROM deliveries WHERE sub_seq = ?1)",
+                [seq],
+            )?;
             tx.execute("DELETE FROM deliveries WHERE sub_seq = ?1", [seq])?;
             Ok(true)
         })
@@ -440,13 +479,21 @@ impl Store for SqliteStore {
     fn pause(&self, id: String, reason: String) -> BoxFuture<'_, StoreResult<bool>> {
         self.run_tx(move |tx| {
             let Some(seq) = sub_seq(tx, &id)? else { return Ok(false) };
-            tx.execute("UPDATE subscriptions SET paused_reason = ?2 WHERE seq = ?1", params![seq, reason])?;
+            tx.execute(
+                "UPDATE subscriptions SET paused_reason = ?2 WHERE seq = ?1",
+                params![seq, reason],
+            )?;
             hold_pending(tx, seq)?;
             Ok(true)
         })
     }
 
-    fn resume(&self, id: String, now: Timestamp, cutoff: Timestamp) -> BoxFuture<'_, StoreResult<Option<ResumeSummary>>> {
+    fn resume(
+        &self,
+        id: String,
+        now: Timestamp,
+        cutoff: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Option<ResumeSummary>>> {
         self.run_tx(move |tx| {
             let Some(seq) = sub_seq(tx, &id)? else { return Ok(None) };
             tx.execute(
@@ -622,7 +669,11 @@ impl Store for SqliteStore {
         })
     }
 
-    fn record_attempts(&self, attempts: Vec<FinishedAttempt>, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<PausedByFailures>>> {
+    fn record_attempts(
+        &self,
+        attempts: Vec<FinishedAttempt>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Vec<PausedByFailures>>> {
         let leases = self.leases.clone();
         let recorded: Vec<i64> = attempts.iter().map(|a| a.delivery.0).collect();
         self.run(move |conn| {
@@ -637,7 +688,12 @@ impl Store for SqliteStore {
         })
     }
 
-    fn list_deliveries(&self, subscription_id: String, before: Option<i64>, limit: usize) -> BoxFuture<'_, StoreResult<Vec<DeliveryRecord>>> {
+    fn list_deliveries(
+        &self,
+        subscription_id: String,
+        before: Option<i64>,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<Vec<DeliveryRecord>>> {
         self.run(move |c| {
             let mut stmt = c.prepare_cached(
                 "SELECT d.seq, ?1, e.id, e.event_type, d.state, d.due_at, d.created_at, d.finished_at
@@ -649,26 +705,29 @@ impl Store for SqliteStore {
                 "SELECT number, started_at, duration_ms, status, error, body_prefix FROM attempts
                  WHERE delivery_seq = ?1 ORDER BY number DESC",
             )?;
-            let rows = stmt.query_map(params![subscription_id, before.unwrap_or(i64::MAX), limit as i64], |r| {
-                let state = match r.get::<_, i64>(4)? {
-                    PENDING => DeliveryState::Pending,
-                    HELD => DeliveryState::Held,
-                    DELIVERED => DeliveryState::Delivered,
-                    FAILED => DeliveryState::Failed,
-                    _ => DeliveryState::Expired,
-                };
-                Ok(DeliveryRecord {
-                    id: DeliveryId(r.get(0)?),
-                    subscription_id: r.get(1)?,
-                    event_id: r.get(2)?,
-                    event_type: r.get::<_, String>(3)?.parse().map_err(conversion)?,
-                    state,
-                    next_attempt_at: (state == DeliveryState::Pending).then(|| ts(r.get(5).unwrap_or(0))),
-                    created_at: ts(r.get(6)?),
-                    finished_at: opt_ts(r.get(7)?),
-                    attempts: Vec::new(),
-                })
-            })?;
+            let rows = stmt.query_map(
+                params![subscription_id, before.unwrap_or(i64::MAX), limit as i64],
+                |r| {
+                    let state = match r.get::<_, i64>(4)? {
+                        PENDING => DeliveryState::Pending,
+                        HELD => DeliveryState::Held,
+                        DELIVERED => DeliveryState::Delivered,
+                        FAILED => DeliveryState::Failed,
+                        _ => DeliveryState::Expired,
+                    };
+                    Ok(DeliveryRecord {
+                        id: DeliveryId(r.get(0)?),
+                        subscription_id: r.get(1)?,
+                        event_id: r.get(2)?,
+                        event_type: r.get::<_, String>(3)?.parse().map_err(conversion)?,
+                        state,
+                        next_attempt_at: (state == DeliveryState::Pending).then(|| ts(r.get(5).unwrap_or(0))),
+                        created_at: ts(r.get(6)?),
+                        finished_at: opt_ts(r.get(7)?),
+                        attempts: Vec::new(),
+                    })
+                },
+            )?;
             let mut out: Vec<DeliveryRecord> = rows.collect::<rusqlite::Result<_>>()?;
             for d in &mut out {
                 let list = attempts.query_map([d.id.0], |r| {
@@ -677,7 +736,9 @@ impl Store for SqliteStore {
                             status: status.clamp(0, u16::MAX as i64) as u16,
                             body_prefix: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
                         },
-                        (None, e) => AttemptOutcome::Error { error: AttemptErrorKind::parse(e.as_deref().unwrap_or("")) },
+                        (None, e) => AttemptOutcome::Error {
+                            error: AttemptErrorKind::parse(e.as_deref().unwrap_or("")),
+                        },
                     };
                     Ok(AttemptRecord {
                         number: r.get::<_, i64>(0)? as u32,
@@ -692,7 +753,12 @@ impl Store for SqliteStore {
         })
     }
 
-    fn events_for_post(&self, workspace_id: String, post_id: String, limit: usize) -> BoxFuture<'_, StoreResult<Vec<Event>>> {
+    fn events_for_post(
+        &self,
+        workspace_id: String,
+        post_id: String,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<Vec<Event>>> {
         self.run(move |c| {
             let mut stmt = c.prepare_cached(
                 "SELECT body FROM events WHERE workspace_id = ?1 AND post_id = ?2 ORDER BY seq DESC LIMIT ?3",
@@ -743,11 +809,10 @@ impl Store for SqliteStore {
             };
             match subscription_id {
                 Some(id) => {
-                    let mut stmt =
-                        c.prepare_cached(
-                            "SELECT state, COUNT(*) FROM deliveries
+                    let mut stmt = c.prepare_cached(
+                        "SELECT state, COUNT(*) FROM deliveries
                              WHERE sub_seq = (SELECT seq FROM subscriptions WHERE id = ?1) GROUP BY state",
-                        )?;
+                    )?;
                     let mut rows = stmt.query([id])?;
                     while let Some(r) = rows.next()? {
                         add(r.get(0)?, r.get(1)?);
@@ -768,7 +833,11 @@ impl Store for SqliteStore {
 
 /// Records finished attempts in `tx`: attempt rows, delivery states, health counters,
 /// and pauses by failures with their notifications.
-fn record(tx: &Transaction<'_>, attempts: Vec<FinishedAttempt>, now: Timestamp) -> rusqlite::Result<Vec<PausedByFailures>> {
+fn record(
+    tx: &Transaction<'_>,
+    attempts: Vec<FinishedAttempt>,
+    now: Timestamp,
+) -> rusqlite::Result<Vec<PausedByFailures>> {
     let now_ms = now.unix_millis();
     // Subscription id -> (row, workspace, health, paused) for the batch.
     let mut subs: HashMap<String, Option<(i64, String, Health, bool)>> = HashMap::new();
@@ -777,12 +846,9 @@ fn record(tx: &Transaction<'_>, attempts: Vec<FinishedAttempt>, now: Timestamp) 
         "INSERT OR REPLACE INTO attempts (delivery_seq, number, started_at, duration_ms, status, error, body_prefix)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?;
-    let mut finish = tx.prepare_cached(
-        "UPDATE deliveries SET state = ?2, attempts = ?3, finished_at = ?4 WHERE seq = ?1",
-    )?;
-    let mut retry = tx.prepare_cached(
-        "UPDATE deliveries SET state = ?2, attempts = ?3, due_at = ?4 WHERE seq = ?1",
-    )?;
+    let mut finish =
+        tx.prepare_cached("UPDATE deliveries SET state = ?2, attempts = ?3, finished_at = ?4 WHERE seq = ?1")?;
+    let mut retry = tx.prepare_cached("UPDATE deliveries SET state = ?2, attempts = ?3, due_at = ?4 WHERE seq = ?1")?;
     for a in attempts {
         if !subs.contains_key(&a.subscription_id) {
             let loaded = tx
@@ -802,9 +868,13 @@ fn record(tx: &Transaction<'_>, attempts: Vec<FinishedAttempt>, now: Timestamp) 
             subs.insert(a.subscription_id.clone(), loaded);
         }
         // A deleted subscription took its deliveries with it: nothing to record.
-        let Some(Some((seq, workspace_id, health, paused))) = subs.get_mut(&a.subscription_id) else { continue };
+        let Some(Some((seq, workspace_id, health, paused))) = subs.get_mut(&a.subscription_id) else {
+            continue;
+        };
         let (status, error, body) = match &a.outcome {
-            AttemptOutcome::Response { status, body_prefix } => (Some(*status as i64), None, Some(body_prefix.as_str())),
+            AttemptOutcome::Response { status, body_prefix } => {
+                (Some(*status as i64), None, Some(body_prefix.as_str()))
+            }
             AttemptOutcome::Error { error } => (None, Some(error.as_str()), None),
         };
         insert_attempt.execute(params![
@@ -834,7 +904,10 @@ fn record(tx: &Transaction<'_>, attempts: Vec<FinishedAttempt>, now: Timestamp) 
         if let Some(cause) = health.apply(verdict, a.started_at) {
             if !*paused {
                 *paused = true;
-                tx.execute("UPDATE subscriptions SET paused_reason = ?2 WHERE seq = ?1", params![*seq, cause.reason()])?;
+                tx.execute(
+                    "UPDATE subscriptions SET paused_reason = ?2 WHERE seq = ?1",
+                    params![*seq, cause.reason()],
+                )?;
                 hold_pending(tx, *seq)?;
                 let message = format!(
                     "Webhook subscription {} was paused: {}. Events are held until it is resumed; \
@@ -893,7 +966,10 @@ mod tests {
         drop(SqliteStore::open(&path).unwrap());
         // Reopening a file of this version works.
         drop(SqliteStore::open(&path).unwrap());
-        Connection::open(&path).unwrap().execute_batch("PRAGMA user_version=99").unwrap();
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("PRAGMA user_version=99")
+            .unwrap();
         let err = SqliteStore::open(&path).unwrap_err();
         assert_eq!(err.code(), crate::SenderErrorCode::Internal);
         assert!(err.to_string().contains("schema version 99"));

@@ -14,9 +14,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use postwire_core::{
-    CreatedByKind, Integration, ManualClock, PostState, Secret, Timestamp, UnixTime, Verifier,
-};
+use postwire_core::{CreatedByKind, Integration, ManualClock, PostState, Secret, Timestamp, UnixTime, Verifier};
 use postwire_sender::{
     AccountChange, AccountChangeKind, NewSubscription, PostChange, PostChangeKind, PostRecord, Sender, SenderConfig,
     Workspace,
@@ -32,13 +30,18 @@ pub struct Recorded {
 
 impl Recorded {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
     pub fn id(&self) -> String {
         self.header("webhook-id").unwrap_or_default().to_owned()
     }
     pub fn timestamp(&self) -> i64 {
-        self.header("webhook-timestamp").and_then(|t| t.parse().ok()).unwrap_or(-1)
+        self.header("webhook-timestamp")
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(-1)
     }
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).unwrap()
@@ -61,7 +64,12 @@ pub struct Reply {
 
 impl Reply {
     pub fn status(status: u16) -> Self {
-        Reply { status, delay: Duration::ZERO, headers: vec![], body: String::new() }
+        Reply {
+            status,
+            delay: Duration::ZERO,
+            headers: vec![],
+            body: String::new(),
+        }
     }
     pub fn ok() -> Self {
         Reply::status(200)
@@ -107,7 +115,9 @@ impl Receiver {
         let (reqs, cnt) = (requests.clone(), count.clone());
         let task = tokio::spawn(async move {
             loop {
-                let Ok((stream, _)) = listener.accept().await else { continue };
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
                 let (handler, reqs, cnt) = (handler.clone(), reqs.clone(), cnt.clone());
                 tokio::spawn(async move {
                     let service = service_fn(move |req: Request<hyper::body::Incoming>| {
@@ -118,8 +128,17 @@ impl Receiver {
                                 .iter()
                                 .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
                                 .collect();
-                            let body = req.into_body().collect().await.map(|b| b.to_bytes().to_vec()).unwrap_or_default();
-                            let rec = Recorded { headers, body, at: Instant::now() };
+                            let body = req
+                                .into_body()
+                                .collect()
+                                .await
+                                .map(|b| b.to_bytes().to_vec())
+                                .unwrap_or_default();
+                            let rec = Recorded {
+                                headers,
+                                body,
+                                at: Instant::now(),
+                            };
                             let n = cnt.fetch_add(1, Ordering::SeqCst);
                             let reply = handler(&rec, n);
                             reqs.lock().unwrap().push(rec);
@@ -133,11 +152,19 @@ impl Receiver {
                             Ok::<_, Infallible>(resp.body(Full::new(Bytes::from(reply.body))).unwrap())
                         }
                     });
-                    let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
                 });
             }
         });
-        Receiver { addr, url: format!("http://{addr}/hook"), requests, count, task }
+        Receiver {
+            addr,
+            url: format!("http://{addr}/hook"),
+            requests,
+            count,
+            task,
+        }
     }
 
     /// Always `200 OK`.
@@ -147,7 +174,14 @@ impl Receiver {
 
     /// `500` for the first `n` requests, then `200`.
     pub async fn failing_first(n: usize) -> Receiver {
-        Receiver::start(move |_, i| if i < n { Reply::status(500).body("down") } else { Reply::ok() }).await
+        Receiver::start(move |_, i| {
+            if i < n {
+                Reply::status(500).body("down")
+            } else {
+                Reply::ok()
+            }
+        })
+        .await
     }
 
     /// Always `500`.
@@ -204,13 +238,26 @@ impl Harness {
     pub async fn with_config(config: SenderConfig) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let clock = Arc::new(ManualClock::new(Timestamp::from_unix_millis(T0)));
-        let sender = Sender::open_sqlite(dir.path().join("sender.db"), config, clock.clone()).await.unwrap();
-        sender.upsert_workspace(Workspace { id: WS.into(), name: "Test".into() }).await.unwrap();
+        let sender = Sender::open_sqlite(dir.path().join("sender.db"), config, clock.clone())
+            .await
+            .unwrap();
+        sender
+            .upsert_workspace(Workspace {
+                id: WS.into(),
+                name: "Test".into(),
+            })
+            .await
+            .unwrap();
         for acc in ["acc-1", "acc-2"] {
             sender.upsert_integration(WS, integration(acc)).await.unwrap();
         }
         let dispatcher = Some(sender.start());
-        Harness { sender, clock, dir, dispatcher }
+        Harness {
+            sender,
+            clock,
+            dir,
+            dispatcher,
+        }
     }
 
     pub async fn subscribe(&self, url: &str) -> (String, Secret) {
@@ -245,7 +292,10 @@ impl Harness {
     }
 
     pub async fn idle(&self) {
-        tokio::time::timeout(Duration::from_secs(30), self.sender.wait_idle()).await.expect("dispatcher idle in time").unwrap();
+        tokio::time::timeout(Duration::from_secs(30), self.sender.wait_idle())
+            .await
+            .expect("dispatcher idle in time")
+            .unwrap();
     }
 
     pub fn now_secs(&self) -> i64 {
@@ -261,7 +311,12 @@ impl Harness {
 }
 
 pub fn integration(id: &str) -> Integration {
-    Integration { id: id.into(), name: format!("Account {id}"), provider_identifier: "x".into(), picture: None }
+    Integration {
+        id: id.into(),
+        name: format!("Account {id}"),
+        provider_identifier: "x".into(),
+        picture: None,
+    }
 }
 
 pub fn post(id: &str, account: &str) -> PostRecord {
@@ -281,17 +336,27 @@ pub fn post(id: &str, account: &str) -> PostRecord {
 }
 
 pub fn scheduled(post_id: &str) -> PostChange {
-    PostChange { workspace_id: WS.into(), post: post(post_id, "acc-1"), kind: PostChangeKind::Scheduled }
+    PostChange {
+        workspace_id: WS.into(),
+        post: post(post_id, "acc-1"),
+        kind: PostChangeKind::Scheduled,
+    }
 }
 
 pub fn change(post_id: &str, account: &str, kind: PostChangeKind) -> PostChange {
-    PostChange { workspace_id: WS.into(), post: post(post_id, account), kind }
+    PostChange {
+        workspace_id: WS.into(),
+        post: post(post_id, account),
+        kind,
+    }
 }
 
 pub fn disconnected(account: &str) -> AccountChange {
     AccountChange {
         workspace_id: WS.into(),
         integration: integration(account),
-        kind: AccountChangeKind::Disconnected { reason: postwire_core::DisconnectReason::ReconnectRequired },
+        kind: AccountChangeKind::Disconnected {
+            reason: postwire_core::DisconnectReason::ReconnectRequired,
+        },
     }
 }

@@ -2,9 +2,9 @@
 //! attempts, newest first, with cursor paging (`limit`, `cursor` → `nextCursor`), the
 //! way Stripe and Svix page their lists.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::Uri;
-use axum::Json;
 use postwire_sender::MAX_PAGE_SIZE;
 
 use crate::auth::Caller;
@@ -52,7 +52,10 @@ pub async fn list_deliveries(
     load(&state, &workspace_id, &webhook_id).await?;
     let query = QueryParams::parse(uri.query(), &["limit", "cursor"])?;
     let limit = query.int("limit", DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE)?;
-    let page = state.sender.list_deliveries(&webhook_id, query.get("cursor"), limit).await?;
+    let page = state
+        .sender
+        .list_deliveries(&webhook_id, query.get("cursor"), limit)
+        .await?;
     Ok(Json(DeliveryList {
         data: page.items.iter().map(Delivery::from).collect(),
         next_cursor: page.next_cursor.map(|c| c.to_string()),

@@ -13,5 +13,8 @@ use axum::response::IntoResponse;
     security(())
 )]
 pub async fn openapi_document() -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "application/json")], crate::openapi::document_json())
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        crate::openapi::document_json(),
+    )
 }

@@ -15,7 +15,7 @@ pub mod workspaces;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request};
-use axum::http::{header, HeaderValue, Method, Uri};
+use axum::http::{HeaderValue, Method, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -31,7 +31,11 @@ pub fn authenticated_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(workspaces::list_workspaces))
         .routes(routes!(webhooks::create_webhook, webhooks::list_webhooks))
-        .routes(routes!(webhooks::get_webhook, webhooks::update_webhook, webhooks::delete_webhook))
+        .routes(routes!(
+            webhooks::get_webhook,
+            webhooks::update_webhook,
+            webhooks::delete_webhook
+        ))
         .routes(routes!(webhooks::set_webhook_enabled))
         .routes(routes!(webhooks::send_test_event))
         .routes(routes!(webhooks::rotate_webhook_secret))
@@ -69,7 +73,9 @@ async fn log_and_no_store(request: Request, next: Next) -> Response {
         .map(|m| m.as_str().to_owned())
         .unwrap_or_else(|| "(no route)".to_owned());
     let mut response = next.run(request).await;
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     let status = response.status().as_u16();
     let ms = started.elapsed().as_secs_f64() * 1000.0;
     tracing::info!(%method, route = %route, status, ms = format_args!("{ms:.1}"), "request");
@@ -85,7 +91,8 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
 /// logging and panic containment.
 pub fn app(state: AppState) -> Router {
     let (authenticated, _) = authenticated_routes().split_for_parts();
-    let authenticated = authenticated.route_layer(middleware::from_fn_with_state(state.clone(), crate::auth::authenticate));
+    let authenticated =
+        authenticated.route_layer(middleware::from_fn_with_state(state.clone(), crate::auth::authenticate));
     let (open, _) = open_routes().split_for_parts();
     Router::new()
         .merge(authenticated)

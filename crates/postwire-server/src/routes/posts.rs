@@ -7,9 +7,9 @@
 //! events created at or after a time. Events come newest first, exactly as delivered,
 //! so the receiver can feed them to the same handler (de-duplicating by `id`).
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::Uri;
-use axum::Json;
 use postwire_core::Timestamp;
 use postwire_sender::MAX_PAGE_SIZE;
 
@@ -56,7 +56,10 @@ pub async fn lookup_post_events(
     let limit = query.int("limit", MAX_PAGE_SIZE, 1, MAX_PAGE_SIZE)?;
     let since = match query.get("since") {
         None => None,
-        Some(s) => Some(s.parse::<Timestamp>().map_err(|_| ApiError::invalid("`since` must be an RFC 3339 timestamp, e.g. 2026-11-22T10:00:00Z"))?),
+        Some(s) => Some(
+            s.parse::<Timestamp>()
+                .map_err(|_| ApiError::invalid("`since` must be an RFC 3339 timestamp, e.g. 2026-11-22T10:00:00Z"))?,
+        ),
     };
     let post_ids = match (query.get("postId"), query.get("externalId")) {
         (Some(p), None) if !p.is_empty() => vec![p.to_owned()],
@@ -66,7 +69,12 @@ pub async fn lookup_post_events(
     };
     let mut events = Vec::new();
     for post_id in &post_ids {
-        events.extend(state.sender.events_for_post(&workspace_id, post_id, MAX_PAGE_SIZE).await?);
+        events.extend(
+            state
+                .sender
+                .events_for_post(&workspace_id, post_id, MAX_PAGE_SIZE)
+                .await?,
+        );
     }
     if let Some(since) = since {
         events.retain(|e| e.created_at >= since);
@@ -74,6 +82,13 @@ pub async fn lookup_post_events(
     events.sort_by_key(|e| std::cmp::Reverse(e.created_at));
     let has_more = events.len() > limit;
     events.truncate(limit);
-    let data = events.iter().map(|e| serde_json::to_value(e).unwrap_or_default()).collect();
-    Ok(Json(PostLookup { post_ids, data, has_more }))
+    let data = events
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap_or_default())
+        .collect();
+    Ok(Json(PostLookup {
+        post_ids,
+        data,
+        has_more,
+    }))
 }

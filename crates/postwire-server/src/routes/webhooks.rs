@@ -6,10 +6,10 @@
 //! subscription, then a sub-resource (`/enabled`) or an action (`/test`,
 //! `/rotate-secret`) below it. A subscription of another workspace is `not_found`.
 
+use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::Json;
 use postwire_core::{CreatedByKind, CreatedSubscription, EventType, Subscription};
 use postwire_sender::{NewSubscription, Published, SubscriptionRecord, TestEvent};
 
@@ -21,7 +21,9 @@ use crate::schemas::{
 };
 use crate::state::AppState;
 use crate::tokens::Scope;
-use crate::validation::{parse_create, parse_enabled, parse_json, parse_test_message, parse_update, read_body, ApiPath};
+use crate::validation::{
+    ApiPath, parse_create, parse_enabled, parse_json, parse_test_message, parse_update, read_body,
+};
 
 /// The `data.message` of a test event when the request gives none.
 pub const DEFAULT_TEST_MESSAGE: &str = "This is a test event from postwire.";
@@ -273,13 +275,23 @@ pub async fn send_test_event(
     let message = parse_test_message(parse_json(&bytes)?.as_ref())?.unwrap_or_else(|| DEFAULT_TEST_MESSAGE.to_owned());
     let published = state
         .sender
-        .publish(TestEvent { workspace_id, subscription_id: Some(webhook_id.clone()), message })
+        .publish(TestEvent {
+            workspace_id,
+            subscription_id: Some(webhook_id.clone()),
+            message,
+        })
         .await?;
     match published {
         Published::Event { event_id, .. } => {
             tracing::info!(subscription_id = %webhook_id, event_id = %event_id, "test event queued");
             debug_assert_eq!(EventType::WebhookTest.as_str(), "webhook.test");
-            Ok((StatusCode::ACCEPTED, Json(TestEventQueued { event_id, event_type: EventTypeName::WebhookTest })))
+            Ok((
+                StatusCode::ACCEPTED,
+                Json(TestEventQueued {
+                    event_id,
+                    event_type: EventTypeName::WebhookTest,
+                }),
+            ))
         }
         Published::NoEvent(_) => Err(ApiError::Internal("a test event produced no event".into())),
     }

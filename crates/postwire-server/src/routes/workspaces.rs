@@ -1,7 +1,7 @@
 //! `GET /public/v1/workspaces`: the workspaces the token may use.
 
-use axum::extract::State;
 use axum::Json;
+use axum::extract::State;
 
 use crate::auth::Caller;
 use crate::errors::{ApiResult, ErrorBody};

@@ -10,7 +10,7 @@ use postwire_core::{ManualClock, SystemClock, Timestamp};
 use postwire_sender::SenderConfig;
 use postwire_server::receiver::Receiver;
 use postwire_server::{NewToken, RunningServer, Scope, Server, ServerOptions};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 pub const INGEST: &str = "test-ingest-token-0123456789";
 
@@ -42,7 +42,11 @@ impl Reply {
         assert_eq!(self.status, status, "{}", self.text);
         assert_eq!(self.json["statusCode"], status, "{}", self.text);
         assert_eq!(self.json["code"], code, "{}", self.text);
-        assert!(self.json["message"].is_string() || self.json["message"].is_array(), "{}", self.text);
+        assert!(
+            self.json["message"].is_string() || self.json["message"].is_array(),
+            "{}",
+            self.text
+        );
         assert_eq!(self.json.as_object().unwrap().len(), 3, "{}", self.text);
     }
 
@@ -64,7 +68,10 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { insecure_local: true, rate_limit: 10_000 }
+        Options {
+            insecure_local: true,
+            rate_limit: 10_000,
+        }
     }
 }
 
@@ -76,7 +83,11 @@ impl Harness {
     pub async fn start_with(o: Options) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let api_clock = Arc::new(ManualClock::new(Timestamp::from_unix_millis(1_800_000_000_000)));
-        let mut config = SenderConfig { attempt_timeout: Duration::from_secs(3), idle_poll: Duration::from_millis(20), ..SenderConfig::default() };
+        let mut config = SenderConfig {
+            attempt_timeout: Duration::from_secs(3),
+            idle_poll: Duration::from_millis(20),
+            ..SenderConfig::default()
+        };
         if o.insecure_local {
             config = config.dangerously_allow_insecure_local_urls();
         }
@@ -90,7 +101,13 @@ impl Harness {
         let server = Server::open(options).await.unwrap().start("127.0.0.1:0").await.unwrap();
         let base = server.base_url();
         let http = reqwest::Client::builder().no_proxy().build().unwrap();
-        let h = Harness { server: Some(server), base, http, api_clock, dir };
+        let h = Harness {
+            server: Some(server),
+            base,
+            http,
+            api_clock,
+            dir,
+        };
         h.workspace("ws_a").await;
         h.workspace("ws_b").await;
         h.integration("ws_a", "acc_a1").await;
@@ -115,7 +132,11 @@ impl Harness {
             .state()
             .tokens
             .create(
-                NewToken { name: "test".into(), scopes: scopes.to_vec(), workspaces: workspaces.iter().map(|w| w.to_string()).collect() },
+                NewToken {
+                    name: "test".into(),
+                    scopes: scopes.to_vec(),
+                    workspaces: workspaces.iter().map(|w| w.to_string()).collect(),
+                },
                 Timestamp::from_unix_millis(0),
             )
             .await
@@ -141,7 +162,12 @@ impl Harness {
         let headers = resp.headers().clone();
         let text = resp.text().await.unwrap();
         let json = serde_json::from_str(&text).unwrap_or(Value::Null);
-        Reply { status, headers, text, json }
+        Reply {
+            status,
+            headers,
+            text,
+            json,
+        }
     }
 
     pub async fn json(&self, method: &str, path: &str, token: &str, body: Value) -> Reply {
@@ -153,20 +179,37 @@ impl Harness {
     }
 
     pub async fn workspace(&self, id: &str) {
-        let r = self.ingest("PUT", &format!("/internal/v1/workspaces/{id}"), json!({"name": format!("Workspace {id}")})).await;
+        let r = self
+            .ingest(
+                "PUT",
+                &format!("/internal/v1/workspaces/{id}"),
+                json!({"name": format!("Workspace {id}")}),
+            )
+            .await;
         assert_eq!(r.status, 200, "{}", r.text);
     }
 
     pub async fn integration(&self, ws: &str, id: &str) {
         let r = self
-            .ingest("PUT", &format!("/internal/v1/workspaces/{ws}/integrations/{id}"), json!({"name": format!("Account {id}"), "providerIdentifier": "x"}))
+            .ingest(
+                "PUT",
+                &format!("/internal/v1/workspaces/{ws}/integrations/{id}"),
+                json!({"name": format!("Account {id}"), "providerIdentifier": "x"}),
+            )
             .await;
         assert_eq!(r.status, 200, "{}", r.text);
     }
 
     /// Creates a subscription in ws_a to `url`; returns the creation body.
     pub async fn subscribe(&self, token: &str, url: &str) -> Value {
-        let r = self.json("POST", "/public/v1/workspaces/ws_a/webhooks", token, json!({"name": "test", "url": url})).await;
+        let r = self
+            .json(
+                "POST",
+                "/public/v1/workspaces/ws_a/webhooks",
+                token,
+                json!({"name": "test", "url": url}),
+            )
+            .await;
         assert_eq!(r.status, 201, "{}", r.text);
         r.json
     }
@@ -181,7 +224,9 @@ impl Harness {
         if change == "failed" {
             c["error"] = json!({"code": "rate_limited", "message": "slow down", "retryable": true});
         }
-        let r = self.ingest("POST", "/internal/v1/events", json!({"changes": [c]})).await;
+        let r = self
+            .ingest("POST", "/internal/v1/events", json!({"changes": [c]}))
+            .await;
         assert_eq!(r.status, 200, "{}", r.text);
         r.json["results"][0]["eventId"].as_str().unwrap().to_owned()
     }
@@ -195,7 +240,10 @@ pub async fn receiver() -> Receiver {
 pub async fn eventually<F: Fn() -> bool>(what: &str, check: F) {
     let start = Instant::now();
     while !check() {
-        assert!(start.elapsed() < Duration::from_secs(10), "timed out waiting for {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "timed out waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
