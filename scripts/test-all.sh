@@ -14,6 +14,10 @@ step "shared test vectors are what generate.py writes"
 python3 tests/vectors/generate.py
 git diff --exit-code -- tests/vectors || { echo "tests/vectors differ from generate.py's output" >&2; exit 1; }
 
+step "cargo fmt --check and cargo clippy -D warnings"
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
 step "cargo test --workspace"
 cargo test --workspace --locked
 step "cargo test -p postwire-core --all-features"
