@@ -5,35 +5,10 @@
 // node:crypto; every decision stays in wasm. Bun and Deno never load this file (their
 // export conditions pick dist/web).
 import { createHmac, createSecretKey } from "node:crypto";
-import {
-  initSync,
-  codeName,
-  wasmMemory,
-  scratchReserve,
-  lastErrorMessage,
-  lastErrorStatus,
-  generateSecret as wasmGenerateSecret,
-  WasmVerifier,
-  WasmReplayGuard,
-} from "../../build/web/postwire_wasm.js";
 import { WASM_BASE64 } from "../../build/web/wasm-base64.js";
-import { createApi } from "../api.js";
+import { instantiateApi } from "./init.js";
 
-initSync({ module: Buffer.from(WASM_BASE64, "base64") });
-
-const api = createApi(
-  {
-    codeName,
-    wasmMemory,
-    scratchReserve,
-    lastErrorMessage,
-    lastErrorStatus,
-    generateSecret: wasmGenerateSecret,
-    WasmVerifier,
-    WasmReplayGuard,
-  },
-  { createHmac, createSecretKey },
-);
+const api = instantiateApi(Buffer.from(WASM_BASE64, "base64"), { createHmac, createSecretKey });
 
 export const {
   Webhook,
