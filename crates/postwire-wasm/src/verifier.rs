@@ -10,8 +10,7 @@
 //! here, by postwire-core.
 
 use postwire_core::{
-    Error, ErrorCode, ID_HEADER, SIGNATURE_HEADER, Secret, Signature, SignatureHeader, Signer, TIMESTAMP_HEADER,
-    UnixTime, Verifier, WebhookHeaders,
+    Error, ID_HEADER, SIGNATURE_HEADER, Secret, Signature, Signer, TIMESTAMP_HEADER, UnixTime, Verifier, WebhookHeaders,
 };
 use wasm_bindgen::prelude::*;
 
@@ -138,9 +137,9 @@ impl WasmVerifier {
     /// scratch buffer holds the three header values, as for [`verify`](Self::verify),
     /// then one 32-byte HMAC per secret, in the order of the secrets, each over
     /// `<id>.<timestamp>.<body>` with the id and timestamp trimmed of spaces and tabs.
-    /// Every decision stays here: the headers, the timestamp window (postwire-core's own
-    /// check, run by verifying an empty body) and the constant-time comparison with each
-    /// well-formed `v1` signature. A caller that hashes the wrong bytes can only cause a
+    /// Every decision stays here: the headers, the timestamp window and the constant-time
+    /// comparison with each well-formed `v1` signature (postwire-core's
+    /// `Verifier::verify_computed`). A caller that hashes the wrong bytes can only cause a
     /// rejection, never an acceptance. Returns a status.
     #[wasm_bindgen(js_name = verifyMacs)]
     pub fn verify_macs(
@@ -171,22 +170,12 @@ impl WasmVerifier {
                 Ok(pairs) => pairs,
                 Err(e) => return fail(e),
             };
-            let headers = match WebhookHeaders::from_source(&pairs) {
-                Ok(h) => h,
-                Err(e) => return fail(e),
-            };
-            // postwire-core's checks, in its order: timestamp window, then the header's
-            // size limits. Over an empty body the signature will not match; that is expected.
-            match verifier.verify_headers(headers, b"", now) {
-                Err(e) if e.code() != ErrorCode::InvalidSignature => return fail(e),
-                _ => {}
-            }
             let expected: Vec<Signature> = macs
                 .chunks_exact(SIGNATURE_LEN)
                 .filter_map(|c| <[u8; SIGNATURE_LEN]>::try_from(c).ok())
                 .map(Signature::from_bytes)
                 .collect();
-            status(SignatureHeader::parse(headers.signature()).and_then(|h| h.matches_any(&expected)))
+            status(WebhookHeaders::from_source(&pairs).and_then(|h| verifier.verify_computed(h, &expected, now)))
         })
     }
 
