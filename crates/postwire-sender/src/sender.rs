@@ -46,6 +46,9 @@ pub(crate) struct Inner {
     pub(crate) started: AtomicBool,
     pub(crate) idle_requested: AtomicU64,
     pub(crate) idle_seen: tokio::sync::watch::Sender<u64>,
+    /// The dispatch lock of an SQLite file, held for the sender's lifetime
+    /// ([`open_sqlite`](Sender::open_sqlite)); `None` for other stores.
+    pub(crate) _dispatch_lock: Option<std::fs::File>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -97,6 +100,15 @@ impl Sender {
         clock: Arc<dyn Clock>,
         store: Arc<dyn Store>,
     ) -> Result<Sender, SenderError> {
+        Sender::open_locked(config, clock, store, None).await
+    }
+
+    async fn open_locked(
+        config: SenderConfig,
+        clock: Arc<dyn Clock>,
+        store: Arc<dyn Store>,
+        dispatch_lock: Option<std::fs::File>,
+    ) -> Result<Sender, SenderError> {
         let mut v = Violations::default();
         if config.max_in_flight == 0 || config.max_in_flight_per_subscription == 0 {
             v.push("`max_in_flight` and `max_in_flight_per_subscription` must be at least 1");
@@ -135,21 +147,28 @@ impl Sender {
                 started: AtomicBool::new(false),
                 idle_requested: AtomicU64::new(0),
                 idle_seen,
+                _dispatch_lock: dispatch_lock,
             }),
         })
     }
 
-    /// A sender over the SQLite file at `path` (created if absent).
+    /// A sender over the SQLite file at `path` (created if absent). Only one sender may
+    /// dispatch from a file at a time: a second one, in this process or another, fails
+    /// with a clear error until the first is dropped or its process ends
+    /// ([`lock_for_dispatch`](crate::store::sqlite::lock_for_dispatch)).
     pub async fn open_sqlite(
         path: impl AsRef<std::path::Path>,
         config: SenderConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<Sender, SenderError> {
         let path = path.as_ref().to_path_buf();
-        let store = tokio::task::spawn_blocking(move || SqliteStore::open(path))
-            .await
-            .map_err(SenderError::storage)??;
-        Sender::open(config, clock, Arc::new(store)).await
+        let (lock, store) = tokio::task::spawn_blocking(move || {
+            let lock = crate::store::sqlite::lock_for_dispatch(&path)?;
+            Ok::<_, SenderError>((lock, SqliteStore::open(path)?))
+        })
+        .await
+        .map_err(SenderError::storage)??;
+        Sender::open_locked(config, clock, Arc::new(store), Some(lock)).await
     }
 
     /// The store, for hosts that need direct access (metrics, a second API).

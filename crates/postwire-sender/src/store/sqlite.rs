@@ -116,6 +116,36 @@ fn db_err(e: impl std::fmt::Display) -> SenderError {
     SenderError::storage(e)
 }
 
+/// Claims the right to dispatch from the SQLite file at `db_path`: an exclusive advisory
+/// lock on `<db_path>.lock`, held as long as the returned file is open.
+///
+/// Leases live in the dispatching process's memory (see [`SqliteStore`]), so a second
+/// process dispatching from the same file would release the first one's leases at start,
+/// deliver events twice and run two events of one post at once, breaking their order.
+/// This lock turns that misconfiguration into a clear error. The operating system drops
+/// it when the process ends, even by SIGKILL, so a crash never leaves the file locked.
+/// Other processes may still open the file to read or to register workspaces and tokens
+/// (`postwire token create` while `postwire serve` runs).
+pub fn lock_for_dispatch(db_path: &Path) -> StoreResult<std::fs::File> {
+    let mut lock_path = db_path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(db_err)?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(SenderError::storage(format!(
+            "another sender process is already dispatching from {}; SQLite allows one per file \
+             (stop the other process, or use a separate file)",
+            db_path.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => Err(db_err(e)),
+    }
+}
+
 impl SqliteStore {
     /// Opens (creating if needed) the database file at `path`.
     pub fn open(path: impl AsRef<Path>) -> StoreResult<Self> {
