@@ -433,12 +433,12 @@ impl EventData {
 
     /// Checks the rules a type alone cannot: `post.published` has its release fields.
     fn validate(&self) -> Result<(), Error> {
-        if let EventData::PostPublished(d) = self {
-            if d.post.release_url.is_none() || d.post.release_id.is_none() {
-                return Err(Error::payload(
-                    "`post.published` must carry `releaseURL` and `releaseId`",
-                ));
-            }
+        if let EventData::PostPublished(d) = self
+            && (d.post.release_url.is_none() || d.post.release_id.is_none())
+        {
+            return Err(Error::payload(
+                "`post.published` must carry `releaseURL` and `releaseId`",
+            ));
         }
         Ok(())
     }

@@ -515,12 +515,12 @@ impl Sender {
         let mut results = Vec::with_capacity(changes.len());
         let mut built = Vec::with_capacity(changes.len());
         for change in &changes {
-            if let DomainChange::Test(t) = change {
-                if let Some(id) = &t.subscription_id {
-                    let sub = self.load(id).await?;
-                    if sub.workspace_id != t.workspace_id {
-                        return Err(SenderError::not_found(Resource::Subscription, id));
-                    }
+            if let DomainChange::Test(t) = change
+                && let Some(id) = &t.subscription_id
+            {
+                let sub = self.load(id).await?;
+                if sub.workspace_id != t.workspace_id {
+                    return Err(SenderError::not_found(Resource::Subscription, id));
                 }
             }
             let id = Event::generate_id().map_err(|_| SenderError::storage("no secure random source is available"))?;

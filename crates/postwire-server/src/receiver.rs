@@ -129,14 +129,15 @@ async fn receive(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
             event: None,
         });
         entry.requests += 1;
-        if let Some(plan) = plan {
-            if event_type == Some(plan.event_type) && entry.failed_on_purpose < plan.failed_attempts {
-                entry.failed_on_purpose += 1;
-                return (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "receiver is down (on purpose, for the demo)".to_owned(),
-                );
-            }
+        if let Some(plan) = plan
+            && event_type == Some(plan.event_type)
+            && entry.failed_on_purpose < plan.failed_attempts
+        {
+            entry.failed_on_purpose += 1;
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "receiver is down (on purpose, for the demo)".to_owned(),
+            );
         }
     }
     let delay = *inner.delay.lock().unwrap_or_else(|p| p.into_inner());

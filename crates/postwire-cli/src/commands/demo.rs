@@ -382,10 +382,10 @@ async fn story(
     let mut publisher = Some(publisher);
     let (deliveries, stats) = loop {
         tokio::time::sleep(Duration::from_millis(150)).await;
-        if publisher.as_ref().is_some_and(|p| p.is_finished()) {
-            if let Some(p) = publisher.take() {
-                p.await.map_err(|e| e.to_string())??;
-            }
+        if publisher.as_ref().is_some_and(|p| p.is_finished())
+            && let Some(p) = publisher.take()
+        {
+            p.await.map_err(|e| e.to_string())??;
         }
         let deliveries = fetch_deliveries(demo, &sub_id).await?;
         let stats = receiver.stats();
@@ -536,12 +536,12 @@ impl View {
         for (i, e) in events.iter().enumerate() {
             let d = deliveries.get(&e.event_id).cloned().unwrap_or_default();
             let mut attempts = d.attempts.join(" > ");
-            if d.state == "pending" {
-                if let Some(at) = d.next_attempt_at {
-                    let wait = at.unix_millis() - now.unix_millis();
-                    if wait > 0 && !d.attempts.is_empty() {
-                        attempts.push_str(&format!(" > retry in {}", human_secs(wait)));
-                    }
+            if d.state == "pending"
+                && let Some(at) = d.next_attempt_at
+            {
+                let wait = at.unix_millis() - now.unix_millis();
+                if wait > 0 && !d.attempts.is_empty() {
+                    attempts.push_str(&format!(" > retry in {}", human_secs(wait)));
                 }
             }
             let r = stats.events.get(&e.event_id);

@@ -125,12 +125,11 @@ async fn main() {
     }
     println!("published");
     loop {
-        if args.exit_when_idle {
-            if let Ok(c) = sender.delivery_counts(None).await {
-                if c.pending == 0 {
-                    break;
-                }
-            }
+        if args.exit_when_idle
+            && let Ok(c) = sender.delivery_counts(None).await
+            && c.pending == 0
+        {
+            break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -295,10 +295,10 @@ fn load_target(tx: &Connection, sub_seq: i64, now: Timestamp) -> rusqlite::Resul
         return Ok((String::new(), None));
     };
     let mut secrets = vec![Secret::parse(&secret).map_err(conversion)?];
-    if let (Some(previous), Some(until)) = (previous, until) {
-        if until > now.unix_millis() {
-            secrets.push(Secret::parse(&previous).map_err(conversion)?);
-        }
+    if let (Some(previous), Some(until)) = (previous, until)
+        && until > now.unix_millis()
+    {
+        secrets.push(Secret::parse(&previous).map_err(conversion)?);
     }
     let signer = Signer::with_secrets(secrets).map_err(conversion)?;
     Ok((id, Some((url, Arc::new(signer)))))
@@ -647,10 +647,10 @@ impl Store for SqliteStore {
                         }
                         continue;
                     }
-                    if let Some(k) = okey {
-                        if blocked.exists(params![sub, k, seq])? {
-                            continue;
-                        }
+                    if let Some(k) = okey
+                        && blocked.exists(params![sub, k, seq])?
+                    {
+                        continue;
                     }
                     match in_flight.get_mut(sub_id) {
                         Some(n) => *n += 1,
@@ -931,37 +931,37 @@ fn record(
                 Verdict::WillRetry
             }
         };
-        if let Some(cause) = health.apply(verdict, a.started_at) {
-            if !*paused {
-                *paused = true;
-                tx.execute(
-                    "UPDATE subscriptions SET paused_reason = ?2 WHERE seq = ?1",
-                    params![*seq, cause.reason()],
-                )?;
-                hold_pending(tx, *seq)?;
-                let message = format!(
-                    "Webhook subscription {} was paused: {}. Events are held until it is resumed; \
+        if let Some(cause) = health.apply(verdict, a.started_at)
+            && !*paused
+        {
+            *paused = true;
+            tx.execute(
+                "UPDATE subscriptions SET paused_reason = ?2 WHERE seq = ?1",
+                params![*seq, cause.reason()],
+            )?;
+            hold_pending(tx, *seq)?;
+            let message = format!(
+                "Webhook subscription {} was paused: {}. Events are held until it is resumed; \
                      events held for more than 7 days expire.",
-                    a.subscription_id,
-                    cause.reason()
-                );
-                tx.execute(
-                    "INSERT INTO notifications (workspace_id, subscription_id, cause, message, created_at)
+                a.subscription_id,
+                cause.reason()
+            );
+            tx.execute(
+                "INSERT INTO notifications (workspace_id, subscription_id, cause, message, created_at)
                      VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![&*workspace_id, a.subscription_id, cause_str(cause), message, now_ms],
-                )?;
-                paused_now.push(PausedByFailures {
-                    notification: Notification {
-                        id: tx.last_insert_rowid(),
-                        workspace_id: workspace_id.clone(),
-                        subscription_id: a.subscription_id.clone(),
-                        cause,
-                        message,
-                        created_at: now,
-                    },
+                params![&*workspace_id, a.subscription_id, cause_str(cause), message, now_ms],
+            )?;
+            paused_now.push(PausedByFailures {
+                notification: Notification {
+                    id: tx.last_insert_rowid(),
+                    workspace_id: workspace_id.clone(),
+                    subscription_id: a.subscription_id.clone(),
                     cause,
-                });
-            }
+                    message,
+                    created_at: now,
+                },
+                cause,
+            });
         }
     }
     let mut save = tx.prepare_cached(
