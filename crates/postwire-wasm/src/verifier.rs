@@ -112,24 +112,14 @@ impl WasmVerifier {
         present: u32,
         now_secs: f64,
     ) -> u32 {
-        let Some(verifier) = &self.verifier else {
-            return fail(Error::InvalidSecret {
-                reason: "at least one secret is required",
-            });
-        };
-        let now = UnixTime::from_secs(secs(now_secs));
-        scratch::with(|buf| {
-            let Some([id, timestamp, signature, body]) =
-                scratch::split(buf, [id_len, timestamp_len, signature_len, body_len])
-            else {
-                return fail(scratch::overflow());
-            };
-            let headers = match present_headers([id, timestamp, signature], present) {
-                Ok(h) => h,
-                Err(e) => return fail(e),
-            };
-            status(WebhookHeaders::from_source(&headers).and_then(|h| verifier.verify_headers(h, body, now)))
-        })
+        let lens = [id_len, timestamp_len, signature_len, body_len];
+        self.verify_scratch(
+            lens,
+            present,
+            now_secs,
+            |_| Ok(()),
+            |verifier, headers, body, now| verifier.verify_headers(headers, body, now).map(drop),
+        )
     }
 
     /// Verifies one delivery whose HMACs the caller computed: the runtime's native
@@ -151,32 +141,28 @@ impl WasmVerifier {
         present: u32,
         now_secs: f64,
     ) -> u32 {
-        let Some(verifier) = &self.verifier else {
-            return fail(Error::InvalidSecret {
-                reason: "at least one secret is required",
-            });
-        };
-        let now = UnixTime::from_secs(secs(now_secs));
-        scratch::with(|buf| {
-            let Some([id, timestamp, signature, macs]) =
-                scratch::split(buf, [id_len, timestamp_len, signature_len, macs_len])
-            else {
-                return fail(scratch::overflow());
-            };
-            if macs.len() != SIGNATURE_LEN * self.secrets.len() {
-                return fail(scratch::overflow());
+        let lens = [id_len, timestamp_len, signature_len, macs_len];
+        let one_mac_per_secret = |macs: &[u8]| {
+            if macs.len() == SIGNATURE_LEN * self.secrets.len() {
+                Ok(())
+            } else {
+                Err(scratch::overflow())
             }
-            let pairs = match present_headers([id, timestamp, signature], present) {
-                Ok(pairs) => pairs,
-                Err(e) => return fail(e),
-            };
-            let expected: Vec<Signature> = macs
-                .chunks_exact(SIGNATURE_LEN)
-                .filter_map(|c| <[u8; SIGNATURE_LEN]>::try_from(c).ok())
-                .map(Signature::from_bytes)
-                .collect();
-            status(WebhookHeaders::from_source(&pairs).and_then(|h| verifier.verify_computed(h, &expected, now)))
-        })
+        };
+        self.verify_scratch(
+            lens,
+            present,
+            now_secs,
+            one_mac_per_secret,
+            |verifier, headers, macs, now| {
+                let expected: Vec<Signature> = macs
+                    .chunks_exact(SIGNATURE_LEN)
+                    .filter_map(|c| <[u8; SIGNATURE_LEN]>::try_from(c).ok())
+                    .map(Signature::from_bytes)
+                    .collect();
+                verifier.verify_computed(headers, &expected, now).map(drop)
+            },
+        )
     }
 
     /// The key bytes of secret `index`, for the native HMAC of
@@ -212,6 +198,41 @@ impl WasmVerifier {
                 None
             }
         }
+    }
+}
+
+impl WasmVerifier {
+    /// What both verify calls share, in this order: a secret is configured; the scratch
+    /// buffer holds the three header values and a last part (the body, or the MACs) of
+    /// the given lengths; `check_last` accepts that last part; the headers that were
+    /// present are picked out and checked; then `decide` gives the outcome. Returns a status.
+    fn verify_scratch(
+        &self,
+        lens: [u32; 4],
+        present: u32,
+        now_secs: f64,
+        check_last: impl FnOnce(&[u8]) -> Result<(), Error>,
+        decide: impl FnOnce(&Verifier, WebhookHeaders<'_>, &[u8], UnixTime) -> Result<(), Error>,
+    ) -> u32 {
+        let Some(verifier) = &self.verifier else {
+            return fail(Error::InvalidSecret {
+                reason: "at least one secret is required",
+            });
+        };
+        let now = UnixTime::from_secs(secs(now_secs));
+        scratch::with(|buf| {
+            let Some([id, timestamp, signature, last]) = scratch::split(buf, lens) else {
+                return fail(scratch::overflow());
+            };
+            if let Err(e) = check_last(last) {
+                return fail(e);
+            }
+            let pairs = match present_headers([id, timestamp, signature], present) {
+                Ok(pairs) => pairs,
+                Err(e) => return fail(e),
+            };
+            status(WebhookHeaders::from_source(&pairs).and_then(|h| decide(verifier, h, last, now)))
+        })
     }
 }
 
