@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release -p postwire-sender --example bench -- [--deliveries N] [--held N] [--skip-wrk]
 //!     [--per-subscription N] [--in-flight N]   (the dispatcher's limits; defaults 32 and 256)
+//!     [--subscriptions 1|10|100]               (only that throughput run)
 //! ```
 //! (`crates/postwire-sender/scripts/bench.sh` runs it with the settings used for the
 //! figures in the notes.)
@@ -352,7 +353,8 @@ fn main() {
             "\n| subscriptions | deliveries | deliveries/s | vs wrk | p50 publish→attempt | p99 publish→attempt |"
         );
         println!("|---|---|---|---|---|---|");
-        for subs in [1, 10, 100] {
+        let only = arg("--subscriptions", 0);
+        for subs in [1, 10, 100].into_iter().filter(|s| only == 0 || *s == only) {
             let r = throughput(subs, deliveries, pad, &url, &arrivals).await;
             let ratio = wrk.map(|w| format!("{:.2}", r.rate / w)).unwrap_or_else(|| "-".into());
             println!(
