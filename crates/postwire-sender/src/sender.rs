@@ -523,7 +523,8 @@ impl Sender {
                     return Err(SenderError::not_found(Resource::Subscription, id));
                 }
             }
-            let id = Event::generate_id().map_err(|_| SenderError::storage("no secure random source is available"))?;
+            let id =
+                Event::generate_id(now).map_err(|_| SenderError::storage("no secure random source is available"))?;
             match build_event(change, id, now)? {
                 Ok(b) => {
                     results.push(Published::Event {

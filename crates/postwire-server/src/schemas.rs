@@ -207,7 +207,7 @@ pub struct SendTestRequest {
 #[serde(rename_all = "camelCase")]
 pub struct TestEventQueued {
     /// The event id (`webhook-id` of the delivery).
-    #[schema(example = "msg_2nL0ex0Jv1bHq9Yk3cPZsA")]
+    #[schema(example = "msg_01MCC5RM00X7Q2W9KD3FTB8N4P")]
     pub event_id: String,
     /// Always `webhook.test`.
     #[serde(rename = "type")]
