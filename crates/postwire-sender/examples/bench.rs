@@ -107,7 +107,7 @@ fn post_change(i: usize, pad: usize) -> DomainChange {
 fn padding_for_1kib() -> usize {
     let probe = postwire_sender::events::build_event(
         &post_change(0, 0),
-        "msg_AAAAAAAAAAAAAAAAAAAAAA".into(),
+        "msg_01MCC5RM00AAAAAAAAAAAAAAAA".into(),
         Timestamp::from_unix_millis(1_800_000_000_000),
     )
     .unwrap()

@@ -4,8 +4,9 @@
 //! ordering key) queue, only when due by the injected clock, never more than the free
 //! room (`max_in_flight` overall, `max_in_flight_per_subscription` each) — and starts one
 //! task per attempt. Finished attempts go through a channel to one writer task, which
-//! records them in batches (one transaction for many outcomes; it waits up to 1 ms to
-//! fill a batch while other attempts are still running) and then wakes the loop: a
+//! records all the outcomes that arrived while it was busy in one write (the store may
+//! commit it together with other writes: see the SQLite store's group commit) and then
+//! wakes the loop: a
 //! successor in the same ordering queue becomes claimable only once its predecessor's
 //! outcome is on disk. When a quarter of a busy subscription's (or the dispatcher's)
 //! room has come free, the loop is woken at once to refill it.
@@ -33,10 +34,6 @@ use crate::store::{ClaimRequest, ClaimedDelivery, FinishedAttempt, NextState};
 
 /// Most outcomes written in one transaction.
 const MAX_WRITE_BATCH: usize = 1024;
-/// Below this many outcomes, the writer waits [`BATCH_WAIT`] for more (when more are coming).
-const BATCH_TARGET: usize = 64;
-/// How long the writer waits to fill a batch.
-const BATCH_WAIT: Duration = Duration::from_millis(1);
 
 /// Attempts in this process: HTTP requests in flight (which bound the room for new
 /// claims) and attempts whose outcome is not yet recorded (which keep the dispatcher
@@ -237,19 +234,8 @@ async fn write_outcomes(
 ) {
     let mut batch = Vec::with_capacity(MAX_WRITE_BATCH);
     while rx.recv_many(&mut batch, MAX_WRITE_BATCH).await > 0 {
-        // With more attempts still running, wait a moment for their outcomes: one
-        // transaction for many outcomes costs far less than one each. A lone attempt
-        // (e.g. the head of an ordering queue) is recorded at once.
-        let running = in_flight.lock().unwrap_or_else(|p| p.into_inner()).unrecorded;
-        if batch.len() < BATCH_TARGET && running > batch.len() {
-            tokio::time::sleep(BATCH_WAIT).await;
-            while batch.len() < MAX_WRITE_BATCH {
-                match rx.try_recv() {
-                    Ok(a) => batch.push(a),
-                    Err(_) => break,
-                }
-            }
-        }
+        // No waiting to fill a batch: outcomes that finish while this write runs make up
+        // the next one, so batches grow by themselves with the load.
         let attempts: Vec<FinishedAttempt> = std::mem::take(&mut batch);
         let n = attempts.len();
         match inner.store.record_attempts(attempts, inner.clock.now()).await {

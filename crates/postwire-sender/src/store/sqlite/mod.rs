@@ -1,8 +1,9 @@
 //! The embedded store: one SQLite file in WAL mode, zero set-up.
 //!
-//! One connection, guarded by a mutex, used from Tokio's blocking pool. Every write is a
-//! transaction that commits before the calling future resolves, so an accepted event is
-//! on disk (in the WAL) before `publish` returns. With the default `synchronous=NORMAL`
+//! One connection, owned by one thread ([`connection_thread`]), which runs the store's
+//! operations in order and commits writes that queue up together (group commit). Every
+//! write's future resolves only after the transaction holding it has committed, so an
+//! accepted event is on disk (in the WAL) before `publish` returns. With the default `synchronous=NORMAL`
 //! a committed transaction survives the process being killed at any moment (SIGKILL);
 //! [`SqliteOptions::power_loss_durable`] switches to `synchronous=FULL`, which also
 //! survives a power cut, at the cost of an fsync per commit.
@@ -17,6 +18,8 @@
 //! 4 expired. The partial index on pending rows keeps claiming fast however many
 //! deliveries are held or finished.
 
+mod connection_thread;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -26,6 +29,7 @@ use postwire_core::{
 };
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
+use self::connection_thread::ConnectionThread;
 use super::{
     BoxFuture, ClaimRequest, ClaimedDelivery, DeliveryCounts, FinishedAttempt, NextState, PausedByFailures, Store,
     StoreResult,
@@ -100,7 +104,7 @@ pub struct SqliteOptions {
 /// The SQLite store. Cheap to clone.
 #[derive(Clone)]
 pub struct SqliteStore {
-    conn: Arc<Mutex<Connection>>,
+    conn: Arc<ConnectionThread>,
     /// Delivery row -> lease end (ms): claimed deliveries whose outcome is not recorded.
     leases: Arc<Mutex<HashMap<i64, i64>>>,
     path: PathBuf,
@@ -188,7 +192,7 @@ impl SqliteStore {
             .map_err(db_err)?;
         conn.set_prepared_statement_cache_capacity(64);
         Ok(SqliteStore {
-            conn: Arc::new(Mutex::new(conn)),
+            conn: Arc::new(ConnectionThread::spawn(conn)?),
             leases: Arc::default(),
             path,
         })
@@ -199,31 +203,28 @@ impl SqliteStore {
         &self.path
     }
 
-    fn run<T: Send + 'static>(
+    /// How many write transactions this store has committed. Writes that queue up
+    /// together share one (group commit), so under load this grows much more slowly than
+    /// the number of writes: a measure of how well commits are shared.
+    pub fn write_transactions(&self) -> u64 {
+        self.conn.commits()
+    }
+
+    /// Runs `f` on the connection's thread, outside any write transaction.
+    fn read<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> BoxFuture<'_, StoreResult<T>> {
-        let conn = self.conn.clone();
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
-                f(&mut guard).map_err(db_err)
-            })
-            .await
-            .map_err(|e| SenderError::storage(format!("storage task failed: {e}")))?
-        })
+        Box::pin(self.conn.read(f))
     }
 
-    fn run_tx<T: Send + 'static>(
+    /// Runs `f` in a write transaction (possibly shared with other writes: see
+    /// [`connection_thread`]); resolves after the commit.
+    fn write<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Transaction<'_>) -> rusqlite::Result<T> + Send + 'static,
     ) -> BoxFuture<'_, StoreResult<T>> {
-        self.run(move |conn| {
-            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let out = f(&tx)?;
-            tx.commit()?;
-            Ok(out)
-        })
+        Box::pin(self.conn.write(f))
     }
 }
 
@@ -363,7 +364,7 @@ impl Store for SqliteStore {
     }
 
     fn upsert_workspace(&self, workspace: Workspace) -> BoxFuture<'_, StoreResult<()>> {
-        self.run_tx(move |tx| {
+        self.write(move |tx| {
             tx.execute(
                 "INSERT INTO workspaces (id, name) VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET name = excluded.name",
                 params![workspace.id, workspace.name],
@@ -373,7 +374,7 @@ impl Store for SqliteStore {
     }
 
     fn workspace(&self, id: String) -> BoxFuture<'_, StoreResult<Option<Workspace>>> {
-        self.run(move |c| {
+        self.read(move |c| {
             c.prepare_cached("SELECT id, name FROM workspaces WHERE id = ?1")?
                 .query_row([id], |r| {
                     Ok(Workspace {
@@ -386,7 +387,7 @@ impl Store for SqliteStore {
     }
 
     fn upsert_integration(&self, workspace_id: String, i: Integration) -> BoxFuture<'_, StoreResult<()>> {
-        self.run_tx(move |tx| {
+        self.write(move |tx| {
             tx.execute(
                 "INSERT INTO integrations (workspace_id, id, name, provider_identifier, picture) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT (workspace_id, id) DO UPDATE SET name = excluded.name,
@@ -398,7 +399,7 @@ impl Store for SqliteStore {
     }
 
     fn integrations(&self, workspace_id: String, ids: Vec<String>) -> BoxFuture<'_, StoreResult<Vec<Integration>>> {
-        self.run(move |c| {
+        self.read(move |c| {
             let mut stmt = c.prepare_cached(
                 "SELECT id, name, provider_identifier, picture FROM integrations WHERE workspace_id = ?1 AND id = ?2",
             )?;
@@ -423,7 +424,7 @@ impl Store for SqliteStore {
     }
 
     fn insert_subscription(&self, s: StoredSubscription) -> BoxFuture<'_, StoreResult<()>> {
-        self.run_tx(move |tx| {
+        self.write(move |tx| {
             let sub = &s.subscription;
             let reason = match &sub.status {
                 SubscriptionStatus::Enabled => None,
@@ -454,11 +455,11 @@ impl Store for SqliteStore {
     }
 
     fn subscription(&self, id: String) -> BoxFuture<'_, StoreResult<Option<StoredSubscription>>> {
-        self.run(move |c| load_subscription(c, &id))
+        self.read(move |c| load_subscription(c, &id))
     }
 
     fn list_subscriptions(&self, workspace_id: String) -> BoxFuture<'_, StoreResult<Vec<StoredSubscription>>> {
-        self.run(move |c| {
+        self.read(move |c| {
             let mut stmt = c.prepare_cached(&format!(
                 "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions WHERE workspace_id = ?1 ORDER BY seq"
             ))?;
@@ -468,7 +469,7 @@ impl Store for SqliteStore {
     }
 
     fn update_subscription(&self, id: String, ch: SubscriptionChanges) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run_tx(move |tx| {
+        self.write(move |tx| {
             if load_subscription(tx, &id)?.is_none() {
                 return Ok(false);
             }
@@ -494,7 +495,7 @@ impl Store for SqliteStore {
     }
 
     fn delete_subscription(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run_tx(move |tx| {
+        self.write(move |tx| {
             let Some(seq) = sub_seq(tx, &id)? else { return Ok(false) };
             tx.execute("DELETE FROM subscriptions WHERE seq = ?1", [seq])?;
             tx.execute(
@@ -507,7 +508,7 @@ impl Store for SqliteStore {
     }
 
     fn pause(&self, id: String, reason: String) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run_tx(move |tx| {
+        self.write(move |tx| {
             let Some(seq) = sub_seq(tx, &id)? else { return Ok(false) };
             tx.execute(
                 "UPDATE subscriptions SET paused_reason = ?2 WHERE seq = ?1",
@@ -524,7 +525,7 @@ impl Store for SqliteStore {
         now: Timestamp,
         cutoff: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Option<ResumeSummary>>> {
-        self.run_tx(move |tx| {
+        self.write(move |tx| {
             let Some(seq) = sub_seq(tx, &id)? else { return Ok(None) };
             tx.execute(
                 "UPDATE subscriptions SET paused_reason = NULL, consecutive_failures = 0, failing_since = NULL WHERE seq = ?1",
@@ -543,7 +544,7 @@ impl Store for SqliteStore {
     }
 
     fn rotate_secret(&self, id: String, new_secret: Secret, until: Timestamp) -> BoxFuture<'_, StoreResult<bool>> {
-        self.run_tx(move |tx| {
+        self.write(move |tx| {
             let n = tx.execute(
                 "UPDATE subscriptions SET previous_secret = secret, previous_secret_until = ?3, secret = ?2 WHERE id = ?1",
                 params![id, new_secret.expose(), until.unix_millis()],
@@ -553,7 +554,7 @@ impl Store for SqliteStore {
     }
 
     fn enqueue(&self, events: Vec<BuiltEvent>, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<usize>>> {
-        self.run_tx(move |tx| {
+        self.write(move |tx| {
             let now_ms = now.unix_millis();
             let mut routes: HashMap<String, Vec<Route>> = HashMap::new();
             let mut counts = Vec::with_capacity(events.len());
@@ -604,7 +605,10 @@ impl Store for SqliteStore {
 
     fn claim(&self, req: ClaimRequest) -> BoxFuture<'_, StoreResult<Vec<ClaimedDelivery>>> {
         let leases = self.leases.clone();
-        self.run_tx(move |tx| {
+        self.read(move |conn| {
+            // Claiming writes nothing to the file (leases live in memory); one read
+            // transaction gives the scan a single snapshot.
+            let tx = conn.transaction()?;
             let now_ms = req.now.unix_millis();
             let mut leases = leases.lock().unwrap_or_else(|p| p.into_inner());
             let mut in_flight = req.in_flight;
@@ -634,7 +638,7 @@ impl Store for SqliteStore {
                         continue;
                     }
                     if let std::collections::hash_map::Entry::Vacant(e) = targets.entry(sub) {
-                        e.insert(load_target(tx, sub, req.now)?);
+                        e.insert(load_target(&tx, sub, req.now)?);
                     }
                     let (sub_id, target) = &targets[&sub];
                     if target.is_none() {
@@ -686,12 +690,14 @@ impl Store for SqliteStore {
                     created_at: ts(created_at),
                 });
             }
+            drop(load);
+            tx.commit()?;
             Ok(out)
         })
     }
 
     fn next_due_at(&self) -> BoxFuture<'_, StoreResult<Option<Timestamp>>> {
-        self.run(|c| {
+        self.read(|c| {
             let due: Option<i64> = c
                 .prepare_cached("SELECT MIN(due_at) FROM deliveries WHERE state = 0")?
                 .query_row([], |r| r.get(0))?;
@@ -706,10 +712,11 @@ impl Store for SqliteStore {
     ) -> BoxFuture<'_, StoreResult<Vec<PausedByFailures>>> {
         let leases = self.leases.clone();
         let recorded: Vec<i64> = attempts.iter().map(|a| a.delivery.0).collect();
-        self.run(move |conn| {
-            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-            let paused = record(&tx, attempts, now)?;
-            tx.commit()?;
+        let write = self.write(move |tx| record(tx, attempts, now));
+        Box::pin(async move {
+            let paused = write.await?;
+            // Committed: the leases have done their job. (After a failed write they stay,
+            // and the deliveries are attempted again when they end.)
             let mut map = leases.lock().unwrap_or_else(|p| p.into_inner());
             for seq in recorded {
                 map.remove(&seq);
@@ -724,7 +731,7 @@ impl Store for SqliteStore {
         before: Option<i64>,
         limit: usize,
     ) -> BoxFuture<'_, StoreResult<Vec<DeliveryRecord>>> {
-        self.run(move |c| {
+        self.read(move |c| {
             let mut stmt = c.prepare_cached(
                 "SELECT d.seq, ?1, e.id, e.event_type, d.state, d.due_at, d.created_at, d.finished_at
                  FROM deliveries d JOIN events e ON e.seq = d.event_seq
@@ -789,7 +796,7 @@ impl Store for SqliteStore {
         post_id: String,
         limit: usize,
     ) -> BoxFuture<'_, StoreResult<Vec<Event>>> {
-        self.run(move |c| {
+        self.read(move |c| {
             let mut stmt = c.prepare_cached(
                 "SELECT body FROM events WHERE workspace_id = ?1 AND post_id = ?2 ORDER BY seq DESC LIMIT ?3",
             )?;
@@ -801,7 +808,7 @@ impl Store for SqliteStore {
     }
 
     fn notifications(&self, workspace_id: String, limit: usize) -> BoxFuture<'_, StoreResult<Vec<Notification>>> {
-        self.run(move |c| {
+        self.read(move |c| {
             let mut stmt = c.prepare_cached(
                 "SELECT id, workspace_id, subscription_id, cause, message, created_at FROM notifications
                  WHERE workspace_id = ?1 ORDER BY id DESC LIMIT ?2",
@@ -825,7 +832,7 @@ impl Store for SqliteStore {
     }
 
     fn delivery_counts(&self, subscription_id: Option<String>) -> BoxFuture<'_, StoreResult<DeliveryCounts>> {
-        self.run(move |c| {
+        self.read(move |c| {
             let mut counts = DeliveryCounts::default();
             let mut add = |state: i64, n: i64| {
                 let n = n as u64;
