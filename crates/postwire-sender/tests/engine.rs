@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use postwire_core::{EventType, Secret};
-use postwire_sender::{AttemptErrorKind, AttemptOutcome, DeliveryState, PostChangeKind, SenderConfig, TestEvent};
+use postwire_sender::{
+    AttemptErrorKind, AttemptOutcome, DeliveryState, PostChangeKind, SenderConfig, SubscriptionUpdate, TestEvent,
+};
 
 const SEC: i64 = 1000;
 const MIN: i64 = 60 * SEC;
@@ -966,4 +968,44 @@ async fn shutdown_lets_attempts_in_flight_finish_and_records_them() {
         "unavailable"
     );
     assert_eq!(sender.wait_idle().await.unwrap_err().code().as_str(), "unavailable");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotation_or_a_new_url_applies_to_the_very_next_attempt() {
+    // The store keeps each subscription's URL and signer between claims; both must be
+    // fresh right after a change, even when deliveries were made just before it.
+    let h = Harness::new().await;
+    let first = Receiver::succeeding().await;
+    let second = Receiver::succeeding().await;
+    let (sub, old) = h.subscribe(&first.url).await;
+    h.sender.publish(scheduled("before")).await.unwrap();
+    h.idle().await;
+    assert_eq!(first.count(), 1);
+
+    let new = h.sender.rotate_secret(&sub).await.unwrap().secret;
+    h.sender.publish(scheduled("after-rotation")).await.unwrap();
+    h.idle().await;
+    let after_rotation = &first.requests()[1];
+    assert_eq!(
+        after_rotation.header("webhook-signature").unwrap().split(' ').count(),
+        2
+    );
+    assert!(after_rotation.verify(std::slice::from_ref(&new)).is_ok());
+    assert!(after_rotation.verify(std::slice::from_ref(&old)).is_ok());
+
+    h.sender
+        .update_subscription(
+            &sub,
+            SubscriptionUpdate {
+                url: Some(second.url.clone()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    h.sender.publish(scheduled("after-new-url")).await.unwrap();
+    h.idle().await;
+    assert_eq!(first.count(), 2, "nothing more goes to the old URL");
+    assert_eq!(second.count(), 1);
+    h.shutdown().await;
 }

@@ -19,17 +19,19 @@
 //! deliveries are held or finished.
 
 mod connection_thread;
+mod targets;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use postwire_core::{
-    CreatedByKind, Event, EventType, Integration, Secret, Signer, Subscription, SubscriptionStatus, Timestamp, matches,
+    CreatedByKind, Event, EventType, Integration, Secret, Subscription, SubscriptionStatus, Timestamp, matches,
 };
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use self::connection_thread::ConnectionThread;
+use self::targets::{Target, TargetCache};
 use super::{
     BoxFuture, ClaimRequest, ClaimedDelivery, DeliveryCounts, FinishedAttempt, NextState, PausedByFailures, Store,
     StoreResult,
@@ -107,6 +109,8 @@ pub struct SqliteStore {
     conn: Arc<ConnectionThread>,
     /// Delivery row -> lease end (ms): claimed deliveries whose outcome is not recorded.
     leases: Arc<Mutex<HashMap<i64, i64>>>,
+    /// Delivery targets (URL, signer) by subscription row, for claims.
+    targets: Arc<Mutex<TargetCache>>,
     path: PathBuf,
 }
 
@@ -194,6 +198,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             conn: Arc::new(ConnectionThread::spawn(conn)?),
             leases: Arc::default(),
+            targets: Arc::default(),
             path,
         })
     }
@@ -274,35 +279,6 @@ fn subscription_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredSubscr
         previous_secret,
         failing_since: opt_ts(r.get(10)?),
     })
-}
-
-/// Where and how to send a subscription's deliveries: its URL and signer.
-type Target = (String, Arc<Signer>);
-/// A subscription row's text columns used by [`load_target`].
-type TargetRow = (String, String, String, Option<String>, Option<i64>);
-
-/// A subscription's id, URL and the secrets that sign at `now` (the previous one only
-/// while its window is open); no target when it was deleted.
-fn load_target(tx: &Connection, sub_seq: i64, now: Timestamp) -> rusqlite::Result<(String, Option<Target>)> {
-    let row: Option<TargetRow> = tx
-        .prepare_cached(
-            "SELECT id, url, secret, previous_secret, previous_secret_until FROM subscriptions WHERE seq = ?1",
-        )?
-        .query_row([sub_seq], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-        })
-        .optional()?;
-    let Some((id, url, secret, previous, until)) = row else {
-        return Ok((String::new(), None));
-    };
-    let mut secrets = vec![Secret::parse(&secret).map_err(conversion)?];
-    if let (Some(previous), Some(until)) = (previous, until)
-        && until > now.unix_millis()
-    {
-        secrets.push(Secret::parse(&previous).map_err(conversion)?);
-    }
-    let signer = Signer::with_secrets(secrets).map_err(conversion)?;
-    Ok((id, Some((url, Arc::new(signer)))))
 }
 
 fn load_subscription(tx: &Connection, id: &str) -> rusqlite::Result<Option<StoredSubscription>> {
@@ -469,7 +445,10 @@ impl Store for SqliteStore {
     }
 
     fn update_subscription(&self, id: String, ch: SubscriptionChanges) -> BoxFuture<'_, StoreResult<bool>> {
+        let cache = self.targets.clone();
         self.write(move |tx| {
+            // The write and any claim run on the same thread, one after the other.
+            cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
             if load_subscription(tx, &id)?.is_none() {
                 return Ok(false);
             }
@@ -495,7 +474,10 @@ impl Store for SqliteStore {
     }
 
     fn delete_subscription(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+        let cache = self.targets.clone();
         self.write(move |tx| {
+            // The write and any claim run on the same thread, one after the other.
+            cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
             let Some(seq) = sub_seq(tx, &id)? else { return Ok(false) };
             tx.execute("DELETE FROM subscriptions WHERE seq = ?1", [seq])?;
             tx.execute(
@@ -544,7 +526,10 @@ impl Store for SqliteStore {
     }
 
     fn rotate_secret(&self, id: String, new_secret: Secret, until: Timestamp) -> BoxFuture<'_, StoreResult<bool>> {
+        let cache = self.targets.clone();
         self.write(move |tx| {
+            // The write and any claim run on the same thread, one after the other.
+            cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
             let n = tx.execute(
                 "UPDATE subscriptions SET previous_secret = secret, previous_secret_until = ?3, secret = ?2 WHERE id = ?1",
                 params![id, new_secret.expose(), until.unix_millis()],
@@ -604,17 +589,18 @@ impl Store for SqliteStore {
     }
 
     fn claim(&self, req: ClaimRequest) -> BoxFuture<'_, StoreResult<Vec<ClaimedDelivery>>> {
-        let leases = self.leases.clone();
+        let (leases, cache) = (self.leases.clone(), self.targets.clone());
         self.read(move |conn| {
             // Claiming writes nothing to the file (leases live in memory); one read
             // transaction gives the scan a single snapshot.
             let tx = conn.transaction()?;
             let now_ms = req.now.unix_millis();
             let mut leases = leases.lock().unwrap_or_else(|p| p.into_inner());
+            let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
             let mut in_flight = req.in_flight;
-            // Subscription row number -> its id and, while it exists, where and how to send.
-            let mut targets: HashMap<i64, (String, Option<Target>)> = HashMap::new();
-            let mut chosen: Vec<(i64, i64)> = Vec::new();
+            // Subscription row number -> where and how to send, while it exists.
+            let mut targets: HashMap<i64, Option<Arc<Target>>> = HashMap::new();
+            let mut chosen: Vec<(i64, Arc<Target>)> = Vec::new();
             {
                 // Due pending deliveries, from the covering partial index.
                 let mut scan = tx.prepare_cached(
@@ -637,13 +623,12 @@ impl Store for SqliteStore {
                     if leases.get(&seq).is_some_and(|until| *until > now_ms) {
                         continue;
                     }
-                    if let std::collections::hash_map::Entry::Vacant(e) = targets.entry(sub) {
-                        e.insert(load_target(&tx, sub, req.now)?);
-                    }
-                    let (sub_id, target) = &targets[&sub];
-                    if target.is_none() {
-                        continue;
-                    }
+                    let target = match targets.entry(sub) {
+                        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                        std::collections::hash_map::Entry::Vacant(e) => e.insert(cache.get(&tx, sub, req.now)?),
+                    };
+                    let Some(target) = target else { continue };
+                    let sub_id = &target.id;
                     if in_flight.get(sub_id).copied().unwrap_or(0) >= req.per_subscription_limit {
                         skipped_full += 1;
                         if skipped_full >= CLAIM_SKIP_FULL_LIMIT {
@@ -662,7 +647,7 @@ impl Store for SqliteStore {
                             in_flight.insert(sub_id.clone(), 1);
                         }
                     }
-                    chosen.push((seq, sub));
+                    chosen.push((seq, target.clone()));
                     if chosen.len() >= req.limit {
                         break;
                     }
@@ -673,19 +658,17 @@ impl Store for SqliteStore {
                  WHERE d.seq = ?1",
             )?;
             let mut out = Vec::with_capacity(chosen.len());
-            for (seq, sub) in chosen {
-                let (sub_id, target) = &targets[&sub];
-                let Some((url, signer)) = target else { continue };
+            for (seq, target) in chosen {
                 let (event_id, body, attempts, created_at): (String, String, i64, i64) =
                     load.query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
                 leases.insert(seq, req.lease_until.unix_millis());
                 out.push(ClaimedDelivery {
                     id: DeliveryId(seq),
-                    subscription_id: sub_id.clone(),
+                    subscription_id: target.id.clone(),
                     event_id,
                     body,
-                    url: url.clone(),
-                    signer: signer.clone(),
+                    url: target.url.clone(),
+                    signer: target.signer.clone(),
                     attempt: attempts as u32 + 1,
                     created_at: ts(created_at),
                 });
