@@ -177,7 +177,7 @@ struct RunResult {
 }
 
 async fn throughput(subs: usize, deliveries: usize, pad: usize, url: &str, arrivals: &Arc<Arrivals>) -> RunResult {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in(std::env::var("BENCH_DIR").unwrap_or("/tmp".into())).unwrap();
     let (sender, _) = open_sender(dir.path(), subs, url).await;
     let dispatcher = sender.start();
     let events = deliveries / subs;

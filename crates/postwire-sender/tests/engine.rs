@@ -1009,3 +1009,44 @@ async fn a_rotation_or_a_new_url_applies_to_the_very_next_attempt() {
     assert_eq!(second.count(), 1);
     h.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_backlog_on_one_subscription_does_not_delay_another() {
+    // One slow endpoint with a backlog of 1,000 deliveries, one attempt at a time. A
+    // delivery to another subscription, published after the whole backlog, still goes
+    // out at once: each subscription's queue is claimed on its own.
+    let h = Harness::with_config(SenderConfig {
+        max_in_flight_per_subscription: 1,
+        ..test_config()
+    })
+    .await;
+    let slow = Receiver::start(|_, _| Reply::ok().delay(Duration::from_millis(200))).await;
+    let fast = Receiver::succeeding().await;
+    let (slow_sub, _) = h.subscribe(&slow.url).await;
+    let (fast_sub, _) = h.subscribe(&fast.url).await;
+    let to = |sub: &str, n: usize| -> Vec<postwire_sender::DomainChange> {
+        (0..n)
+            .map(|i| {
+                TestEvent {
+                    workspace_id: WS.into(),
+                    subscription_id: Some(sub.to_owned()),
+                    message: format!("{i}"),
+                }
+                .into()
+            })
+            .collect()
+    };
+    h.sender.publish_many(to(&slow_sub, 1_000)).await.unwrap();
+    let published = Instant::now();
+    h.sender.publish_many(to(&fast_sub, 1)).await.unwrap();
+    assert!(
+        fast.wait_for_count(1, Duration::from_secs(3)).await,
+        "the other subscription's delivery waited behind the backlog"
+    );
+    assert!(published.elapsed() < Duration::from_secs(3));
+    assert!(
+        slow.count() < 50,
+        "the slow endpoint is still working through its backlog"
+    );
+    h.shutdown().await;
+}

@@ -3,8 +3,9 @@
 //! One connection, owned by one thread ([`connection_thread`]), which runs the store's
 //! operations in order and commits writes that queue up together (group commit). Every
 //! write's future resolves only after the transaction holding it has committed, so an
-//! accepted event is on disk (in the WAL) before `publish` returns. With the default `synchronous=NORMAL`
-//! a committed transaction survives the process being killed at any moment (SIGKILL);
+//! accepted event is on disk (in the WAL) before `publish` returns. With the default
+//! `synchronous=NORMAL` a committed transaction survives the process being killed at any
+//! moment (SIGKILL);
 //! [`SqliteOptions::power_loss_durable`] switches to `synchronous=FULL`, which also
 //! survives a power cut, at the cost of an fsync per commit.
 //!
@@ -14,11 +15,17 @@
 //! when the attempt's outcome is recorded, or when it expires (an outcome that could not
 //! be written is attempted again then).
 //!
+//! A claim reads each subscription's queue on its own (the partial index on pending
+//! rows is keyed by subscription, then due time), visiting only the subscriptions that
+//! [`due`] says may have something due, so one subscription's backlog never hides
+//! another's deliveries, and held or finished deliveries cost a claim nothing. Each
+//! subscription's URL and signer are kept between claims ([`targets`]).
+//!
 //! Delivery states are small integers: 0 pending, 1 held, 2 delivered, 3 failed,
-//! 4 expired. The partial index on pending rows keeps claiming fast however many
-//! deliveries are held or finished.
+//! 4 expired.
 
 mod connection_thread;
+mod due;
 mod targets;
 
 use std::collections::HashMap;
@@ -31,6 +38,7 @@ use postwire_core::{
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use self::connection_thread::ConnectionThread;
+use self::due::DueSubscriptions;
 use self::targets::{Target, TargetCache};
 use super::{
     BoxFuture, ClaimRequest, ClaimedDelivery, DeliveryCounts, FinishedAttempt, NextState, PausedByFailures, Store,
@@ -50,16 +58,18 @@ const DELIVERED: i64 = 2;
 const FAILED: i64 = 3;
 const EXPIRED: i64 = 4;
 
-/// Most rows looked at by one claim, so a long blocked queue cannot stall it.
+/// Most rows of one subscription's queue looked at by one claim, so a long blocked
+/// queue cannot stall it.
 const CLAIM_SCAN_LIMIT: usize = 5_000;
-/// Most rows passed over because their subscription has no room, per claim. Rows of a
-/// busy subscription are cheap to skip but not free; past this many, the claim stops
-/// (the busy subscription drains at its full rate, and the rows behind it come next).
-const CLAIM_SKIP_FULL_LIMIT: usize = 512;
 
 /// The layout of the file, kept in `PRAGMA user_version`; a file of another version is
 /// refused rather than misread.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
+/// What turns a file of an older version into the current one, by version.
+const MIGRATIONS: &[(i64, &str)] = &[
+    // 1 -> 2: the due index is keyed by subscription first (claims read one queue each).
+    (1, "DROP INDEX IF EXISTS deliveries_due;"),
+];
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS workspaces (id TEXT PRIMARY KEY, name TEXT NOT NULL);
@@ -82,7 +92,7 @@ CREATE TABLE IF NOT EXISTS deliveries (
     okey INTEGER, state INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
     due_at INTEGER NOT NULL,
     created_at INTEGER NOT NULL, finished_at INTEGER);
-CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (due_at, seq, sub_seq, okey) WHERE state = 0;
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (sub_seq, due_at, seq, okey) WHERE state = 0;
 CREATE INDEX IF NOT EXISTS deliveries_queue ON deliveries (sub_seq, okey, seq) WHERE state <= 1;
 CREATE INDEX IF NOT EXISTS deliveries_subscription ON deliveries (sub_seq, seq);
 CREATE TABLE IF NOT EXISTS attempts (
@@ -111,6 +121,8 @@ pub struct SqliteStore {
     leases: Arc<Mutex<HashMap<i64, i64>>>,
     /// Delivery targets (URL, signer) by subscription row, for claims.
     targets: Arc<Mutex<TargetCache>>,
+    /// Which subscriptions' queues a claim looks at.
+    due: Arc<Mutex<DueSubscriptions>>,
     path: PathBuf,
 }
 
@@ -185,20 +197,36 @@ impl SqliteStore {
         let version: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(db_err)?;
-        if version != 0 && version != SCHEMA_VERSION {
+        let migration = MIGRATIONS.iter().find(|(from, _)| *from == version);
+        if version != 0 && version != SCHEMA_VERSION && migration.is_none() {
             return Err(SenderError::storage(format!(
                 "{} has schema version {version}; this sender reads version {SCHEMA_VERSION}",
                 path.display()
             )));
         }
-        conn.execute_batch(SCHEMA).map_err(db_err)?;
-        conn.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))
+        let tx = conn.unchecked_transaction().map_err(db_err)?;
+        if let Some((_, sql)) = migration {
+            tx.execute_batch(sql).map_err(db_err)?;
+        }
+        tx.execute_batch(SCHEMA).map_err(db_err)?;
+        tx.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))
             .map_err(db_err)?;
+        tx.commit().map_err(db_err)?;
         conn.set_prepared_statement_cache_capacity(64);
+        let mut due = DueSubscriptions::default();
+        due.reset(
+            conn.prepare("SELECT sub_seq, MIN(due_at) FROM deliveries WHERE state = 0 GROUP BY sub_seq")
+                .and_then(|mut stmt| {
+                    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .map_err(db_err)?,
+        );
         Ok(SqliteStore {
             conn: Arc::new(ConnectionThread::spawn(conn)?),
             leases: Arc::default(),
             targets: Arc::default(),
+            due: Arc::new(Mutex::new(due)),
             path,
         })
     }
@@ -507,8 +535,10 @@ impl Store for SqliteStore {
         now: Timestamp,
         cutoff: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Option<ResumeSummary>>> {
+        let due = self.due.clone();
         self.write(move |tx| {
             let Some(seq) = sub_seq(tx, &id)? else { return Ok(None) };
+            due.lock().unwrap_or_else(|p| p.into_inner()).lower(seq, now.unix_millis());
             tx.execute(
                 "UPDATE subscriptions SET paused_reason = NULL, consecutive_failures = 0, failing_since = NULL WHERE seq = ?1",
                 [seq],
@@ -539,8 +569,10 @@ impl Store for SqliteStore {
     }
 
     fn enqueue(&self, events: Vec<BuiltEvent>, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<usize>>> {
+        let due = self.due.clone();
         self.write(move |tx| {
             let now_ms = now.unix_millis();
+            let mut due = due.lock().unwrap_or_else(|p| p.into_inner());
             let mut routes: HashMap<String, Vec<Route>> = HashMap::new();
             let mut counts = Vec::with_capacity(events.len());
             let mut insert_event = tx.prepare_cached(
@@ -579,6 +611,9 @@ impl Store for SqliteStore {
                     if wanted {
                         let state = if route.paused { HELD } else { PENDING };
                         insert_delivery.execute(params![route.seq, event_seq, key, state, now_ms])?;
+                        if state == PENDING {
+                            due.lower(route.seq, now_ms);
+                        }
                         n += 1;
                     }
                 }
@@ -589,7 +624,7 @@ impl Store for SqliteStore {
     }
 
     fn claim(&self, req: ClaimRequest) -> BoxFuture<'_, StoreResult<Vec<ClaimedDelivery>>> {
-        let (leases, cache) = (self.leases.clone(), self.targets.clone());
+        let (leases, cache, due) = (self.leases.clone(), self.targets.clone(), self.due.clone());
         self.read(move |conn| {
             // Claiming writes nothing to the file (leases live in memory); one read
             // transaction gives the scan a single snapshot.
@@ -597,60 +632,64 @@ impl Store for SqliteStore {
             let now_ms = req.now.unix_millis();
             let mut leases = leases.lock().unwrap_or_else(|p| p.into_inner());
             let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
-            let mut in_flight = req.in_flight;
-            // Subscription row number -> where and how to send, while it exists.
-            let mut targets: HashMap<i64, Option<Arc<Target>>> = HashMap::new();
+            let mut due = due.lock().unwrap_or_else(|p| p.into_inner());
             let mut chosen: Vec<(i64, Arc<Target>)> = Vec::new();
             {
-                // Due pending deliveries, from the covering partial index.
-                let mut scan = tx.prepare_cached(
-                    "SELECT seq, sub_seq, okey FROM deliveries INDEXED BY deliveries_due
-                     WHERE state = 0 AND due_at <= ?1 ORDER BY due_at, seq",
+                // One subscription's pending deliveries, by due time, from the covering
+                // partial index.
+                let mut queue = tx.prepare_cached(
+                    "SELECT seq, okey, due_at FROM deliveries INDEXED BY deliveries_due
+                     WHERE state = 0 AND sub_seq = ?1 ORDER BY due_at, seq",
                 )?;
                 // Is there an earlier unfinished delivery with the same ordering key?
                 let mut blocked = tx.prepare_cached(
                     "SELECT 1 FROM deliveries WHERE sub_seq = ?1 AND okey = ?2 AND state <= 1 AND seq < ?3 LIMIT 1",
                 )?;
-                let mut rows = scan.query([now_ms])?;
-                let mut scanned = 0;
-                let mut skipped_full = 0;
-                while let Some(r) = rows.next()? {
-                    scanned += 1;
-                    if scanned > CLAIM_SCAN_LIMIT {
-                        break;
-                    }
-                    let (seq, sub, okey): (i64, i64, Option<i64>) = (r.get(0)?, r.get(1)?, r.get(2)?);
-                    if leases.get(&seq).is_some_and(|until| *until > now_ms) {
-                        continue;
-                    }
-                    let target = match targets.entry(sub) {
-                        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                        std::collections::hash_map::Entry::Vacant(e) => e.insert(cache.get(&tx, sub, req.now)?),
-                    };
-                    let Some(target) = target else { continue };
-                    let sub_id = &target.id;
-                    if in_flight.get(sub_id).copied().unwrap_or(0) >= req.per_subscription_limit {
-                        skipped_full += 1;
-                        if skipped_full >= CLAIM_SKIP_FULL_LIMIT {
-                            break;
-                        }
-                        continue;
-                    }
-                    if let Some(k) = okey
-                        && blocked.exists(params![sub, k, seq])?
-                    {
-                        continue;
-                    }
-                    match in_flight.get_mut(sub_id) {
-                        Some(n) => *n += 1,
-                        None => {
-                            in_flight.insert(sub_id.clone(), 1);
-                        }
-                    }
-                    chosen.push((seq, target.clone()));
+                for sub in due.due(now_ms) {
                     if chosen.len() >= req.limit {
                         break;
                     }
+                    let Some(target) = cache.get(&tx, sub, req.now)? else {
+                        due.set(sub, None); // deleted, with its deliveries
+                        continue;
+                    };
+                    let busy = req.in_flight.get(&target.id).copied().unwrap_or(0);
+                    // A full subscription keeps its place: it is looked at again next time.
+                    let mut room = req.per_subscription_limit.saturating_sub(busy);
+                    if room == 0 {
+                        continue;
+                    }
+                    // The next time this queue may have something to claim, from what it shows.
+                    let mut next: Option<i64> = None;
+                    let mut rows = queue.query([sub])?;
+                    let mut scanned = 0;
+                    while let Some(r) = rows.next()? {
+                        let (seq, okey, due_at): (i64, Option<i64>, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
+                        if due_at > now_ms {
+                            next = Some(next.map_or(due_at, |n| n.min(due_at)));
+                            break;
+                        }
+                        scanned += 1;
+                        if room == 0 || chosen.len() >= req.limit || scanned > CLAIM_SCAN_LIMIT {
+                            next = Some(now_ms); // more may be claimable now
+                            break;
+                        }
+                        if let Some(until) = leases.get(&seq).copied().filter(|until| *until > now_ms) {
+                            // In flight; claimable again only if its lease runs out.
+                            next = Some(next.map_or(until, |n| n.min(until)));
+                            continue;
+                        }
+                        // A blocked delivery needs no time here: its predecessor's outcome
+                        // marks the queue due again.
+                        if let Some(k) = okey
+                            && blocked.exists(params![sub, k, seq])?
+                        {
+                            continue;
+                        }
+                        chosen.push((seq, target.clone()));
+                        room -= 1;
+                    }
+                    due.set(sub, next);
                 }
             }
             let mut load = tx.prepare_cached(
@@ -680,12 +719,10 @@ impl Store for SqliteStore {
     }
 
     fn next_due_at(&self) -> BoxFuture<'_, StoreResult<Option<Timestamp>>> {
-        self.read(|c| {
-            let due: Option<i64> = c
-                .prepare_cached("SELECT MIN(due_at) FROM deliveries WHERE state = 0")?
-                .query_row([], |r| r.get(0))?;
-            Ok(due.map(ts))
-        })
+        // Early, never late (see `due`): a sleep until then misses nothing. Asked through
+        // the connection's thread so that writes queued before this call count.
+        let due = self.due.clone();
+        self.read(move |_| Ok(due.lock().unwrap_or_else(|p| p.into_inner()).earliest().map(ts)))
     }
 
     fn record_attempts(
@@ -695,7 +732,8 @@ impl Store for SqliteStore {
     ) -> BoxFuture<'_, StoreResult<Vec<PausedByFailures>>> {
         let leases = self.leases.clone();
         let recorded: Vec<i64> = attempts.iter().map(|a| a.delivery.0).collect();
-        let write = self.write(move |tx| record(tx, attempts, now));
+        let due = self.due.clone();
+        let write = self.write(move |tx| record(tx, attempts, now, &mut due.lock().unwrap_or_else(|p| p.into_inner())));
         Box::pin(async move {
             let paused = write.await?;
             // Committed: the leases have done their job. (After a failed write they stay,
@@ -857,6 +895,7 @@ fn record(
     tx: &Transaction<'_>,
     attempts: Vec<FinishedAttempt>,
     now: Timestamp,
+    due: &mut DueSubscriptions,
 ) -> rusqlite::Result<Vec<PausedByFailures>> {
     let now_ms = now.unix_millis();
     // Subscription id -> (row, workspace, health, paused) for the batch.
@@ -909,15 +948,20 @@ fn record(
         let verdict = match a.next {
             NextState::Delivered => {
                 finish.execute(params![a.delivery.0, DELIVERED, a.attempt, now_ms])?;
+                due.lower(*seq, now_ms); // its successor may wait on it
                 Verdict::Delivered
             }
             NextState::Failed => {
                 finish.execute(params![a.delivery.0, FAILED, a.attempt, now_ms])?;
+                due.lower(*seq, now_ms);
                 Verdict::FailedForGood
             }
             NextState::RetryAt(at) => {
                 let state = if *paused { HELD } else { PENDING };
                 retry.execute(params![a.delivery.0, state, a.attempt, at.unix_millis()])?;
+                if state == PENDING {
+                    due.lower(*seq, at.unix_millis());
+                }
                 Verdict::WillRetry
             }
         };
@@ -993,5 +1037,31 @@ mod tests {
         let err = SqliteStore::open(&path).unwrap_err();
         assert_eq!(err.code(), crate::SenderErrorCode::Internal);
         assert!(err.to_string().contains("schema version 99"));
+    }
+
+    #[test]
+    fn a_version_1_file_is_migrated_to_the_per_subscription_due_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        drop(SqliteStore::open(&path).unwrap());
+        // Put the file back in version 1's shape: the due index keyed by time first.
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(
+                "DROP INDEX deliveries_due;
+                 CREATE INDEX deliveries_due ON deliveries (due_at, seq, sub_seq, okey) WHERE state = 0;
+                 PRAGMA user_version=1;",
+            )
+            .unwrap();
+        drop(SqliteStore::open(&path).unwrap());
+        let conn = Connection::open(&path).unwrap();
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let sql: String = conn
+            .query_row("SELECT sql FROM sqlite_master WHERE name = 'deliveries_due'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert!(sql.contains("(sub_seq, due_at, seq, okey)"), "{sql}");
     }
 }
