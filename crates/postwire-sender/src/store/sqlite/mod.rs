@@ -1,6 +1,6 @@
 //! The embedded store: one SQLite file in WAL mode, zero set-up.
 //!
-//! One connection, owned by one thread ([`connection_thread`]), which runs the store's
+//! One connection, owned by one thread (`connection_thread.rs`), which runs the store's
 //! operations in order and commits writes that queue up together (group commit). Every
 //! write's future resolves only after the transaction holding it has committed, so an
 //! accepted event is on disk (in the WAL) before `publish` returns. With the default
@@ -17,9 +17,9 @@
 //!
 //! A claim reads each subscription's queue on its own (the partial index on pending
 //! rows is keyed by subscription, then due time), visiting only the subscriptions that
-//! [`due`] says may have something due, so one subscription's backlog never hides
+//! `due.rs` says may have something due, so one subscription's backlog never hides
 //! another's deliveries, and held or finished deliveries cost a claim nothing. Each
-//! subscription's URL and signer are kept between claims ([`targets`]).
+//! subscription's URL and signer are kept between claims (`targets.rs`).
 //!
 //! Delivery states are small integers: 0 pending, 1 held, 2 delivered, 3 failed,
 //! 4 expired.
