@@ -317,7 +317,12 @@ fn arg(name: &str, default: usize) -> usize {
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(
+            std::env::var("BENCH_WORKERS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(2),
+        )
         .enable_all()
         .build()
         .unwrap();

@@ -67,8 +67,12 @@ const CLAIM_SCAN_LIMIT: usize = 5_000;
 const SCHEMA_VERSION: i64 = 2;
 /// What turns a file of an older version into the current one, by version.
 const MIGRATIONS: &[(i64, &str)] = &[
-    // 1 -> 2: the due index is keyed by subscription first (claims read one queue each).
-    (1, "DROP INDEX IF EXISTS deliveries_due;"),
+    // 1 -> 2: the due index is keyed by subscription first (claims read one queue each);
+    // the ordering index covers every keyed delivery, and held ones get their own.
+    (
+        1,
+        "DROP INDEX IF EXISTS deliveries_due; DROP INDEX IF EXISTS deliveries_queue;",
+    ),
 ];
 
 const SCHEMA: &str = r#"
@@ -93,7 +97,11 @@ CREATE TABLE IF NOT EXISTS deliveries (
     due_at INTEGER NOT NULL,
     created_at INTEGER NOT NULL, finished_at INTEGER);
 CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (sub_seq, due_at, seq, okey) WHERE state = 0;
-CREATE INDEX IF NOT EXISTS deliveries_queue ON deliveries (sub_seq, okey, seq) WHERE state <= 1;
+-- Ordering: earlier deliveries with the same key. Not limited to unfinished rows, so a
+-- delivery's entry is written once and never removed (keys are random: each change of
+-- this index costs a page); the few finished rows of a key are skipped by state.
+CREATE INDEX IF NOT EXISTS deliveries_order ON deliveries (sub_seq, okey, seq) WHERE okey IS NOT NULL;
+CREATE INDEX IF NOT EXISTS deliveries_held ON deliveries (sub_seq, seq) WHERE state = 1;
 CREATE INDEX IF NOT EXISTS deliveries_subscription ON deliveries (sub_seq, seq);
 CREATE TABLE IF NOT EXISTS attempts (
     delivery_seq INTEGER NOT NULL, number INTEGER NOT NULL, started_at INTEGER NOT NULL,
@@ -104,6 +112,24 @@ CREATE TABLE IF NOT EXISTS notifications (
     cause TEXT NOT NULL, message TEXT NOT NULL, created_at INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS notifications_workspace ON notifications (workspace_id, id);
 "#;
+
+// The queries that must be served by a partial index: their states are literals, since
+// SQLite only uses a partial index when the query's own terms imply its condition. The
+// test `hot_queries_use_their_indexes` checks the plans.
+
+/// One subscription's pending deliveries, by due time.
+const QUEUE_SQL: &str = "SELECT seq, okey, due_at FROM deliveries INDEXED BY deliveries_due
+     WHERE state = 0 AND sub_seq = ?1 ORDER BY due_at, seq";
+/// Is there an earlier unfinished delivery with the same ordering key?
+const BLOCKED_SQL: &str = "SELECT 1 FROM deliveries INDEXED BY deliveries_order
+     WHERE sub_seq = ?1 AND okey = ?2 AND seq < ?3 AND state <= 1 LIMIT 1";
+/// Holds a subscription's pending deliveries.
+const HOLD_SQL: &str = "UPDATE deliveries SET state = 1 WHERE sub_seq = ?1 AND state = 0";
+/// Expires held deliveries created before ?4.
+const EXPIRE_HELD_SQL: &str =
+    "UPDATE deliveries SET state = ?2, finished_at = ?3 WHERE sub_seq = ?1 AND state = 1 AND created_at < ?4";
+/// Makes held deliveries pending, due at ?2.
+const RELEASE_HELD_SQL: &str = "UPDATE deliveries SET state = 0, due_at = ?2 WHERE sub_seq = ?1 AND state = 1";
 
 /// How to open the SQLite file.
 #[derive(Debug, Clone, Default)]
@@ -345,8 +371,7 @@ fn routes_of(tx: &Connection, workspace_id: &str) -> rusqlite::Result<Vec<Route>
 }
 
 fn hold_pending(tx: &Connection, sub_seq: i64) -> rusqlite::Result<usize> {
-    tx.prepare_cached("UPDATE deliveries SET state = ?2 WHERE sub_seq = ?1 AND state = ?3")?
-        .execute(params![sub_seq, HELD, PENDING])
+    tx.prepare_cached(HOLD_SQL)?.execute([sub_seq])
 }
 
 /// The internal row number of a subscription, which deliveries refer to.
@@ -544,12 +569,12 @@ impl Store for SqliteStore {
                 [seq],
             )?;
             let expired = tx.execute(
-                "UPDATE deliveries SET state = ?2, finished_at = ?3 WHERE sub_seq = ?1 AND state = ?4 AND created_at < ?5",
-                params![seq, EXPIRED, now.unix_millis(), HELD, cutoff.unix_millis()],
+                EXPIRE_HELD_SQL,
+                params![seq, EXPIRED, now.unix_millis(), cutoff.unix_millis()],
             )?;
             let released = tx.execute(
-                "UPDATE deliveries SET state = ?2, due_at = ?3 WHERE sub_seq = ?1 AND state = ?4",
-                params![seq, PENDING, now.unix_millis(), HELD],
+                RELEASE_HELD_SQL,
+                params![seq, now.unix_millis()],
             )?;
             Ok(Some(ResumeSummary { released: released as u64, expired: expired as u64 }))
         })
@@ -635,16 +660,8 @@ impl Store for SqliteStore {
             let mut due = due.lock().unwrap_or_else(|p| p.into_inner());
             let mut chosen: Vec<(i64, Arc<Target>)> = Vec::new();
             {
-                // One subscription's pending deliveries, by due time, from the covering
-                // partial index.
-                let mut queue = tx.prepare_cached(
-                    "SELECT seq, okey, due_at FROM deliveries INDEXED BY deliveries_due
-                     WHERE state = 0 AND sub_seq = ?1 ORDER BY due_at, seq",
-                )?;
-                // Is there an earlier unfinished delivery with the same ordering key?
-                let mut blocked = tx.prepare_cached(
-                    "SELECT 1 FROM deliveries WHERE sub_seq = ?1 AND okey = ?2 AND state <= 1 AND seq < ?3 LIMIT 1",
-                )?;
+                let mut queue = tx.prepare_cached(QUEUE_SQL)?;
+                let mut blocked = tx.prepare_cached(BLOCKED_SQL)?;
                 for sub in due.due(now_ms) {
                     if chosen.len() >= req.limit {
                         break;
@@ -1040,6 +1057,35 @@ mod tests {
     }
 
     #[test]
+    fn hot_queries_use_their_indexes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        drop(SqliteStore::open(&path).unwrap());
+        let conn = Connection::open(&path).unwrap();
+        let plan = |sql: &str| -> String {
+            let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+            let n = stmt.parameter_count();
+            let rows = stmt
+                .query_map(rusqlite::params_from_iter(std::iter::repeat_n(1, n)), |r| {
+                    r.get::<_, String>(3)
+                })
+                .unwrap();
+            rows.map(Result::unwrap).collect::<Vec<_>>().join("; ")
+        };
+        for (sql, index) in [
+            (QUEUE_SQL, "COVERING INDEX deliveries_due"),
+            (BLOCKED_SQL, "INDEX deliveries_order"),
+            (HOLD_SQL, "INDEX deliveries_due"),
+            (EXPIRE_HELD_SQL, "INDEX deliveries_held"),
+            (RELEASE_HELD_SQL, "INDEX deliveries_held"),
+        ] {
+            let p = plan(sql);
+            assert!(p.contains(index), "{sql}\n  is planned as: {p}");
+            assert!(!p.contains("TEMP B-TREE"), "{sql}\n  sorts: {p}");
+        }
+    }
+
+    #[test]
     fn a_version_1_file_is_migrated_to_the_per_subscription_due_index() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.db");
@@ -1048,8 +1094,9 @@ mod tests {
         Connection::open(&path)
             .unwrap()
             .execute_batch(
-                "DROP INDEX deliveries_due;
+                "DROP INDEX deliveries_due; DROP INDEX deliveries_order; DROP INDEX deliveries_held;
                  CREATE INDEX deliveries_due ON deliveries (due_at, seq, sub_seq, okey) WHERE state = 0;
+                 CREATE INDEX deliveries_queue ON deliveries (sub_seq, okey, seq) WHERE state <= 1;
                  PRAGMA user_version=1;",
             )
             .unwrap();
@@ -1063,5 +1110,13 @@ mod tests {
             })
             .unwrap();
         assert!(sql.contains("(sub_seq, due_at, seq, okey)"), "{sql}");
+        let old_queue: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'deliveries_queue'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(old_queue, 0);
     }
 }
