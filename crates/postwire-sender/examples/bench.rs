@@ -115,6 +115,22 @@ fn padding_for_1kib() -> usize {
     1024usize.saturating_sub(probe.body.len())
 }
 
+/// CPU time (user + system) this process has used so far, from `/proc/self/stat`.
+fn cpu_time() -> Duration {
+    let ticks_per_sec = 100.0; // USER_HZ on Linux
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            // Fields after the command name, which is in parentheses.
+            let rest = &s[s.rfind(')')? + 2..];
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let utime: f64 = f.get(11)?.parse().ok()?;
+            let stime: f64 = f.get(12)?.parse().ok()?;
+            Some(Duration::from_secs_f64((utime + stime) / ticks_per_sec))
+        })
+        .unwrap_or_default()
+}
+
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -172,6 +188,8 @@ async fn open_sender(dir: &std::path::Path, subs: usize, url: &str) -> (Sender, 
 
 struct RunResult {
     rate: f64,
+    /// CPU time of the whole process (sender and receiver) per delivery.
+    cpu_per_delivery: Duration,
     p50: Duration,
     p99: Duration,
 }
@@ -184,6 +202,7 @@ async fn throughput(subs: usize, deliveries: usize, pad: usize, url: &str, arriv
     let base = arrivals.count.load(Ordering::SeqCst);
     let mut published: Vec<(String, Instant)> = Vec::with_capacity(events);
     let start = Instant::now();
+    let cpu_start = cpu_time();
     let batch = 100;
     let mut i = 0;
     while i < events {
@@ -199,6 +218,7 @@ async fn throughput(subs: usize, deliveries: usize, pad: usize, url: &str, arriv
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let elapsed = start.elapsed();
+    let cpu = cpu_time().saturating_sub(cpu_start);
     let mut lat: Vec<Duration> = {
         let first = arrivals.first.lock().unwrap();
         published
@@ -210,6 +230,7 @@ async fn throughput(subs: usize, deliveries: usize, pad: usize, url: &str, arriv
     dispatcher.shutdown().await;
     RunResult {
         rate: total as f64 / elapsed.as_secs_f64(),
+        cpu_per_delivery: cpu / total as u32,
         p50: percentile(&lat, 0.5),
         p99: percentile(&lat, 0.99),
     }
@@ -355,16 +376,17 @@ fn main() {
         }
 
         println!(
-            "\n| subscriptions | deliveries | deliveries/s | vs wrk | p50 publish→attempt | p99 publish→attempt |"
+            "\n| subscriptions | deliveries | deliveries/s | vs wrk | CPU per delivery | p50 publish→attempt | p99 publish→attempt |"
         );
-        println!("|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|");
         let only = arg("--subscriptions", 0);
         for subs in [1, 10, 100].into_iter().filter(|s| only == 0 || *s == only) {
             let r = throughput(subs, deliveries, pad, &url, &arrivals).await;
             let ratio = wrk.map(|w| format!("{:.2}", r.rate / w)).unwrap_or_else(|| "-".into());
             println!(
-                "| {subs} | {deliveries} | {:.0} | {ratio} | {:.1} ms | {:.1} ms |",
+                "| {subs} | {deliveries} | {:.0} | {ratio} | {:.0} µs | {:.1} ms | {:.1} ms |",
                 r.rate,
+                r.cpu_per_delivery.as_secs_f64() * 1e6,
                 r.p50.as_secs_f64() * 1e3,
                 r.p99.as_secs_f64() * 1e3
             );
