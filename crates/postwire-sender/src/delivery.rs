@@ -11,14 +11,27 @@
 //! reading the body never changes the outcome. The status and headers decide it.
 
 use std::error::Error as _;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use http::header::{CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
+use http::{HeaderValue, Request, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use postwire_core::{ID_HEADER, SIGNATURE_HEADER, Signer, TIMESTAMP_HEADER, UnixTime};
 
 use crate::config::SenderConfig;
 use crate::error::SenderError;
 use crate::model::{AttemptErrorKind, AttemptOutcome};
 use crate::ssrf::{AddressPolicy, Blocked, CheckedResolver};
+
+/// Checked URLs kept by [`HttpDeliverer`]; past this many the cache starts over.
+const MAX_CHECKED_URLS: usize = 4096;
+
+type Connector = hyper_rustls::HttpsConnector<HttpConnector<CheckedResolver>>;
 
 /// What an attempt got, with what the scheduler needs.
 #[derive(Debug, Clone)]
@@ -32,35 +45,75 @@ pub struct AttemptReport {
 }
 
 /// Sends deliveries over HTTP(S). One per sender; it keeps a connection pool.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HttpDeliverer {
-    client: reqwest::Client,
+    client: Client<Connector, Full<Bytes>>,
     policy: AddressPolicy,
     timeout: Duration,
     max_body: usize,
+    user_agent: HeaderValue,
+    /// URL text -> the result of checking it (form, scheme, literal address): the same
+    /// answer every time for a given text and policy, so it is worked out once.
+    checked: Arc<Mutex<std::collections::HashMap<String, Result<Uri, Blocked>>>>,
+}
+
+impl std::fmt::Debug for HttpDeliverer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpDeliverer")
+            .field("policy", &self.policy)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
 }
 
 impl HttpDeliverer {
     /// A deliverer with the timeouts, address policy and user agent of `config`.
     pub fn new(config: &SenderConfig) -> Result<Self, SenderError> {
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .dns_resolver(CheckedResolver::new(config.address_policy))
-            .connect_timeout(config.connect_timeout.min(config.attempt_timeout))
+        let client_error =
+            |e: &dyn std::fmt::Display| SenderError::storage(format!("could not build the HTTP client: {e}"));
+        let mut http = HttpConnector::new_with_resolver(CheckedResolver::new(config.address_policy));
+        http.enforce_http(false); // the TLS layer wraps it; the policy decides the schemes
+        http.set_nodelay(true);
+        http.set_connect_timeout(Some(config.connect_timeout.min(config.attempt_timeout)));
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_provider_and_platform_verifier(rustls::crypto::aws_lc_rs::default_provider())
+            .map_err(|e| client_error(&e))?
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(http);
+        let client = Client::builder(TokioExecutor::new())
             // Many subscriptions may share one host: keep a connection for every attempt in flight.
             .pool_max_idle_per_host(config.max_in_flight.max(1))
-            .tcp_nodelay(true)
-            .http1_only()
-            .user_agent(config.user_agent.clone())
-            .build()
-            .map_err(|e| SenderError::storage(format!("could not build the HTTP client: {e}")))?;
+            .pool_timer(TokioTimer::new())
+            .timer(TokioTimer::new())
+            .build(https);
+        let user_agent = HeaderValue::from_str(&config.user_agent).map_err(|e| client_error(&e))?;
         Ok(HttpDeliverer {
             client,
             policy: config.address_policy,
             timeout: config.attempt_timeout,
             max_body: config.max_response_body,
+            user_agent,
+            checked: Arc::default(),
         })
+    }
+
+    /// `url` checked against the policy (see [`AddressPolicy::check_url`]), as a URI.
+    fn check(&self, url: &str) -> Result<Uri, Blocked> {
+        let mut cache = self.checked.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(known) = cache.get(url) {
+            return known.clone();
+        }
+        let checked = self.policy.check_url(url).and_then(|u| {
+            u.as_str()
+                .parse::<Uri>()
+                .map_err(|_| Blocked::InvalidUrl("the URL is not a valid HTTP request target"))
+        });
+        if cache.len() >= MAX_CHECKED_URLS {
+            cache.clear();
+        }
+        cache.insert(url.to_owned(), checked.clone());
+        checked
     }
 
     /// Sends one attempt of `body` to `url`, signed with `signer`, stamped `timestamp`.
@@ -80,7 +133,7 @@ impl HttpDeliverer {
             duration: start.elapsed(),
         };
         let error = |kind| AttemptOutcome::Error { error: kind };
-        let url = match self.policy.check_url(url) {
+        let uri = match self.check(url) {
             Ok(u) => u,
             Err(Blocked::Address { .. }) => return report(error(AttemptErrorKind::BlockedAddress), None),
             Err(_) => return report(error(AttemptErrorKind::InvalidUrl), None),
@@ -89,17 +142,20 @@ impl HttpDeliverer {
             Ok(s) => s,
             Err(_) => return report(error(AttemptErrorKind::Protocol), None),
         };
-        let request = self
-            .client
-            .post(url)
+        let request = Request::post(uri)
             .header(ID_HEADER, event_id)
-            .header(TIMESTAMP_HEADER, timestamp.as_secs().to_string())
+            .header(TIMESTAMP_HEADER, timestamp.as_secs())
             .header(SIGNATURE_HEADER, signature.into_string())
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body)
-            .timeout(self.timeout);
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .header(USER_AGENT, self.user_agent.clone())
+            .body(Full::new(Bytes::from(body)));
+        let request = match request {
+            Ok(r) => r,
+            // An event id that is not a valid header value cannot be sent.
+            Err(_) => return report(error(AttemptErrorKind::Protocol), None),
+        };
         let deadline = tokio::time::Instant::now() + self.timeout;
-        let mut response = match tokio::time::timeout_at(deadline, request.send()).await {
+        let response = match tokio::time::timeout_at(deadline, self.client.request(request)).await {
             Err(_) => return report(error(AttemptErrorKind::Timeout), None),
             Ok(Err(e)) => return report(error(classify(&e)), None),
             Ok(Ok(r)) => r,
@@ -107,15 +163,18 @@ impl HttpDeliverer {
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
-            .get(reqwest::header::RETRY_AFTER)
+            .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| crate::schedule::parse_retry_after(v, unix_millis_now()));
+        let mut body = response.into_body();
         let mut body_prefix = Vec::new();
         while body_prefix.len() < self.max_body {
-            match tokio::time::timeout_at(deadline, response.chunk()).await {
-                Ok(Ok(Some(chunk))) => {
-                    let room = self.max_body - body_prefix.len();
-                    body_prefix.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            match tokio::time::timeout_at(deadline, body.frame()).await {
+                Ok(Some(Ok(frame))) => {
+                    if let Some(chunk) = frame.data_ref() {
+                        let room = self.max_body - body_prefix.len();
+                        body_prefix.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                    }
                 }
                 _ => break,
             }
@@ -133,41 +192,27 @@ fn unix_millis_now() -> i64 {
         .unwrap_or(0)
 }
 
-fn classify(e: &reqwest::Error) -> AttemptErrorKind {
+fn classify(e: &hyper_util::client::legacy::Error) -> AttemptErrorKind {
     let mut source = e.source();
     while let Some(s) = source {
-        // `io::Error` hides a custom inner error from `source()`; look inside it too.
-        let inner = s
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-            .and_then(|i| i.downcast_ref::<Blocked>());
-        if let Some(blocked) = s.downcast_ref::<Blocked>().or(inner) {
+        if let Some(blocked) = s.downcast_ref::<Blocked>() {
             return match blocked {
                 Blocked::Unresolvable => AttemptErrorKind::Dns,
                 _ => AttemptErrorKind::BlockedAddress,
             };
         }
+        if let Some(io) = s.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::TimedOut
+        {
+            return AttemptErrorKind::Timeout;
+        }
+        if let Some(h) = s.downcast_ref::<hyper::Error>()
+            && h.is_parse()
+        {
+            return AttemptErrorKind::Protocol;
+        }
         source = s.source();
     }
-    // The HTTP client wraps resolver errors in a type that hides them from `source()`;
-    // its debug form still names them. (Covered by the SSRF integration test.)
-    let debug = format!("{e:?}");
-    if debug.contains("DnsError") {
-        return if debug.contains("Address { ip:") {
-            AttemptErrorKind::BlockedAddress
-        } else {
-            AttemptErrorKind::Dns
-        };
-    }
-    if e.is_timeout() {
-        AttemptErrorKind::Timeout
-    } else if e.is_connect() {
-        AttemptErrorKind::Connection
-    } else if e.is_builder() {
-        AttemptErrorKind::InvalidUrl
-    } else if e.is_request() || e.is_body() {
-        AttemptErrorKind::Connection
-    } else {
-        AttemptErrorKind::Protocol
-    }
+    // Refused, reset or closed connections, TLS failures, and anything else on the way.
+    AttemptErrorKind::Connection
 }

@@ -22,7 +22,6 @@
 //! tests. Nothing else (private ranges, metadata) is ever allowed.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::Arc;
 
 use url::Url;
 
@@ -133,29 +132,38 @@ pub async fn resolve_checked(policy: AddressPolicy, host: &str) -> Result<Vec<Ip
 }
 
 /// The HTTP client's DNS resolver: resolves, then keeps only allowed addresses, so the
-/// connection goes to a checked address.
-#[derive(Debug, Clone)]
+/// connection goes to a checked address. Runs for every new connection; a pooled
+/// connection stays with the address checked when it was made.
+#[derive(Debug, Clone, Copy)]
 pub struct CheckedResolver {
     policy: AddressPolicy,
 }
 
 impl CheckedResolver {
     /// A resolver applying `policy`.
-    pub fn new(policy: AddressPolicy) -> Arc<Self> {
-        Arc::new(CheckedResolver { policy })
+    pub fn new(policy: AddressPolicy) -> Self {
+        CheckedResolver { policy }
     }
 }
 
-impl reqwest::dns::Resolve for CheckedResolver {
-    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+impl tower_service::Service<hyper_util::client::legacy::connect::dns::Name> for CheckedResolver {
+    type Response = std::vec::IntoIter<SocketAddr>;
+    type Error = Blocked;
+    type Future = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Self::Response, Blocked>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Blocked>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, name: hyper_util::client::legacy::connect::dns::Name) -> Self::Future {
         let policy = self.policy;
-        let host = name.as_str().to_owned();
         Box::pin(async move {
-            let ips = resolve_checked(policy, &host)
-                .await
-                .map_err(|e| Box::new(e) as Box<_>)?;
-            let addrs: reqwest::dns::Addrs = Box::new(ips.into_iter().map(|ip| SocketAddr::new(ip, 0)));
-            Ok(addrs)
+            let ips = resolve_checked(policy, name.as_str()).await?;
+            Ok(ips
+                .into_iter()
+                .map(|ip| SocketAddr::new(ip, 0))
+                .collect::<Vec<_>>()
+                .into_iter())
         })
     }
 }
