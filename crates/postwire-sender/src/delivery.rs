@@ -117,12 +117,12 @@ impl HttpDeliverer {
     }
 
     /// Sends one attempt of `body` to `url`, signed with `signer`, stamped `timestamp`.
-    /// The body is moved into the request, not copied.
+    /// The body is shared with the request, not copied.
     pub async fn attempt(
         &self,
         url: &str,
         event_id: &str,
-        body: String,
+        body: Bytes,
         signer: &Signer,
         timestamp: UnixTime,
     ) -> AttemptReport {
@@ -138,7 +138,7 @@ impl HttpDeliverer {
             Err(Blocked::Address { .. }) => return report(error(AttemptErrorKind::BlockedAddress), None),
             Err(_) => return report(error(AttemptErrorKind::InvalidUrl), None),
         };
-        let signature = match signer.sign(event_id, timestamp, body.as_bytes()) {
+        let signature = match signer.sign(event_id, timestamp, &body) {
             Ok(s) => s,
             Err(_) => return report(error(AttemptErrorKind::Protocol), None),
         };
@@ -148,7 +148,7 @@ impl HttpDeliverer {
             .header(SIGNATURE_HEADER, signature.into_string())
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .header(USER_AGENT, self.user_agent.clone())
-            .body(Full::new(Bytes::from(body)));
+            .body(Full::new(body));
         let request = match request {
             Ok(r) => r,
             // An event id that is not a valid header value cannot be sent.

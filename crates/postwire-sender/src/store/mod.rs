@@ -67,8 +67,8 @@ pub struct ClaimedDelivery {
     pub subscription_id: String,
     /// The event id (`webhook-id`).
     pub event_id: String,
-    /// The exact body sent on every attempt.
-    pub body: String,
+    /// The exact body sent on every attempt (shared by the deliveries of one event).
+    pub body: bytes::Bytes,
     /// The endpoint.
     pub url: String,
     /// Signs with the current secret, then the previous one while the rotation window

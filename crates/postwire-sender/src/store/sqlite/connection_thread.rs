@@ -189,6 +189,21 @@ fn commit_group(conn: &mut Connection, group: Vec<Box<dyn GroupedWrite>>) -> boo
             return false;
         }
     };
+    // A write alone needs no savepoint: if it fails, the whole transaction is rolled back.
+    let mut group = group;
+    if group.len() == 1
+        && let Some(mut w) = group.pop()
+    {
+        if !w.run(&tx) {
+            drop(tx);
+            w.finish(Ok(())); // reports its own error
+            return false;
+        }
+        let commit = tx.commit();
+        let committed = commit.is_ok();
+        w.finish(commit.as_ref().map(|_| ()));
+        return committed;
+    }
     let mut ran = Vec::with_capacity(group.len());
     let mut pending = group.into_iter();
     while let Some(mut w) = pending.next() {

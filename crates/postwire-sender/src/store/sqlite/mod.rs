@@ -32,6 +32,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
 use postwire_core::{
     CreatedByKind, Event, EventType, Integration, Secret, Subscription, SubscriptionStatus, Timestamp, matches,
 };
@@ -709,14 +710,23 @@ impl Store for SqliteStore {
                     due.set(sub, next);
                 }
             }
-            let mut load = tx.prepare_cached(
-                "SELECT e.id, e.body, d.attempts, d.created_at FROM deliveries d JOIN events e ON e.seq = d.event_seq
-                 WHERE d.seq = ?1",
-            )?;
+            let mut delivery =
+                tx.prepare_cached("SELECT event_seq, attempts, created_at FROM deliveries WHERE seq = ?1")?;
+            let mut event = tx.prepare_cached("SELECT id, body FROM events WHERE seq = ?1")?;
+            // One event goes to many subscriptions: read its body once per claim and share it.
+            let mut events: HashMap<i64, (String, Bytes)> = HashMap::new();
             let mut out = Vec::with_capacity(chosen.len());
             for (seq, target) in chosen {
-                let (event_id, body, attempts, created_at): (String, String, i64, i64) =
-                    load.query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+                let (event_seq, attempts, created_at): (i64, i64, i64) =
+                    delivery.query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+                let (event_id, body) = match events.entry(event_seq) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.get().clone(),
+                    std::collections::hash_map::Entry::Vacant(e) => e
+                        .insert(event.query_row([event_seq], |r| {
+                            Ok((r.get::<_, String>(0)?, Bytes::from(r.get::<_, String>(1)?)))
+                        })?)
+                        .clone(),
+                };
                 leases.insert(seq, req.lease_until.unix_millis());
                 out.push(ClaimedDelivery {
                     id: DeliveryId(seq),
@@ -729,7 +739,7 @@ impl Store for SqliteStore {
                     created_at: ts(created_at),
                 });
             }
-            drop(load);
+            drop((delivery, event));
             tx.commit()?;
             Ok(out)
         })
