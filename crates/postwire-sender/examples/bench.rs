@@ -20,6 +20,10 @@
 //! * **wrk**: `wrk -t2 -c64 -d5s` POSTing the same 1 KiB body to the same receiver.
 
 use std::collections::HashMap;
+
+/// The allocator `postwire serve` uses (see `crates/postwire-cli/src/main.rs`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
