@@ -5,6 +5,8 @@
 //! cargo run --release -p postwire-sender --example bench -- [--deliveries N] [--held N] [--skip-wrk]
 //!     [--per-subscription N] [--in-flight N]   (the dispatcher's limits; defaults 32 and 256)
 //!     [--subscriptions 1|10|100]               (only that throughput run)
+//! BENCH_DIR=/dev/shm (where the database goes)  BENCH_WORKERS=N (runtime threads, default 2)
+//! BENCH_VERBOSE=1 (how long publishing took)
 //! ```
 //! (`crates/postwire-sender/scripts/bench.sh` runs it with the settings used for the
 //! figures in the notes.)
@@ -18,6 +20,10 @@
 //! * **Memory**: resident set size while one million events are held for a paused
 //!   subscription, sampled as they are published.
 //! * **wrk**: `wrk -t2 -c64 -d5s` POSTing the same 1 KiB body to the same receiver.
+//! * **CPU per delivery**: user + system time of the whole process (sender, receiver and
+//!   publisher) over the throughput run, divided by the deliveries. Rates vary by up to
+//!   30 % between runs on a small shared VM; this moves by a few percent, so it is what
+//!   to compare when changing the sender (run the two builds interleaved).
 
 use std::collections::HashMap;
 
@@ -218,6 +224,12 @@ async fn throughput(subs: usize, deliveries: usize, pad: usize, url: &str, arriv
         i += n;
     }
     let total = events * subs;
+    if std::env::var_os("BENCH_VERBOSE").is_some() {
+        eprintln!(
+            "{subs} subscriptions: {events} events published in {:.2} s",
+            start.elapsed().as_secs_f64()
+        );
+    }
     while arrivals.count.load(Ordering::SeqCst) - base < total {
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
