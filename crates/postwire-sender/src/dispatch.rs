@@ -6,9 +6,8 @@
 //! task per attempt. Finished attempts go through a channel to one writer task, which
 //! records all the outcomes that arrived while it was busy in one write (the store may
 //! commit it together with other writes: see the SQLite store's group commit) and then
-//! wakes the loop: a
-//! successor in the same ordering queue becomes claimable only once its predecessor's
-//! outcome is on disk. When a quarter of a busy subscription's (or the dispatcher's)
+//! wakes the loop: a successor in the same ordering queue becomes claimable only once its
+//! predecessor's outcome is on disk. When a quarter of a busy subscription's (or the dispatcher's)
 //! room has come free, the loop is woken at once to refill it.
 //!
 //! The loop sleeps until a publish or a finished batch wakes it, the next due time comes

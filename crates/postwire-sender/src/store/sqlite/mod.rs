@@ -706,6 +706,10 @@ impl Store for SqliteStore {
                         }
                         chosen.push((seq, target.clone()));
                         room -= 1;
+                        // Leased from now on: if its outcome is never written (the write
+                        // fails), the queue must be looked at again when the lease ends.
+                        let until = req.lease_until.unix_millis();
+                        next = Some(next.map_or(until, |n| n.min(until)));
                     }
                     due.set(sub, next);
                 }
@@ -1064,6 +1068,69 @@ mod tests {
         let err = SqliteStore::open(&path).unwrap_err();
         assert_eq!(err.code(), crate::SenderErrorCode::Internal);
         assert!(err.to_string().contains("schema version 99"));
+    }
+
+    #[tokio::test]
+    async fn a_claimed_delivery_whose_outcome_is_never_written_is_claimed_again_when_its_lease_ends() {
+        use postwire_core::Subscription;
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("s.db")).unwrap();
+        let t0 = Timestamp::from_unix_millis(1_800_000_000_000);
+        store
+            .upsert_workspace(Workspace {
+                id: "ws".into(),
+                name: "ws".into(),
+            })
+            .await
+            .unwrap();
+        store
+            .insert_subscription(StoredSubscription {
+                workspace_id: "ws".into(),
+                subscription: Subscription {
+                    id: "wh_1".into(),
+                    name: "s".into(),
+                    url: "https://example.com/hook".into(),
+                    events: vec![],
+                    integrations: vec![],
+                    status: SubscriptionStatus::Enabled,
+                    created_by_kind: CreatedByKind::ApiToken,
+                    consecutive_failures: 0,
+                    last_success_at: None,
+                    created_at: t0,
+                },
+                secret: Secret::generate().unwrap(),
+                previous_secret: None,
+                failing_since: None,
+            })
+            .await
+            .unwrap();
+        let change = crate::events::TestEvent {
+            workspace_id: "ws".into(),
+            subscription_id: None,
+            message: "m".into(),
+        }
+        .into();
+        let built = crate::events::build_event(&change, Event::generate_id(t0).unwrap(), t0)
+            .unwrap()
+            .unwrap();
+        assert_eq!(store.enqueue(vec![built], t0).await.unwrap(), vec![1]);
+        let claim = |now: Timestamp| ClaimRequest {
+            now,
+            limit: 10,
+            lease_until: now.add_millis(120_000),
+            owner: "test".into(),
+            per_subscription_limit: 10,
+            in_flight: HashMap::new(),
+        };
+        let first = store.claim(claim(t0)).await.unwrap();
+        assert_eq!(first.len(), 1);
+        // Nothing recorded (as if the outcome's write failed): leased, so not claimable...
+        assert!(store.claim(claim(t0.add_millis(119_999))).await.unwrap().is_empty());
+        // ...until the lease ends, with no other write to the subscription in between.
+        let again = store.claim(claim(t0.add_millis(120_000))).await.unwrap();
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].id, first[0].id);
+        assert_eq!(again[0].body, first[0].body);
     }
 
     #[test]
