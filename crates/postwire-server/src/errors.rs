@@ -67,6 +67,26 @@ pub struct ErrorBody {
     pub message: String,
 }
 
+/// The error answers every API operation documents besides its own: the hourly rate
+/// limit and server-side failures. Operations list it in their `responses(...)` once,
+/// instead of repeating both entries.
+#[derive(utoipa::IntoResponses)]
+pub enum CommonErrors {
+    /// The hourly limit.
+    #[response(
+        status = 429,
+        description = "`rate_limited`; see `Retry-After`.",
+        headers(("Retry-After" = u64, description = "Seconds until the limit resets."))
+    )]
+    RateLimited(ErrorBody),
+    /// A failure on the server's side.
+    #[response(
+        status = "5XX",
+        description = "`internal_error` (500; details in the server log only) or `unavailable` (503, shutting down)."
+    )]
+    ServerError(ErrorBody),
+}
+
 /// The spec's validation error body (status 400): `message` is a string, or an array of
 /// strings when several rules failed.
 #[derive(Debug, Serialize, utoipa::ToSchema)]

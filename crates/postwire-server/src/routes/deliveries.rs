@@ -8,7 +8,7 @@ use axum::http::Uri;
 use postwire_sender::MAX_PAGE_SIZE;
 
 use crate::auth::Caller;
-use crate::errors::{ApiResult, ErrorBody, ValidationErrorBody};
+use crate::errors::{ApiResult, CommonErrors, ErrorBody, ValidationErrorBody};
 use crate::routes::webhooks::load;
 use crate::schemas::{Delivery, DeliveryList};
 use crate::state::AppState;
@@ -36,9 +36,7 @@ pub const DEFAULT_PAGE_SIZE: usize = 20;
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:read`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
-        (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
-            headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
-        (status = "5XX", description = "`internal_error` (500; details in the server log only) or `unavailable` (503, shutting down).", body = ErrorBody),
+        CommonErrors,
     ),
     security(("bearer" = ["webhooks:read"]))
 )]

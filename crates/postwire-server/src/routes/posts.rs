@@ -14,7 +14,7 @@ use postwire_core::Timestamp;
 use postwire_sender::MAX_PAGE_SIZE;
 
 use crate::auth::Caller;
-use crate::errors::{ApiError, ApiResult, ErrorBody, ValidationErrorBody};
+use crate::errors::{ApiError, ApiResult, CommonErrors, ErrorBody, ValidationErrorBody};
 use crate::schemas::PostLookup;
 use crate::state::AppState;
 use crate::tokens::Scope;
@@ -39,9 +39,7 @@ use crate::validation::{ApiPath, QueryParams};
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:read`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace (`not_found`).", body = ErrorBody),
-        (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
-            headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
-        (status = "5XX", description = "`internal_error` (500; details in the server log only) or `unavailable` (503, shutting down).", body = ErrorBody),
+        CommonErrors,
     ),
     security(("bearer" = ["webhooks:read"]))
 )]

@@ -14,7 +14,7 @@ use postwire_core::{CreatedByKind, CreatedSubscription, EventType, Subscription}
 use postwire_sender::{NewSubscription, Published, SubscriptionRecord, TestEvent};
 
 use crate::auth::Caller;
-use crate::errors::{ApiError, ApiResult, ErrorBody, ValidationErrorBody};
+use crate::errors::{ApiError, ApiResult, CommonErrors, ErrorBody, ValidationErrorBody};
 use crate::schemas::{
     CreateWebhookRequest, CreatedWebhookSubscription, EventTypeName, RotatedSecret, SendTestRequest, SetEnabledRequest,
     TestEventQueued, UpdateWebhookRequest, WebhookList, WebhookSubscription,
@@ -94,9 +94,7 @@ pub async fn create_webhook(
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:read`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace (`not_found`).", body = ErrorBody),
-        (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
-            headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
-        (status = "5XX", description = "`internal_error` (500; details in the server log only) or `unavailable` (503, shutting down).", body = ErrorBody),
+        CommonErrors,
     ),
     security(("bearer" = ["webhooks:read"]))
 )]
@@ -123,9 +121,7 @@ pub async fn list_webhooks(
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:read`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
-        (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
-            headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
-        (status = "5XX", description = "`internal_error` (500; details in the server log only) or `unavailable` (503, shutting down).", body = ErrorBody),
+        CommonErrors,
     ),
     security(("bearer" = ["webhooks:read"]))
 )]
@@ -153,9 +149,7 @@ pub async fn get_webhook(
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
-        (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
-            headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
-        (status = "5XX", description = "`internal_error` (500; details in the server log only) or `unavailable` (503, shutting down).", body = ErrorBody),
+        CommonErrors,
     ),
     security(("bearer" = ["webhooks:write"]))
 )]
@@ -186,9 +180,7 @@ pub async fn update_webhook(
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
-        (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
-            headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
-        (status = "5XX", description = "`internal_error` (500; details in the server log only) or `unavailable` (503, shutting down).", body = ErrorBody),
+        CommonErrors,
     ),
     security(("bearer" = ["webhooks:write"]))
 )]
@@ -221,9 +213,7 @@ pub async fn delete_webhook(
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
-        (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
-            headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
-        (status = "5XX", description = "`internal_error` (500; details in the server log only) or `unavailable` (503, shutting down).", body = ErrorBody),
+        CommonErrors,
     ),
     security(("bearer" = ["webhooks:write"]))
 )]
@@ -257,9 +247,7 @@ pub async fn set_webhook_enabled(
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
-        (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
-            headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
-        (status = "5XX", description = "`internal_error` (500; details in the server log only) or `unavailable` (503, shutting down).", body = ErrorBody),
+        CommonErrors,
     ),
     security(("bearer" = ["webhooks:write"]))
 )]
@@ -311,9 +299,7 @@ pub async fn send_test_event(
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
-        (status = 429, description = "`rate_limited`; see `Retry-After`.", body = ErrorBody,
-            headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
-        (status = "5XX", description = "`internal_error` (500; details in the server log only) or `unavailable` (503, shutting down).", body = ErrorBody),
+        CommonErrors,
     ),
     security(("bearer" = ["webhooks:write"]))
 )]
