@@ -401,16 +401,28 @@ async fn ordering_holds_under_concurrency_and_different_posts_run_in_parallel() 
         reqs.iter().all(|r| r.verify(std::slice::from_ref(&secret)).is_ok()),
         "every delivery verifies"
     );
-    // Per post, rounds arrive in publish order.
+    // Per post, rounds arrive in publish order, each only after the one before it was
+    // answered (40 ms after it arrived): never two of one post in flight at once.
     for p in 0..posts {
-        let rounds: Vec<String> = reqs
+        let (rounds, arrivals): (Vec<String>, Vec<Instant>) = reqs
             .iter()
-            .map(|r| r.json())
-            .filter(|v| v["data"]["post"]["id"] == format!("p{p}"))
-            .map(|v| v["data"]["post"]["externalId"].as_str().unwrap().to_owned())
-            .collect();
+            .filter(|r| r.json()["data"]["post"]["id"] == format!("p{p}"))
+            .map(|r| {
+                (
+                    r.json()["data"]["post"]["externalId"].as_str().unwrap().to_owned(),
+                    r.at,
+                )
+            })
+            .unzip();
         let expected: Vec<String> = (0..per_post).map(|r| format!("round-{r}")).collect();
         assert_eq!(rounds, expected, "post p{p}");
+        for pair in arrivals.windows(2) {
+            let gap = pair[1].duration_since(pair[0]);
+            assert!(
+                gap >= Duration::from_millis(40),
+                "post p{p}: a round started {gap:?} after the one before"
+            );
+        }
     }
     // 80 deliveries of 40 ms each: 3.2 s one at a time; 16 posts in parallel need ~5 rounds (0.2 s).
     assert!(
@@ -452,6 +464,25 @@ async fn per_subscription_concurrency_is_bounded() {
         max_window <= 4,
         "at most 4 in flight to one subscription, saw {max_window} within 25 ms"
     );
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_about_one_post_stay_in_order_when_the_clock_steps_back() {
+    let mut h = Harness::stopped(test_config()).await;
+    let rx = Receiver::succeeding().await;
+    h.subscribe(&rx.url).await;
+    // Both wait in the queue, unclaimed: the second is made a minute "earlier".
+    let first = h.sender.publish(scheduled("p1")).await.unwrap();
+    h.clock.advance_millis(-MIN);
+    let mut unscheduled = scheduled("p1");
+    unscheduled.kind = PostChangeKind::Unscheduled;
+    let second = h.sender.publish(unscheduled).await.unwrap();
+    h.dispatcher = Some(h.sender.start());
+    h.idle().await;
+    h.advance(MIN).await;
+    let ids: Vec<String> = rx.requests().iter().map(|r| r.id()).collect();
+    assert_eq!(ids, vec![first.event_id().unwrap(), second.event_id().unwrap()]);
     h.shutdown().await;
 }
 

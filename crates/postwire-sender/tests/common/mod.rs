@@ -236,6 +236,14 @@ impl Harness {
     }
 
     pub async fn with_config(config: SenderConfig) -> Harness {
+        let mut h = Harness::stopped(config).await;
+        h.dispatcher = Some(h.sender.start());
+        h
+    }
+
+    /// A harness whose dispatcher is not started yet: publishes queue up until
+    /// `h.dispatcher = Some(h.sender.start())`.
+    pub async fn stopped(config: SenderConfig) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let clock = Arc::new(ManualClock::new(Timestamp::from_unix_millis(T0)));
         let sender = Sender::open_sqlite(dir.path().join("sender.db"), config, clock.clone())
@@ -251,12 +259,11 @@ impl Harness {
         for acc in ["acc-1", "acc-2"] {
             sender.upsert_integration(WS, integration(acc)).await.unwrap();
         }
-        let dispatcher = Some(sender.start());
         Harness {
             sender,
             clock,
             dir,
-            dispatcher,
+            dispatcher: None,
         }
     }
 

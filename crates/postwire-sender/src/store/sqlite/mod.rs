@@ -11,15 +11,30 @@
 //!
 //! The file serves one sender process, so claim leases live in memory (a map from
 //! delivery to lease end) rather than in the file: a crash loses them, which is exactly
-//! what recovery wants, and claiming costs no extra write per delivery. A lease ends
-//! when the attempt's outcome is recorded, or when it expires (an outcome that could not
-//! be written is attempted again then).
+//! what recovery wants, and claiming costs no write. A lease ends when the attempt's
+//! outcome is recorded, or when it expires (an outcome that could not be written is
+//! attempted again then).
 //!
 //! A claim reads each subscription's queue on its own (the partial index on pending
 //! rows is keyed by subscription, then due time), visiting only the subscriptions that
 //! `due.rs` says may have something due, so one subscription's backlog never hides
 //! another's deliveries, and held or finished deliveries cost a claim nothing. Each
 //! subscription's URL and signer are kept between claims (`targets.rs`).
+//!
+//! **Ordering without a write at a random key.** A delivery is claimable only when no
+//! earlier unfinished delivery of its subscription has the same ordering key. Such a
+//! predecessor has either
+//! * had an attempt (it waits for a retry, or its retry is in flight): the small
+//!   `deliveries_retrying` index holds exactly those, as a delivery enters it only when
+//!   an attempt fails; or
+//! * had none yet (it waits, or its first attempt is in flight, which writes nothing):
+//!   then the claim has read it already, earlier in the same queue, because first
+//!   attempts are due in the order their deliveries were made (`due.rs` never lets a new
+//!   delivery's due time go back, even when the clock does).
+//!
+//! Held deliveries need no look: a subscription's deliveries are all held (paused) or
+//! none are. So the path where deliveries succeed writes no index entry at a random key,
+//! each of which would cost a whole page in the WAL.
 //!
 //! Delivery states are small integers: 0 pending, 1 held, 2 delivered, 3 failed,
 //! 4 expired.
@@ -65,8 +80,9 @@ const CLAIM_SCAN_LIMIT: usize = 5_000;
 
 /// The layout of the file, kept in `PRAGMA user_version`; a file of another version is
 /// refused rather than misread.
-const SCHEMA_VERSION: i64 = 2;
-/// What turns a file of an older version into the current one, by version.
+const SCHEMA_VERSION: i64 = 3;
+/// What turns a file of an older version into the next one, by version; a file is
+/// brought up to date by every step from its version on, then by `SCHEMA`.
 const MIGRATIONS: &[(i64, &str)] = &[
     // 1 -> 2: the due index is keyed by subscription first (claims read one queue each);
     // the ordering index covers every keyed delivery, and held ones get their own.
@@ -74,6 +90,8 @@ const MIGRATIONS: &[(i64, &str)] = &[
         1,
         "DROP INDEX IF EXISTS deliveries_due; DROP INDEX IF EXISTS deliveries_queue;",
     ),
+    // 2 -> 3: ordering looks up only deliveries waiting for a retry (see the module doc).
+    (2, "DROP INDEX IF EXISTS deliveries_order;"),
 ];
 
 const SCHEMA: &str = r#"
@@ -98,10 +116,9 @@ CREATE TABLE IF NOT EXISTS deliveries (
     due_at INTEGER NOT NULL,
     created_at INTEGER NOT NULL, finished_at INTEGER);
 CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (sub_seq, due_at, seq, okey) WHERE state = 0;
--- Ordering: earlier deliveries with the same key. Not limited to unfinished rows, so a
--- delivery's entry is written once and never removed (keys are random: each change of
--- this index costs a page); the few finished rows of a key are skipped by state.
-CREATE INDEX IF NOT EXISTS deliveries_order ON deliveries (sub_seq, okey, seq) WHERE okey IS NOT NULL;
+-- Ordering: deliveries waiting for a retry, by key (the module doc says why only those).
+CREATE INDEX IF NOT EXISTS deliveries_retrying ON deliveries (sub_seq, okey, seq)
+    WHERE state = 0 AND attempts > 0 AND okey IS NOT NULL;
 CREATE INDEX IF NOT EXISTS deliveries_held ON deliveries (sub_seq, seq) WHERE state = 1;
 CREATE INDEX IF NOT EXISTS deliveries_subscription ON deliveries (sub_seq, seq);
 CREATE TABLE IF NOT EXISTS attempts (
@@ -121,9 +138,9 @@ CREATE INDEX IF NOT EXISTS notifications_workspace ON notifications (workspace_i
 /// One subscription's pending deliveries, by due time.
 const QUEUE_SQL: &str = "SELECT seq, okey, due_at FROM deliveries INDEXED BY deliveries_due
      WHERE state = 0 AND sub_seq = ?1 ORDER BY due_at, seq";
-/// Is there an earlier unfinished delivery with the same ordering key?
-const BLOCKED_SQL: &str = "SELECT 1 FROM deliveries INDEXED BY deliveries_order
-     WHERE sub_seq = ?1 AND okey = ?2 AND seq < ?3 AND state <= 1 LIMIT 1";
+/// Is an earlier delivery with the same ordering key waiting for a retry?
+const RETRYING_SQL: &str = "SELECT 1 FROM deliveries INDEXED BY deliveries_retrying
+     WHERE sub_seq = ?1 AND okey = ?2 AND seq < ?3 AND state = 0 AND attempts > 0 LIMIT 1";
 /// Holds a subscription's pending deliveries.
 const HOLD_SQL: &str = "UPDATE deliveries SET state = 1 WHERE sub_seq = ?1 AND state = 0";
 /// Expires held deliveries created before ?4.
@@ -224,16 +241,18 @@ impl SqliteStore {
         let version: i64 = conn
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(db_err)?;
-        let migration = MIGRATIONS.iter().find(|(from, _)| *from == version);
-        if version != 0 && version != SCHEMA_VERSION && migration.is_none() {
+        let known = version == 0 || version == SCHEMA_VERSION || MIGRATIONS.iter().any(|(from, _)| *from == version);
+        if !known {
             return Err(SenderError::storage(format!(
                 "{} has schema version {version}; this sender reads version {SCHEMA_VERSION}",
                 path.display()
             )));
         }
         let tx = conn.unchecked_transaction().map_err(db_err)?;
-        if let Some((_, sql)) = migration {
-            tx.execute_batch(sql).map_err(db_err)?;
+        if version != 0 {
+            for (_, sql) in MIGRATIONS.iter().filter(|(from, _)| *from >= version) {
+                tx.execute_batch(sql).map_err(db_err)?;
+            }
         }
         tx.execute_batch(SCHEMA).map_err(db_err)?;
         tx.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))
@@ -242,12 +261,15 @@ impl SqliteStore {
         conn.set_prepared_statement_cache_capacity(64);
         let mut due = DueSubscriptions::default();
         due.reset(
-            conn.prepare("SELECT sub_seq, MIN(due_at) FROM deliveries WHERE state = 0 GROUP BY sub_seq")
-                .and_then(|mut stmt| {
-                    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-                        .collect::<Result<Vec<_>, _>>()
-                })
-                .map_err(db_err)?,
+            conn.prepare(
+                "SELECT sub_seq, MIN(due_at), MAX(CASE WHEN attempts = 0 THEN due_at END)
+                 FROM deliveries WHERE state = 0 GROUP BY sub_seq",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .map_err(db_err)?,
         );
         Ok(SqliteStore {
             conn: Arc::new(ConnectionThread::spawn(conn)?),
@@ -564,7 +586,12 @@ impl Store for SqliteStore {
         let due = self.due.clone();
         self.write(move |tx| {
             let Some(seq) = sub_seq(tx, &id)? else { return Ok(None) };
-            due.lock().unwrap_or_else(|p| p.into_inner()).lower(seq, now.unix_millis());
+            let released_due = {
+                let mut due = due.lock().unwrap_or_else(|p| p.into_inner());
+                let at = due.first_attempt_due(now.unix_millis());
+                due.lower(seq, at);
+                at
+            };
             tx.execute(
                 "UPDATE subscriptions SET paused_reason = NULL, consecutive_failures = 0, failing_since = NULL WHERE seq = ?1",
                 [seq],
@@ -573,10 +600,7 @@ impl Store for SqliteStore {
                 EXPIRE_HELD_SQL,
                 params![seq, EXPIRED, now.unix_millis(), cutoff.unix_millis()],
             )?;
-            let released = tx.execute(
-                RELEASE_HELD_SQL,
-                params![seq, now.unix_millis()],
-            )?;
+            let released = tx.execute(RELEASE_HELD_SQL, params![seq, released_due])?;
             Ok(Some(ResumeSummary { released: released as u64, expired: expired as u64 }))
         })
     }
@@ -597,8 +621,9 @@ impl Store for SqliteStore {
     fn enqueue(&self, events: Vec<BuiltEvent>, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<usize>>> {
         let due = self.due.clone();
         self.write(move |tx| {
-            let now_ms = now.unix_millis();
             let mut due = due.lock().unwrap_or_else(|p| p.into_inner());
+            let now_ms = now.unix_millis();
+            let first_due = due.first_attempt_due(now_ms);
             let mut routes: HashMap<String, Vec<Route>> = HashMap::new();
             let mut counts = Vec::with_capacity(events.len());
             let mut insert_event = tx.prepare_cached(
@@ -606,7 +631,7 @@ impl Store for SqliteStore {
             )?;
             let mut insert_delivery = tx.prepare_cached(
                 "INSERT INTO deliveries (sub_seq, event_seq, okey, state, due_at, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?;
             for built in events {
                 let ev = &built.event;
@@ -636,9 +661,9 @@ impl Store for SqliteStore {
                     };
                     if wanted {
                         let state = if route.paused { HELD } else { PENDING };
-                        insert_delivery.execute(params![route.seq, event_seq, key, state, now_ms])?;
+                        insert_delivery.execute(params![route.seq, event_seq, key, state, first_due, now_ms])?;
                         if state == PENDING {
-                            due.lower(route.seq, now_ms);
+                            due.lower(route.seq, first_due);
                         }
                         n += 1;
                     }
@@ -662,7 +687,10 @@ impl Store for SqliteStore {
             let mut chosen: Vec<(i64, Arc<Target>)> = Vec::new();
             {
                 let mut queue = tx.prepare_cached(QUEUE_SQL)?;
-                let mut blocked = tx.prepare_cached(BLOCKED_SQL)?;
+                let mut retrying = tx.prepare_cached(RETRYING_SQL)?;
+                // Ordering key -> the earliest row with it read so far in this queue (every
+                // row read is unfinished, so an earlier row of the key is a predecessor).
+                let mut seen: HashMap<i64, i64> = HashMap::new();
                 for sub in due.due(now_ms) {
                     if chosen.len() >= req.limit {
                         break;
@@ -679,6 +707,7 @@ impl Store for SqliteStore {
                     }
                     // The next time this queue may have something to claim, from what it shows.
                     let mut next: Option<i64> = None;
+                    seen.clear();
                     let mut rows = queue.query([sub])?;
                     let mut scanned = 0;
                     while let Some(r) = rows.next()? {
@@ -692,15 +721,23 @@ impl Store for SqliteStore {
                             next = Some(now_ms); // more may be claimable now
                             break;
                         }
+                        // Whether an earlier row with this key was read before this one.
+                        let read_before = okey.is_some_and(|k| {
+                            let earliest = seen.entry(k).or_insert(seq);
+                            let before = *earliest < seq;
+                            *earliest = (*earliest).min(seq);
+                            before
+                        });
                         if let Some(until) = leases.get(&seq).copied().filter(|until| *until > now_ms) {
                             // In flight; claimable again only if its lease runs out.
                             next = Some(next.map_or(until, |n| n.min(until)));
                             continue;
                         }
                         // A blocked delivery needs no time here: its predecessor's outcome
-                        // marks the queue due again.
+                        // marks the queue due again. (The module doc lists where
+                        // predecessors are.)
                         if let Some(k) = okey
-                            && blocked.exists(params![sub, k, seq])?
+                            && (read_before || retrying.exists(params![sub, k, seq])?)
                         {
                             continue;
                         }
@@ -1151,7 +1188,7 @@ mod tests {
         };
         for (sql, index) in [
             (QUEUE_SQL, "COVERING INDEX deliveries_due"),
-            (BLOCKED_SQL, "INDEX deliveries_order"),
+            (RETRYING_SQL, "INDEX deliveries_retrying"),
             (HOLD_SQL, "INDEX deliveries_due"),
             (EXPIRE_HELD_SQL, "INDEX deliveries_held"),
             (RELEASE_HELD_SQL, "INDEX deliveries_held"),
@@ -1163,37 +1200,38 @@ mod tests {
     }
 
     #[test]
-    fn a_version_1_file_is_migrated_to_the_per_subscription_due_index() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.db");
-        drop(SqliteStore::open(&path).unwrap());
-        // Put the file back in version 1's shape: the due index keyed by time first.
-        Connection::open(&path)
-            .unwrap()
-            .execute_batch(
-                "DROP INDEX deliveries_due; DROP INDEX deliveries_order; DROP INDEX deliveries_held;
-                 CREATE INDEX deliveries_due ON deliveries (due_at, seq, sub_seq, okey) WHERE state = 0;
-                 CREATE INDEX deliveries_queue ON deliveries (sub_seq, okey, seq) WHERE state <= 1;
-                 PRAGMA user_version=1;",
-            )
-            .unwrap();
-        drop(SqliteStore::open(&path).unwrap());
-        let conn = Connection::open(&path).unwrap();
-        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
-        assert_eq!(version, SCHEMA_VERSION);
-        let sql: String = conn
-            .query_row("SELECT sql FROM sqlite_master WHERE name = 'deliveries_due'", [], |r| {
-                r.get(0)
-            })
-            .unwrap();
-        assert!(sql.contains("(sub_seq, due_at, seq, okey)"), "{sql}");
-        let old_queue: i64 = conn
-            .query_row(
-                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'deliveries_queue'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(old_queue, 0);
+    fn files_of_versions_1_and_2_are_migrated() {
+        let shapes = [
+            // Version 1: the due index keyed by time first, ordering over unfinished rows.
+            "DROP INDEX deliveries_due; DROP INDEX deliveries_retrying; DROP INDEX deliveries_held;
+             CREATE INDEX deliveries_due ON deliveries (due_at, seq, sub_seq, okey) WHERE state = 0;
+             CREATE INDEX deliveries_queue ON deliveries (sub_seq, okey, seq) WHERE state <= 1;
+             PRAGMA user_version=1;",
+            // Version 2: ordering over every keyed row.
+            "DROP INDEX deliveries_retrying;
+             CREATE INDEX deliveries_order ON deliveries (sub_seq, okey, seq) WHERE okey IS NOT NULL;
+             PRAGMA user_version=2;",
+        ];
+        for shape in shapes {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("s.db");
+            drop(SqliteStore::open(&path).unwrap());
+            Connection::open(&path).unwrap().execute_batch(shape).unwrap();
+            drop(SqliteStore::open(&path).unwrap());
+            let conn = Connection::open(&path).unwrap();
+            let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+            assert_eq!(version, SCHEMA_VERSION);
+            let index = |name: &str| -> Option<String> {
+                conn.query_row("SELECT sql FROM sqlite_master WHERE name = ?1", [name], |r| r.get(0))
+                    .optional()
+                    .unwrap()
+            };
+            let due = index("deliveries_due").unwrap();
+            assert!(due.contains("(sub_seq, due_at, seq, okey)"), "{due}");
+            assert!(index("deliveries_retrying").is_some());
+            assert!(index("deliveries_held").is_some());
+            assert_eq!(index("deliveries_queue"), None);
+            assert_eq!(index("deliveries_order"), None);
+        }
     }
 }
