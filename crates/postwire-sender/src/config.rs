@@ -24,9 +24,12 @@ pub struct SenderConfig {
     pub attempt_timeout: Duration,
     /// Time to connect, within the attempt timeout (default 5 s).
     pub connect_timeout: Duration,
-    /// Attempts in flight at once, over all subscriptions (default 256).
+    /// Requests in flight at once, over all subscriptions (default 256). The dispatcher
+    /// claims up to twice as many deliveries, so the next request starts as soon as one
+    /// ends.
     pub max_in_flight: usize,
-    /// Attempts in flight at once to one subscription (default 32).
+    /// Requests in flight at once to one subscription (default 32); claimed ahead the
+    /// same way.
     pub max_in_flight_per_subscription: usize,
     /// Jitter on retry delays (default ±10 %).
     pub jitter: Jitter,

@@ -2,8 +2,12 @@
 //!
 //! One loop claims deliveries from the store — only the head of each (subscription,
 //! ordering key) queue, only when due by the injected clock, never more than the free
-//! room (`max_in_flight` overall, `max_in_flight_per_subscription` each) — and starts one
-//! task per attempt. Finished attempts go through a channel to one writer task, which
+//! room — and starts one task per attempt. The room is twice the request limits
+//! (`max_in_flight` overall, `max_in_flight_per_subscription` each): each attempt waits
+//! for a request slot (a semaphore per subscription, one overall), so when a request
+//! ends, the next claimed attempt starts at once instead of after a trip to the store.
+//! The limits on requests hold exactly; claiming ahead only hides the claim's latency.
+//! Finished attempts go through a channel to one writer task, which
 //! records all the outcomes that arrived while it was busy in one write (the store may
 //! commit it together with other writes: see the SQLite store's group commit) and then
 //! wakes the loop: a successor in the same ordering queue becomes claimable only once its
@@ -24,7 +28,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 
 use crate::model::AttemptOutcome;
 use crate::schedule::NextStep;
@@ -34,30 +38,61 @@ use crate::store::{ClaimRequest, ClaimedDelivery, FinishedAttempt, NextState};
 /// Most outcomes written in one transaction.
 const MAX_WRITE_BATCH: usize = 1024;
 
-/// Attempts in this process: HTTP requests in flight (which bound the room for new
-/// claims) and attempts whose outcome is not yet recorded (which keep the dispatcher
-/// from calling itself idle).
+/// Claimed deliveries per request slot: one waiting behind each request.
+const CLAIM_AHEAD: usize = 2;
+
+/// One subscription's claimed attempts, and its request slots.
+#[derive(Debug)]
+struct SubscriptionSlots {
+    claimed: usize,
+    requests: Arc<Semaphore>,
+}
+
+/// Attempts in this process: claimed attempts whose request has not ended (which bound
+/// the room for new claims) and attempts whose outcome is not yet recorded (which keep
+/// the dispatcher from calling itself idle).
 #[derive(Debug, Default)]
 pub(crate) struct InFlight {
     total: usize,
-    per_subscription: HashMap<String, usize>,
+    per_subscription: HashMap<String, SubscriptionSlots>,
     unrecorded: usize,
 }
 
 impl InFlight {
-    fn add(&mut self, sub: &str) {
+    /// Counts a claimed attempt; returns its subscription's request slots.
+    fn add(&mut self, sub: &str, slots_per_subscription: usize) -> Arc<Semaphore> {
         self.total += 1;
-        *self.per_subscription.entry(sub.to_owned()).or_insert(0) += 1;
+        let slots = self
+            .per_subscription
+            .entry(sub.to_owned())
+            .or_insert_with(|| SubscriptionSlots {
+                claimed: 0,
+                requests: Arc::new(Semaphore::new(slots_per_subscription)),
+            });
+        slots.claimed += 1;
+        slots.requests.clone()
     }
 
-    fn remove(&mut self, sub: &str) {
+    /// An attempt's request ended (or never started); returns how many of its
+    /// subscription's claimed attempts remain.
+    fn remove(&mut self, sub: &str) -> usize {
         self.total = self.total.saturating_sub(1);
-        if let Some(n) = self.per_subscription.get_mut(sub) {
-            *n -= 1;
-            if *n == 0 {
-                self.per_subscription.remove(sub);
-            }
+        let Some(slots) = self.per_subscription.get_mut(sub) else {
+            return 0;
+        };
+        slots.claimed -= 1;
+        if slots.claimed == 0 {
+            self.per_subscription.remove(sub);
+            return 0;
         }
+        slots.claimed
+    }
+
+    fn claimed_per_subscription(&self) -> HashMap<String, usize> {
+        self.per_subscription
+            .iter()
+            .map(|(sub, slots)| (sub.clone(), slots.claimed))
+            .collect()
     }
 }
 
@@ -69,8 +104,9 @@ pub struct DispatcherHandle {
 }
 
 impl DispatcherHandle {
-    /// Stops claiming, lets the attempts in flight finish, records their outcomes, and
-    /// returns. Deliveries not yet claimed stay in the store for the next start.
+    /// Stops claiming, lets the requests in flight finish, records their outcomes, and
+    /// returns. Deliveries not yet claimed, or claimed but still waiting for a request
+    /// slot, stay in the store for the next start.
     pub async fn shutdown(mut self) {
         self.inner.shutting_down.store(true, Ordering::SeqCst);
         self.inner.wake.notify_one();
@@ -97,6 +133,11 @@ async fn run(inner: Arc<Inner>) {
     let (tx, rx) = mpsc::unbounded_channel::<FinishedAttempt>();
     let writer = tokio::spawn(write_outcomes(inner.clone(), in_flight.clone(), rx));
     let config = &inner.config;
+    let (max_requests, max_requests_per_subscription) = (
+        config.max_in_flight.max(1),
+        config.max_in_flight_per_subscription.max(1),
+    );
+    let all_requests = Arc::new(Semaphore::new(max_requests));
     loop {
         let requested = inner.idle_requested.load(Ordering::SeqCst);
         if inner.shutting_down.load(Ordering::SeqCst) {
@@ -105,9 +146,9 @@ async fn run(inner: Arc<Inner>) {
         let (room, busy_before, snapshot) = {
             let f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
             (
-                config.max_in_flight.saturating_sub(f.total),
+                (max_requests * CLAIM_AHEAD).saturating_sub(f.total),
                 f.unrecorded,
-                f.per_subscription.clone(),
+                f.claimed_per_subscription(),
             )
         };
         let mut claimed = 0;
@@ -118,7 +159,7 @@ async fn run(inner: Arc<Inner>) {
                 limit: room,
                 lease_until: now.add_millis(config.lease.as_millis() as i64),
                 owner: inner.owner.clone(),
-                per_subscription_limit: config.max_in_flight_per_subscription.max(1),
+                per_subscription_limit: max_requests_per_subscription * CLAIM_AHEAD,
                 in_flight: snapshot,
             };
             match inner.store.claim(request).await {
@@ -126,9 +167,12 @@ async fn run(inner: Arc<Inner>) {
                     claimed = batch.len();
                     let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
                     for d in batch {
-                        f.add(&d.subscription_id);
+                        let slots = [
+                            f.add(&d.subscription_id, max_requests_per_subscription),
+                            all_requests.clone(),
+                        ];
                         f.unrecorded += 1;
-                        tokio::spawn(attempt(inner.clone(), d, in_flight.clone(), tx.clone()));
+                        tokio::spawn(attempt(inner.clone(), d, slots, in_flight.clone(), tx.clone()));
                     }
                 }
                 Err(e) => {
@@ -168,12 +212,26 @@ async fn run(inner: Arc<Inner>) {
     let _ = writer.await;
 }
 
+/// Runs one claimed attempt once it has a request slot of its subscription and one
+/// overall (taken in that order by every attempt, so none waits on another in a cycle).
 async fn attempt(
     inner: Arc<Inner>,
     mut d: ClaimedDelivery,
+    [subscription_slots, all_slots]: [Arc<Semaphore>; 2],
     in_flight: Arc<Mutex<InFlight>>,
     tx: mpsc::UnboundedSender<FinishedAttempt>,
 ) {
+    // The semaphores are never closed.
+    let _slot = subscription_slots.acquire_owned().await;
+    let _overall = all_slots.acquire_owned().await;
+    if inner.shutting_down.load(Ordering::SeqCst) {
+        // Not started: it stays leased in this process's memory only, so the next start
+        // claims it again. Nothing to record.
+        let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
+        f.remove(&d.subscription_id);
+        f.unrecorded = f.unrecorded.saturating_sub(1);
+        return;
+    }
     let started_at = inner.clock.now();
     let body = std::mem::take(&mut d.body);
     let report = inner
@@ -196,20 +254,20 @@ async fn attempt(
             tracing::debug!(delivery = %d.id, subscription_id = %d.subscription_id, attempt = d.attempt, error = error.as_str(), "attempt failed")
         }
     }
-    // The request is over: its room is free. The delivery stays leased, and its
-    // successors blocked, until the outcome is recorded. If the subscription (or the
-    // whole dispatcher) was full, wake the loop now rather than after the next write.
+    // The request is over: its room is free (its slots are given back when this task
+    // ends, just below). The delivery stays leased, and its successors blocked, until the
+    // outcome is recorded. If the subscription (or the whole dispatcher) was full, wake
+    // the loop now rather than after the next write.
     let refill = {
         let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
-        f.remove(&d.subscription_id);
+        let left = f.remove(&d.subscription_id);
         // Wake when a quarter of the room has come free (not on every request: claiming
         // several at once is cheaper).
         let (max, per_sub) = (
-            inner.config.max_in_flight,
-            inner.config.max_in_flight_per_subscription.max(1),
+            inner.config.max_in_flight.max(1) * CLAIM_AHEAD,
+            inner.config.max_in_flight_per_subscription.max(1) * CLAIM_AHEAD,
         );
-        f.total == max - max.div_ceil(4)
-            || f.per_subscription.get(&d.subscription_id).copied().unwrap_or(0) == per_sub - per_sub.div_ceil(4)
+        f.total == max - max.div_ceil(4) || left == per_sub - per_sub.div_ceil(4)
     };
     if refill {
         inner.wake.notify_one();

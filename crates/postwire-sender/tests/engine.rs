@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use common::*;
 use postwire_core::{EventType, Secret};
 use postwire_sender::{
-    AttemptErrorKind, AttemptOutcome, DeliveryState, PostChangeKind, SenderConfig, SubscriptionUpdate, TestEvent,
+    AttemptErrorKind, AttemptOutcome, DeliveryState, PostChangeKind, Sender, SenderConfig, SubscriptionUpdate,
+    TestEvent,
 };
 
 const SEC: i64 = 1000;
@@ -430,6 +431,41 @@ async fn ordering_holds_under_concurrency_and_different_posts_run_in_parallel() 
         "different posts went in parallel: {elapsed:?}"
     );
     h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attempts_claimed_ahead_are_not_started_after_shutdown_and_go_out_after_a_restart() {
+    let config = SenderConfig {
+        max_in_flight_per_subscription: 1,
+        ..test_config()
+    };
+    let mut h = Harness::with_config(config.clone()).await;
+    let rx = Receiver::start(|_, _| Reply::ok().delay(Duration::from_millis(300))).await;
+    h.subscribe(&rx.url).await;
+    // One slot: the first attempt runs, the second is claimed and waits for the slot.
+    h.sender
+        .publish_many(vec![scheduled("p1").into(), scheduled("p2").into()])
+        .await
+        .unwrap();
+    while rx.count() == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    h.dispatcher.take().unwrap().shutdown().await;
+    assert_eq!(rx.count(), 1, "the waiting attempt did not start");
+    let counts = h.sender.delivery_counts(None).await.unwrap();
+    assert_eq!((counts.delivered, counts.pending), (1, 1));
+    drop(h.sender);
+    let again = Sender::open_sqlite(h.dir.path().join("sender.db"), config, h.clock.clone())
+        .await
+        .unwrap();
+    let dispatcher = again.start();
+    tokio::time::timeout(Duration::from_secs(30), again.wait_idle())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rx.count(), 2);
+    assert_eq!(again.delivery_counts(None).await.unwrap().delivered, 2);
+    dispatcher.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
