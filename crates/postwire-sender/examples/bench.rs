@@ -24,6 +24,9 @@
 //!   publisher) over the throughput run, divided by the deliveries. Rates vary by up to
 //!   30 % between runs on a small shared VM; this moves by a few percent, so it is what
 //!   to compare when changing the sender (run the two builds interleaved).
+//! * **Stolen**: the share of the machine's CPU time the hypervisor gave to someone else
+//!   during the throughput run (`steal` in `/proc/stat`). A run with more than a few
+//!   percent stolen is slow for reasons outside this process: compare only runs near 0.
 
 use std::collections::HashMap;
 
@@ -141,6 +144,18 @@ fn cpu_time() -> Duration {
         .unwrap_or_default()
 }
 
+/// CPU time the hypervisor took from this machine so far (all CPUs), from `/proc/stat`.
+fn stolen_time() -> Duration {
+    std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|s| {
+            let cpu = s.lines().next()?;
+            let ticks: f64 = cpu.split_whitespace().nth(8)?.parse().ok()?;
+            Some(Duration::from_secs_f64(ticks / 100.0)) // USER_HZ
+        })
+        .unwrap_or_default()
+}
+
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -200,6 +215,8 @@ struct RunResult {
     rate: f64,
     /// CPU time of the whole process (sender and receiver) per delivery.
     cpu_per_delivery: Duration,
+    /// Share of the machine's CPU time stolen by the hypervisor during the run.
+    stolen: f64,
     p50: Duration,
     p99: Duration,
 }
@@ -212,7 +229,7 @@ async fn throughput(subs: usize, deliveries: usize, pad: usize, url: &str, arriv
     let base = arrivals.count.load(Ordering::SeqCst);
     let mut published: Vec<(String, Instant)> = Vec::with_capacity(events);
     let start = Instant::now();
-    let cpu_start = cpu_time();
+    let (cpu_start, stolen_start) = (cpu_time(), stolen_time());
     let batch = 100;
     let mut i = 0;
     while i < events {
@@ -235,6 +252,8 @@ async fn throughput(subs: usize, deliveries: usize, pad: usize, url: &str, arriv
     }
     let elapsed = start.elapsed();
     let cpu = cpu_time().saturating_sub(cpu_start);
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
+    let stolen = stolen_time().saturating_sub(stolen_start).as_secs_f64() / (elapsed.as_secs_f64() * cpus);
     let mut lat: Vec<Duration> = {
         let first = arrivals.first.lock().unwrap();
         published
@@ -247,6 +266,7 @@ async fn throughput(subs: usize, deliveries: usize, pad: usize, url: &str, arriv
     RunResult {
         rate: total as f64 / elapsed.as_secs_f64(),
         cpu_per_delivery: cpu / total as u32,
+        stolen,
         p50: percentile(&lat, 0.5),
         p99: percentile(&lat, 0.99),
     }
@@ -392,17 +412,18 @@ fn main() {
         }
 
         println!(
-            "\n| subscriptions | deliveries | deliveries/s | vs wrk | CPU per delivery | p50 publish→attempt | p99 publish→attempt |"
+            "\n| subscriptions | deliveries | deliveries/s | vs wrk | CPU per delivery | stolen | p50 publish→attempt | p99 publish→attempt |"
         );
-        println!("|---|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|");
         let only = arg("--subscriptions", 0);
         for subs in [1, 10, 100].into_iter().filter(|s| only == 0 || *s == only) {
             let r = throughput(subs, deliveries, pad, &url, &arrivals).await;
             let ratio = wrk.map(|w| format!("{:.2}", r.rate / w)).unwrap_or_else(|| "-".into());
             println!(
-                "| {subs} | {deliveries} | {:.0} | {ratio} | {:.0} µs | {:.1} ms | {:.1} ms |",
+                "| {subs} | {deliveries} | {:.0} | {ratio} | {:.0} µs | {:.0} % | {:.1} ms | {:.1} ms |",
                 r.rate,
                 r.cpu_per_delivery.as_secs_f64() * 1e6,
+                r.stolen * 100.0,
                 r.p50.as_secs_f64() * 1e3,
                 r.p99.as_secs_f64() * 1e3
             );
