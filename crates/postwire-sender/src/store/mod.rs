@@ -52,9 +52,10 @@ pub struct ClaimRequest {
     pub lease_until: Timestamp,
     /// Who takes the lease (a process identifier).
     pub owner: String,
-    /// At most this many attempts in flight per subscription...
+    /// At most this many claimed, unfinished attempts per subscription...
     pub per_subscription_limit: usize,
-    /// ...counting these, already in flight in this process.
+    /// ...counting these, already claimed by this process (running or waiting for a
+    /// request slot).
     pub in_flight: HashMap<String, usize>,
 }
 
