@@ -243,8 +243,9 @@ async fn throughput(subs: usize, deliveries: usize, pad: usize, url: &str, arriv
     let total = events * subs;
     if std::env::var_os("BENCH_VERBOSE").is_some() {
         eprintln!(
-            "{subs} subscriptions: {events} events published in {:.2} s",
-            start.elapsed().as_secs_f64()
+            "{subs} subscriptions: {events} events published in {:.2} s, {} deliveries made meanwhile",
+            start.elapsed().as_secs_f64(),
+            arrivals.count.load(Ordering::SeqCst) - base
         );
     }
     while arrivals.count.load(Ordering::SeqCst) - base < total {
