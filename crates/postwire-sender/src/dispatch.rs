@@ -41,6 +41,31 @@ const MAX_WRITE_BATCH: usize = 1024;
 /// Claimed deliveries per request slot: one waiting behind each request.
 const CLAIM_AHEAD: usize = 2;
 
+/// The dispatcher's limits, from its config.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    /// Requests in flight at once, overall and to one subscription.
+    requests: usize,
+    requests_per_subscription: usize,
+}
+
+impl Limits {
+    fn of(config: &crate::config::SenderConfig) -> Self {
+        Limits {
+            requests: config.max_in_flight.max(1),
+            requests_per_subscription: config.max_in_flight_per_subscription.max(1),
+        }
+    }
+
+    /// Claimed, unfinished attempts allowed overall and to one subscription.
+    fn claimed(self) -> (usize, usize) {
+        (
+            self.requests * CLAIM_AHEAD,
+            self.requests_per_subscription * CLAIM_AHEAD,
+        )
+    }
+}
+
 /// One subscription's claimed attempts, and its request slots.
 #[derive(Debug)]
 struct SubscriptionSlots {
@@ -133,11 +158,9 @@ async fn run(inner: Arc<Inner>) {
     let (tx, rx) = mpsc::unbounded_channel::<FinishedAttempt>();
     let writer = tokio::spawn(write_outcomes(inner.clone(), in_flight.clone(), rx));
     let config = &inner.config;
-    let (max_requests, max_requests_per_subscription) = (
-        config.max_in_flight.max(1),
-        config.max_in_flight_per_subscription.max(1),
-    );
-    let all_requests = Arc::new(Semaphore::new(max_requests));
+    let limits = Limits::of(config);
+    let (max_claimed, max_claimed_per_subscription) = limits.claimed();
+    let all_requests = Arc::new(Semaphore::new(limits.requests));
     loop {
         let requested = inner.idle_requested.load(Ordering::SeqCst);
         if inner.shutting_down.load(Ordering::SeqCst) {
@@ -146,7 +169,7 @@ async fn run(inner: Arc<Inner>) {
         let (room, busy_before, snapshot) = {
             let f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
             (
-                (max_requests * CLAIM_AHEAD).saturating_sub(f.total),
+                max_claimed.saturating_sub(f.total),
                 f.unrecorded,
                 f.claimed_per_subscription(),
             )
@@ -159,7 +182,7 @@ async fn run(inner: Arc<Inner>) {
                 limit: room,
                 lease_until: now.add_millis(config.lease.as_millis() as i64),
                 owner: inner.owner.clone(),
-                per_subscription_limit: max_requests_per_subscription * CLAIM_AHEAD,
+                per_subscription_limit: max_claimed_per_subscription,
                 in_flight: snapshot,
             };
             match inner.store.claim(request).await {
@@ -168,7 +191,7 @@ async fn run(inner: Arc<Inner>) {
                     let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
                     for d in batch {
                         let slots = [
-                            f.add(&d.subscription_id, max_requests_per_subscription),
+                            f.add(&d.subscription_id, limits.requests_per_subscription),
                             all_requests.clone(),
                         ];
                         f.unrecorded += 1;
@@ -263,10 +286,7 @@ async fn attempt(
         let left = f.remove(&d.subscription_id);
         // Wake when a quarter of the room has come free (not on every request: claiming
         // several at once is cheaper).
-        let (max, per_sub) = (
-            inner.config.max_in_flight.max(1) * CLAIM_AHEAD,
-            inner.config.max_in_flight_per_subscription.max(1) * CLAIM_AHEAD,
-        );
+        let (max, per_sub) = Limits::of(&inner.config).claimed();
         f.total == max - max.div_ceil(4) || left == per_sub - per_sub.div_ceil(4)
     };
     if refill {
