@@ -16,6 +16,9 @@
 //! A read never joins a group: it runs after the group before it has committed, so it
 //! never sees a write that could still roll back.
 //!
+//! Checkpoints (copying the WAL back into the database file) run on another thread
+//! (`checkpointer.rs`), nudged from here every few commits.
+//!
 //! A job that panics is caught: its caller gets a storage error and the thread goes on.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -26,6 +29,7 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 use tokio::sync::oneshot;
 
 use super::super::StoreResult;
+use super::checkpointer::{COMMITS_PER_NUDGE, Checkpointer};
 use crate::error::SenderError;
 
 /// Most writes committed together.
@@ -97,14 +101,15 @@ fn failed_job() -> SenderError {
 }
 
 impl ConnectionThread {
-    /// Moves `conn` to a new thread named `postwire-sqlite`.
-    pub(super) fn spawn(conn: Connection) -> StoreResult<Self> {
+    /// Moves `conn` to a new thread named `postwire-sqlite`, which nudges `checkpointer`
+    /// (if any) as it commits.
+    pub(super) fn spawn(conn: Connection, checkpointer: Option<Checkpointer>) -> StoreResult<Self> {
         let (jobs, rx) = mpsc::channel();
         let commits = Arc::new(AtomicU64::new(0));
         let counter = commits.clone();
         std::thread::Builder::new()
             .name("postwire-sqlite".into())
-            .spawn(move || serve(conn, rx, &counter))
+            .spawn(move || serve(conn, rx, &counter, checkpointer))
             .map_err(|e| SenderError::storage(format!("could not start the storage thread: {e}")))?;
         Ok(ConnectionThread { jobs, commits })
     }
@@ -145,7 +150,7 @@ impl ConnectionThread {
 }
 
 /// The thread's loop: reads one by one, writes in groups.
-fn serve(mut conn: Connection, rx: mpsc::Receiver<Job>, commits: &AtomicU64) {
+fn serve(mut conn: Connection, rx: mpsc::Receiver<Job>, commits: &AtomicU64, checkpointer: Option<Checkpointer>) {
     let mut next = None;
     loop {
         let job = match next.take() {
@@ -173,7 +178,12 @@ fn serve(mut conn: Connection, rx: mpsc::Receiver<Job>, commits: &AtomicU64) {
                     }
                 }
                 if commit_group(&mut conn, group) {
-                    commits.fetch_add(1, Ordering::Relaxed);
+                    let n = commits.fetch_add(1, Ordering::Relaxed) + 1;
+                    if n.is_multiple_of(COMMITS_PER_NUDGE)
+                        && let Some(c) = &checkpointer
+                    {
+                        c.nudge();
+                    }
                 }
             }
         }
@@ -240,7 +250,7 @@ mod tests {
         let conn = Connection::open(dir.path().join("t.db")).unwrap();
         conn.execute_batch("PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY)")
             .unwrap();
-        (dir, ConnectionThread::spawn(conn).unwrap())
+        (dir, ConnectionThread::spawn(conn, None).unwrap())
     }
 
     async fn ids(t: &ConnectionThread) -> Vec<i64> {

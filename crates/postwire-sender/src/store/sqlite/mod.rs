@@ -39,6 +39,7 @@
 //! Delivery states are small integers: 0 pending, 1 held, 2 delivered, 3 failed,
 //! 4 expired.
 
+mod checkpointer;
 mod connection_thread;
 mod due;
 mod targets;
@@ -53,6 +54,7 @@ use postwire_core::{
 };
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
+use self::checkpointer::Checkpointer;
 use self::connection_thread::ConnectionThread;
 use self::due::DueSubscriptions;
 use self::targets::{Target, TargetCache};
@@ -231,8 +233,9 @@ impl SqliteStore {
             )));
         }
         let sync = if options.power_loss_durable { "FULL" } else { "NORMAL" };
-        // A larger WAL between checkpoints (about 40 MB) and page cache (16 MB): fewer
-        // checkpoint writes under a steady stream of events; both are bounded.
+        // A page cache of 16 MB, and a WAL of up to about 40 MB: checkpoints run on their
+        // own thread (`checkpointer.rs`); the connection's own, at 10,000 pages, only
+        // bounds the WAL's size when that thread cannot finish between two commits.
         conn.execute_batch(&format!(
             "PRAGMA synchronous={sync}; PRAGMA temp_store=MEMORY; PRAGMA foreign_keys=OFF;
              PRAGMA wal_autocheckpoint=10000; PRAGMA cache_size=-16000;"
@@ -272,7 +275,7 @@ impl SqliteStore {
             .map_err(db_err)?,
         );
         Ok(SqliteStore {
-            conn: Arc::new(ConnectionThread::spawn(conn)?),
+            conn: Arc::new(ConnectionThread::spawn(conn, Some(Checkpointer::spawn(&path, sync)?))?),
             leases: Arc::default(),
             targets: Arc::default(),
             due: Arc::new(Mutex::new(due)),
