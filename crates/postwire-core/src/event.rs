@@ -540,6 +540,28 @@ impl Serialize for Event {
     }
 }
 
+/// Random bytes for event ids, taken from the operating system 64 ids' worth at a time:
+/// a sender makes an id per event, and a system call for each was one of the costs of
+/// publishing. The bytes only need to make ids unique (they are no secret); a process
+/// that forks without exec would share the unused rest of the pool with its child.
+fn id_randomness(out: &mut [u8; 10]) -> Result<(), getrandom::Error> {
+    use std::cell::RefCell;
+    const POOL: usize = 64 * 10;
+    thread_local! {
+        static RANDOM: RefCell<([u8; POOL], usize)> = const { RefCell::new(([0; POOL], POOL)) };
+    }
+    RANDOM.with_borrow_mut(|(pool, used)| {
+        let n = out.len();
+        if *used + n > POOL {
+            getrandom::fill(pool)?;
+            *used = 0;
+        }
+        out.copy_from_slice(&pool[*used..*used + n]);
+        *used += n;
+        Ok(())
+    })
+}
+
 impl Event {
     /// Builds an event, checking that `id` is a valid `webhook-id` and the data's rules.
     pub fn new(id: String, created_at: Timestamp, workspace_id: String, data: EventData) -> Result<Self, Error> {
@@ -573,7 +595,7 @@ impl Event {
         /// Crockford's base32 alphabet, in ASCII order, so text order is numeric order.
         const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
         let mut random = [0u8; 10];
-        getrandom::fill(&mut random).map_err(|_| Error::InvalidSecret {
+        id_randomness(&mut random).map_err(|_| Error::InvalidSecret {
             reason: "no secure random source is available",
         })?;
         let millis = (now.unix_millis().max(0) as u128) & 0xFFFF_FFFF_FFFF;
@@ -714,5 +736,12 @@ mod tests {
         }
         // The known ULID form of a known time: 1_800_000_000_000 ms is 01MCC5RM00 in Crockford base32.
         assert!(Event::generate_id(now).unwrap().starts_with("msg_01MCC5RM00"));
+    }
+
+    #[test]
+    fn ids_made_in_one_millisecond_stay_distinct_across_refills_of_the_random_pool() {
+        let now = Timestamp::from_unix_millis(1_800_000_000_000);
+        let ids: std::collections::HashSet<String> = (0..1_000).map(|_| Event::generate_id(now).unwrap()).collect();
+        assert_eq!(ids.len(), 1_000);
     }
 }
