@@ -82,7 +82,7 @@ const CLAIM_SCAN_LIMIT: usize = 5_000;
 
 /// The layout of the file, kept in `PRAGMA user_version`; a file of another version is
 /// refused rather than misread.
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
 /// What turns a file of an older version into the next one, by version; a file is
 /// brought up to date by every step from its version on, then by `SCHEMA`.
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -94,6 +94,17 @@ const MIGRATIONS: &[(i64, &str)] = &[
     ),
     // 2 -> 3: ordering looks up only deliveries waiting for a retry (see the module doc).
     (2, "DROP INDEX IF EXISTS deliveries_order;"),
+    // 3 -> 4: event ids lose their UNIQUE index, which no query read (the table is
+    // rebuilt: SQLite cannot drop a column constraint in place).
+    (
+        3,
+        "CREATE TABLE events_v4 (
+             seq INTEGER PRIMARY KEY, id TEXT NOT NULL, workspace_id TEXT NOT NULL,
+             event_type TEXT NOT NULL, post_id TEXT, created_at INTEGER NOT NULL, body TEXT NOT NULL);
+         INSERT INTO events_v4 SELECT seq, id, workspace_id, event_type, post_id, created_at, body FROM events;
+         DROP TABLE events;
+         ALTER TABLE events_v4 RENAME TO events;",
+    ),
 ];
 
 const SCHEMA: &str = r#"
@@ -108,8 +119,10 @@ CREATE TABLE IF NOT EXISTS subscriptions (
     consecutive_failures INTEGER NOT NULL DEFAULT 0, last_success_at INTEGER, failing_since INTEGER,
     created_at INTEGER NOT NULL, secret TEXT NOT NULL, previous_secret TEXT, previous_secret_until INTEGER);
 CREATE INDEX IF NOT EXISTS subscriptions_workspace ON subscriptions (workspace_id, seq);
+-- Event ids are unique by construction (a ULID each) and never looked up, so they have
+-- no index: one fewer insert per event.
 CREATE TABLE IF NOT EXISTS events (
-    seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, workspace_id TEXT NOT NULL,
+    seq INTEGER PRIMARY KEY, id TEXT NOT NULL, workspace_id TEXT NOT NULL,
     event_type TEXT NOT NULL, post_id TEXT, created_at INTEGER NOT NULL, body TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS events_post ON events (workspace_id, post_id, seq) WHERE post_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS deliveries (
@@ -1203,7 +1216,7 @@ mod tests {
     }
 
     #[test]
-    fn files_of_versions_1_and_2_are_migrated() {
+    fn files_of_versions_1_to_3_are_migrated() {
         let shapes = [
             // Version 1: the due index keyed by time first, ordering over unfinished rows.
             "DROP INDEX deliveries_due; DROP INDEX deliveries_retrying; DROP INDEX deliveries_held;
@@ -1214,12 +1227,25 @@ mod tests {
             "DROP INDEX deliveries_retrying;
              CREATE INDEX deliveries_order ON deliveries (sub_seq, okey, seq) WHERE okey IS NOT NULL;
              PRAGMA user_version=2;",
+            // Version 3: a unique index on event ids.
+            "PRAGMA user_version=3;",
         ];
         for shape in shapes {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("s.db");
             drop(SqliteStore::open(&path).unwrap());
-            Connection::open(&path).unwrap().execute_batch(shape).unwrap();
+            // Every older version had the unique index on event ids, and an event in it.
+            Connection::open(&path)
+                .unwrap()
+                .execute_batch(&format!(
+                    "DROP TABLE events;
+                     CREATE TABLE events (
+                         seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, workspace_id TEXT NOT NULL,
+                         event_type TEXT NOT NULL, post_id TEXT, created_at INTEGER NOT NULL, body TEXT NOT NULL);
+                     INSERT INTO events VALUES (7, 'msg_1', 'ws', 'post.published', 'p1', 1, '{{}}');
+                     {shape}"
+                ))
+                .unwrap();
             drop(SqliteStore::open(&path).unwrap());
             let conn = Connection::open(&path).unwrap();
             let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
@@ -1235,6 +1261,21 @@ mod tests {
             assert!(index("deliveries_held").is_some());
             assert_eq!(index("deliveries_queue"), None);
             assert_eq!(index("deliveries_order"), None);
+            assert!(index("events_post").is_some());
+            let unique: i64 = conn
+                .query_row(
+                    "SELECT COUNT(*) FROM pragma_index_list('events') WHERE \"unique\"",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(unique, 0);
+            let kept: (i64, String, String) = conn
+                .query_row("SELECT seq, id, post_id FROM events", [], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })
+                .unwrap();
+            assert_eq!(kept, (7, "msg_1".to_owned(), "p1".to_owned()));
         }
     }
 }
