@@ -10,28 +10,24 @@
 //! `max_response_body` bytes of the body are read, within what is left of the timeout;
 //! reading the body never changes the outcome. The status and headers decide it.
 
-use std::error::Error as _;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::header::{CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
+use http::header::{CONTENT_TYPE, HOST, RETRY_AFTER, USER_AGENT};
 use http::{HeaderValue, Request, Uri};
 use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 use postwire_core::{ID_HEADER, SIGNATURE_HEADER, Signer, TIMESTAMP_HEADER, UnixTime};
 
 use crate::config::SenderConfig;
+use crate::connection_pool::ConnectionPool;
 use crate::error::SenderError;
 use crate::model::{AttemptErrorKind, AttemptOutcome};
 use crate::ssrf::{AddressPolicy, Blocked, CheckedResolver};
 
 /// Checked URLs kept by [`HttpDeliverer`]; past this many the cache starts over.
 const MAX_CHECKED_URLS: usize = 4096;
-
-type Connector = hyper_rustls::HttpsConnector<HttpConnector<CheckedResolver>>;
 
 /// What an attempt got, with what the scheduler needs.
 #[derive(Debug, Clone)]
@@ -47,14 +43,25 @@ pub struct AttemptReport {
 /// Sends deliveries over HTTP(S). One per sender; it keeps a connection pool.
 #[derive(Clone)]
 pub struct HttpDeliverer {
-    client: Client<Connector, Full<Bytes>>,
+    pool: Arc<ConnectionPool>,
     policy: AddressPolicy,
     timeout: Duration,
     max_body: usize,
     user_agent: HeaderValue,
     /// URL text -> the result of checking it (form, scheme, literal address): the same
     /// answer every time for a given text and policy, so it is worked out once.
-    checked: Arc<Mutex<std::collections::HashMap<String, Result<Uri, Blocked>>>>,
+    checked: Arc<Mutex<std::collections::HashMap<String, Result<Target, Blocked>>>>,
+}
+
+/// A checked URL, and what a request to it carries.
+#[derive(Debug, Clone)]
+struct Target {
+    /// The absolute URL, for connecting.
+    uri: Uri,
+    /// The request target in origin form (path and query).
+    path: Uri,
+    /// The `Host` header: the authority without user information (which is refused).
+    host: HeaderValue,
 }
 
 impl std::fmt::Debug for HttpDeliverer {
@@ -81,15 +88,11 @@ impl HttpDeliverer {
             .https_or_http()
             .enable_http1()
             .wrap_connector(http);
-        let client = Client::builder(TokioExecutor::new())
-            // Many subscriptions may share one host: keep a connection for every attempt in flight.
-            .pool_max_idle_per_host(config.max_in_flight.max(1))
-            .pool_timer(TokioTimer::new())
-            .timer(TokioTimer::new())
-            .build(https);
+        // Many subscriptions may share one host: keep a connection for every attempt in flight.
+        let pool = Arc::new(ConnectionPool::new(https, config.max_in_flight));
         let user_agent = HeaderValue::from_str(&config.user_agent).map_err(|e| client_error(&e))?;
         Ok(HttpDeliverer {
-            client,
+            pool,
             policy: config.address_policy,
             timeout: config.attempt_timeout,
             max_body: config.max_response_body,
@@ -98,16 +101,25 @@ impl HttpDeliverer {
         })
     }
 
-    /// `url` checked against the policy (see [`AddressPolicy::check_url`]), as a URI.
-    fn check(&self, url: &str) -> Result<Uri, Blocked> {
+    /// `url` checked against the policy (see [`AddressPolicy::check_url`]).
+    fn check(&self, url: &str) -> Result<Target, Blocked> {
         let mut cache = self.checked.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(known) = cache.get(url) {
             return known.clone();
         }
+        let invalid = || Blocked::InvalidUrl("the URL is not a valid HTTP request target");
         let checked = self.policy.check_url(url).and_then(|u| {
-            u.as_str()
+            let uri = u.as_str().parse::<Uri>().map_err(|_| invalid())?;
+            let path = uri
+                .path_and_query()
+                .map_or("/", |p| p.as_str())
                 .parse::<Uri>()
-                .map_err(|_| Blocked::InvalidUrl("the URL is not a valid HTTP request target"))
+                .map_err(|_| invalid())?;
+            let host = uri
+                .authority()
+                .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+                .ok_or_else(invalid)?;
+            Ok(Target { uri, path, host })
         });
         if cache.len() >= MAX_CHECKED_URLS {
             cache.clear();
@@ -133,8 +145,8 @@ impl HttpDeliverer {
             duration: start.elapsed(),
         };
         let error = |kind| AttemptOutcome::Error { error: kind };
-        let uri = match self.check(url) {
-            Ok(u) => u,
+        let target = match self.check(url) {
+            Ok(t) => t,
             Err(Blocked::Address { .. }) => return report(error(AttemptErrorKind::BlockedAddress), None),
             Err(_) => return report(error(AttemptErrorKind::InvalidUrl), None),
         };
@@ -142,7 +154,8 @@ impl HttpDeliverer {
             Ok(s) => s,
             Err(_) => return report(error(AttemptErrorKind::Protocol), None),
         };
-        let request = Request::post(uri)
+        let request = Request::post(target.path)
+            .header(HOST, target.host)
             .header(ID_HEADER, event_id)
             .header(TIMESTAMP_HEADER, timestamp.as_secs())
             .header(SIGNATURE_HEADER, signature.into_string())
@@ -155,11 +168,12 @@ impl HttpDeliverer {
             Err(_) => return report(error(AttemptErrorKind::Protocol), None),
         };
         let deadline = tokio::time::Instant::now() + self.timeout;
-        let response = match tokio::time::timeout_at(deadline, self.client.request(request)).await {
-            Err(_) => return report(error(AttemptErrorKind::Timeout), None),
-            Ok(Err(e)) => return report(error(classify(&e)), None),
-            Ok(Ok(r)) => r,
-        };
+        let (response, mut connection) =
+            match tokio::time::timeout_at(deadline, self.pool.send(&target.uri, request)).await {
+                Err(_) => return report(error(AttemptErrorKind::Timeout), None),
+                Ok(Err(e)) => return report(error(classify(&*e)), None),
+                Ok(Ok(r)) => r,
+            };
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
@@ -168,16 +182,25 @@ impl HttpDeliverer {
             .and_then(|v| crate::schedule::parse_retry_after(v, unix_millis_now()));
         let mut body = response.into_body();
         let mut body_prefix = Vec::new();
+        // The connection is reused only if the body is read to its end.
+        let mut ended = false;
         while body_prefix.len() < self.max_body {
-            match tokio::time::timeout_at(deadline, body.frame()).await {
+            match tokio::time::timeout_at(deadline, connection.drive(body.frame())).await {
                 Ok(Some(Ok(frame))) => {
                     if let Some(chunk) = frame.data_ref() {
                         let room = self.max_body - body_prefix.len();
                         body_prefix.extend_from_slice(&chunk[..chunk.len().min(room)]);
                     }
                 }
+                Ok(None) => {
+                    ended = true;
+                    break;
+                }
                 _ => break,
             }
+        }
+        if ended {
+            self.pool.put_back(connection);
         }
         let body_prefix = String::from_utf8_lossy(&body_prefix).into_owned();
         report(AttemptOutcome::Response { status, body_prefix }, retry_after)
@@ -192,8 +215,8 @@ fn unix_millis_now() -> i64 {
         .unwrap_or(0)
 }
 
-fn classify(e: &hyper_util::client::legacy::Error) -> AttemptErrorKind {
-    let mut source = e.source();
+fn classify(e: &(dyn std::error::Error + 'static)) -> AttemptErrorKind {
+    let mut source = Some(e);
     while let Some(s) = source {
         if let Some(blocked) = s.downcast_ref::<Blocked>() {
             return match blocked {
@@ -215,4 +238,145 @@ fn classify(e: &hyper_util::client::legacy::Error) -> AttemptErrorKind {
     }
     // Refused, reset or closed connections, TLS failures, and anything else on the way.
     AttemptErrorKind::Connection
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use postwire_core::Secret;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    /// What a raw loopback receiver saw: connections accepted, and each request's head.
+    #[derive(Default)]
+    struct Seen {
+        connections: AtomicUsize,
+        heads: Mutex<Vec<String>>,
+    }
+
+    /// A receiver that answers every request with `response` and, if `close_after_each`,
+    /// then closes the connection (as a server whose keep-alive has run out would).
+    async fn raw_receiver(response: &'static str, close_after_each: bool) -> (String, Arc<Seen>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hook?x=1", listener.local_addr().unwrap());
+        let seen = Arc::new(Seen::default());
+        let state = seen.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                state.connections.fetch_add(1, Ordering::SeqCst);
+                let state = state.clone();
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    loop {
+                        // One request: the head, then `content-length` bytes of body.
+                        let head_end = loop {
+                            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                                break i + 4;
+                            }
+                            let mut chunk = [0u8; 4096];
+                            match stream.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        };
+                        let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+                        let length: usize = head
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse().unwrap())
+                            })
+                            .unwrap_or(0);
+                        while buf.len() < head_end + length {
+                            let mut chunk = [0u8; 4096];
+                            match stream.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        }
+                        buf.drain(..head_end + length);
+                        state.heads.lock().unwrap().push(head);
+                        if stream.write_all(response.as_bytes()).await.is_err() || close_after_each {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (url, seen)
+    }
+
+    async fn attempt(deliverer: &HttpDeliverer, url: &str) -> AttemptReport {
+        let signer = Signer::new(Secret::generate().unwrap());
+        let body = Bytes::from_static(br#"{"type":"test"}"#);
+        deliverer
+            .attempt(url, "msg_1", body, &signer, UnixTime::from_secs(1_800_000_000))
+            .await
+    }
+
+    fn deliverer(max_response_body: usize) -> HttpDeliverer {
+        let config = SenderConfig {
+            max_response_body,
+            ..SenderConfig::default()
+        }
+        .dangerously_allow_insecure_local_urls();
+        HttpDeliverer::new(&config).unwrap()
+    }
+
+    const OK: &str = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+
+    #[tokio::test]
+    async fn requests_carry_an_origin_form_target_and_a_host_and_share_one_connection() {
+        let (url, seen) = raw_receiver(OK, false).await;
+        let d = deliverer(1024);
+        for _ in 0..3 {
+            let report = attempt(&d, &url).await;
+            assert!(report.outcome.is_success(), "{:?}", report.outcome);
+        }
+        let host = url.trim_start_matches("http://").trim_end_matches("/hook?x=1");
+        for head in seen.heads.lock().unwrap().iter() {
+            assert!(head.starts_with("POST /hook?x=1 HTTP/1.1\r\n"), "{head}");
+            assert!(
+                head.to_ascii_lowercase().contains(&format!("\r\nhost: {host}\r\n")),
+                "{head}"
+            );
+        }
+        assert_eq!(seen.heads.lock().unwrap().len(), 3);
+        assert_eq!(seen.connections.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_connection_the_receiver_closed_while_idle_is_replaced() {
+        let (url, seen) = raw_receiver(OK, true).await;
+        let d = deliverer(1024);
+        for _ in 0..3 {
+            let report = attempt(&d, &url).await;
+            assert!(report.outcome.is_success(), "{:?}", report.outcome);
+            // Let the receiver's close arrive before the next attempt takes the connection.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(seen.heads.lock().unwrap().len(), 3);
+        assert_eq!(seen.connections.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn a_response_not_read_to_its_end_does_not_leave_its_connection_for_reuse() {
+        const LONG: &str = "HTTP/1.1 200 OK\r\ncontent-length: 64\r\n\r\n\
+                            0123456789012345678901234567890123456789012345678901234567890123";
+        let (url, seen) = raw_receiver(LONG, false).await;
+        let d = deliverer(16);
+        for _ in 0..2 {
+            match attempt(&d, &url).await.outcome {
+                AttemptOutcome::Response { status, body_prefix } => {
+                    assert_eq!((status, body_prefix.as_str()), (200, "0123456789012345"));
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(seen.connections.load(Ordering::SeqCst), 2);
+    }
 }

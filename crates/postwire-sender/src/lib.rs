@@ -54,6 +54,7 @@
 #![deny(missing_docs)]
 
 pub mod config;
+mod connection_pool;
 pub mod delivery;
 pub mod dispatch;
 pub mod error;
