@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
 use std::sync::Mutex;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -61,27 +62,38 @@ pub(crate) struct Lent {
 }
 
 impl Lent {
-    /// Polls `fut` to completion while driving the connection (a response body's frames
-    /// arrive only while it is polled).
-    pub(crate) async fn drive<F: Future>(&mut self, fut: F) -> F::Output {
+    /// Polls `fut` while driving the connection (a response body's frames arrive only
+    /// while it is polled); `None` if the connection closed first.
+    pub(crate) async fn drive<F: Future>(&mut self, fut: F) -> Option<F::Output> {
         let c = &mut self.connection;
         drive(&mut c.conn, &mut c.closed, pin!(fut)).await
     }
 }
 
-/// Polls `fut` to completion, polling `conn` alongside until it completes.
+/// Polls `fut`, polling `conn` alongside until it completes. `None` if the connection
+/// has closed and `fut` is still pending: only the connection could complete it, so it
+/// never would.
 async fn drive<F: Future>(
     conn: &mut http1::Connection<Io, Full<Bytes>>,
     closed: &mut bool,
     mut fut: Pin<&mut F>,
-) -> F::Output {
+) -> Option<F::Output> {
     poll_fn(|cx| {
         if !*closed && Pin::new(&mut *conn).poll(cx).is_ready() {
             *closed = true;
         }
-        fut.as_mut().poll(cx)
+        match fut.as_mut().poll(cx) {
+            Poll::Ready(out) => Poll::Ready(Some(out)),
+            Poll::Pending if *closed => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
     })
     .await
+}
+
+/// The error of an exchange whose connection closed before the response came.
+fn closed_early() -> BoxError {
+    "the connection closed before the response".into()
 }
 
 /// The idle connections, by `scheme://authority`.
@@ -116,20 +128,24 @@ impl ConnectionPool {
                 None => (self.connect(uri).await?, false),
             };
             let Connection { sender, conn, closed } = &mut connection;
-            if let Err(e) = drive(conn, closed, pin!(poll_fn(|cx| sender.poll_ready(cx)))).await {
-                if reused {
-                    continue; // closed while idle: try the next one
-                }
-                return Err(e.into());
+            // Polling the connection first notices a close that came while it was idle
+            // (the handle alone may still say it is ready).
+            let ready = drive(conn, closed, pin!(poll_fn(|cx| sender.poll_ready(cx)))).await;
+            match ready {
+                Some(Ok(())) if !*closed => {}
+                _ if reused => continue, // closed while idle: try the next one
+                Some(Err(e)) => return Err(e.into()),
+                _ => return Err(closed_early()),
             }
             let sent = drive(conn, closed, pin!(sender.try_send_request(request))).await;
             match sent {
-                Ok(response) => return Ok((response, Lent { key, connection })),
-                Err(mut e) => match e.take_message() {
+                Some(Ok(response)) => return Ok((response, Lent { key, connection })),
+                Some(Err(mut e)) => match e.take_message() {
                     // Not written: nothing reached the receiver, so it may go on another.
                     Some(unsent) if reused => request = unsent,
                     _ => return Err(e.into_error().into()),
                 },
+                None => return Err(closed_early()),
             }
         }
     }

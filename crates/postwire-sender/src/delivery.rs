@@ -186,13 +186,13 @@ impl HttpDeliverer {
         let mut ended = false;
         while body_prefix.len() < self.max_body {
             match tokio::time::timeout_at(deadline, connection.drive(body.frame())).await {
-                Ok(Some(Ok(frame))) => {
+                Ok(Some(Some(Ok(frame)))) => {
                     if let Some(chunk) = frame.data_ref() {
                         let room = self.max_body - body_prefix.len();
                         body_prefix.extend_from_slice(&chunk[..chunk.len().min(room)]);
                     }
                 }
-                Ok(None) => {
+                Ok(Some(None)) => {
                     ended = true;
                     break;
                 }
@@ -257,9 +257,10 @@ mod tests {
         heads: Mutex<Vec<String>>,
     }
 
-    /// A receiver that answers every request with `response` and, if `close_after_each`,
-    /// then closes the connection (as a server whose keep-alive has run out would).
-    async fn raw_receiver(response: &'static str, close_after_each: bool) -> (String, Arc<Seen>) {
+    /// A receiver that answers every request with `response` and, if `close_after_each`
+    /// is set, closes the connection that long after answering (as a server whose
+    /// keep-alive has run out would).
+    async fn raw_receiver(response: &'static str, close_after_each: Option<Duration>) -> (String, Arc<Seen>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/hook?x=1", listener.local_addr().unwrap());
         let seen = Arc::new(Seen::default());
@@ -300,7 +301,11 @@ mod tests {
                         }
                         buf.drain(..head_end + length);
                         state.heads.lock().unwrap().push(head);
-                        if stream.write_all(response.as_bytes()).await.is_err() || close_after_each {
+                        if stream.write_all(response.as_bytes()).await.is_err() {
+                            return;
+                        }
+                        if let Some(after) = close_after_each {
+                            tokio::time::sleep(after).await;
                             return;
                         }
                     }
@@ -331,7 +336,7 @@ mod tests {
 
     #[tokio::test]
     async fn requests_carry_an_origin_form_target_and_a_host_and_share_one_connection() {
-        let (url, seen) = raw_receiver(OK, false).await;
+        let (url, seen) = raw_receiver(OK, None).await;
         let d = deliverer(1024);
         for _ in 0..3 {
             let report = attempt(&d, &url).await;
@@ -351,23 +356,26 @@ mod tests {
 
     #[tokio::test]
     async fn a_connection_the_receiver_closed_while_idle_is_replaced() {
-        let (url, seen) = raw_receiver(OK, true).await;
-        let d = deliverer(1024);
-        for _ in 0..3 {
-            let report = attempt(&d, &url).await;
-            assert!(report.outcome.is_success(), "{:?}", report.outcome);
-            // Let the receiver's close arrive before the next attempt takes the connection.
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        // Closed right after the answer, or later, while the connection sits in the pool.
+        for close_after in [Duration::ZERO, Duration::from_millis(50)] {
+            let (url, seen) = raw_receiver(OK, Some(close_after)).await;
+            let d = deliverer(1024);
+            for _ in 0..3 {
+                let report = attempt(&d, &url).await;
+                assert!(report.outcome.is_success(), "{:?}", report.outcome);
+                // Let the receiver's close arrive before the next attempt takes the connection.
+                tokio::time::sleep(close_after + Duration::from_millis(100)).await;
+            }
+            assert_eq!(seen.heads.lock().unwrap().len(), 3);
+            assert_eq!(seen.connections.load(Ordering::SeqCst), 3);
         }
-        assert_eq!(seen.heads.lock().unwrap().len(), 3);
-        assert_eq!(seen.connections.load(Ordering::SeqCst), 3);
     }
 
     #[tokio::test]
     async fn a_response_not_read_to_its_end_does_not_leave_its_connection_for_reuse() {
         const LONG: &str = "HTTP/1.1 200 OK\r\ncontent-length: 64\r\n\r\n\
                             0123456789012345678901234567890123456789012345678901234567890123";
-        let (url, seen) = raw_receiver(LONG, false).await;
+        let (url, seen) = raw_receiver(LONG, None).await;
         let d = deliverer(16);
         for _ in 0..2 {
             match attempt(&d, &url).await.outcome {
