@@ -256,11 +256,11 @@ async fn throughput(subs: usize, deliveries: usize, pad: usize, url: &str, arriv
     let (start, cpu_start, stolen_start) = match dispatcher {
         Some(_) => (start, cpu_start, stolen_start),
         None => {
-            let published = (start.elapsed(), cpu_time().saturating_sub(cpu_start));
+            let (publishing, publishing_cpu) = (start.elapsed(), cpu_time().saturating_sub(cpu_start));
             eprintln!(
                 "{subs} subscriptions: {events} events published, dispatcher stopped, in {:.2} s ({:.1} µs CPU per event)",
-                published.0.as_secs_f64(),
-                published.1.as_secs_f64() * 1e6 / events as f64
+                publishing.as_secs_f64(),
+                publishing_cpu.as_secs_f64() * 1e6 / events as f64
             );
             dispatcher = Some(sender.start());
             (Instant::now(), cpu_time(), stolen_time())

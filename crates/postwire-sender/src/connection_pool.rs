@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::future::{Future, poll_fn};
 use std::pin::{Pin, pin};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
@@ -44,7 +44,7 @@ type Io = hyper_rustls::MaybeHttpsStream<TokioIo<tokio::net::TcpStream>>;
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// How long an unused connection is kept open (as hyper's pooled client does).
-pub(crate) const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// One open connection: the handle requests go through, and the connection itself, which
 /// makes progress only while polled.
@@ -55,9 +55,29 @@ pub(crate) struct Connection {
     closed: bool,
 }
 
+/// Where requests go: an absolute URI, and the key its connections are pooled under
+/// (scheme and authority), worked out once per URL rather than once per request.
+#[derive(Debug, Clone)]
+pub(crate) struct Destination {
+    uri: Uri,
+    key: Arc<str>,
+}
+
+impl Destination {
+    /// The destination of an absolute URI.
+    pub(crate) fn new(uri: Uri) -> Self {
+        let key = format!(
+            "{}://{}",
+            uri.scheme_str().unwrap_or(""),
+            uri.authority().map(|a| a.as_str()).unwrap_or("")
+        );
+        Destination { uri, key: key.into() }
+    }
+}
+
 /// A connection lent to one exchange, with the pool key it goes back under.
 pub(crate) struct Lent {
-    key: String,
+    key: Arc<str>,
     connection: Connection,
 }
 
@@ -96,10 +116,13 @@ fn closed_early() -> BoxError {
     "the connection closed before the response".into()
 }
 
+/// A connection waiting in the pool, and since when.
+type IdleConnection = (Connection, Instant);
+
 /// The idle connections, by `scheme://authority`.
 pub(crate) struct ConnectionPool {
     connector: Connector,
-    idle: Mutex<HashMap<String, Vec<(Connection, Instant)>>>,
+    idle: Mutex<HashMap<Arc<str>, Vec<IdleConnection>>>,
     max_idle_per_host: usize,
 }
 
@@ -113,19 +136,18 @@ impl ConnectionPool {
         }
     }
 
-    /// Sends `request` to `uri` (absolute; the request itself carries the origin-form
-    /// target and the `Host` header) and returns the response head, with the connection
-    /// it came on: read the body through [`Lent::drive`], then [`put_back`](Self::put_back).
+    /// Sends `request` to `to` (the request itself carries the origin-form target and
+    /// the `Host` header) and returns the response head, with the connection it came on:
+    /// read the body through [`Lent::drive`], then [`put_back`](Self::put_back).
     pub(crate) async fn send(
         &self,
-        uri: &Uri,
+        to: &Destination,
         mut request: Request<Full<Bytes>>,
     ) -> Result<(Response<Incoming>, Lent), BoxError> {
-        let key = key_of(uri);
         loop {
-            let (mut connection, reused) = match self.take(&key) {
+            let (mut connection, reused) = match self.take(&to.key) {
                 Some(c) => (c, true),
-                None => (self.connect(uri).await?, false),
+                None => (self.connect(&to.uri).await?, false),
             };
             let Connection { sender, conn, closed } = &mut connection;
             // Polling the connection first notices a close that came while it was idle
@@ -139,7 +161,10 @@ impl ConnectionPool {
             }
             let sent = drive(conn, closed, pin!(sender.try_send_request(request))).await;
             match sent {
-                Some(Ok(response)) => return Ok((response, Lent { key, connection })),
+                Some(Ok(response)) => {
+                    let key = to.key.clone();
+                    return Ok((response, Lent { key, connection }));
+                }
                 Some(Err(mut e)) => match e.take_message() {
                     // Not written: nothing reached the receiver, so it may go on another.
                     Some(unsent) if reused => request = unsent,
@@ -193,13 +218,4 @@ impl ConnectionPool {
             closed: false,
         })
     }
-}
-
-/// The pool key of an absolute URI: connections are shared by scheme and authority.
-fn key_of(uri: &Uri) -> String {
-    format!(
-        "{}://{}",
-        uri.scheme_str().unwrap_or(""),
-        uri.authority().map(|a| a.as_str()).unwrap_or("")
-    )
 }

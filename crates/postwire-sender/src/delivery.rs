@@ -21,7 +21,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use postwire_core::{ID_HEADER, SIGNATURE_HEADER, Signer, TIMESTAMP_HEADER, UnixTime};
 
 use crate::config::SenderConfig;
-use crate::connection_pool::ConnectionPool;
+use crate::connection_pool::{ConnectionPool, Destination};
 use crate::error::SenderError;
 use crate::model::{AttemptErrorKind, AttemptOutcome};
 use crate::ssrf::{AddressPolicy, Blocked, CheckedResolver};
@@ -56,8 +56,8 @@ pub struct HttpDeliverer {
 /// A checked URL, and what a request to it carries.
 #[derive(Debug, Clone)]
 struct Target {
-    /// The absolute URL, for connecting.
-    uri: Uri,
+    /// Where to connect.
+    destination: Destination,
     /// The request target in origin form (path and query).
     path: Uri,
     /// The `Host` header: the authority without user information (which is refused).
@@ -119,7 +119,11 @@ impl HttpDeliverer {
                 .authority()
                 .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
                 .ok_or_else(invalid)?;
-            Ok(Target { uri, path, host })
+            Ok(Target {
+                destination: Destination::new(uri),
+                path,
+                host,
+            })
         });
         if cache.len() >= MAX_CHECKED_URLS {
             cache.clear();
@@ -169,7 +173,7 @@ impl HttpDeliverer {
         };
         let deadline = tokio::time::Instant::now() + self.timeout;
         let (response, mut connection) =
-            match tokio::time::timeout_at(deadline, self.pool.send(&target.uri, request)).await {
+            match tokio::time::timeout_at(deadline, self.pool.send(&target.destination, request)).await {
                 Err(_) => return report(error(AttemptErrorKind::Timeout), None),
                 Ok(Err(e)) => return report(error(classify(&*e)), None),
                 Ok(Ok(r)) => r,
