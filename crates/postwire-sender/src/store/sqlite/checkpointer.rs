@@ -88,7 +88,8 @@ mod tests {
         .unwrap();
         let file_len = || std::fs::metadata(&path).unwrap().len();
         let before = file_len();
-        let thread = ConnectionThread::spawn(conn, Some(Checkpointer::spawn(&path, "NORMAL").unwrap())).unwrap();
+        let thread =
+            ConnectionThread::spawn(conn, "test", Some(Checkpointer::spawn(&path, "NORMAL").unwrap())).unwrap();
         for id in 0..COMMITS_PER_NUDGE as i64 {
             thread
                 .write(move |tx| tx.execute("INSERT INTO t VALUES (?1, printf('%.2000c', 'x'))", [id]))

@@ -1,7 +1,8 @@
-//! The thread that owns the SQLite connection, and its group commit.
+//! The thread that owns a SQLite connection, and its group commit.
 //!
-//! Every store operation is a job sent to this one thread, which runs them in arrival
-//! order. Owning the connection on one long-lived thread (instead of borrowing a pooled
+//! Every store operation is a job sent to the thread of its connection, which runs them
+//! in arrival order. (The store has two: the writer's, for writes and the API's reads,
+//! and the claims', which only reads.) Owning the connection on one long-lived thread (instead of borrowing a pooled
 //! blocking thread per operation and taking a mutex) keeps the page cache warm and
 //! costs one channel hop per operation rather than a thread wake-up and a lock hand-off.
 //!
@@ -101,14 +102,14 @@ fn failed_job() -> SenderError {
 }
 
 impl ConnectionThread {
-    /// Moves `conn` to a new thread named `postwire-sqlite`, which nudges `checkpointer`
-    /// (if any) as it commits.
-    pub(super) fn spawn(conn: Connection, checkpointer: Option<Checkpointer>) -> StoreResult<Self> {
+    /// Moves `conn` to a new thread called `name`, which nudges `checkpointer` (if any)
+    /// as it commits.
+    pub(super) fn spawn(conn: Connection, name: &str, checkpointer: Option<Checkpointer>) -> StoreResult<Self> {
         let (jobs, rx) = mpsc::channel();
         let commits = Arc::new(AtomicU64::new(0));
         let counter = commits.clone();
         std::thread::Builder::new()
-            .name("postwire-sqlite".into())
+            .name(name.into())
             .spawn(move || serve(conn, rx, &counter, checkpointer))
             .map_err(|e| SenderError::storage(format!("could not start the storage thread: {e}")))?;
         Ok(ConnectionThread { jobs, commits })
@@ -250,7 +251,7 @@ mod tests {
         let conn = Connection::open(dir.path().join("t.db")).unwrap();
         conn.execute_batch("PRAGMA journal_mode=WAL; CREATE TABLE t (id INTEGER PRIMARY KEY)")
             .unwrap();
-        (dir, ConnectionThread::spawn(conn, None).unwrap())
+        (dir, ConnectionThread::spawn(conn, "test", None).unwrap())
     }
 
     async fn ids(t: &ConnectionThread) -> Vec<i64> {

@@ -1,9 +1,19 @@
 //! The embedded store: one SQLite file in WAL mode, zero set-up.
 //!
-//! One connection, owned by one thread (`connection_thread.rs`), which runs the store's
-//! operations in order and commits writes that queue up together (group commit). Every
+//! One connection, owned by one thread (`connection_thread.rs`), runs every write and the
+//! API's reads in order, and commits writes that queue up together (group commit). Every
 //! write's future resolves only after the transaction holding it has committed, so an
-//! accepted event is on disk (in the WAL) before `publish` returns. With the default
+//! accepted event is on disk (in the WAL) before `publish` returns.
+//!
+//! Claims read on a second connection and thread of their own, beside the writes: WAL
+//! mode lets one reader work on a committed snapshot while the writer commits. A claim
+//! queued behind a publish of a hundred events and its commit would wait most of a
+//! millisecond, and the dispatcher claims one batch at a time, so at one subscription
+//! that wait was what bounded the rate. Because a claim's snapshot may be older than a
+//! write that just committed, the in-memory hints a write changes (`due.rs`, the targets
+//! cache) are changed only after its commit, and a claim holds them locked from before its
+//! snapshot until it is done: a hint changed after a commit is then either seen by the
+//! claim's snapshot or applied after the claim. With the default
 //! `synchronous=NORMAL` a committed transaction survives the process being killed at any
 //! moment (SIGKILL);
 //! [`SqliteOptions::power_loss_durable`] switches to `synchronous=FULL`, which also
@@ -176,6 +186,8 @@ pub struct SqliteOptions {
 #[derive(Clone)]
 pub struct SqliteStore {
     conn: Arc<ConnectionThread>,
+    /// The claims' own read connection (see the module doc).
+    claims: Arc<ConnectionThread>,
     /// Delivery row -> lease end (ms): claimed deliveries whose outcome is not recorded.
     leases: Arc<Mutex<HashMap<i64, i64>>>,
     /// Delivery targets (URL, signer) by subscription row, for claims.
@@ -287,8 +299,14 @@ impl SqliteStore {
             })
             .map_err(db_err)?,
         );
+        let checkpointer = Checkpointer::spawn(&path, sync)?;
         Ok(SqliteStore {
-            conn: Arc::new(ConnectionThread::spawn(conn, Some(Checkpointer::spawn(&path, sync)?))?),
+            conn: Arc::new(ConnectionThread::spawn(conn, "postwire-sqlite", Some(checkpointer))?),
+            claims: Arc::new(ConnectionThread::spawn(
+                open_claim_connection(&path)?,
+                "postwire-claims",
+                None,
+            )?),
             leases: Arc::default(),
             targets: Arc::default(),
             due: Arc::new(Mutex::new(due)),
@@ -324,6 +342,45 @@ impl SqliteStore {
     ) -> BoxFuture<'_, StoreResult<T>> {
         Box::pin(self.conn.write(f))
     }
+
+    /// Like [`write`](Self::write), then runs `after` once the write has committed: for
+    /// the in-memory hints that claims read (see the module doc).
+    fn write_then<T: Send + 'static, R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>) -> rusqlite::Result<T> + Send + 'static,
+        after: impl FnOnce(T) -> R + Send + 'static,
+    ) -> BoxFuture<'_, StoreResult<R>> {
+        let write = self.conn.write(f);
+        Box::pin(async move { Ok(after(write.await?)) })
+    }
+
+    /// [`write_then`](Self::write_then) for writes that change a subscription's URL or
+    /// secrets: the targets cache is cleared after the commit.
+    fn write_target<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>) -> rusqlite::Result<T> + Send + 'static,
+    ) -> BoxFuture<'_, StoreResult<T>> {
+        let cache = self.targets.clone();
+        self.write_then(f, move |out| {
+            cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
+            out
+        })
+    }
+}
+
+/// Opens the claims' connection to the (existing, WAL-mode) file at `path`: reads only.
+fn open_claim_connection(path: &Path) -> StoreResult<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(db_err)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(db_err)?;
+    // Its page cache is dropped whenever the writer commits, so a small one will do.
+    conn.execute_batch("PRAGMA query_only=ON; PRAGMA cache_size=-4000;")
+        .map_err(db_err)?;
+    conn.set_prepared_statement_cache_capacity(16);
+    Ok(conn)
 }
 
 fn conversion(e: impl std::fmt::Display) -> rusqlite::Error {
@@ -537,10 +594,7 @@ impl Store for SqliteStore {
     }
 
     fn update_subscription(&self, id: String, ch: SubscriptionChanges) -> BoxFuture<'_, StoreResult<bool>> {
-        let cache = self.targets.clone();
-        self.write(move |tx| {
-            // The write and any claim run on the same thread, one after the other.
-            cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.write_target(move |tx| {
             if load_subscription(tx, &id)?.is_none() {
                 return Ok(false);
             }
@@ -566,10 +620,7 @@ impl Store for SqliteStore {
     }
 
     fn delete_subscription(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
-        let cache = self.targets.clone();
-        self.write(move |tx| {
-            // The write and any claim run on the same thread, one after the other.
-            cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.write_target(move |tx| {
             let Some(seq) = sub_seq(tx, &id)? else { return Ok(false) };
             tx.execute("DELETE FROM subscriptions WHERE seq = ?1", [seq])?;
             tx.execute(
@@ -599,15 +650,13 @@ impl Store for SqliteStore {
         now: Timestamp,
         cutoff: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Option<ResumeSummary>>> {
-        let due = self.due.clone();
-        self.write(move |tx| {
+        let (due, hints) = (self.due.clone(), self.due.clone());
+        let write = move |tx: &Transaction<'_>| {
             let Some(seq) = sub_seq(tx, &id)? else { return Ok(None) };
-            let released_due = {
-                let mut due = due.lock().unwrap_or_else(|p| p.into_inner());
-                let at = due.first_attempt_due(now.unix_millis());
-                due.lower(seq, at);
-                at
-            };
+            let released_due = due
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .first_attempt_due(now.unix_millis());
             tx.execute(
                 "UPDATE subscriptions SET paused_reason = NULL, consecutive_failures = 0, failing_since = NULL WHERE seq = ?1",
                 [seq],
@@ -617,15 +666,25 @@ impl Store for SqliteStore {
                 params![seq, EXPIRED, now.unix_millis(), cutoff.unix_millis()],
             )?;
             let released = tx.execute(RELEASE_HELD_SQL, params![seq, released_due])?;
-            Ok(Some(ResumeSummary { released: released as u64, expired: expired as u64 }))
+            Ok(Some((
+                seq,
+                released_due,
+                ResumeSummary {
+                    released: released as u64,
+                    expired: expired as u64,
+                },
+            )))
+        };
+        self.write_then(write, move |out| {
+            out.map(|(seq, released_due, summary)| {
+                hints.lock().unwrap_or_else(|p| p.into_inner()).lower(seq, released_due);
+                summary
+            })
         })
     }
 
     fn rotate_secret(&self, id: String, new_secret: Secret, until: Timestamp) -> BoxFuture<'_, StoreResult<bool>> {
-        let cache = self.targets.clone();
-        self.write(move |tx| {
-            // The write and any claim run on the same thread, one after the other.
-            cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.write_target(move |tx| {
             let n = tx.execute(
                 "UPDATE subscriptions SET previous_secret = secret, previous_secret_until = ?3, secret = ?2 WHERE id = ?1",
                 params![id, new_secret.expose(), until.unix_millis()],
@@ -635,11 +694,12 @@ impl Store for SqliteStore {
     }
 
     fn enqueue(&self, events: Vec<BuiltEvent>, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<usize>>> {
-        let due = self.due.clone();
-        self.write(move |tx| {
-            let mut due = due.lock().unwrap_or_else(|p| p.into_inner());
+        let (due, hints) = (self.due.clone(), self.due.clone());
+        let write = move |tx: &Transaction<'_>| {
             let now_ms = now.unix_millis();
-            let first_due = due.first_attempt_due(now_ms);
+            let first_due = due.lock().unwrap_or_else(|p| p.into_inner()).first_attempt_due(now_ms);
+            // The subscriptions given a pending delivery: due from `first_due`, once committed.
+            let mut became_due: Vec<i64> = Vec::new();
             let mut routes: HashMap<String, Vec<Route>> = HashMap::new();
             let mut counts = Vec::with_capacity(events.len());
             let mut insert_event = tx.prepare_cached(
@@ -678,28 +738,36 @@ impl Store for SqliteStore {
                     if wanted {
                         let state = if route.paused { HELD } else { PENDING };
                         insert_delivery.execute(params![route.seq, event_seq, key, state, first_due, now_ms])?;
-                        if state == PENDING {
-                            due.lower(route.seq, first_due);
+                        if state == PENDING && !became_due.contains(&route.seq) {
+                            became_due.push(route.seq);
                         }
                         n += 1;
                     }
                 }
                 counts.push(n);
             }
-            Ok(counts)
+            Ok((counts, became_due, first_due))
+        };
+        self.write_then(write, move |(counts, became_due, first_due)| {
+            let mut due = hints.lock().unwrap_or_else(|p| p.into_inner());
+            for sub in became_due {
+                due.lower(sub, first_due);
+            }
+            counts
         })
     }
 
     fn claim(&self, req: ClaimRequest) -> BoxFuture<'_, StoreResult<Vec<ClaimedDelivery>>> {
         let (leases, cache, due) = (self.leases.clone(), self.targets.clone(), self.due.clone());
-        self.read(move |conn| {
-            // Claiming writes nothing to the file (leases live in memory); one read
-            // transaction gives the scan a single snapshot.
-            let tx = conn.transaction()?;
-            let now_ms = req.now.unix_millis();
+        Box::pin(self.claims.read(move |conn| {
+            // The hints are locked before the snapshot starts and until the claim is done
+            // (see the module doc). Claiming writes nothing to the file (leases live in
+            // memory); one read transaction gives the scan a single snapshot.
             let mut leases = leases.lock().unwrap_or_else(|p| p.into_inner());
             let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
             let mut due = due.lock().unwrap_or_else(|p| p.into_inner());
+            let tx = conn.transaction()?;
+            let now_ms = req.now.unix_millis();
             let mut chosen: Vec<(i64, Arc<Target>)> = Vec::new();
             {
                 let mut queue = tx.prepare_cached(QUEUE_SQL)?;
@@ -799,7 +867,7 @@ impl Store for SqliteStore {
             drop((delivery, event));
             tx.commit()?;
             Ok(out)
-        })
+        }))
     }
 
     fn next_due_at(&self) -> BoxFuture<'_, StoreResult<Option<Timestamp>>> {
@@ -817,17 +885,24 @@ impl Store for SqliteStore {
         let leases = self.leases.clone();
         let recorded: Vec<i64> = attempts.iter().map(|a| a.delivery.0).collect();
         let due = self.due.clone();
-        let write = self.write(move |tx| record(tx, attempts, now, &mut due.lock().unwrap_or_else(|p| p.into_inner())));
-        Box::pin(async move {
-            let paused = write.await?;
-            // Committed: the leases have done their job. (After a failed write they stay,
-            // and the deliveries are attempted again when they end.)
-            let mut map = leases.lock().unwrap_or_else(|p| p.into_inner());
-            for seq in recorded {
-                map.remove(&seq);
-            }
-            Ok(paused)
-        })
+        self.write_then(
+            move |tx| record(tx, attempts, now),
+            move |(paused, became_due)| {
+                // Committed: successors and retries may be claimed, and the leases have
+                // done their job. (After a failed write the leases stay, and the
+                // deliveries are attempted again when they end.)
+                let mut due = due.lock().unwrap_or_else(|p| p.into_inner());
+                for (sub, at) in became_due {
+                    due.lower(sub, at);
+                }
+                drop(due);
+                let mut map = leases.lock().unwrap_or_else(|p| p.into_inner());
+                for seq in recorded {
+                    map.remove(&seq);
+                }
+                paused
+            },
+        )
     }
 
     fn list_deliveries(
@@ -973,14 +1048,19 @@ impl Store for SqliteStore {
     }
 }
 
+/// What [`record`] tells the caller to do once committed: the subscriptions whose
+/// queues may have something claimable (a successor, a retry), and from when.
+type BecameDue = Vec<(i64, i64)>;
+
 /// Records finished attempts in `tx`: attempt rows, delivery states, health counters,
-/// and pauses by failures with their notifications.
+/// and pauses by failures with their notifications. Returns the pauses, and the queues
+/// to mark due once the write has committed.
 fn record(
     tx: &Transaction<'_>,
     attempts: Vec<FinishedAttempt>,
     now: Timestamp,
-    due: &mut DueSubscriptions,
-) -> rusqlite::Result<Vec<PausedByFailures>> {
+) -> rusqlite::Result<(Vec<PausedByFailures>, BecameDue)> {
+    let mut became_due: BecameDue = Vec::new();
     let now_ms = now.unix_millis();
     // Subscription id -> (row, workspace, health, paused) for the batch.
     let mut subs: HashMap<String, Option<(i64, String, Health, bool)>> = HashMap::new();
@@ -1032,19 +1112,19 @@ fn record(
         let verdict = match a.next {
             NextState::Delivered => {
                 finish.execute(params![a.delivery.0, DELIVERED, a.attempt, now_ms])?;
-                due.lower(*seq, now_ms); // its successor may wait on it
+                became_due.push((*seq, now_ms)); // its successor may wait on it
                 Verdict::Delivered
             }
             NextState::Failed => {
                 finish.execute(params![a.delivery.0, FAILED, a.attempt, now_ms])?;
-                due.lower(*seq, now_ms);
+                became_due.push((*seq, now_ms));
                 Verdict::FailedForGood
             }
             NextState::RetryAt(at) => {
                 let state = if *paused { HELD } else { PENDING };
                 retry.execute(params![a.delivery.0, state, a.attempt, at.unix_millis()])?;
                 if state == PENDING {
-                    due.lower(*seq, at.unix_millis());
+                    became_due.push((*seq, at.unix_millis()));
                 }
                 Verdict::WillRetry
             }
@@ -1093,7 +1173,7 @@ fn record(
             h.failing_since.map(|t| t.unix_millis())
         ])?;
     }
-    Ok(paused_now)
+    Ok((paused_now, became_due))
 }
 
 fn cause_str(c: crate::model::PauseCause) -> &'static str {
@@ -1123,8 +1203,8 @@ mod tests {
         assert!(err.to_string().contains("schema version 99"));
     }
 
-    #[tokio::test]
-    async fn a_claimed_delivery_whose_outcome_is_never_written_is_claimed_again_when_its_lease_ends() {
+    /// A store with workspace `ws` and one subscription, and the time of the tests.
+    async fn store_with_a_subscription() -> (tempfile::TempDir, SqliteStore, Timestamp) {
         use postwire_core::Subscription;
         let dir = tempfile::tempdir().unwrap();
         let store = SqliteStore::open(dir.path().join("s.db")).unwrap();
@@ -1157,33 +1237,69 @@ mod tests {
             })
             .await
             .unwrap();
+        (dir, store, t0)
+    }
+
+    fn test_event(at: Timestamp) -> BuiltEvent {
         let change = crate::events::TestEvent {
             workspace_id: "ws".into(),
             subscription_id: None,
             message: "m".into(),
         }
         .into();
-        let built = crate::events::build_event(&change, Event::generate_id(t0).unwrap(), t0)
+        crate::events::build_event(&change, Event::generate_id(at).unwrap(), at)
             .unwrap()
-            .unwrap();
-        assert_eq!(store.enqueue(vec![built], t0).await.unwrap(), vec![1]);
-        let claim = |now: Timestamp| ClaimRequest {
+            .unwrap()
+    }
+
+    fn claim_at(now: Timestamp) -> ClaimRequest {
+        ClaimRequest {
             now,
-            limit: 10,
+            limit: 10_000,
             lease_until: now.add_millis(120_000),
             owner: "test".into(),
-            per_subscription_limit: 10,
+            per_subscription_limit: 10_000,
             in_flight: HashMap::new(),
-        };
-        let first = store.claim(claim(t0)).await.unwrap();
+        }
+    }
+
+    #[tokio::test]
+    async fn a_claimed_delivery_whose_outcome_is_never_written_is_claimed_again_when_its_lease_ends() {
+        let (_dir, store, t0) = store_with_a_subscription().await;
+        assert_eq!(store.enqueue(vec![test_event(t0)], t0).await.unwrap(), vec![1]);
+        let first = store.claim(claim_at(t0)).await.unwrap();
         assert_eq!(first.len(), 1);
         // Nothing recorded (as if the outcome's write failed): leased, so not claimable...
-        assert!(store.claim(claim(t0.add_millis(119_999))).await.unwrap().is_empty());
+        assert!(store.claim(claim_at(t0.add_millis(119_999))).await.unwrap().is_empty());
         // ...until the lease ends, with no other write to the subscription in between.
-        let again = store.claim(claim(t0.add_millis(120_000))).await.unwrap();
+        let again = store.claim(claim_at(t0.add_millis(120_000))).await.unwrap();
         assert_eq!(again.len(), 1);
         assert_eq!(again[0].id, first[0].id);
         assert_eq!(again[0].body, first[0].body);
+    }
+
+    /// Claims read a snapshot on their own connection while writes commit: a claim whose
+    /// snapshot missed a commit must not leave that commit's deliveries unclaimable.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn claims_beside_commits_leave_no_published_delivery_unclaimable() {
+        const EVENTS: usize = 400;
+        let (_dir, store, t0) = store_with_a_subscription().await;
+        let publisher = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                for _ in 0..EVENTS {
+                    store.enqueue(vec![test_event(t0)], t0).await.unwrap();
+                }
+            })
+        };
+        let mut claimed = 0;
+        while !publisher.is_finished() {
+            claimed += store.claim(claim_at(t0)).await.unwrap().len();
+        }
+        publisher.await.unwrap();
+        // What is left is claimable now, by the store's own hints.
+        claimed += store.claim(claim_at(t0)).await.unwrap().len();
+        assert_eq!(claimed, EVENTS);
     }
 
     #[test]
