@@ -11,8 +11,9 @@
 //! records all the outcomes that arrived while it was busy in one write (the store may
 //! commit it together with other writes: see the SQLite store's group commit) and then
 //! wakes the loop: a successor in the same ordering queue becomes claimable only once its
-//! predecessor's outcome is on disk. When a quarter of a busy subscription's (or the dispatcher's)
-//! room has come free, the loop is woken at once to refill it.
+//! predecessor's outcome is on disk. A subscription that a claim gave all its room (its
+//! queue may hold more), or a full dispatcher, wakes the loop once a quarter of that room
+//! has come free, or at once if requests ended while the claim ran.
 //!
 //! The loop sleeps until a publish or a finished batch wakes it, the next due time comes
 //! (by the clock), or `idle_poll` passes. Nothing here is needed to recover from a
@@ -70,47 +71,96 @@ impl Limits {
 #[derive(Debug)]
 struct SubscriptionSlots {
     claimed: usize,
+    /// The last claim gave it all the room it had, so its queue may hold more; it asks
+    /// for a refill once a quarter of its room is free.
+    full: bool,
     requests: Arc<Semaphore>,
 }
 
 /// Attempts in this process: claimed attempts whose request has not ended (which bound
 /// the room for new claims) and attempts whose outcome is not yet recorded (which keep
 /// the dispatcher from calling itself idle).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct InFlight {
+    limits: Limits,
     total: usize,
+    /// The dispatcher had all the claimed attempts it may have, and has not yet asked for
+    /// a refill.
+    full: bool,
     per_subscription: HashMap<String, SubscriptionSlots>,
     unrecorded: usize,
 }
 
+/// A full subscription, or a full dispatcher, asks for a refill once this share of its
+/// room has come free: claiming several at once is cheaper than one per finished request,
+/// and the room claimed ahead keeps the requests busy while the claim runs.
+const REFILL_AT: usize = 4;
+
 impl InFlight {
+    fn new(limits: Limits) -> Self {
+        InFlight {
+            limits,
+            total: 0,
+            full: false,
+            per_subscription: HashMap::new(),
+            unrecorded: 0,
+        }
+    }
+
     /// Counts a claimed attempt; returns its subscription's request slots.
-    fn add(&mut self, sub: &str, slots_per_subscription: usize) -> Arc<Semaphore> {
+    fn add(&mut self, sub: &str) -> Arc<Semaphore> {
+        let (max, _) = self.limits.claimed();
         self.total += 1;
+        self.full |= self.total >= max;
         let slots = self
             .per_subscription
             .entry(sub.to_owned())
             .or_insert_with(|| SubscriptionSlots {
                 claimed: 0,
-                requests: Arc::new(Semaphore::new(slots_per_subscription)),
+                full: false,
+                requests: Arc::new(Semaphore::new(self.limits.requests_per_subscription)),
             });
         slots.claimed += 1;
         slots.requests.clone()
     }
 
-    /// An attempt's request ended (or never started); returns how many of its
-    /// subscription's claimed attempts remain.
-    fn remove(&mut self, sub: &str) -> usize {
-        self.total = self.total.saturating_sub(1);
+    /// After a claim gave `sub` all the room it had when the claim began: its queue may
+    /// hold more. True when a quarter of its room is free already (requests ended while
+    /// the claim ran), so the loop should claim again at once; otherwise the subscription
+    /// asks when that happens (see [`remove`](Self::remove)).
+    fn filled(&mut self, sub: &str) -> bool {
+        let (_, per_subscription) = self.limits.claimed();
         let Some(slots) = self.per_subscription.get_mut(sub) else {
-            return 0;
+            return false;
+        };
+        let refill_now = slots.claimed <= per_subscription - per_subscription.div_ceil(REFILL_AT);
+        slots.full = !refill_now;
+        refill_now
+    }
+
+    /// An attempt's request ended (or never started); true when the loop should claim
+    /// now: its subscription (see [`filled`](Self::filled)), or the dispatcher, was full
+    /// and a quarter of its room is free again.
+    fn remove(&mut self, sub: &str) -> bool {
+        let (max, per_subscription) = self.limits.claimed();
+        self.total = self.total.saturating_sub(1);
+        let mut refill = false;
+        if self.full && self.total <= max - max.div_ceil(REFILL_AT) {
+            self.full = false;
+            refill = true;
+        }
+        let Some(slots) = self.per_subscription.get_mut(sub) else {
+            return refill;
         };
         slots.claimed -= 1;
+        if slots.full && slots.claimed <= per_subscription - per_subscription.div_ceil(REFILL_AT) {
+            slots.full = false;
+            refill = true;
+        }
         if slots.claimed == 0 {
             self.per_subscription.remove(sub);
-            return 0;
         }
-        slots.claimed
+        refill
     }
 
     fn claimed_per_subscription(&self) -> HashMap<String, usize> {
@@ -154,11 +204,11 @@ pub(crate) fn start(inner: Arc<Inner>) -> DispatcherHandle {
 }
 
 async fn run(inner: Arc<Inner>) {
-    let in_flight = Arc::new(Mutex::new(InFlight::default()));
-    let (tx, rx) = mpsc::unbounded_channel::<FinishedAttempt>();
-    let writer = tokio::spawn(write_outcomes(inner.clone(), in_flight.clone(), rx));
     let config = &inner.config;
     let limits = Limits::of(config);
+    let in_flight = Arc::new(Mutex::new(InFlight::new(limits)));
+    let (tx, rx) = mpsc::unbounded_channel::<FinishedAttempt>();
+    let writer = tokio::spawn(write_outcomes(inner.clone(), in_flight.clone(), rx));
     let (max_claimed, max_claimed_per_subscription) = limits.claimed();
     let all_requests = Arc::new(Semaphore::new(limits.requests));
     loop {
@@ -175,6 +225,8 @@ async fn run(inner: Arc<Inner>) {
             )
         };
         let mut claimed = 0;
+        // A subscription given all its room has more room already: claim again at once.
+        let mut again = false;
         if room > 0 {
             let now = inner.clock.now();
             let request = ClaimRequest {
@@ -185,17 +237,23 @@ async fn run(inner: Arc<Inner>) {
                 per_subscription_limit: max_claimed_per_subscription,
                 in_flight: snapshot,
             };
+            let before = request.in_flight.clone();
             match inner.store.claim(request).await {
                 Ok(batch) => {
                     claimed = batch.len();
+                    let mut per_subscription: HashMap<String, usize> = HashMap::new();
                     let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
                     for d in batch {
-                        let slots = [
-                            f.add(&d.subscription_id, limits.requests_per_subscription),
-                            all_requests.clone(),
-                        ];
+                        *per_subscription.entry(d.subscription_id.clone()).or_default() += 1;
+                        let slots = [f.add(&d.subscription_id), all_requests.clone()];
                         f.unrecorded += 1;
                         tokio::spawn(attempt(inner.clone(), d, slots, in_flight.clone(), tx.clone()));
+                    }
+                    for (sub, n) in per_subscription {
+                        let room = max_claimed_per_subscription.saturating_sub(before.get(&sub).copied().unwrap_or(0));
+                        if n >= room && f.filled(&sub) {
+                            again = true;
+                        }
                     }
                 }
                 Err(e) => {
@@ -205,7 +263,7 @@ async fn run(inner: Arc<Inner>) {
                 }
             }
         }
-        if claimed > 0 && claimed == room {
+        if claimed > 0 && (claimed == room || again) {
             continue;
         }
         if claimed == 0 && busy_before == 0 {
@@ -281,14 +339,10 @@ async fn attempt(
     // ends, just below). The delivery stays leased, and its successors blocked, until the
     // outcome is recorded. If the subscription (or the whole dispatcher) was full, wake
     // the loop now rather than after the next write.
-    let refill = {
-        let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
-        let left = f.remove(&d.subscription_id);
-        // Wake when a quarter of the room has come free (not on every request: claiming
-        // several at once is cheaper).
-        let (max, per_sub) = Limits::of(&inner.config).claimed();
-        f.total == max - max.div_ceil(4) || left == per_sub - per_sub.div_ceil(4)
-    };
+    let refill = in_flight
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&d.subscription_id);
     if refill {
         inner.wake.notify_one();
     }
@@ -329,5 +383,63 @@ async fn write_outcomes(
             f.unrecorded = f.unrecorded.saturating_sub(n);
         }
         inner.wake.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Up to 4 claimed attempts per subscription and 16 overall (twice the request limits).
+    fn in_flight() -> InFlight {
+        InFlight::new(Limits {
+            requests: 8,
+            requests_per_subscription: 2,
+        })
+    }
+
+    #[test]
+    fn a_subscription_given_all_its_room_asks_for_a_refill_once_a_quarter_of_it_is_free() {
+        let mut f = in_flight();
+        for _ in 0..4 {
+            f.add("s");
+        }
+        assert!(!f.filled("s"), "all 4 claimed: no room to claim into yet");
+        assert!(f.remove("s"), "3 of 4 claimed: a quarter is free");
+        assert!(!f.remove("s"), "it asks once per claim");
+    }
+
+    #[test]
+    fn requests_that_ended_while_the_claim_ran_make_the_loop_claim_again_at_once() {
+        let mut f = in_flight();
+        // The claim began with 2 of 4 claimed, and was given the 2 free. Meanwhile the 2
+        // earlier requests ended: the room is half free when the claim returns, and no
+        // request is left whose end could ask for a refill.
+        f.add("s");
+        f.add("s");
+        assert!(!f.remove("s"));
+        assert!(!f.remove("s"));
+        f.add("s");
+        f.add("s");
+        assert!(f.filled("s"), "2 of 4 claimed: claim again now");
+        assert!(!f.remove("s"), "already asked for by the claim's own answer");
+    }
+
+    #[test]
+    fn a_subscription_whose_queue_ran_dry_does_not_ask() {
+        let mut f = in_flight();
+        f.add("s");
+        assert!(!f.remove("s"));
+    }
+
+    #[test]
+    fn a_full_dispatcher_asks_for_a_refill_once_a_quarter_of_its_room_is_free() {
+        let mut f = in_flight();
+        let subs: Vec<String> = (0..16).map(|i| format!("s{i}")).collect();
+        for sub in &subs {
+            f.add(sub);
+        }
+        let asked: Vec<bool> = subs[..5].iter().map(|sub| f.remove(sub)).collect();
+        assert_eq!(asked, [false, false, false, true, false], "at 12 of 16, once");
     }
 }
