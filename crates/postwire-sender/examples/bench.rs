@@ -23,6 +23,9 @@
 //! * **Memory**: resident set size while one million events are held for a paused
 //!   subscription, sampled as they are published.
 //! * **wrk**: `wrk -t2 -c64 -d5s` POSTing the same 1 KiB body to the same receiver.
+//!   The throughput runs default to 100,000 deliveries, about 3 s at 1 subscription, so
+//!   that they too measure a steady state, as wrk's 5 s do: a run of 30,000 lasts about
+//!   1 s, and its ramp (connections opened, the first claims) and tail weigh on its rate.
 //! * **CPU per delivery**: user + system time of the whole process (sender, receiver and
 //!   publisher) over the throughput run, divided by the deliveries. Rates vary by up to
 //!   30 % between runs on a small shared VM; this moves by a few percent, so it is what
@@ -405,7 +408,7 @@ fn main() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let deliveries = arg("--deliveries", 30_000);
+        let deliveries = arg("--deliveries", 100_000);
         let held = arg("--held", 1_000_000);
         let skip_wrk = std::env::args().any(|a| a == "--skip-wrk");
         let arrivals = Arc::new(Arrivals::default());

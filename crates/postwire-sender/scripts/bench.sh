@@ -5,7 +5,7 @@
 #
 #   crates/postwire-sender/scripts/bench.sh [--deliveries N] [--held N] [--skip-wrk]
 #
-# Defaults: 30,000 deliveries per throughput run, 1,000,000 held events (about 1.3 GB of
+# Defaults: 100,000 deliveries per throughput run, 1,000,000 held events (about 1.3 GB of
 # temporary SQLite file, removed afterwards). LTO is switched off here only to keep the
 # build short on a 2-core machine.
 set -euo pipefail
