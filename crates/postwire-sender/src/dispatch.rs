@@ -413,8 +413,8 @@ mod tests {
     fn requests_that_ended_while_the_claim_ran_make_the_loop_claim_again_at_once() {
         let mut f = in_flight();
         // The claim began with 2 of 4 claimed, and was given the 2 free. Meanwhile the 2
-        // earlier requests ended: the room is half free when the claim returns, and no
-        // request is left whose end could ask for a refill.
+        // earlier requests ended: the room is half free when the claim returns, already
+        // past the mark at which a request's end would ask for a refill.
         f.add("s");
         f.add("s");
         assert!(!f.remove("s"));
