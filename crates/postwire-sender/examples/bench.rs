@@ -6,7 +6,7 @@
 //!     [--per-subscription N] [--in-flight N]   (the dispatcher's limits; defaults 32 and 256)
 //!     [--subscriptions 1|10|100]               (only that throughput run)
 //! BENCH_DIR=/dev/shm (where the database goes)  BENCH_WORKERS=N (runtime threads, default 2)
-//! BENCH_VERBOSE=1 (how long publishing took)
+//! BENCH_VERBOSE=1 (how long publishing took, and the CPU per delivery of each kind of thread)
 //! BENCH_DRAIN_ONLY=1 (publish every event first, then time the dispatcher alone: splits
 //!                     the cost of publishing from the cost of delivering; the latency
 //!                     columns then include the wait for the dispatcher to start)
@@ -162,6 +162,47 @@ fn stolen_time() -> Duration {
         .unwrap_or_default()
 }
 
+/// CPU time (user + system, in clock ticks) of each thread of this process, by thread id,
+/// with the thread's name, from `/proc/self/task/*/stat`.
+fn thread_ticks() -> HashMap<u32, (String, u64)> {
+    let mut out = HashMap::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for task in tasks.flatten() {
+        let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let name = stat[open + 1..close].to_owned();
+        let f: Vec<&str> = stat[close + 2..].split_whitespace().collect();
+        let ticks = f.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0)
+            + f.get(12).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+        out.insert(tid, (name, ticks));
+    }
+    out
+}
+
+/// The CPU time each kind of thread (by name) used since `before`, in µs per delivery.
+fn cpu_by_thread(before: &HashMap<u32, (String, u64)>, deliveries: usize) -> String {
+    let mut by_name: std::collections::BTreeMap<String, u64> = Default::default();
+    for (tid, (name, ticks)) in thread_ticks() {
+        let earlier = before.get(&tid).map_or(0, |(_, t)| *t);
+        *by_name.entry(name).or_default() += ticks.saturating_sub(earlier);
+    }
+    by_name
+        .into_iter()
+        .filter(|(_, ticks)| *ticks > 0)
+        .map(|(name, ticks)| format!("{name} {:.1}", ticks as f64 * 1e4 / deliveries as f64)) // 1 tick = 10 ms
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -237,6 +278,7 @@ async fn throughput(subs: usize, deliveries: usize, pad: usize, url: &str, arriv
     let mut published: Vec<(String, Instant)> = Vec::with_capacity(events);
     let start = Instant::now();
     let (cpu_start, stolen_start) = (cpu_time(), stolen_time());
+    let mut threads_start = thread_ticks();
     let batch = 100;
     let mut i = 0;
     while i < events {
@@ -266,6 +308,7 @@ async fn throughput(subs: usize, deliveries: usize, pad: usize, url: &str, arriv
                 publishing_cpu.as_secs_f64() * 1e6 / events as f64
             );
             dispatcher = Some(sender.start());
+            threads_start = thread_ticks();
             (Instant::now(), cpu_time(), stolen_time())
         }
     };
@@ -274,6 +317,12 @@ async fn throughput(subs: usize, deliveries: usize, pad: usize, url: &str, arriv
     }
     let elapsed = start.elapsed();
     let cpu = cpu_time().saturating_sub(cpu_start);
+    if std::env::var_os("BENCH_VERBOSE").is_some() {
+        eprintln!(
+            "{subs} subscriptions: CPU per delivery by thread (µs): {}",
+            cpu_by_thread(&threads_start, events * subs)
+        );
+    }
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
     let stolen = stolen_time().saturating_sub(stolen_start).as_secs_f64() / (elapsed.as_secs_f64() * cpus);
     let mut lat: Vec<Duration> = {
@@ -423,12 +472,21 @@ fn main() {
         let wrk = if skip_wrk {
             None
         } else {
-            tokio::task::spawn_blocking({
+            let (cpu, count) = (cpu_time(), arrivals.count.load(Ordering::SeqCst));
+            let rate = tokio::task::spawn_blocking({
                 let url = url.clone();
                 move || run_wrk(&url, 1024)
             })
             .await
-            .unwrap()
+            .unwrap();
+            if std::env::var_os("BENCH_VERBOSE").is_some() {
+                let requests = arrivals.count.load(Ordering::SeqCst) - count;
+                eprintln!(
+                    "wrk: the receiver's CPU per request {:.1} µs",
+                    cpu_time().saturating_sub(cpu).as_secs_f64() * 1e6 / requests.max(1) as f64
+                );
+            }
+            rate
         };
         match wrk {
             Some(r) => println!("wrk -t2 -c64 -d5s, POST 1 KiB, same receiver: {r:.0} requests/s"),
