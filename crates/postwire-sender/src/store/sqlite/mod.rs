@@ -52,10 +52,12 @@
 mod checkpointer;
 mod connection_thread;
 mod due;
+mod fresh;
 mod targets;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -67,6 +69,7 @@ use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use self::checkpointer::Checkpointer;
 use self::connection_thread::ConnectionThread;
 use self::due::DueSubscriptions;
+use self::fresh::{FreshDeliveries, FreshEvent};
 use self::targets::{Target, TargetCache};
 use super::{
     BoxFuture, ClaimRequest, ClaimedDelivery, DeliveryCounts, FinishedAttempt, NextState, PausedByFailures, Store,
@@ -194,6 +197,12 @@ pub struct SqliteStore {
     targets: Arc<Mutex<TargetCache>>,
     /// Which subscriptions' queues a claim looks at.
     due: Arc<Mutex<DueSubscriptions>>,
+    /// What first claims need of new deliveries, so they need not read it back.
+    fresh: Arc<Mutex<FreshDeliveries>>,
+    /// The next delivery row number. Only goes up, so no row number is used twice while
+    /// the process runs, even after a delete or a rollback: in-memory state keyed by
+    /// delivery row (leases, `fresh`) can never be taken for another delivery's.
+    next_delivery: Arc<AtomicI64>,
     path: PathBuf,
 }
 
@@ -299,6 +308,9 @@ impl SqliteStore {
             })
             .map_err(db_err)?,
         );
+        let last_delivery: i64 = conn
+            .query_row("SELECT COALESCE(MAX(seq), 0) FROM deliveries", [], |r| r.get(0))
+            .map_err(db_err)?;
         let checkpointer = Checkpointer::spawn(&path, sync)?;
         Ok(SqliteStore {
             conn: Arc::new(ConnectionThread::spawn(conn, "postwire-sqlite", Some(checkpointer))?),
@@ -310,6 +322,8 @@ impl SqliteStore {
             leases: Arc::default(),
             targets: Arc::default(),
             due: Arc::new(Mutex::new(due)),
+            fresh: Arc::default(),
+            next_delivery: Arc::new(AtomicI64::new(last_delivery + 1)),
             path,
         })
     }
@@ -695,6 +709,7 @@ impl Store for SqliteStore {
 
     fn enqueue(&self, events: Vec<BuiltEvent>, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<usize>>> {
         let (due, hints) = (self.due.clone(), self.due.clone());
+        let (fresh, next_delivery) = (self.fresh.clone(), self.next_delivery.clone());
         let write = move |tx: &Transaction<'_>| {
             let now_ms = now.unix_millis();
             let first_due = due.lock().unwrap_or_else(|p| p.into_inner()).first_attempt_due(now_ms);
@@ -702,31 +717,40 @@ impl Store for SqliteStore {
             let mut became_due: Vec<i64> = Vec::new();
             let mut routes: HashMap<String, Vec<Route>> = HashMap::new();
             let mut counts = Vec::with_capacity(events.len());
+            // Each event with its new pending deliveries, for their first claims.
+            let mut made: Vec<(Arc<FreshEvent>, Vec<i64>)> = Vec::with_capacity(events.len());
             let mut insert_event = tx.prepare_cached(
                 "INSERT INTO events (id, workspace_id, event_type, post_id, created_at, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?;
             let mut insert_delivery = tx.prepare_cached(
-                "INSERT INTO deliveries (sub_seq, event_seq, okey, state, due_at, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO deliveries (seq, sub_seq, event_seq, okey, state, due_at, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?;
             for built in events {
-                let ev = &built.event;
+                let BuiltEvent {
+                    event: ev,
+                    body,
+                    ordering_key,
+                    post_id,
+                    only_subscription,
+                } = built;
                 insert_event.execute(params![
                     ev.id,
                     ev.workspace_id,
                     ev.event_type().as_str(),
-                    built.post_id,
+                    post_id,
                     ev.created_at.unix_millis(),
-                    built.body
+                    body
                 ])?;
                 let event_seq = tx.last_insert_rowid();
                 if !routes.contains_key(&ev.workspace_id) {
                     routes.insert(ev.workspace_id.clone(), routes_of(tx, &ev.workspace_id)?);
                 }
-                let key = built.ordering_key.as_ref().map(super::ordering_hash);
+                let key = ordering_key.as_ref().map(super::ordering_hash);
+                let mut pending = Vec::new();
                 let mut n = 0;
                 for route in &routes[&ev.workspace_id] {
-                    let wanted = match &built.only_subscription {
+                    let wanted = match &only_subscription {
                         Some(only) => *only == route.id,
                         None => matches(
                             &route.events,
@@ -737,14 +761,31 @@ impl Store for SqliteStore {
                     };
                     if wanted {
                         let state = if route.paused { HELD } else { PENDING };
-                        insert_delivery.execute(params![route.seq, event_seq, key, state, first_due, now_ms])?;
-                        if state == PENDING && !became_due.contains(&route.seq) {
-                            became_due.push(route.seq);
+                        let seq = next_delivery.fetch_add(1, Ordering::Relaxed);
+                        insert_delivery.execute(params![seq, route.seq, event_seq, key, state, first_due, now_ms])?;
+                        if state == PENDING {
+                            pending.push(seq);
+                            if !became_due.contains(&route.seq) {
+                                became_due.push(route.seq);
+                            }
                         }
                         n += 1;
                     }
                 }
                 counts.push(n);
+                if !pending.is_empty() {
+                    let event = FreshEvent {
+                        id: ev.id,
+                        body: Bytes::from(body),
+                    };
+                    made.push((Arc::new(event), pending));
+                }
+            }
+            // Before the commit is safe: row numbers are never reused, so an entry whose
+            // write rolls back is never asked for (see `fresh.rs`).
+            let mut fresh = fresh.lock().unwrap_or_else(|p| p.into_inner());
+            for (event, rows) in made {
+                fresh.add(event, &rows, now_ms);
             }
             Ok((counts, became_due, first_due))
         };
@@ -759,6 +800,7 @@ impl Store for SqliteStore {
 
     fn claim(&self, req: ClaimRequest) -> BoxFuture<'_, StoreResult<Vec<ClaimedDelivery>>> {
         let (leases, cache, due) = (self.leases.clone(), self.targets.clone(), self.due.clone());
+        let fresh = self.fresh.clone();
         Box::pin(self.claims.read(move |conn| {
             // The hints are locked before the snapshot starts and until the claim is done
             // (see the module doc). Claiming writes nothing to the file (leases live in
@@ -835,13 +877,33 @@ impl Store for SqliteStore {
                     due.set(sub, next);
                 }
             }
+            // First claims of new deliveries find what they need in memory; the others
+            // read it from the file.
+            let fresh: Vec<_> = {
+                let mut fresh = fresh.lock().unwrap_or_else(|p| p.into_inner());
+                chosen.iter().map(|(seq, _)| fresh.take(*seq)).collect()
+            };
             let mut delivery =
                 tx.prepare_cached("SELECT event_seq, attempts, created_at FROM deliveries WHERE seq = ?1")?;
             let mut event = tx.prepare_cached("SELECT id, body FROM events WHERE seq = ?1")?;
             // One event goes to many subscriptions: read its body once per claim and share it.
             let mut events: HashMap<i64, (String, Bytes)> = HashMap::new();
             let mut out = Vec::with_capacity(chosen.len());
-            for (seq, target) in chosen {
+            for ((seq, target), fresh) in chosen.into_iter().zip(fresh) {
+                if let Some(f) = fresh {
+                    leases.insert(seq, req.lease_until.unix_millis());
+                    out.push(ClaimedDelivery {
+                        id: DeliveryId(seq),
+                        subscription_id: target.id.clone(),
+                        event_id: f.event.id.clone(),
+                        body: f.event.body.clone(),
+                        url: target.url.clone(),
+                        signer: target.signer.clone(),
+                        attempt: 1,
+                        created_at: ts(f.created_at),
+                    });
+                    continue;
+                }
                 let (event_seq, attempts, created_at): (i64, i64, i64) =
                     delivery.query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
                 let (event_id, body) = match events.entry(event_seq) {
@@ -1276,6 +1338,62 @@ mod tests {
         assert_eq!(again.len(), 1);
         assert_eq!(again[0].id, first[0].id);
         assert_eq!(again[0].body, first[0].body);
+    }
+
+    /// A first claim takes what it needs from memory (`fresh.rs`); a retry must read the
+    /// row, with its attempt count, from the file.
+    #[tokio::test]
+    async fn a_retried_delivery_is_claimed_with_its_attempt_count_and_the_same_body() {
+        let (_dir, store, t0) = store_with_a_subscription().await;
+        let event = test_event(t0);
+        let (id, body) = (event.event.id.clone(), event.body.clone());
+        store.enqueue(vec![event], t0).await.unwrap();
+        let first = store.claim(claim_at(t0)).await.unwrap();
+        assert_eq!(first.len(), 1);
+        assert_eq!((first[0].attempt, first[0].event_id.as_str()), (1, id.as_str()));
+        assert_eq!(first[0].body, body.as_bytes());
+        store
+            .record_attempts(
+                vec![FinishedAttempt {
+                    delivery: first[0].id,
+                    subscription_id: first[0].subscription_id.clone(),
+                    attempt: 1,
+                    started_at: t0,
+                    duration_ms: 1,
+                    outcome: AttemptOutcome::Error {
+                        error: AttemptErrorKind::Connection,
+                    },
+                    next: NextState::RetryAt(t0.add_millis(30_000)),
+                }],
+                t0,
+            )
+            .await
+            .unwrap();
+        let retry = store.claim(claim_at(t0.add_millis(30_000))).await.unwrap();
+        assert_eq!(retry.len(), 1);
+        assert_eq!((retry[0].id, retry[0].attempt), (first[0].id, 2));
+        assert_eq!(
+            (retry[0].event_id.as_str(), &retry[0].body),
+            (id.as_str(), &first[0].body)
+        );
+    }
+
+    /// In-memory state is keyed by delivery row (leases, `fresh.rs`): SQLite would give
+    /// the row numbers of deleted deliveries again, the store does not.
+    #[tokio::test]
+    async fn delivery_rows_are_never_numbered_twice_while_the_store_is_open() {
+        let (_dir, store, t0) = store_with_a_subscription().await;
+        store.enqueue(vec![test_event(t0)], t0).await.unwrap();
+        let before = store.claim(claim_at(t0)).await.unwrap()[0].id;
+        assert!(store.delete_subscription("wh_1".into()).await.unwrap());
+        let mut sub = store.subscription("wh_1".into()).await.unwrap();
+        assert!(sub.is_none(), "deleted, with its deliveries");
+        let (_dir2, other, _) = store_with_a_subscription().await;
+        sub = other.subscription("wh_1".into()).await.unwrap();
+        store.insert_subscription(sub.unwrap()).await.unwrap();
+        store.enqueue(vec![test_event(t0)], t0).await.unwrap();
+        let after = store.claim(claim_at(t0)).await.unwrap()[0].id;
+        assert!(after.0 > before.0, "{after:?} after {before:?}");
     }
 
     /// Claims read a snapshot on their own connection while writes commit: a claim whose
