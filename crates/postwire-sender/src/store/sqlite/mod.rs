@@ -29,7 +29,8 @@
 //! rows is keyed by subscription, then due time), visiting only the subscriptions that
 //! `due.rs` says may have something due, so one subscription's backlog never hides
 //! another's deliveries, and held or finished deliveries cost a claim nothing. Each
-//! subscription's URL and signer are kept between claims (`targets.rs`).
+//! subscription's URL and signer are kept between claims (`targets.rs`), and a new
+//! delivery's event id and body wait in memory for its first claim (`fresh.rs`).
 //!
 //! **Ordering without a write at a random key.** A delivery is claimable only when no
 //! earlier unfinished delivery of its subscription has the same ordering key. Such a
