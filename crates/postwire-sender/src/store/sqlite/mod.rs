@@ -202,7 +202,10 @@ pub struct SqliteStore {
     fresh: Arc<Mutex<FreshDeliveries>>,
     /// The next delivery row number. Only goes up, so no row number is used twice while
     /// the process runs, even after a delete or a rollback: in-memory state keyed by
-    /// delivery row (leases, `fresh`) can never be taken for another delivery's.
+    /// delivery row (leases, `fresh`) can never be taken for another delivery's. Read
+    /// from the file at open: like the leases, it assumes this is the only process that
+    /// publishes to the file (`Sender::open_sqlite` enforces it); another one would see
+    /// its publishes fail on the row number, not overwrite anything.
     next_delivery: Arc<AtomicI64>,
     path: PathBuf,
 }
