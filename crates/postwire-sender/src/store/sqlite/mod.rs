@@ -894,29 +894,22 @@ impl Store for SqliteStore {
             let mut events: HashMap<i64, (String, Bytes)> = HashMap::new();
             let mut out = Vec::with_capacity(chosen.len());
             for ((seq, target), fresh) in chosen.into_iter().zip(fresh) {
-                if let Some(f) = fresh {
-                    leases.insert(seq, req.lease_until.unix_millis());
-                    out.push(ClaimedDelivery {
-                        id: DeliveryId(seq),
-                        subscription_id: target.id.clone(),
-                        event_id: f.event.id.clone(),
-                        body: f.event.body.clone(),
-                        url: target.url.clone(),
-                        signer: target.signer.clone(),
-                        attempt: 1,
-                        created_at: ts(f.created_at),
-                    });
-                    continue;
-                }
-                let (event_seq, attempts, created_at): (i64, i64, i64) =
-                    delivery.query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-                let (event_id, body) = match events.entry(event_seq) {
-                    std::collections::hash_map::Entry::Occupied(e) => e.get().clone(),
-                    std::collections::hash_map::Entry::Vacant(e) => e
-                        .insert(event.query_row([event_seq], |r| {
-                            Ok((r.get::<_, String>(0)?, Bytes::from(r.get::<_, String>(1)?)))
-                        })?)
-                        .clone(),
+                // (event id, body, attempts so far, created at)
+                let (event_id, body, attempts, created_at) = match fresh {
+                    Some(f) => (f.event.id.clone(), f.event.body.clone(), 0, f.created_at),
+                    None => {
+                        let (event_seq, attempts, created_at): (i64, i64, i64) =
+                            delivery.query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+                        let (event_id, body) = match events.entry(event_seq) {
+                            std::collections::hash_map::Entry::Occupied(e) => e.get().clone(),
+                            std::collections::hash_map::Entry::Vacant(e) => e
+                                .insert(event.query_row([event_seq], |r| {
+                                    Ok((r.get::<_, String>(0)?, Bytes::from(r.get::<_, String>(1)?)))
+                                })?)
+                                .clone(),
+                        };
+                        (event_id, body, attempts, created_at)
+                    }
                 };
                 leases.insert(seq, req.lease_until.unix_millis());
                 out.push(ClaimedDelivery {
