@@ -22,7 +22,11 @@
 //!   the throughput load and at a light load (one event every 2 ms).
 //! * **Memory**: resident set size while one million events are held for a paused
 //!   subscription, sampled as they are published.
-//! * **wrk**: `wrk -t2 -c64 -d5s` POSTing the same 1 KiB body to the same receiver.
+//! * **wrk**: `wrk -t2 -c64 -d5s` POSTing the same 1 KiB body to the same receiver,
+//!   before the first throughput run and after each one; each run's ratio is to the mean
+//!   of the wrk runs just before and just after it. On a shared VM the machine's speed
+//!   drifts by tens of percent within minutes, and wrk and the sender drift together, so
+//!   a ratio to a wrk run taken minutes away says more about the drift than the sender.
 //!   The throughput runs default to 100,000 deliveries, about 3 s at 1 subscription, so
 //!   that they too measure a steady state, as wrk's 5 s do: a run of 30,000 lasts about
 //!   1 s, and its ramp (connections opened, the first claims) and tail weigh on its rate.
@@ -407,6 +411,26 @@ async fn held_memory(held: usize, pad: usize, url: &str) -> Vec<(usize, u64)> {
     samples
 }
 
+/// Runs wrk against the receiver (see [`run_wrk`]); with `BENCH_VERBOSE`, also says what
+/// the receiver's CPU per request was.
+async fn measure_wrk(url: &str, arrivals: &Arc<Arrivals>) -> Option<f64> {
+    let (cpu, count) = (cpu_time(), arrivals.count.load(Ordering::SeqCst));
+    let rate = tokio::task::spawn_blocking({
+        let url = url.to_owned();
+        move || run_wrk(&url, 1024)
+    })
+    .await
+    .ok()?;
+    if std::env::var_os("BENCH_VERBOSE").is_some() {
+        let requests = arrivals.count.load(Ordering::SeqCst) - count;
+        eprintln!(
+            "wrk: the receiver's CPU per request {:.1} µs",
+            cpu_time().saturating_sub(cpu).as_secs_f64() * 1e6 / requests.max(1) as f64
+        );
+    }
+    rate
+}
+
 fn run_wrk(url: &str, body_len: usize) -> Option<f64> {
     let which = std::process::Command::new("which").arg("wrk").output().ok()?;
     if !which.status.success() {
@@ -469,40 +493,32 @@ fn main() {
             std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
         );
 
-        let wrk = if skip_wrk {
-            None
-        } else {
-            let (cpu, count) = (cpu_time(), arrivals.count.load(Ordering::SeqCst));
-            let rate = tokio::task::spawn_blocking({
-                let url = url.clone();
-                move || run_wrk(&url, 1024)
-            })
-            .await
-            .unwrap();
-            if std::env::var_os("BENCH_VERBOSE").is_some() {
-                let requests = arrivals.count.load(Ordering::SeqCst) - count;
-                eprintln!(
-                    "wrk: the receiver's CPU per request {:.1} µs",
-                    cpu_time().saturating_sub(cpu).as_secs_f64() * 1e6 / requests.max(1) as f64
-                );
-            }
-            rate
-        };
+        let mut wrk = if skip_wrk { None } else { measure_wrk(&url, &arrivals).await };
         match wrk {
             Some(r) => println!("wrk -t2 -c64 -d5s, POST 1 KiB, same receiver: {r:.0} requests/s"),
             None => println!("wrk: not run (not installed or --skip-wrk)"),
         }
 
         println!(
-            "\n| subscriptions | deliveries | deliveries/s | vs wrk | CPU per delivery | stolen | p50 publish→attempt | p99 publish→attempt |"
+            "\n| subscriptions | deliveries | deliveries/s | wrk before / after | vs wrk | CPU per delivery | stolen | p50 publish→attempt | p99 publish→attempt |"
         );
-        println!("|---|---|---|---|---|---|---|---|");
+        println!("|---|---|---|---|---|---|---|---|---|");
         let only = arg("--subscriptions", 0);
         for subs in [1, 10, 100].into_iter().filter(|s| only == 0 || *s == only) {
             let r = throughput(subs, deliveries, pad, &url, &arrivals).await;
-            let ratio = wrk.map(|w| format!("{:.2}", r.rate / w)).unwrap_or_else(|| "-".into());
+            let before = wrk;
+            let after = match before {
+                Some(_) => measure_wrk(&url, &arrivals).await,
+                None => None,
+            };
+            wrk = after.or(before);
+            let (wrk_text, ratio) = match (before, after) {
+                (Some(b), Some(a)) => (format!("{b:.0} / {a:.0}"), format!("{:.2}", r.rate / ((b + a) / 2.0))),
+                (Some(b), None) => (format!("{b:.0} / -"), format!("{:.2}", r.rate / b)),
+                _ => ("-".into(), "-".into()),
+            };
             println!(
-                "| {subs} | {deliveries} | {:.0} | {ratio} | {:.0} µs | {:.0} % | {:.1} ms | {:.1} ms |",
+                "| {subs} | {deliveries} | {:.0} | {wrk_text} | {ratio} | {:.0} µs | {:.0} % | {:.1} ms | {:.1} ms |",
                 r.rate,
                 r.cpu_per_delivery.as_secs_f64() * 1e6,
                 r.stolen * 100.0,
