@@ -140,18 +140,20 @@ fn padding_for_1kib() -> usize {
 
 /// CPU time (user + system) this process has used so far, from `/proc/self/stat`.
 fn cpu_time() -> Duration {
-    let ticks_per_sec = 100.0; // USER_HZ on Linux
-    std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|s| {
-            // Fields after the command name, which is in parentheses.
-            let rest = &s[s.rfind(')')? + 2..];
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            let utime: f64 = f.get(11)?.parse().ok()?;
-            let stime: f64 = f.get(12)?.parse().ok()?;
-            Some(Duration::from_secs_f64((utime + stime) / ticks_per_sec))
-        })
-        .unwrap_or_default()
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let ticks = stat_cpu(&stat).map_or(0, |(_, ticks)| ticks);
+    Duration::from_secs_f64(ticks as f64 / 100.0) // USER_HZ on Linux
+}
+
+/// The command name and the CPU time (user + system, in clock ticks) in a
+/// `/proc/.../stat` line.
+fn stat_cpu(stat: &str) -> Option<(&str, u64)> {
+    // The name is in parentheses (and may hold spaces); the fields follow it.
+    let (open, close) = (stat.find('(')?, stat.rfind(')')?);
+    let f: Vec<&str> = stat.get(close + 2..)?.split_whitespace().collect();
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    Some((&stat[open + 1..close], utime + stime))
 }
 
 /// CPU time the hypervisor took from this machine so far (all CPUs), from `/proc/stat`.
@@ -180,14 +182,9 @@ fn thread_ticks() -> HashMap<u32, (String, u64)> {
         let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
             continue;
         };
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-            continue;
-        };
-        let name = stat[open + 1..close].to_owned();
-        let f: Vec<&str> = stat[close + 2..].split_whitespace().collect();
-        let ticks = f.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0)
-            + f.get(12).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
-        out.insert(tid, (name, ticks));
+        if let Some((name, ticks)) = stat_cpu(&stat) {
+            out.insert(tid, (name.to_owned(), ticks));
+        }
     }
     out
 }
