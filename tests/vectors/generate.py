@@ -117,6 +117,10 @@ vcase("second of two signatures matches", hdrs(sig=f"{OTHER} {GOOD}"))
 vcase("unknown versions are skipped", hdrs(sig=f"v2,{GOOD[3:]} v1a,{GOOD[3:]} {GOOD}"))
 vcase("only another version", hdrs(sig=f"v2,{GOOD[3:]}"), ok=False, error="invalid_signature")
 vcase("v1,<sig>,extra is malformed and skipped", hdrs(sig=f"{GOOD},extra"), ok=False, error="invalid_signature")
+vcase("two header lines joined with \", \" (Fetch API, Node): the first still counts",
+      hdrs(sig=f"{GOOD}, {OTHER}"))
+vcase("v1,<sig>,, (two trailing commas) is malformed and skipped", hdrs(sig=f"{GOOD},,"), ok=False,
+      error="invalid_signature")
 vcase("malformed entries beside a good one are skipped", hdrs(sig=f"garbage v1, v1,!!!! {GOOD},x {GOOD}"))
 vcase("unpadded signature is accepted", hdrs(sig=GOOD.rstrip("=")))
 vcase("extra spaces between signatures", hdrs(sig=f"  {OTHER}    {GOOD}  "))

@@ -358,6 +358,16 @@ describe("secret rotation", () => {
     await worker.reconfigure({ WEBHOOK_SECRETS: `${newSecretValue},${oldSecret}`, ORIGIN_URL: origin.url });
     assert.equal((await post(worker, delivery({ secrets: [oldSecret] }))).json?.code, "delivered");
   });
+
+  it("a signature header sent as two lines counts both (joined with \", \" on the way in)", async () => {
+    await worker.reconfigure({ WEBHOOK_SECRETS: oldSecret, ORIGIN_URL: origin.url });
+    const d = delivery({ secrets: [oldSecret, newSecretValue] });
+    const [first, second] = d.headers["webhook-signature"].split(" ");
+    const headers = Object.entries(d.headers).filter(([name]) => name !== "webhook-signature");
+    headers.push(["webhook-signature", first], ["webhook-signature", second]);
+    const res = await worker.send({ headers, body: d.body });
+    assert.equal(res.json?.code, "delivered", res.text);
+  });
 });
 
 describe("origin secret: the Worker's proof for the origin", () => {

@@ -45,12 +45,13 @@ export function shiftToNow(c, realNow) {
   if (!idKey || !sigKey) return headers;
   const id = headers[idKey].trim();
   const body = bodyOf(c);
-  headers[sigKey] = headers[sigKey].replace(/(^|\s)v1,([A-Za-z0-9+/]+={0,2})(?=\s|$)/g, (entry, lead, b64) => {
+  // An entry may end with one comma (a header joined from two lines): it keeps it.
+  headers[sigKey] = headers[sigKey].replace(/(^|\s)v1,([A-Za-z0-9+/]+={0,2})(,?)(?=\s|$)/g, (entry, lead, b64, comma) => {
     const bare = b64.replace(/=+$/, "");
     for (const secret of c.secrets) {
       if (sign(secret, id, oldTs, body).slice(3).replace(/=+$/, "") === bare) {
         const fresh = sign(secret, id, newTs, body).slice(3);
-        return `${lead}v1,${b64.endsWith("=") ? fresh : fresh.replace(/=+$/, "")}`;
+        return `${lead}v1,${b64.endsWith("=") ? fresh : fresh.replace(/=+$/, "")}${comma}`;
       }
     }
     return entry;

@@ -2,7 +2,9 @@
 //!
 //! The header holds space-separated entries `<version>,<base64>`. Entries of another
 //! version, or malformed ones, are skipped rather than fatal, so senders can add new
-//! schemes without breaking receivers. The parser does bounded work on hostile input: it
+//! schemes without breaking receivers. An entry may end with one comma: a header that
+//! arrives as several lines is joined with `", "` by HTTP stacks (the Fetch API, Node),
+//! which would otherwise cost the first line its signature. The parser does bounded work on hostile input: it
 //! refuses headers over [`MAX_SIGNATURE_HEADER_LEN`] bytes or with more than
 //! [`MAX_SIGNATURES`] entries before decoding anything.
 
@@ -109,7 +111,10 @@ impl<'a> SignatureHeader<'a> {
 
     /// The well-formed `v1` signatures, in header order.
     pub fn signatures(&self) -> impl Iterator<Item = Signature> + 'a {
-        self.value.split_ascii_whitespace().filter_map(parse_v1_entry)
+        self.value
+            .split_ascii_whitespace()
+            .map(|entry| entry.strip_suffix(',').unwrap_or(entry))
+            .filter_map(parse_v1_entry)
     }
 
     /// Whether any `v1` signature equals one of `expected`. Every entry is compared with
@@ -166,6 +171,18 @@ mod tests {
         assert_eq!(h.signatures().count(), 1);
         let h = SignatureHeader::parse("").unwrap();
         assert_eq!(h.signatures().count(), 0);
+    }
+
+    #[test]
+    fn reads_a_header_sent_as_several_lines_and_joined_with_a_comma() {
+        let other = format!("v1,{}", "A".repeat(43) + "=");
+        let joined = format!("{SIG}, {other}");
+        let sigs: Vec<_> = SignatureHeader::parse(&joined).unwrap().signatures().collect();
+        assert_eq!(sigs.len(), 2);
+        assert_eq!(sigs[0].to_string(), SIG);
+        // One comma only: two make the entry malformed.
+        let two = format!("{SIG},, {other}");
+        assert_eq!(SignatureHeader::parse(&two).unwrap().signatures().count(), 1);
     }
 
     #[test]
