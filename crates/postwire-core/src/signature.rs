@@ -4,9 +4,11 @@
 //! version, or malformed ones, are skipped rather than fatal, so senders can add new
 //! schemes without breaking receivers. An entry may end with one comma: a header that
 //! arrives as several lines is joined with `", "` by HTTP stacks (the Fetch API, Node),
-//! which would otherwise cost the first line its signature. The parser does bounded work on hostile input: it
-//! refuses headers over [`MAX_SIGNATURE_HEADER_LEN`] bytes or with more than
-//! [`MAX_SIGNATURES`] entries before decoding anything.
+//! which would otherwise cost the first line its signature.
+//!
+//! The parser does bounded work on hostile input: it refuses headers over
+//! [`MAX_SIGNATURE_HEADER_LEN`] bytes or with more than [`MAX_SIGNATURES`] entries before
+//! decoding anything.
 
 use std::fmt;
 
