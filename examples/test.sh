@@ -21,9 +21,9 @@ fi
 step "type-check the JavaScript examples against the package's types (tsc)"
 tsc -p examples/tsconfig.json
 
-step "receivers: Express and Fetch-API (Node, and as a Worker in workerd), over real loopback HTTP"
+step "receivers: Express and Fetch-API (Node, Bun, Deno, and as a Worker in workerd), over real loopback HTTP"
 node --test --test-concurrency=1 examples/express-receiver/app.test.js examples/fetch-receiver/handler.test.js \
-  examples/fetch-receiver/worker.test.js
+  examples/fetch-receiver/runtimes.test.js examples/fetch-receiver/worker.test.js
 
 step "playground in headless Chromium"
 command -v "${CHROMIUM_PATH:-/usr/bin/chromium}" >/dev/null || { echo "chromium is missing: run scripts/setup.sh" >&2; exit 1; }
