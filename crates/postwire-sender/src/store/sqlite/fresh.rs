@@ -23,10 +23,9 @@
 //!
 //! Bounded: at most [`MAX_DELIVERIES`] entries and [`MAX_BYTES`] of bodies (counted per
 //! delivery, so an event shared by several counts several times: a bound on memory, not
-//! a measure of it). When it is
-//! full, new deliveries are not added (the oldest are the next to be claimed, so they are
-//! the ones worth keeping). An entry that no claim takes within [`MAX_AGE`] (its
-//! subscription was paused or deleted) is dropped.
+//! a measure of it). When it is full, new deliveries are not added (the oldest are the
+//! next to be claimed, so they are the ones worth keeping). An entry that no claim takes
+//! within [`MAX_AGE`] (its subscription was paused or deleted) is dropped.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -51,7 +50,7 @@ pub(super) struct FreshEvent {
 }
 
 /// A delivery that has not been claimed yet.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(super) struct FreshDelivery {
     /// Its event.
     pub(super) event: Arc<FreshEvent>,
@@ -116,9 +115,7 @@ impl FreshDeliveries {
                 break;
             }
             self.order.pop_front();
-            if let Some(entry) = self.entries.remove(&row) {
-                self.release(&entry);
-            }
+            self.take(row);
         }
     }
 
