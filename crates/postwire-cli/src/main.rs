@@ -49,6 +49,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // `serve` and `demo` run a sender; see the function's doc for why. Best effort: on a
+    // kernel without the setting, the process just keeps huge pages.
+    let _ = postwire_sender::tuning::disable_transparent_huge_pages();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(args) => commands::demo::run(args),

@@ -10,6 +10,7 @@
 //! BENCH_DRAIN_ONLY=1 (publish every event first, then time the dispatcher alone: splits
 //!                     the cost of publishing from the cost of delivering; the latency
 //!                     columns then include the wait for the dispatcher to start)
+//! BENCH_KEEP_THP=1 (leave transparent huge pages on; see `postwire_sender::tuning`)
 //! ```
 //! (`crates/postwire-sender/scripts/bench.sh` runs it with the settings used for the
 //! figures in the notes.)
@@ -467,6 +468,11 @@ fn arg(name: &str, default: usize) -> usize {
 }
 
 fn main() {
+    // As the binaries that run a sender do (the function's doc has this bench's figures).
+    // BENCH_KEEP_THP=1 leaves huge pages on, to measure what this saves.
+    if std::env::var_os("BENCH_KEEP_THP").is_none() {
+        postwire_sender::tuning::disable_transparent_huge_pages().expect("could not turn transparent huge pages off");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(
             std::env::var("BENCH_WORKERS")

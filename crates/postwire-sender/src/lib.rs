@@ -66,6 +66,7 @@ pub mod schedule;
 mod sender;
 pub mod ssrf;
 pub mod store;
+pub mod tuning;
 
 pub use config::SenderConfig;
 pub use dispatch::DispatcherHandle;

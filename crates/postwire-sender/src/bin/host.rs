@@ -61,6 +61,8 @@ fn parse_args() -> Result<Args, String> {
 
 #[tokio::main]
 async fn main() {
+    // Best effort: see the function's doc. A kernel without the setting keeps huge pages.
+    let _ = postwire_sender::tuning::disable_transparent_huge_pages();
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {
