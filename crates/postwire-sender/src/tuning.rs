@@ -13,8 +13,9 @@
 /// allocator that asks for huge pages, as mimalloc does for its arenas), every page that
 /// is used again after that comes back as a fresh 2 MiB page that the kernel first fills
 /// with zeros. In the benchmark at one subscription that zeroing took about 7 % of the
-/// process's CPU; with THP off the CPU per delivery fell from 38–40 µs to 35–37 µs, and
-/// deliveries per second rose by about 6 % (four alternated pairs). The sender gains
+/// process's CPU; with THP off the CPU per delivery fell from 38–46 µs to 35–40 µs, and
+/// the median rate rose from 42.9k to 47.3k deliveries/s (seven alternated pairs of the
+/// same build, with and without `BENCH_KEEP_THP=1`). The sender gains
 /// nothing from huge pages in return: its memory is small and its time goes to system
 /// calls, not to TLB misses.
 ///
