@@ -216,8 +216,11 @@ pub fn ordering_hash(key: &postwire_core::OrderingKey) -> i64 {
 /// Deliveries per state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct DeliveryCounts {
-    /// Pending (first attempt or retry wait).
+    /// Pending: heads of their queue, due for a first attempt or waiting for a retry.
     pub pending: u64,
+    /// Waiting behind an earlier unfinished delivery of the same post or account (same
+    /// subscription); pending once that one is delivered, failed or expired.
+    pub waiting: u64,
     /// Held (subscription paused).
     pub held: u64,
     /// Delivered.

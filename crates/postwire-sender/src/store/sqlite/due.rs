@@ -16,11 +16,6 @@
 //! An early hint costs one indexed look at a queue; a late one would delay deliveries,
 //! which the rules above rule out. At start-up it is rebuilt from the file. Its size is
 //! bounded by the number of subscriptions.
-//!
-//! It also hands out the due time of first attempts (new deliveries, and held ones
-//! released by a resume), which never goes back even when the clock does: a queue is read
-//! in (due time, row) order, and the ordering rule relies on first attempts coming out
-//! in the order their deliveries were made (see the module doc of `sqlite`).
 
 use std::collections::HashMap;
 
@@ -28,8 +23,6 @@ use std::collections::HashMap;
 #[derive(Debug, Default)]
 pub(super) struct DueSubscriptions {
     next: HashMap<i64, i64>,
-    /// The latest due time given to a first attempt.
-    first_attempts_from: i64,
 }
 
 impl DueSubscriptions {
@@ -72,22 +65,10 @@ impl DueSubscriptions {
         self.next.values().min().copied()
     }
 
-    /// The due time of a first attempt made at `now_ms`: `now_ms`, or the latest such
-    /// time given before if the clock went back.
-    pub(super) fn first_attempt_due(&mut self, now_ms: i64) -> i64 {
-        self.first_attempts_from = self.first_attempts_from.max(now_ms);
-        self.first_attempts_from
-    }
-
     /// Replaces everything (start-up), from the file's pending deliveries: per
-    /// subscription, the earliest due time and the latest due time of a first attempt.
-    pub(super) fn reset(&mut self, queues: impl IntoIterator<Item = (i64, i64, Option<i64>)>) {
-        self.next.clear();
-        self.first_attempts_from = i64::MIN;
-        for (sub, earliest, latest_first) in queues {
-            self.next.insert(sub, earliest);
-            self.first_attempts_from = self.first_attempts_from.max(latest_first.unwrap_or(i64::MIN));
-        }
+    /// subscription, the earliest due time.
+    pub(super) fn reset(&mut self, queues: impl IntoIterator<Item = (i64, i64)>) {
+        self.next = queues.into_iter().collect();
     }
 }
 
@@ -112,16 +93,11 @@ mod tests {
     }
 
     #[test]
-    fn first_attempts_are_never_due_before_an_earlier_one() {
+    fn reset_replaces_every_hint() {
         let mut d = DueSubscriptions::default();
-        d.reset([(1, 50, Some(700)), (2, 10, None)]);
+        d.lower(9, 1);
+        d.reset([(1, 50), (2, 10)]);
         assert_eq!(d.due(50), vec![2, 1]);
-        assert_eq!(
-            d.first_attempt_due(600),
-            700,
-            "a pending first attempt in the file is due at 700"
-        );
-        assert_eq!(d.first_attempt_due(900), 900);
-        assert_eq!(d.first_attempt_due(800), 900, "the clock went back");
+        assert_eq!(d.earliest(), Some(10));
     }
 }

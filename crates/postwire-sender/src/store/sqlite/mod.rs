@@ -89,14 +89,11 @@ const HELD: i64 = 1;
 const DELIVERED: i64 = 2;
 const FAILED: i64 = 3;
 const EXPIRED: i64 = 4;
-
-/// Most rows of one subscription's queue looked at by one claim, so a long blocked
-/// queue cannot stall it.
-const CLAIM_SCAN_LIMIT: usize = 5_000;
+const WAITING: i64 = 5;
 
 /// The layout of the file, kept in `PRAGMA user_version`; a file of another version is
 /// refused rather than misread.
-const SCHEMA_VERSION: i64 = 4;
+const SCHEMA_VERSION: i64 = 5;
 /// What turns a file of an older version into the next one, by version; a file is
 /// brought up to date by every step from its version on, then by `SCHEMA`.
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -118,6 +115,21 @@ const MIGRATIONS: &[(i64, &str)] = &[
          INSERT INTO events_v4 SELECT seq, id, workspace_id, event_type, post_id, created_at, body FROM events;
          DROP TABLE events;
          ALTER TABLE events_v4 RENAME TO events;",
+    ),
+    // 4 -> 5: only queue heads are pending. Every unfinished keyed delivery behind an
+    // earlier unfinished one of its (subscription, key) waits (state 5), so claims never
+    // read blocked rows; the index of deliveries waiting for a retry is replaced by the
+    // index of open keys, and the due index no longer needs the key.
+    (
+        4,
+        "DROP INDEX IF EXISTS deliveries_retrying;
+         DROP INDEX IF EXISTS deliveries_due;
+         CREATE INDEX IF NOT EXISTS deliveries_open ON deliveries (sub_seq, okey, seq)
+             WHERE finished_at IS NULL AND okey IS NOT NULL;
+         UPDATE deliveries SET state = 5
+             WHERE state = 0 AND finished_at IS NULL AND okey IS NOT NULL AND EXISTS (
+                 SELECT 1 FROM deliveries p WHERE p.sub_seq = deliveries.sub_seq AND p.okey = deliveries.okey
+                     AND p.finished_at IS NULL AND p.okey IS NOT NULL AND p.seq < deliveries.seq);",
     ),
 ];
 
@@ -144,10 +156,12 @@ CREATE TABLE IF NOT EXISTS deliveries (
     okey INTEGER, state INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
     due_at INTEGER NOT NULL,
     created_at INTEGER NOT NULL, finished_at INTEGER);
-CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (sub_seq, due_at, seq, okey) WHERE state = 0;
--- Ordering: deliveries waiting for a retry, by key (the module doc says why only those).
-CREATE INDEX IF NOT EXISTS deliveries_retrying ON deliveries (sub_seq, okey, seq)
-    WHERE state = 0 AND attempts > 0 AND okey IS NOT NULL;
+-- Queue heads (state 0), by due time: all that a claim reads.
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (sub_seq, due_at, seq) WHERE state = 0;
+-- Unfinished deliveries by ordering key: is a key open (a new delivery waits), and which
+-- delivery is next once its head finishes. Small while deliveries keep up.
+CREATE INDEX IF NOT EXISTS deliveries_open ON deliveries (sub_seq, okey, seq)
+    WHERE finished_at IS NULL AND okey IS NOT NULL;
 CREATE INDEX IF NOT EXISTS deliveries_held ON deliveries (sub_seq, seq) WHERE state = 1;
 CREATE INDEX IF NOT EXISTS deliveries_subscription ON deliveries (sub_seq, seq);
 CREATE TABLE IF NOT EXISTS attempts (
@@ -164,18 +178,33 @@ CREATE INDEX IF NOT EXISTS notifications_workspace ON notifications (workspace_i
 // SQLite only uses a partial index when the query's own terms imply its condition. The
 // test `hot_queries_use_their_indexes` checks the plans.
 
-/// One subscription's pending deliveries, by due time.
-const QUEUE_SQL: &str = "SELECT seq, okey, due_at FROM deliveries INDEXED BY deliveries_due
+/// One subscription's queue heads, by due time.
+const QUEUE_SQL: &str = "SELECT seq, due_at FROM deliveries INDEXED BY deliveries_due
      WHERE state = 0 AND sub_seq = ?1 ORDER BY due_at, seq";
-/// Is an earlier delivery with the same ordering key waiting for a retry?
-const RETRYING_SQL: &str = "SELECT 1 FROM deliveries INDEXED BY deliveries_retrying
-     WHERE sub_seq = ?1 AND okey = ?2 AND seq < ?3 AND state = 0 AND attempts > 0 LIMIT 1";
-/// Holds a subscription's pending deliveries.
-const HOLD_SQL: &str = "UPDATE deliveries SET state = 1 WHERE sub_seq = ?1 AND state = 0";
+/// Does (subscription, key) have an unfinished delivery? Then a new one waits behind it.
+const KEY_OPEN_SQL: &str = "SELECT 1 FROM deliveries INDEXED BY deliveries_open
+     WHERE sub_seq = ?1 AND okey = ?2 AND finished_at IS NULL LIMIT 1";
+/// Makes the earliest waiting delivery of (subscription, key) its queue's head, in state
+/// ?3, due at ?4.
+const PROMOTE_SQL: &str = "UPDATE deliveries SET state = ?3, due_at = ?4 WHERE seq = (
+     SELECT seq FROM deliveries INDEXED BY deliveries_open
+     WHERE sub_seq = ?1 AND okey = ?2 AND finished_at IS NULL AND state = 5 ORDER BY seq LIMIT 1)";
+/// Holds a subscription's unfinished deliveries, heads and waiting ones alike: resume
+/// sorts them into heads and waiting again.
+const HOLD_PENDING_SQL: &str = "UPDATE deliveries SET state = 1 WHERE sub_seq = ?1 AND state = 0";
+const HOLD_WAITING_SQL: &str = "UPDATE deliveries SET state = 1 WHERE seq IN (
+     SELECT seq FROM deliveries INDEXED BY deliveries_open
+     WHERE sub_seq = ?1 AND okey IS NOT NULL AND finished_at IS NULL AND state = 5)";
+/// After an expiry, a held keyed delivery behind an earlier unfinished one of its key
+/// waits.
+const REQUEUE_WAITING_SQL: &str = "UPDATE deliveries SET state = 5
+     WHERE sub_seq = ?1 AND state = 1 AND okey IS NOT NULL AND EXISTS (
+         SELECT 1 FROM deliveries p INDEXED BY deliveries_open
+         WHERE p.sub_seq = ?1 AND p.okey = deliveries.okey AND p.finished_at IS NULL AND p.seq < deliveries.seq)";
 /// Expires held deliveries created before ?4.
 const EXPIRE_HELD_SQL: &str =
     "UPDATE deliveries SET state = ?2, finished_at = ?3 WHERE sub_seq = ?1 AND state = 1 AND created_at < ?4";
-/// Makes held deliveries pending, due at ?2.
+/// Makes held deliveries (by then, the heads) pending, due at ?2.
 const RELEASE_HELD_SQL: &str = "UPDATE deliveries SET state = 0, due_at = ?2 WHERE sub_seq = ?1 AND state = 1";
 
 /// How to open the SQLite file.
@@ -302,15 +331,12 @@ impl SqliteStore {
         conn.set_prepared_statement_cache_capacity(64);
         let mut due = DueSubscriptions::default();
         due.reset(
-            conn.prepare(
-                "SELECT sub_seq, MIN(due_at), MAX(CASE WHEN attempts = 0 THEN due_at END)
-                 FROM deliveries WHERE state = 0 GROUP BY sub_seq",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .map_err(db_err)?,
+            conn.prepare("SELECT sub_seq, MIN(due_at) FROM deliveries WHERE state = 0 GROUP BY sub_seq")
+                .and_then(|mut stmt| {
+                    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .map_err(db_err)?,
         );
         let last_delivery: i64 = conn
             .query_row("SELECT COALESCE(MAX(seq), 0) FROM deliveries", [], |r| r.get(0))
@@ -484,8 +510,11 @@ fn routes_of(tx: &Connection, workspace_id: &str) -> rusqlite::Result<Vec<Route>
     rows.collect()
 }
 
-fn hold_pending(tx: &Connection, sub_seq: i64) -> rusqlite::Result<usize> {
-    tx.prepare_cached(HOLD_SQL)?.execute([sub_seq])
+/// Holds every unfinished delivery of a subscription (it is being paused).
+fn hold_unfinished(tx: &Connection, sub_seq: i64) -> rusqlite::Result<()> {
+    tx.prepare_cached(HOLD_PENDING_SQL)?.execute([sub_seq])?;
+    tx.prepare_cached(HOLD_WAITING_SQL)?.execute([sub_seq])?;
+    Ok(())
 }
 
 /// The internal row number of a subscription, which deliveries refer to.
@@ -657,7 +686,7 @@ impl Store for SqliteStore {
                 "UPDATE subscriptions SET paused_reason = ?2 WHERE seq = ?1",
                 params![seq, reason],
             )?;
-            hold_pending(tx, seq)?;
+            hold_unfinished(tx, seq)?;
             Ok(true)
         })
     }
@@ -668,13 +697,10 @@ impl Store for SqliteStore {
         now: Timestamp,
         cutoff: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Option<ResumeSummary>>> {
-        let (due, hints) = (self.due.clone(), self.due.clone());
+        let hints = self.due.clone();
         let write = move |tx: &Transaction<'_>| {
             let Some(seq) = sub_seq(tx, &id)? else { return Ok(None) };
-            let released_due = due
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .first_attempt_due(now.unix_millis());
+            let released_due = now.unix_millis();
             tx.execute(
                 "UPDATE subscriptions SET paused_reason = NULL, consecutive_failures = 0, failing_since = NULL WHERE seq = ?1",
                 [seq],
@@ -683,7 +709,10 @@ impl Store for SqliteStore {
                 EXPIRE_HELD_SQL,
                 params![seq, EXPIRED, now.unix_millis(), cutoff.unix_millis()],
             )?;
-            let released = tx.execute(RELEASE_HELD_SQL, params![seq, released_due])?;
+            // What is left is delivered in order: per key, the earliest is the head and
+            // the others wait behind it.
+            let waiting = tx.execute(REQUEUE_WAITING_SQL, [seq])?;
+            let released = waiting + tx.execute(RELEASE_HELD_SQL, params![seq, released_due])?;
             Ok(Some((
                 seq,
                 released_due,
@@ -712,11 +741,10 @@ impl Store for SqliteStore {
     }
 
     fn enqueue(&self, events: Vec<BuiltEvent>, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<usize>>> {
-        let (due, hints) = (self.due.clone(), self.due.clone());
+        let hints = self.due.clone();
         let (fresh, next_delivery) = (self.fresh.clone(), self.next_delivery.clone());
         let write = move |tx: &Transaction<'_>| {
             let now_ms = now.unix_millis();
-            let first_due = due.lock().unwrap_or_else(|p| p.into_inner()).first_attempt_due(now_ms);
             // The subscriptions given a pending delivery: due from `first_due`, once committed.
             let mut became_due: Vec<i64> = Vec::new();
             let mut routes: HashMap<String, Vec<Route>> = HashMap::new();
@@ -726,6 +754,7 @@ impl Store for SqliteStore {
             let mut insert_event = tx.prepare_cached(
                 "INSERT INTO events (id, workspace_id, event_type, post_id, created_at, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?;
+            let mut key_open = tx.prepare_cached(KEY_OPEN_SQL)?;
             let mut insert_delivery = tx.prepare_cached(
                 "INSERT INTO deliveries (seq, sub_seq, event_seq, okey, state, due_at, created_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -764,9 +793,19 @@ impl Store for SqliteStore {
                         ),
                     };
                     if wanted {
-                        let state = if route.paused { HELD } else { PENDING };
+                        // A paused subscription holds everything; otherwise a delivery
+                        // heads its queue unless an earlier one of its key is unfinished.
+                        let state = if route.paused {
+                            HELD
+                        } else if let Some(k) = key
+                            && key_open.exists(params![route.seq, k])?
+                        {
+                            WAITING
+                        } else {
+                            PENDING
+                        };
                         let seq = next_delivery.fetch_add(1, Ordering::Relaxed);
-                        insert_delivery.execute(params![seq, route.seq, event_seq, key, state, first_due, now_ms])?;
+                        insert_delivery.execute(params![seq, route.seq, event_seq, key, state, now_ms, now_ms])?;
                         if state == PENDING {
                             pending.push(seq);
                             if !became_due.contains(&route.seq) {
@@ -791,12 +830,12 @@ impl Store for SqliteStore {
             for (event, rows) in made {
                 fresh.add(event, &rows, now_ms);
             }
-            Ok((counts, became_due, first_due))
+            Ok((counts, became_due))
         };
-        self.write_then(write, move |(counts, became_due, first_due)| {
+        self.write_then(write, move |(counts, became_due)| {
             let mut due = hints.lock().unwrap_or_else(|p| p.into_inner());
             for sub in became_due {
-                due.lower(sub, first_due);
+                due.lower(sub, now.unix_millis());
             }
             counts
         })
@@ -816,11 +855,10 @@ impl Store for SqliteStore {
             let now_ms = req.now.unix_millis();
             let mut chosen: Vec<(i64, Arc<Target>)> = Vec::new();
             {
+                // Only queue heads are pending, so every due row read that is not in
+                // flight is claimable: a claim's cost does not depend on how many
+                // deliveries wait behind the heads.
                 let mut queue = tx.prepare_cached(QUEUE_SQL)?;
-                let mut retrying = tx.prepare_cached(RETRYING_SQL)?;
-                // Ordering key -> the earliest row with it read so far in this queue (every
-                // row read is unfinished, so an earlier row of the key is a predecessor).
-                let mut seen: HashMap<i64, i64> = HashMap::new();
                 for sub in due.due(now_ms) {
                     if chosen.len() >= req.limit {
                         break;
@@ -837,39 +875,22 @@ impl Store for SqliteStore {
                     }
                     // The next time this queue may have something to claim, from what it shows.
                     let mut next: Option<i64> = None;
-                    seen.clear();
                     let mut rows = queue.query([sub])?;
-                    let mut scanned = 0;
                     while let Some(r) = rows.next()? {
-                        let (seq, okey, due_at): (i64, Option<i64>, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
+                        let (seq, due_at): (i64, i64) = (r.get(0)?, r.get(1)?);
                         if due_at > now_ms {
                             next = Some(next.map_or(due_at, |n| n.min(due_at)));
                             break;
                         }
-                        scanned += 1;
-                        if room == 0 || chosen.len() >= req.limit || scanned > CLAIM_SCAN_LIMIT {
-                            next = Some(now_ms); // more may be claimable now
-                            break;
-                        }
-                        // Whether an earlier row with this key was read before this one.
-                        let read_before = okey.is_some_and(|k| {
-                            let earliest = seen.entry(k).or_insert(seq);
-                            let before = *earliest < seq;
-                            *earliest = (*earliest).min(seq);
-                            before
-                        });
                         if let Some(until) = leases.get(&seq).copied().filter(|until| *until > now_ms) {
-                            // In flight; claimable again only if its lease runs out.
+                            // In flight (at most the dispatcher's claim-ahead room per
+                            // subscription); claimable again only if its lease runs out.
                             next = Some(next.map_or(until, |n| n.min(until)));
                             continue;
                         }
-                        // A blocked delivery needs no time here: its predecessor's outcome
-                        // marks the queue due again. (The module doc lists where
-                        // predecessors are.)
-                        if let Some(k) = okey
-                            && (read_before || retrying.exists(params![sub, k, seq])?)
-                        {
-                            continue;
+                        if room == 0 || chosen.len() >= req.limit {
+                            next = Some(now_ms); // more is claimable now
+                            break;
                         }
                         chosen.push((seq, target.clone()));
                         room -= 1;
@@ -985,7 +1006,9 @@ impl Store for SqliteStore {
                 params![subscription_id, before.unwrap_or(i64::MAX), limit as i64],
                 |r| {
                     let state = match r.get::<_, i64>(4)? {
-                        PENDING => DeliveryState::Pending,
+                        // Waiting behind an earlier delivery of its key: pending, with
+                        // no attempt time yet.
+                        PENDING | WAITING => DeliveryState::Pending,
                         HELD => DeliveryState::Held,
                         DELIVERED => DeliveryState::Delivered,
                         FAILED => DeliveryState::Failed,
@@ -1077,6 +1100,7 @@ impl Store for SqliteStore {
                 let n = n as u64;
                 match state {
                     PENDING => counts.pending += n,
+                    WAITING => counts.waiting += n,
                     HELD => counts.held += n,
                     DELIVERED => counts.delivered += n,
                     FAILED => counts.failed += n,
@@ -1128,9 +1152,17 @@ fn record(
         "INSERT OR REPLACE INTO attempts (delivery_seq, number, started_at, duration_ms, status, error, body_prefix)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?;
-    let mut finish =
-        tx.prepare_cached("UPDATE deliveries SET state = ?2, attempts = ?3, finished_at = ?4 WHERE seq = ?1")?;
-    let mut retry = tx.prepare_cached("UPDATE deliveries SET state = ?2, attempts = ?3, due_at = ?4 WHERE seq = ?1")?;
+    // Only an unfinished delivery is changed: an outcome recorded twice (a lease that ran
+    // out while the first write was slow) must not finish it twice, nor promote a second
+    // successor, which would put two deliveries of one key in flight.
+    let mut finish = tx.prepare_cached(
+        "UPDATE deliveries SET state = ?2, attempts = ?3, finished_at = ?4
+         WHERE seq = ?1 AND finished_at IS NULL RETURNING okey",
+    )?;
+    let mut retry = tx.prepare_cached(
+        "UPDATE deliveries SET state = ?2, attempts = ?3, due_at = ?4 WHERE seq = ?1 AND finished_at IS NULL",
+    )?;
+    let mut promote = tx.prepare_cached(PROMOTE_SQL)?;
     for a in attempts {
         if !subs.contains_key(&a.subscription_id) {
             let loaded = tx
@@ -1169,19 +1201,30 @@ fn record(
             body
         ])?;
         let verdict = match a.next {
-            NextState::Delivered => {
-                finish.execute(params![a.delivery.0, DELIVERED, a.attempt, now_ms])?;
-                became_due.push((*seq, now_ms)); // its successor may wait on it
-                Verdict::Delivered
-            }
-            NextState::Failed => {
-                finish.execute(params![a.delivery.0, FAILED, a.attempt, now_ms])?;
-                became_due.push((*seq, now_ms));
-                Verdict::FailedForGood
+            NextState::Delivered | NextState::Failed => {
+                let (state, verdict) = match a.next {
+                    NextState::Delivered => (DELIVERED, Verdict::Delivered),
+                    _ => (FAILED, Verdict::FailedForGood),
+                };
+                let finished: Option<Option<i64>> = finish
+                    .query_row(params![a.delivery.0, state, a.attempt, now_ms], |r| r.get(0))
+                    .optional()?;
+                let Some(okey) = finished else { continue }; // finished already
+                // Its successor, if any, heads the queue from now on: in this transaction.
+                // (While paused, every unfinished delivery is held; resume orders them.)
+                if let Some(k) = okey
+                    && !*paused
+                    && promote.execute(params![*seq, k, PENDING, now_ms])? > 0
+                {
+                    became_due.push((*seq, now_ms));
+                }
+                verdict
             }
             NextState::RetryAt(at) => {
                 let state = if *paused { HELD } else { PENDING };
-                retry.execute(params![a.delivery.0, state, a.attempt, at.unix_millis()])?;
+                if retry.execute(params![a.delivery.0, state, a.attempt, at.unix_millis()])? == 0 {
+                    continue; // finished already
+                }
                 if state == PENDING {
                     became_due.push((*seq, at.unix_millis()));
                 }
@@ -1196,7 +1239,7 @@ fn record(
                 "UPDATE subscriptions SET paused_reason = ?2 WHERE seq = ?1",
                 params![*seq, cause.reason()],
             )?;
-            hold_pending(tx, *seq)?;
+            hold_unfinished(tx, *seq)?;
             let message = format!(
                 "Webhook subscription {} was paused: {}. Events are held until it is resumed; \
                      events held for more than 7 days expire.",
@@ -1433,8 +1476,11 @@ mod tests {
         };
         for (sql, index) in [
             (QUEUE_SQL, "COVERING INDEX deliveries_due"),
-            (RETRYING_SQL, "INDEX deliveries_retrying"),
-            (HOLD_SQL, "INDEX deliveries_due"),
+            (KEY_OPEN_SQL, "INDEX deliveries_open"),
+            (PROMOTE_SQL, "INDEX deliveries_open"),
+            (HOLD_PENDING_SQL, "INDEX deliveries_due"),
+            (HOLD_WAITING_SQL, "INDEX deliveries_open"),
+            (REQUEUE_WAITING_SQL, "INDEX deliveries_open"),
             (EXPIRE_HELD_SQL, "INDEX deliveries_held"),
             (RELEASE_HELD_SQL, "INDEX deliveries_held"),
         ] {
@@ -1445,33 +1491,48 @@ mod tests {
     }
 
     #[test]
-    fn files_of_versions_1_to_3_are_migrated() {
+    fn files_of_versions_1_to_4_are_migrated() {
         let shapes = [
             // Version 1: the due index keyed by time first, ordering over unfinished rows.
-            "DROP INDEX deliveries_due; DROP INDEX deliveries_retrying; DROP INDEX deliveries_held;
+            "DROP INDEX deliveries_due; DROP INDEX deliveries_open; DROP INDEX deliveries_held;
              CREATE INDEX deliveries_due ON deliveries (due_at, seq, sub_seq, okey) WHERE state = 0;
              CREATE INDEX deliveries_queue ON deliveries (sub_seq, okey, seq) WHERE state <= 1;
              PRAGMA user_version=1;",
             // Version 2: ordering over every keyed row.
-            "DROP INDEX deliveries_retrying;
+            "DROP INDEX deliveries_open;
              CREATE INDEX deliveries_order ON deliveries (sub_seq, okey, seq) WHERE okey IS NOT NULL;
              PRAGMA user_version=2;",
             // Version 3: a unique index on event ids.
-            "PRAGMA user_version=3;",
+            "DROP INDEX deliveries_open;
+             CREATE INDEX deliveries_retrying ON deliveries (sub_seq, okey, seq)
+                 WHERE state = 0 AND attempts > 0 AND okey IS NOT NULL;
+             PRAGMA user_version=3;",
+            // Version 4: the same, without the unique index on event ids.
+            "DROP INDEX deliveries_open;
+             CREATE INDEX deliveries_retrying ON deliveries (sub_seq, okey, seq)
+                 WHERE state = 0 AND attempts > 0 AND okey IS NOT NULL;
+             PRAGMA user_version=4;",
         ];
         for shape in shapes {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("s.db");
             drop(SqliteStore::open(&path).unwrap());
-            // Every older version had the unique index on event ids, and an event in it.
+            // Versions before 4 had the unique index on event ids; each has an event.
+            let unique = if shape.contains("user_version=4") { "" } else { "UNIQUE" };
             Connection::open(&path)
                 .unwrap()
                 .execute_batch(&format!(
                     "DROP TABLE events;
                      CREATE TABLE events (
-                         seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, workspace_id TEXT NOT NULL,
+                         seq INTEGER PRIMARY KEY, id TEXT NOT NULL {unique}, workspace_id TEXT NOT NULL,
                          event_type TEXT NOT NULL, post_id TEXT, created_at INTEGER NOT NULL, body TEXT NOT NULL);
                      INSERT INTO events VALUES (7, 'msg_1', 'ws', 'post.published', 'p1', 1, '{{}}');
+                     -- Before version 5, every unfinished delivery was pending: two of key 42
+                     -- (one retrying), one of key 43, one finished of key 42, one keyless.
+                     INSERT INTO deliveries (seq, sub_seq, event_seq, okey, state, attempts, due_at, created_at, finished_at)
+                         VALUES (1, 1, 7, 42, 2, 1, 0, 0, 5), (2, 1, 7, 42, 0, 1, 9, 0, NULL),
+                                (3, 1, 7, 42, 0, 0, 0, 0, NULL), (4, 1, 7, 43, 0, 0, 0, 0, NULL),
+                                (5, 1, 7, NULL, 0, 0, 0, 0, NULL);
                      {shape}"
                 ))
                 .unwrap();
@@ -1485,8 +1546,21 @@ mod tests {
                     .unwrap()
             };
             let due = index("deliveries_due").unwrap();
-            assert!(due.contains("(sub_seq, due_at, seq, okey)"), "{due}");
-            assert!(index("deliveries_retrying").is_some());
+            assert!(due.contains("(sub_seq, due_at, seq) WHERE"), "{due}");
+            assert!(index("deliveries_open").is_some());
+            assert_eq!(index("deliveries_retrying"), None);
+            let states: Vec<(i64, i64)> = conn
+                .prepare("SELECT seq, state FROM deliveries ORDER BY seq")
+                .unwrap()
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            assert_eq!(
+                states,
+                [(1, DELIVERED), (2, PENDING), (3, WAITING), (4, PENDING), (5, PENDING)],
+                "only the head of each key stays pending"
+            );
             assert!(index("deliveries_held").is_some());
             assert_eq!(index("deliveries_queue"), None);
             assert_eq!(index("deliveries_order"), None);
