@@ -5,6 +5,8 @@
 //! cargo run --release -p postwire-sender --example bench -- [--deliveries N] [--held N] [--skip-wrk]
 //!     [--per-subscription N] [--in-flight N]   (the dispatcher's limits; defaults 32 and 256)
 //!     [--subscriptions 1|10|100]               (only that throughput run)
+//!     [--backlog N]       (the outage's backlog drained, default 1,000,000; 0 skips it)
+//!     [--claim-depths N,N,..] (claim time at these depths, default 1000,100000,1000000)
 //! BENCH_DIR=/dev/shm (where the database goes)  BENCH_WORKERS=N (runtime threads, default 2)
 //! BENCH_VERBOSE=1 (how long publishing took, and the CPU per delivery of each kind of thread)
 //! BENCH_DRAIN_ONLY=1 (publish every event first, then time the dispatcher alone: splits
@@ -21,6 +23,9 @@
 //!   100 (`publish_many`) while the dispatcher runs.
 //! * **Latency**: publish-to-first-attempt p50/p99, measured at the receiver, both under
 //!   the throughput load and at a light load (one event every 2 ms).
+//! * **Backlog** (`backlog.rs`): claim time by queue depth (1k, 100k, 1M pending), and
+//!   the drain of 1M deliveries over 250k posts that an outage left queued, against the
+//!   1-subscription case's steady-state rate.
 //! * **Memory**: resident set size while one million events are held for a paused
 //!   subscription, sampled as they are published.
 //! * **wrk**: `wrk -t2 -c64 -d5s` POSTing the same 1 KiB body to the same receiver,
@@ -39,13 +44,15 @@
 //!   during the throughput run (`steal` in `/proc/stat`). A run with more than a few
 //!   percent stolen is slow for reasons outside this process: compare only runs near 0.
 
+mod backlog;
+
 use std::collections::HashMap;
 
 /// The allocator `postwire serve` uses (see `crates/postwire-cli/src/main.rs`).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -55,7 +62,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use postwire_core::{CreatedByKind, Integration, PostState, SystemClock, Timestamp};
+use postwire_core::{Clock, CreatedByKind, Integration, PostState, SystemClock, Timestamp};
 use postwire_sender::{
     DomainChange, NewSubscription, PostChange, PostChangeKind, PostRecord, Sender, SenderConfig, Workspace,
 };
@@ -65,6 +72,10 @@ use postwire_sender::{
 struct Arrivals {
     first: Mutex<HashMap<String, Instant>>,
     count: AtomicUsize,
+    /// Requests answered `2xx`.
+    ok: AtomicUsize,
+    /// While set, the receiver is "down": it answers `503`.
+    down: AtomicBool,
 }
 
 async fn start_receiver(arrivals: Arc<Arrivals>) -> std::net::SocketAddr {
@@ -89,7 +100,13 @@ async fn start_receiver(arrivals: Arc<Arrivals>) -> std::net::SocketAddr {
                         // Read the body, as a real receiver would.
                         use http_body_util::BodyExt;
                         let _ = req.into_body().collect().await;
-                        Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
+                        let mut response = Response::new(Full::new(Bytes::from_static(b"ok")));
+                        if arrivals.down.load(Ordering::Relaxed) {
+                            *response.status_mut() = hyper::StatusCode::SERVICE_UNAVAILABLE;
+                        } else {
+                            arrivals.ok.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Ok::<_, Infallible>(response)
                     }
                 });
                 let _ = http1::Builder::new()
@@ -224,6 +241,15 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 async fn open_sender(dir: &std::path::Path, subs: usize, url: &str) -> (Sender, Vec<String>) {
+    open_sender_with_clock(dir, subs, url, Arc::new(SystemClock)).await
+}
+
+async fn open_sender_with_clock(
+    dir: &std::path::Path,
+    subs: usize,
+    url: &str,
+    clock: Arc<dyn Clock>,
+) -> (Sender, Vec<String>) {
     let defaults = SenderConfig::default();
     let config = SenderConfig {
         jitter: postwire_sender::schedule::Jitter::None,
@@ -232,9 +258,7 @@ async fn open_sender(dir: &std::path::Path, subs: usize, url: &str) -> (Sender, 
         ..defaults
     }
     .dangerously_allow_insecure_local_urls();
-    let sender = Sender::open_sqlite(dir.join("bench.db"), config, Arc::new(SystemClock))
-        .await
-        .unwrap();
+    let sender = Sender::open_sqlite(dir.join("bench.db"), config, clock).await.unwrap();
     sender
         .upsert_workspace(Workspace {
             id: "ws_bench".into(),
@@ -507,8 +531,12 @@ fn main() {
         );
         println!("|---|---|---|---|---|---|---|---|---|");
         let only = arg("--subscriptions", 0);
+        let mut one_subscription_rate = None;
         for subs in [1, 10, 100].into_iter().filter(|s| only == 0 || *s == only) {
             let r = throughput(subs, deliveries, pad, &url, &arrivals).await;
+            if subs == 1 {
+                one_subscription_rate = Some(r.rate);
+            }
             let before = wrk;
             let after = match before {
                 Some(_) => measure_wrk(&url, &arrivals).await,
@@ -527,6 +555,45 @@ fn main() {
                 r.stolen * 100.0,
                 r.p50.as_secs_f64() * 1e3,
                 r.p99.as_secs_f64() * 1e3
+            );
+        }
+
+        let depths: Vec<usize> = std::env::args()
+            .skip_while(|a| a != "--claim-depths")
+            .nth(1)
+            .unwrap_or("1000,100000,1000000".into())
+            .split(',')
+            .filter_map(|d| d.parse().ok())
+            .filter(|d| *d > 0)
+            .collect();
+        if !depths.is_empty() {
+            println!("\nclaim time by depth (one subscription, 4 events per post, batches of 64):");
+            println!("| pending | p50 claim | p99 claim |");
+            println!("|---|---|---|");
+            for depth in depths {
+                let (p50, p99) = backlog::claim_time_at_depth(depth, pad).await;
+                println!(
+                    "| {depth} | {:.0} µs | {:.0} µs |",
+                    p50.as_secs_f64() * 1e6,
+                    p99.as_secs_f64() * 1e6
+                );
+            }
+        }
+        let backlog_deliveries = arg("--backlog", 1_000_000);
+        if backlog_deliveries > 0 {
+            let d = backlog::drain(backlog_deliveries, pad, &url, &arrivals).await;
+            let vs = one_subscription_rate.map_or("-".into(), |r| format!("{:.2}", d.rate / r));
+            println!(
+                "\nbacklog: {backlog_deliveries} deliveries over {} posts queued behind an outage \
+                 (published in {:.1} s, {} failed first attempts); drained at {:.0} deliveries/s, \
+                 {vs} of the 1-subscription steady-state rate; RSS {:.1} MiB before, {:.1} MiB queued, {:.1} MiB drained",
+                backlog_deliveries.div_ceil(4),
+                d.published_in.as_secs_f64(),
+                d.failed_attempts,
+                d.rate,
+                d.rss_kib[0] as f64 / 1024.0,
+                d.rss_kib[1] as f64 / 1024.0,
+                d.rss_kib[2] as f64 / 1024.0
             );
         }
 
