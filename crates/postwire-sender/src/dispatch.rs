@@ -33,7 +33,7 @@ use tokio::sync::{Semaphore, mpsc};
 
 use crate::model::AttemptOutcome;
 use crate::schedule::NextStep;
-use crate::sender::Inner;
+use crate::sender::{Inner, Owners};
 use crate::store::{ClaimRequest, ClaimedDelivery, FinishedAttempt, NextState};
 
 /// Most outcomes written in one transaction.
@@ -171,11 +171,25 @@ impl InFlight {
     }
 }
 
-/// A running dispatcher. Dropping it does not stop it; call [`shutdown`](Self::shutdown).
-#[derive(Debug)]
+/// A running dispatcher. Call [`shutdown`](Self::shutdown) to stop it and wait for the
+/// requests in flight. Dropping the handle alone does not stop it while a [`Sender`]
+/// clone remains; once the handles and every `Sender` clone are dropped, it stops
+/// claiming, lets the requests in flight finish and be recorded in the background, and
+/// then closes the store (and, for SQLite, releases the file).
+///
+/// [`Sender`]: crate::Sender
 pub struct DispatcherHandle {
     inner: Arc<Inner>,
+    _owners: Arc<Owners>,
     task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for DispatcherHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DispatcherHandle")
+            .field("running", &self.task.as_ref().is_some_and(|t| !t.is_finished()))
+            .finish()
+    }
 }
 
 impl DispatcherHandle {
@@ -191,14 +205,19 @@ impl DispatcherHandle {
     }
 }
 
-pub(crate) fn handle_without_task(inner: Arc<Inner>) -> DispatcherHandle {
-    DispatcherHandle { inner, task: None }
+pub(crate) fn handle_without_task(inner: Arc<Inner>, owners: Arc<Owners>) -> DispatcherHandle {
+    DispatcherHandle {
+        inner,
+        _owners: owners,
+        task: None,
+    }
 }
 
-pub(crate) fn start(inner: Arc<Inner>) -> DispatcherHandle {
+pub(crate) fn start(inner: Arc<Inner>, owners: Arc<Owners>) -> DispatcherHandle {
     let task = tokio::spawn(run(inner.clone()));
     DispatcherHandle {
         inner,
+        _owners: owners,
         task: Some(task),
     }
 }

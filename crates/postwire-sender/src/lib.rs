@@ -68,6 +68,12 @@ pub mod ssrf;
 pub mod store;
 pub mod tuning;
 
+// The core types a host needs to call the sender, so an embedder depends on one crate.
+pub use postwire_core::{
+    Clock, CreatedByKind, DisconnectReason, Event, EventType, Integration, ManualClock, PostState, Secret,
+    Subscription, SubscriptionStatus, SystemClock, Timestamp, UnixTime,
+};
+
 pub use config::SenderConfig;
 pub use dispatch::DispatcherHandle;
 pub use error::{Resource, SenderError, SenderErrorCode};
@@ -82,5 +88,5 @@ pub use model::{
 };
 pub use notify::{LogNotifier, Notifier};
 pub use sender::{MAX_INTEGRATION_IDS, MAX_NAME_LEN, MAX_PAGE_SIZE, MAX_PUBLISH_BATCH, Sender};
-pub use store::sqlite::{SqliteOptions, SqliteStore};
+pub use store::sqlite::{SqliteOptions, SqliteStore, register_workspaces};
 pub use store::{DeliveryCounts, Store};

@@ -46,9 +46,21 @@ pub(crate) struct Inner {
     pub(crate) started: AtomicBool,
     pub(crate) idle_requested: AtomicU64,
     pub(crate) idle_seen: tokio::sync::watch::Sender<u64>,
-    /// The dispatch lock of an SQLite file, held for the sender's lifetime
-    /// ([`open_sqlite`](Sender::open_sqlite)); `None` for other stores.
-    pub(crate) _dispatch_lock: Option<std::fs::File>,
+}
+
+/// Held by every [`Sender`] clone and every [`DispatcherHandle`], and by nothing the
+/// dispatcher's own tasks hold: when the last one is dropped, the host can no longer
+/// shut the dispatcher down, so it stops as after `shutdown()` (without waiting for
+/// the requests in flight, which finish and are recorded in the background). Then the
+/// tasks drop the last references to the store, which closes the database and releases
+/// its lock, so the same file can be opened again.
+pub(crate) struct Owners(pub(crate) Arc<Inner>);
+
+impl Drop for Owners {
+    fn drop(&mut self) {
+        self.0.shutting_down.store(true, Ordering::SeqCst);
+        self.0.wake.notify_one();
+    }
 }
 
 impl std::fmt::Debug for Inner {
@@ -73,9 +85,16 @@ impl std::fmt::Debug for Inner {
 /// dispatcher.shutdown().await;
 /// # Ok(()) }
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Sender {
     inner: Arc<Inner>,
+    owners: Arc<Owners>,
+}
+
+impl std::fmt::Debug for Sender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.inner.fmt(f)
+    }
 }
 
 fn random_token(prefix: &str) -> Result<String, SenderError> {
@@ -99,15 +118,6 @@ impl Sender {
         config: SenderConfig,
         clock: Arc<dyn Clock>,
         store: Arc<dyn Store>,
-    ) -> Result<Sender, SenderError> {
-        Sender::open_locked(config, clock, store, None).await
-    }
-
-    async fn open_locked(
-        config: SenderConfig,
-        clock: Arc<dyn Clock>,
-        store: Arc<dyn Store>,
-        dispatch_lock: Option<std::fs::File>,
     ) -> Result<Sender, SenderError> {
         let mut v = Violations::default();
         if config.max_in_flight == 0 || config.max_in_flight_per_subscription == 0 {
@@ -134,46 +144,45 @@ impl Sender {
             );
         }
         let (idle_seen, _) = tokio::sync::watch::channel(0);
+        let inner = Arc::new(Inner {
+            store,
+            clock,
+            config,
+            deliverer,
+            schedule,
+            owner,
+            wake: tokio::sync::Notify::new(),
+            shutting_down: AtomicBool::new(false),
+            started: AtomicBool::new(false),
+            idle_requested: AtomicU64::new(0),
+            idle_seen,
+        });
         Ok(Sender {
-            inner: Arc::new(Inner {
-                store,
-                clock,
-                config,
-                deliverer,
-                schedule,
-                owner,
-                wake: tokio::sync::Notify::new(),
-                shutting_down: AtomicBool::new(false),
-                started: AtomicBool::new(false),
-                idle_requested: AtomicU64::new(0),
-                idle_seen,
-                _dispatch_lock: dispatch_lock,
-            }),
+            owners: Arc::new(Owners(inner.clone())),
+            inner,
         })
     }
 
-    /// A sender over the SQLite file at `path` (created if absent). Only one sender may
-    /// dispatch from a file at a time: a second one, in this process or another, fails
-    /// with a clear error until the first is dropped or its process ends
-    /// ([`lock_for_dispatch`](crate::store::sqlite::lock_for_dispatch)).
+    /// A sender over the SQLite file at `path` (created if absent). Only one store may
+    /// be open on a file at a time ([`SqliteStore::open`] takes the lock): a second
+    /// one, in this process or another, fails with a clear error until the first is
+    /// dropped (with every clone of its sender, and its dispatcher's requests in
+    /// flight) or its process ends.
     pub async fn open_sqlite(
         path: impl AsRef<std::path::Path>,
         config: SenderConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<Sender, SenderError> {
         let path = path.as_ref().to_path_buf();
-        let (lock, store) = tokio::task::spawn_blocking(move || {
-            let lock = crate::store::sqlite::lock_for_dispatch(&path)?;
-            Ok::<_, SenderError>((lock, SqliteStore::open(path)?))
-        })
-        .await
-        .map_err(SenderError::storage)??;
-        Sender::open_locked(config, clock, Arc::new(store), Some(lock)).await
+        let store = tokio::task::spawn_blocking(move || SqliteStore::open(path))
+            .await
+            .map_err(SenderError::storage)??;
+        Sender::open(config, clock, Arc::new(store)).await
     }
 
-    /// The store, for hosts that need direct access (metrics, a second API).
-    pub fn store(&self) -> &Arc<dyn Store> {
-        &self.inner.store
+    /// A registered workspace, if there is one.
+    pub async fn workspace(&self, id: &str) -> Result<Option<Workspace>, SenderError> {
+        self.inner.store.workspace(id.to_owned()).await
     }
 
     /// The clock the sender uses.
@@ -187,9 +196,9 @@ impl Sender {
     pub fn start(&self) -> DispatcherHandle {
         if self.inner.started.swap(true, Ordering::SeqCst) {
             tracing::warn!("Sender::start called twice; the dispatcher is already running");
-            return dispatch::handle_without_task(self.inner.clone());
+            return dispatch::handle_without_task(self.inner.clone(), self.owners.clone());
         }
-        dispatch::start(self.inner.clone())
+        dispatch::start(self.inner.clone(), self.owners.clone())
     }
 
     /// Wakes the dispatcher and waits until it has nothing in flight and nothing due at
@@ -576,24 +585,18 @@ impl Sender {
     // ----- deliveries and notifications ------------------------------------------------
 
     /// A subscription's deliveries with their attempts, newest first: `limit` (1 to 100)
-    /// of them after `cursor` (from the previous page's `next_cursor`).
+    /// of them after `cursor` (the previous page's `next_cursor`; a client's text form
+    /// parses with `str::parse::<DeliveryCursor>`).
     pub async fn list_deliveries(
         &self,
         subscription_id: &str,
-        cursor: Option<&str>,
+        cursor: Option<DeliveryCursor>,
         limit: usize,
     ) -> Result<Page<DeliveryRecord>, SenderError> {
         let mut v = Violations::default();
         check_limit(&mut v, limit);
-        let before = match cursor.map(str::parse::<DeliveryCursor>) {
-            Some(Err(e)) => {
-                v.push(e.messages().join("; "));
-                None
-            }
-            Some(Ok(c)) => Some(c.0),
-            None => None,
-        };
         v.into_result()?;
+        let before = cursor.map(|c| c.0);
         self.load(subscription_id).await?;
         let mut items = self
             .inner

@@ -994,21 +994,22 @@ async fn delivery_records_page_newest_first_with_a_cursor() {
     }
     h.idle().await;
     let mut seen = vec![];
-    let mut cursor: Option<String> = None;
+    let mut cursor = None;
     let mut pages = 0;
     loop {
-        let page = h.sender.list_deliveries(&sub, cursor.as_deref(), 3).await.unwrap();
+        // The cursor a page returns is the one the next call takes, as is.
+        let page = h.sender.list_deliveries(&sub, cursor, 3).await.unwrap();
         pages += 1;
         seen.extend(page.items.iter().map(|d| d.event_id.clone()));
         match page.next_cursor {
-            Some(c) => cursor = Some(c.to_string()),
+            Some(c) => cursor = Some(c),
             None => break,
         }
     }
     assert_eq!(pages, 3);
     ids.reverse();
     assert_eq!(seen, ids);
-    let err = h.sender.list_deliveries(&sub, Some("bogus"), 3).await.unwrap_err();
+    let err = "bogus".parse::<postwire_sender::DeliveryCursor>().unwrap_err();
     assert_eq!(err.code().as_str(), "invalid_request");
     let err = h.sender.list_deliveries(&sub, None, 0).await.unwrap_err();
     assert_eq!(err.code().as_str(), "invalid_request");

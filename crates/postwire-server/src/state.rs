@@ -52,7 +52,7 @@ impl std::fmt::Debug for AppState {
 impl AppState {
     /// `not_found` unless the workspace is registered with the sender.
     pub async fn require_workspace(&self, workspace_id: &str) -> ApiResult<postwire_sender::Workspace> {
-        match self.sender.store().workspace(workspace_id.to_owned()).await? {
+        match self.sender.workspace(workspace_id).await? {
             Some(w) => Ok(w),
             None => {
                 let shown: String = workspace_id.chars().take(64).collect();

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use postwire_core::{Clock, SystemClock};
-use postwire_sender::{SqliteStore, Store, Workspace};
+use postwire_sender::{Workspace, register_workspaces};
 use postwire_server::db::ServerDb;
 use postwire_server::{NewToken, Scope, TokenStore};
 
@@ -110,11 +110,6 @@ async fn create(path: PathBuf, workspaces: Vec<String>, scopes: Vec<String>, nam
         .iter()
         .map(|s| s.parse::<Scope>().map_err(|e| e.to_string()))
         .collect::<Result<_, _>>()?;
-    let store_path = path.clone();
-    let store = tokio::task::spawn_blocking(move || SqliteStore::open(store_path))
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
     let tokens = open_tokens(path.clone()).await?;
     let created = tokens
         .create(
@@ -127,17 +122,21 @@ async fn create(path: PathBuf, workspaces: Vec<String>, scopes: Vec<String>, nam
         )
         .await
         .map_err(|e| e.to_string())?;
-    for w in &workspaces {
-        if store.workspace(w.clone()).await.map_err(|e| e.to_string())?.is_none() {
-            store
-                .upsert_workspace(Workspace {
-                    id: w.clone(),
-                    name: w.clone(),
-                })
-                .await
-                .map_err(|e| e.to_string())?;
-            eprintln!("registered workspace {w}");
-        }
+    // Through the file, not a store: `postwire serve` may have the store open.
+    let register: Vec<Workspace> = workspaces
+        .iter()
+        .map(|w| Workspace {
+            id: w.clone(),
+            name: w.clone(),
+        })
+        .collect();
+    let store_path = path.clone();
+    let added = tokio::task::spawn_blocking(move || register_workspaces(store_path, &register))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    for w in added {
+        eprintln!("registered workspace {w}");
     }
     let r = &created.record;
     println!("{}", created.token);

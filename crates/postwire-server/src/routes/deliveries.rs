@@ -50,10 +50,11 @@ pub async fn list_deliveries(
     load(&state, &workspace_id, &webhook_id).await?;
     let query = QueryParams::parse(uri.query(), &["limit", "cursor"])?;
     let limit = query.int("limit", DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE)?;
-    let page = state
-        .sender
-        .list_deliveries(&webhook_id, query.get("cursor"), limit)
-        .await?;
+    let cursor = query
+        .get("cursor")
+        .map(str::parse::<postwire_sender::DeliveryCursor>)
+        .transpose()?;
+    let page = state.sender.list_deliveries(&webhook_id, cursor, limit).await?;
     Ok(Json(DeliveryList {
         data: page.items.iter().map(Delivery::from).collect(),
         next_cursor: page.next_cursor.map(|c| c.to_string()),

@@ -237,6 +237,8 @@ pub struct SqliteStore {
     /// its publishes fail on the row number, not overwrite anything.
     next_delivery: Arc<AtomicI64>,
     path: PathBuf,
+    /// The file's lock (`lock_for_dispatch`), released when the last clone is dropped.
+    _lock: Arc<std::fs::File>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -249,17 +251,18 @@ fn db_err(e: impl std::fmt::Display) -> SenderError {
     SenderError::storage(e)
 }
 
-/// Claims the right to dispatch from the SQLite file at `db_path`: an exclusive advisory
-/// lock on `<db_path>.lock`, held as long as the returned file is open.
+/// Claims the SQLite file at `db_path` for one store: an exclusive advisory lock on
+/// `<db_path>.lock`, held as long as the returned file is open.
 ///
-/// Leases live in the dispatching process's memory (see [`SqliteStore`]), so a second
-/// process dispatching from the same file would release the first one's leases at start,
-/// deliver events twice and run two events of one post at once, breaking their order.
-/// This lock turns that misconfiguration into a clear error. The operating system drops
-/// it when the process ends, even by SIGKILL, so a crash never leaves the file locked.
-/// Other processes may still open the file to read or to register workspaces and tokens
-/// (`postwire token create` while `postwire serve` runs).
-pub fn lock_for_dispatch(db_path: &Path) -> StoreResult<std::fs::File> {
+/// Leases, due hints and the row counter live in the store's memory (see
+/// [`SqliteStore`]), so a second store on the same file would release the first one's
+/// leases at start, deliver events twice and run two events of one post at once,
+/// breaking their order. [`SqliteStore::open`] takes this lock, so no path skips it, and
+/// the misconfiguration is a clear error. The operating system drops it when the process
+/// ends, even by SIGKILL, so a crash never leaves the file locked. Other processes may
+/// still register workspaces ([`register_workspaces`]) and tokens (`postwire token
+/// create` while `postwire serve` runs).
+fn lock_for_dispatch(db_path: &Path) -> StoreResult<std::fs::File> {
     let mut lock_path = db_path.as_os_str().to_owned();
     lock_path.push(".lock");
     let file = std::fs::OpenOptions::new()
@@ -271,8 +274,8 @@ pub fn lock_for_dispatch(db_path: &Path) -> StoreResult<std::fs::File> {
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => Err(SenderError::storage(format!(
-            "another sender process is already dispatching from {}; SQLite allows one per file \
-             (stop the other process, or use a separate file)",
+            "another sender is already dispatching from {}; SQLite allows one per file \
+             (stop the other one, or use a separate file)",
             db_path.display()
         ))),
         Err(std::fs::TryLockError::Error(e)) => Err(db_err(e)),
@@ -285,49 +288,13 @@ impl SqliteStore {
         Self::open_with(path, SqliteOptions::default())
     }
 
-    /// Opens with options.
+    /// Opens with options. Fails with a clear error while another store (in this process
+    /// or another) has the file open: see [`lock_for_dispatch`].
     pub fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> StoreResult<Self> {
         let path = path.as_ref().to_path_buf();
-        let conn = Connection::open(&path).map_err(db_err)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(db_err)?;
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-            .map_err(db_err)?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(SenderError::storage(format!(
-                "could not switch {} to WAL mode",
-                path.display()
-            )));
-        }
-        let sync = if options.power_loss_durable { "FULL" } else { "NORMAL" };
-        // A page cache of 16 MB, and a WAL of up to about 40 MB: checkpoints run on their
-        // own thread (`checkpointer.rs`); the connection's own, at 10,000 pages, only
-        // bounds the WAL's size when that thread cannot finish between two commits.
-        conn.execute_batch(&format!(
-            "PRAGMA synchronous={sync}; PRAGMA temp_store=MEMORY; PRAGMA foreign_keys=OFF;
-             PRAGMA wal_autocheckpoint=10000; PRAGMA cache_size=-16000;"
-        ))
-        .map_err(db_err)?;
-        let version: i64 = conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
-            .map_err(db_err)?;
-        let known = version == 0 || version == SCHEMA_VERSION || MIGRATIONS.iter().any(|(from, _)| *from == version);
-        if !known {
-            return Err(SenderError::storage(format!(
-                "{} has schema version {version}; this sender reads version {SCHEMA_VERSION}",
-                path.display()
-            )));
-        }
-        let tx = conn.unchecked_transaction().map_err(db_err)?;
-        if version != 0 {
-            for (_, sql) in MIGRATIONS.iter().filter(|(from, _)| *from >= version) {
-                tx.execute_batch(sql).map_err(db_err)?;
-            }
-        }
-        tx.execute_batch(SCHEMA).map_err(db_err)?;
-        tx.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))
-            .map_err(db_err)?;
-        tx.commit().map_err(db_err)?;
+        let lock = lock_for_dispatch(&path)?;
+        let (conn, sync) = open_migrated(&path, &options)?;
+
         conn.set_prepared_statement_cache_capacity(64);
         let mut due = DueSubscriptions::default();
         due.reset(
@@ -355,6 +322,7 @@ impl SqliteStore {
             fresh: Arc::default(),
             next_delivery: Arc::new(AtomicI64::new(last_delivery + 1)),
             path,
+            _lock: Arc::new(lock),
         })
     }
 
@@ -411,6 +379,78 @@ impl SqliteStore {
         })
     }
 }
+
+/// Opens the file at `path` (created if absent) in WAL mode with `options`, and brings
+/// its schema up to date; returns the connection and its `synchronous` setting.
+fn open_migrated(path: &Path, options: &SqliteOptions) -> StoreResult<(Connection, &'static str)> {
+    let conn = Connection::open(path).map_err(db_err)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(db_err)?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+        .map_err(db_err)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(SenderError::storage(format!(
+            "could not switch {} to WAL mode",
+            path.display()
+        )));
+    }
+    let sync = if options.power_loss_durable { "FULL" } else { "NORMAL" };
+    // A page cache of 16 MB, and a WAL of up to about 40 MB: checkpoints run on their
+    // own thread (`checkpointer.rs`); the connection's own, at 10,000 pages, only
+    // bounds the WAL's size when that thread cannot finish between two commits.
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous={sync}; PRAGMA temp_store=MEMORY; PRAGMA foreign_keys=OFF;
+     PRAGMA wal_autocheckpoint=10000; PRAGMA cache_size=-16000;"
+    ))
+    .map_err(db_err)?;
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(db_err)?;
+    let known = version == 0 || version == SCHEMA_VERSION || MIGRATIONS.iter().any(|(from, _)| *from == version);
+    if !known {
+        return Err(SenderError::storage(format!(
+            "{} has schema version {version}; this sender reads version {SCHEMA_VERSION}",
+            path.display()
+        )));
+    }
+    let tx = conn.unchecked_transaction().map_err(db_err)?;
+    if version != 0 {
+        for (_, sql) in MIGRATIONS.iter().filter(|(from, _)| *from >= version) {
+            tx.execute_batch(sql).map_err(db_err)?;
+        }
+    }
+    tx.execute_batch(SCHEMA).map_err(db_err)?;
+    tx.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))
+        .map_err(db_err)?;
+    tx.commit().map_err(db_err)?;
+    Ok((conn, sync))
+}
+
+/// Registers the workspaces of `workspaces` that the SQLite file at `path` does not
+/// have yet (registered ones keep their name) without opening a store, so it works
+/// while a store has the file open in another process (`postwire token create` beside
+/// `postwire serve`) and can claim nothing. Returns the ids it added.
+pub fn register_workspaces(path: impl AsRef<Path>, workspaces: &[Workspace]) -> StoreResult<Vec<String>> {
+    let (mut conn, _) = open_migrated(path.as_ref(), &SqliteOptions::default())?;
+    let tx = conn.transaction().map_err(db_err)?;
+    let mut added = Vec::new();
+    for w in workspaces {
+        let n = tx
+            .execute(
+                "INSERT INTO workspaces (id, name) VALUES (?1, ?2) ON CONFLICT (id) DO NOTHING",
+                params![w.id, w.name],
+            )
+            .map_err(db_err)?;
+        if n > 0 {
+            added.push(w.id.clone());
+        }
+    }
+    tx.commit().map_err(db_err)?;
+    Ok(added)
+}
+
+const UPSERT_WORKSPACE_SQL: &str =
+    "INSERT INTO workspaces (id, name) VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET name = excluded.name";
 
 /// Opens the claims' connection to the (existing, WAL-mode) file at `path`: reads only.
 fn open_claim_connection(path: &Path) -> StoreResult<Connection> {
@@ -537,10 +577,7 @@ impl Store for SqliteStore {
 
     fn upsert_workspace(&self, workspace: Workspace) -> BoxFuture<'_, StoreResult<()>> {
         self.write(move |tx| {
-            tx.execute(
-                "INSERT INTO workspaces (id, name) VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET name = excluded.name",
-                params![workspace.id, workspace.name],
-            )?;
+            tx.execute(UPSERT_WORKSPACE_SQL, params![workspace.id, workspace.name])?;
             Ok(())
         })
     }
