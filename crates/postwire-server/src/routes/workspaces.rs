@@ -26,7 +26,7 @@ use crate::state::AppState;
 pub async fn list_workspaces(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<WorkspaceList>> {
     let mut data = Vec::with_capacity(caller.0.workspaces.len());
     for id in &caller.0.workspaces {
-        if let Some(w) = state.sender.workspace(&id).await? {
+        if let Some(w) = state.sender.workspace(id).await? {
             data.push(Workspace { id: w.id, name: w.name });
         }
     }
