@@ -19,7 +19,7 @@
 //! [`SqliteOptions::power_loss_durable`] switches to `synchronous=FULL`, which also
 //! survives a power cut, at the cost of an fsync per commit.
 //!
-//! The file serves one sender process, so claim leases live in memory (a map from
+//! The file serves one store (`SqliteStore::open` locks it), so claim leases live in memory (a map from
 //! delivery to lease end) rather than in the file: a crash loses them, which is exactly
 //! what recovery wants, and claiming costs no write. A lease ends when the attempt's
 //! outcome is recorded, or when it expires (an outcome that could not be written is
@@ -32,23 +32,19 @@
 //! subscription's URL and signer are kept between claims (`targets.rs`), and a new
 //! delivery's event id and body wait in memory for its first claim (`fresh.rs`).
 //!
-//! **Ordering without a write at a random key.** A delivery is claimable only when no
-//! earlier unfinished delivery of its subscription has the same ordering key. Such a
-//! predecessor has either
-//! * had an attempt (it waits for a retry, or its retry is in flight): the small
-//!   `deliveries_retrying` index holds exactly those, as a delivery enters it only when
-//!   an attempt fails; or
-//! * had none yet (it waits, or its first attempt is in flight, which writes nothing):
-//!   then the claim has read it already, earlier in the same queue, because first
-//!   attempts are due in the order their deliveries were made (`due.rs` never lets a new
-//!   delivery's due time go back, even when the clock does).
+//! **Only queue heads are claimable.** Deliveries of one (subscription, ordering key)
+//! form a queue whose head alone is pending (state 0, in the `deliveries_due` index); the
+//! others wait (state 5) and are in no index a claim reads, so a claim's cost does not
+//! depend on how many deliveries are blocked. A new delivery waits when its key has an
+//! unfinished delivery (`deliveries_open`, an index of unfinished keyed deliveries only,
+//! so it stays small while deliveries keep up); the transaction that records a head's
+//! final outcome makes the next one the head. While a subscription is paused all of its
+//! unfinished deliveries are held (state 1); resume expires the old ones and sorts the
+//! rest into heads and waiting ones again. Outcomes are written only to unfinished
+//! deliveries, so an outcome recorded twice cannot promote two heads.
 //!
-//! Held deliveries need no look: a subscription's deliveries are all held (paused) or
-//! none are. So the path where deliveries succeed writes no index entry at a random key,
-//! each of which would cost a whole page in the WAL.
-//!
-//! Delivery states are small integers: 0 pending, 1 held, 2 delivered, 3 failed,
-//! 4 expired.
+//! Delivery states are small integers: 0 pending (a queue head), 1 held, 2 delivered,
+//! 3 failed, 4 expired, 5 waiting behind its queue's head.
 
 mod checkpointer;
 mod connection_thread;
