@@ -1,0 +1,196 @@
+//! Recording attempts: attempt rows, delivery states, the promotion of the next
+//! delivery of a queue when its head finishes, and subscription health with the pauses
+//! it decides, all in the transaction of the batch.
+
+use std::collections::HashMap;
+
+use postwire_core::Timestamp;
+use rusqlite::{OptionalExtension, Transaction, params};
+
+use super::queue::{PROMOTE_SQL, hold_unfinished};
+use super::*;
+use crate::health::{Health, Verdict};
+use crate::model::{AttemptOutcome, Notification};
+use crate::store::{BoxFuture, FinishedAttempt, NextState, PausedByFailures, StoreResult};
+
+pub(super) fn record_attempts(
+    store: &SqliteStore,
+    attempts: Vec<FinishedAttempt>,
+    now: Timestamp,
+) -> BoxFuture<'_, StoreResult<Vec<PausedByFailures>>> {
+    let leases = store.leases.clone();
+    let recorded: Vec<i64> = attempts.iter().map(|a| a.delivery.0).collect();
+    let due = store.due.clone();
+    store.write_then(
+        move |tx| record(tx, attempts, now),
+        move |(paused, became_due)| {
+            // Committed: successors and retries may be claimed, and the leases have
+            // done their job. (After a failed write the leases stay, and the
+            // deliveries are attempted again when they end.)
+            let mut due = due.lock().unwrap_or_else(|p| p.into_inner());
+            for (sub, at) in became_due {
+                due.lower(sub, at);
+            }
+            drop(due);
+            let mut map = leases.lock().unwrap_or_else(|p| p.into_inner());
+            for seq in recorded {
+                map.remove(&seq);
+            }
+            paused
+        },
+    )
+}
+
+/// What [`record`] tells the caller to do once committed: the subscriptions whose
+/// queues may have something claimable (a successor, a retry), and from when.
+pub(super) type BecameDue = Vec<(i64, i64)>;
+
+/// Records finished attempts in `tx`: attempt rows, delivery states, health counters,
+/// and pauses by failures with their notifications. Returns the pauses, and the queues
+/// to mark due once the write has committed.
+pub(super) fn record(
+    tx: &Transaction<'_>,
+    attempts: Vec<FinishedAttempt>,
+    now: Timestamp,
+) -> rusqlite::Result<(Vec<PausedByFailures>, BecameDue)> {
+    let mut became_due: BecameDue = Vec::new();
+    let now_ms = now.unix_millis();
+    // Subscription id -> (row, workspace, health, paused) for the batch.
+    let mut subs: HashMap<String, Option<(i64, String, Health, bool)>> = HashMap::new();
+    let mut paused_now = Vec::new();
+    let mut insert_attempt = tx.prepare_cached(
+        "INSERT OR REPLACE INTO attempts (delivery_seq, number, started_at, duration_ms, status, error, body_prefix)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    // Only an unfinished delivery is changed: an outcome recorded twice (a lease that ran
+    // out while the first write was slow) must not finish it twice, nor promote a second
+    // successor, which would put two deliveries of one key in flight.
+    let mut finish = tx.prepare_cached(
+        "UPDATE deliveries SET state = ?2, attempts = ?3, finished_at = ?4
+         WHERE seq = ?1 AND finished_at IS NULL RETURNING okey",
+    )?;
+    let mut retry = tx.prepare_cached(
+        "UPDATE deliveries SET state = ?2, attempts = ?3, due_at = ?4 WHERE seq = ?1 AND finished_at IS NULL",
+    )?;
+    let mut promote = tx.prepare_cached(PROMOTE_SQL)?;
+    for a in attempts {
+        if !subs.contains_key(&a.subscription_id) {
+            let loaded = tx
+                .prepare_cached(
+                    "SELECT seq, workspace_id, consecutive_failures, last_success_at, failing_since,
+                       paused_reason IS NOT NULL FROM subscriptions WHERE id = ?1",
+                )?
+                .query_row([&a.subscription_id], |r| {
+                    let health = Health {
+                        consecutive_failures: r.get::<_, i64>(2)?.clamp(0, u32::MAX as i64) as u32,
+                        last_success_at: opt_ts(r.get(3)?),
+                        failing_since: opt_ts(r.get(4)?),
+                    };
+                    Ok((r.get(0)?, r.get(1)?, health, r.get(5)?))
+                })
+                .optional()?;
+            subs.insert(a.subscription_id.clone(), loaded);
+        }
+        // A deleted subscription took its deliveries with it: nothing to record.
+        let Some(Some((seq, workspace_id, health, paused))) = subs.get_mut(&a.subscription_id) else {
+            continue;
+        };
+        let (status, error, body) = match &a.outcome {
+            AttemptOutcome::Response { status, body_prefix } => {
+                (Some(*status as i64), None, Some(body_prefix.as_str()))
+            }
+            AttemptOutcome::Error { error } => (None, Some(error.as_str()), None),
+        };
+        insert_attempt.execute(params![
+            a.delivery.0,
+            a.attempt,
+            a.started_at.unix_millis(),
+            a.duration_ms as i64,
+            status,
+            error,
+            body
+        ])?;
+        let verdict = match a.next {
+            NextState::Delivered | NextState::Failed => {
+                let (state, verdict) = match a.next {
+                    NextState::Delivered => (DELIVERED, Verdict::Delivered),
+                    _ => (FAILED, Verdict::FailedForGood),
+                };
+                let finished: Option<Option<i64>> = finish
+                    .query_row(params![a.delivery.0, state, a.attempt, now_ms], |r| r.get(0))
+                    .optional()?;
+                let Some(okey) = finished else { continue }; // finished already
+                // Its successor, if any, heads the queue from now on: in this transaction.
+                // (While paused, every unfinished delivery is held; resume orders them.)
+                if let Some(k) = okey
+                    && !*paused
+                    && promote.execute(params![*seq, k, PENDING, now_ms])? > 0
+                {
+                    became_due.push((*seq, now_ms));
+                }
+                verdict
+            }
+            NextState::RetryAt(at) => {
+                let state = if *paused { HELD } else { PENDING };
+                if retry.execute(params![a.delivery.0, state, a.attempt, at.unix_millis()])? == 0 {
+                    continue; // finished already
+                }
+                if state == PENDING {
+                    became_due.push((*seq, at.unix_millis()));
+                }
+                Verdict::WillRetry
+            }
+        };
+        if let Some(cause) = health.apply(verdict, a.started_at)
+            && !*paused
+        {
+            *paused = true;
+            tx.execute(
+                "UPDATE subscriptions SET paused_reason = ?2 WHERE seq = ?1",
+                params![*seq, cause.reason()],
+            )?;
+            hold_unfinished(tx, *seq)?;
+            let message = format!(
+                "Webhook subscription {} was paused: {}. Events are held until it is resumed; \
+                     events held for more than 7 days expire.",
+                a.subscription_id,
+                cause.reason()
+            );
+            tx.execute(
+                "INSERT INTO notifications (workspace_id, subscription_id, cause, message, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![&*workspace_id, a.subscription_id, cause_str(cause), message, now_ms],
+            )?;
+            paused_now.push(PausedByFailures {
+                notification: Notification {
+                    id: tx.last_insert_rowid(),
+                    workspace_id: workspace_id.clone(),
+                    subscription_id: a.subscription_id.clone(),
+                    cause,
+                    message,
+                    created_at: now,
+                },
+                cause,
+            });
+        }
+    }
+    let mut save = tx.prepare_cached(
+        "UPDATE subscriptions SET consecutive_failures = ?2, last_success_at = ?3, failing_since = ?4 WHERE seq = ?1",
+    )?;
+    for (seq, _, h, _) in subs.into_values().flatten() {
+        save.execute(params![
+            seq,
+            h.consecutive_failures,
+            h.last_success_at.map(|t| t.unix_millis()),
+            h.failing_since.map(|t| t.unix_millis())
+        ])?;
+    }
+    Ok((paused_now, became_due))
+}
+
+pub(super) fn cause_str(c: crate::model::PauseCause) -> &'static str {
+    match c {
+        crate::model::PauseCause::ConsecutiveFailures => "consecutive_failures",
+        crate::model::PauseCause::FailingFor72Hours => "failing_for_72_hours",
+    }
+}

@@ -1,0 +1,233 @@
+//! The registry: workspaces, their connected accounts, and subscriptions (create,
+//! read, update, delete, rotate). Writes that change a subscription's URL or secrets
+//! clear the claims' targets cache after their commit.
+
+use postwire_core::{CreatedByKind, EventType, Integration, Secret, Subscription, SubscriptionStatus, Timestamp};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::schema::UPSERT_WORKSPACE_SQL;
+use super::*;
+use crate::model::{StoredSubscription, SubscriptionChanges, Workspace};
+use crate::store::{BoxFuture, StoreResult};
+
+pub(super) const SUBSCRIPTION_COLUMNS: &str = "id, workspace_id, name, url, events, integrations, paused_reason, created_by_kind, \
+     consecutive_failures, last_success_at, failing_since, created_at, secret, previous_secret, previous_secret_until";
+
+pub(super) fn subscription_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredSubscription> {
+    let events: Vec<EventType> = serde_json::from_str(&r.get::<_, String>(4)?).map_err(conversion)?;
+    let integrations: Vec<Integration> = serde_json::from_str(&r.get::<_, String>(5)?).map_err(conversion)?;
+    let status = match r.get::<_, Option<String>>(6)? {
+        None => SubscriptionStatus::Enabled,
+        Some(reason) => SubscriptionStatus::Paused { reason },
+    };
+    let created_by_kind: CreatedByKind = r.get::<_, String>(7)?.parse().map_err(conversion)?;
+    let secret = Secret::parse(&r.get::<_, String>(12)?).map_err(conversion)?;
+    let previous_secret = match (r.get::<_, Option<String>>(13)?, r.get::<_, Option<i64>>(14)?) {
+        (Some(s), Some(until)) => Some((Secret::parse(&s).map_err(conversion)?, ts(until))),
+        _ => None,
+    };
+    Ok(StoredSubscription {
+        workspace_id: r.get(1)?,
+        subscription: Subscription {
+            id: r.get(0)?,
+            name: r.get(2)?,
+            url: r.get(3)?,
+            events,
+            integrations,
+            status,
+            created_by_kind,
+            consecutive_failures: r.get::<_, i64>(8)?.clamp(0, u32::MAX as i64) as u32,
+            last_success_at: opt_ts(r.get(9)?),
+            created_at: ts(r.get(11)?),
+        },
+        secret,
+        previous_secret,
+        failing_since: opt_ts(r.get(10)?),
+    })
+}
+
+pub(super) fn load_subscription(tx: &Connection, id: &str) -> rusqlite::Result<Option<StoredSubscription>> {
+    tx.prepare_cached(&format!(
+        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions WHERE id = ?1"
+    ))?
+    .query_row([id], subscription_from_row)
+    .optional()
+}
+
+/// The internal row number of a subscription, which deliveries refer to.
+pub(super) fn sub_seq(tx: &Connection, id: &str) -> rusqlite::Result<Option<i64>> {
+    tx.prepare_cached("SELECT seq FROM subscriptions WHERE id = ?1")?
+        .query_row([id], |r| r.get(0))
+        .optional()
+}
+
+pub(super) fn upsert_workspace(store: &SqliteStore, workspace: Workspace) -> BoxFuture<'_, StoreResult<()>> {
+    store.write(move |tx| {
+        tx.execute(UPSERT_WORKSPACE_SQL, params![workspace.id, workspace.name])?;
+        Ok(())
+    })
+}
+
+pub(super) fn workspace(store: &SqliteStore, id: String) -> BoxFuture<'_, StoreResult<Option<Workspace>>> {
+    store.read(move |c| {
+        c.prepare_cached("SELECT id, name FROM workspaces WHERE id = ?1")?
+            .query_row([id], |r| {
+                Ok(Workspace {
+                    id: r.get(0)?,
+                    name: r.get(1)?,
+                })
+            })
+            .optional()
+    })
+}
+
+pub(super) fn upsert_integration(
+    store: &SqliteStore,
+    workspace_id: String,
+    i: Integration,
+) -> BoxFuture<'_, StoreResult<()>> {
+    store.write(move |tx| {
+        tx.execute(
+            "INSERT INTO integrations (workspace_id, id, name, provider_identifier, picture) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (workspace_id, id) DO UPDATE SET name = excluded.name,
+               provider_identifier = excluded.provider_identifier, picture = excluded.picture",
+            params![workspace_id, i.id, i.name, i.provider_identifier, i.picture],
+        )?;
+        Ok(())
+    })
+}
+
+pub(super) fn integrations(
+    store: &SqliteStore,
+    workspace_id: String,
+    ids: Vec<String>,
+) -> BoxFuture<'_, StoreResult<Vec<Integration>>> {
+    store.read(move |c| {
+        let mut stmt = c.prepare_cached(
+            "SELECT id, name, provider_identifier, picture FROM integrations WHERE workspace_id = ?1 AND id = ?2",
+        )?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(i) = stmt
+                .query_row(params![workspace_id, id], |r| {
+                    Ok(Integration {
+                        id: r.get(0)?,
+                        name: r.get(1)?,
+                        provider_identifier: r.get(2)?,
+                        picture: r.get(3)?,
+                    })
+                })
+                .optional()?
+            {
+                out.push(i);
+            }
+        }
+        Ok(out)
+    })
+}
+
+pub(super) fn insert_subscription(store: &SqliteStore, s: StoredSubscription) -> BoxFuture<'_, StoreResult<()>> {
+    store.write(move |tx| {
+        let sub = &s.subscription;
+        let reason = match &sub.status {
+            SubscriptionStatus::Enabled => None,
+            SubscriptionStatus::Paused { reason } => Some(reason.clone()),
+        };
+        tx.execute(
+            "INSERT INTO subscriptions (id, workspace_id, name, url, events, integrations, paused_reason,
+               created_by_kind, consecutive_failures, last_success_at, failing_since, created_at, secret)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            params![
+                sub.id,
+                s.workspace_id,
+                sub.name,
+                sub.url,
+                serde_json::to_string(&sub.events).map_err(conversion)?,
+                serde_json::to_string(&sub.integrations).map_err(conversion)?,
+                reason,
+                sub.created_by_kind.as_str(),
+                sub.consecutive_failures,
+                sub.last_success_at.map(|t| t.unix_millis()),
+                s.failing_since.map(|t| t.unix_millis()),
+                sub.created_at.unix_millis(),
+                s.secret.expose(),
+            ],
+        )?;
+        Ok(())
+    })
+}
+
+pub(super) fn subscription(store: &SqliteStore, id: String) -> BoxFuture<'_, StoreResult<Option<StoredSubscription>>> {
+    store.read(move |c| load_subscription(c, &id))
+}
+
+pub(super) fn list_subscriptions(
+    store: &SqliteStore,
+    workspace_id: String,
+) -> BoxFuture<'_, StoreResult<Vec<StoredSubscription>>> {
+    store.read(move |c| {
+        let mut stmt = c.prepare_cached(&format!(
+            "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions WHERE workspace_id = ?1 ORDER BY seq"
+        ))?;
+        let rows = stmt.query_map([workspace_id], subscription_from_row)?;
+        rows.collect()
+    })
+}
+
+pub(super) fn update_subscription(
+    store: &SqliteStore,
+    id: String,
+    ch: SubscriptionChanges,
+) -> BoxFuture<'_, StoreResult<bool>> {
+    store.write_target(move |tx| {
+        if load_subscription(tx, &id)?.is_none() {
+            return Ok(false);
+        }
+        if let Some(name) = ch.name {
+            tx.execute("UPDATE subscriptions SET name = ?2 WHERE id = ?1", params![id, name])?;
+        }
+        if let Some(url) = ch.url {
+            tx.execute("UPDATE subscriptions SET url = ?2 WHERE id = ?1", params![id, url])?;
+        }
+        if let Some(events) = ch.events {
+            let json = serde_json::to_string(&events).map_err(conversion)?;
+            tx.execute("UPDATE subscriptions SET events = ?2 WHERE id = ?1", params![id, json])?;
+        }
+        if let Some(integrations) = ch.integrations {
+            let json = serde_json::to_string(&integrations).map_err(conversion)?;
+            tx.execute(
+                "UPDATE subscriptions SET integrations = ?2 WHERE id = ?1",
+                params![id, json],
+            )?;
+        }
+        Ok(true)
+    })
+}
+
+pub(super) fn delete_subscription(store: &SqliteStore, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+    store.write_target(move |tx| {
+        let Some(seq) = sub_seq(tx, &id)? else { return Ok(false) };
+        tx.execute("DELETE FROM subscriptions WHERE seq = ?1", [seq])?;
+        tx.execute(
+            "DELETE FROM attempts WHERE delivery_seq IN (SELECT seq FROM deliveries WHERE sub_seq = ?1)",
+            [seq],
+        )?;
+        tx.execute("DELETE FROM deliveries WHERE sub_seq = ?1", [seq])?;
+        Ok(true)
+    })
+}
+
+pub(super) fn rotate_secret(
+    store: &SqliteStore,
+    id: String,
+    new_secret: Secret,
+    until: Timestamp,
+) -> BoxFuture<'_, StoreResult<bool>> {
+    store.write_target(move |tx| {
+        let n = tx.execute(
+            "UPDATE subscriptions SET previous_secret = secret, previous_secret_until = ?3, secret = ?2 WHERE id = ?1",
+            params![id, new_secret.expose(), until.unix_millis()],
+        )?;
+        Ok(n > 0)
+    })
+}

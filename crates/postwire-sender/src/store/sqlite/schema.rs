@@ -1,0 +1,214 @@
+//! The file's layout: opening it in WAL mode, the schema, its version and the
+//! migrations from older versions, the one-store-per-file lock, and the registration of
+//! workspaces that works beside a running store.
+
+use std::path::Path;
+
+use rusqlite::{Connection, params};
+
+use super::*;
+use crate::error::SenderError;
+use crate::model::Workspace;
+use crate::store::StoreResult;
+
+/// The layout of the file, kept in `PRAGMA user_version`; a file of another version is
+/// refused rather than misread.
+pub(super) const SCHEMA_VERSION: i64 = 5;
+
+/// What turns a file of an older version into the next one, by version; a file is
+/// brought up to date by every step from its version on, then by `SCHEMA`.
+pub(super) const MIGRATIONS: &[(i64, &str)] = &[
+    // 1 -> 2: the due index is keyed by subscription first (claims read one queue each);
+    // the ordering index covers every keyed delivery, and held ones get their own.
+    (
+        1,
+        "DROP INDEX IF EXISTS deliveries_due; DROP INDEX IF EXISTS deliveries_queue;",
+    ),
+    // 2 -> 3: ordering looks up only deliveries waiting for a retry (see the module doc).
+    (2, "DROP INDEX IF EXISTS deliveries_order;"),
+    // 3 -> 4: event ids lose their UNIQUE index, which no query read (the table is
+    // rebuilt: SQLite cannot drop a column constraint in place).
+    (
+        3,
+        "CREATE TABLE events_v4 (
+             seq INTEGER PRIMARY KEY, id TEXT NOT NULL, workspace_id TEXT NOT NULL,
+             event_type TEXT NOT NULL, post_id TEXT, created_at INTEGER NOT NULL, body TEXT NOT NULL);
+         INSERT INTO events_v4 SELECT seq, id, workspace_id, event_type, post_id, created_at, body FROM events;
+         DROP TABLE events;
+         ALTER TABLE events_v4 RENAME TO events;",
+    ),
+    // 4 -> 5: only queue heads are pending. Every unfinished keyed delivery behind an
+    // earlier unfinished one of its (subscription, key) waits (state 5), so claims never
+    // read blocked rows; the index of deliveries waiting for a retry is replaced by the
+    // index of open keys, and the due index no longer needs the key.
+    (
+        4,
+        "DROP INDEX IF EXISTS deliveries_retrying;
+         DROP INDEX IF EXISTS deliveries_due;
+         CREATE INDEX IF NOT EXISTS deliveries_open ON deliveries (sub_seq, okey, seq)
+             WHERE finished_at IS NULL AND okey IS NOT NULL;
+         UPDATE deliveries SET state = 5
+             WHERE state = 0 AND finished_at IS NULL AND okey IS NOT NULL AND EXISTS (
+                 SELECT 1 FROM deliveries p WHERE p.sub_seq = deliveries.sub_seq AND p.okey = deliveries.okey
+                     AND p.finished_at IS NULL AND p.okey IS NOT NULL AND p.seq < deliveries.seq);",
+    ),
+];
+
+pub(super) const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS workspaces (id TEXT PRIMARY KEY, name TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS integrations (
+    workspace_id TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL,
+    provider_identifier TEXT NOT NULL, picture TEXT, PRIMARY KEY (workspace_id, id));
+CREATE TABLE IF NOT EXISTS subscriptions (
+    seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, workspace_id TEXT NOT NULL,
+    name TEXT NOT NULL, url TEXT NOT NULL, events TEXT NOT NULL, integrations TEXT NOT NULL,
+    paused_reason TEXT, created_by_kind TEXT NOT NULL,
+    consecutive_failures INTEGER NOT NULL DEFAULT 0, last_success_at INTEGER, failing_since INTEGER,
+    created_at INTEGER NOT NULL, secret TEXT NOT NULL, previous_secret TEXT, previous_secret_until INTEGER);
+CREATE INDEX IF NOT EXISTS subscriptions_workspace ON subscriptions (workspace_id, seq);
+-- Event ids are unique by construction (a ULID each) and never looked up, so they have
+-- no index: one fewer insert per event.
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY, id TEXT NOT NULL, workspace_id TEXT NOT NULL,
+    event_type TEXT NOT NULL, post_id TEXT, created_at INTEGER NOT NULL, body TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS events_post ON events (workspace_id, post_id, seq) WHERE post_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS deliveries (
+    seq INTEGER PRIMARY KEY, sub_seq INTEGER NOT NULL, event_seq INTEGER NOT NULL,
+    okey INTEGER, state INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+    due_at INTEGER NOT NULL,
+    created_at INTEGER NOT NULL, finished_at INTEGER);
+-- Queue heads (state 0), by due time: all that a claim reads.
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (sub_seq, due_at, seq) WHERE state = 0;
+-- Unfinished deliveries by ordering key: is a key open (a new delivery waits), and which
+-- delivery is next once its head finishes. Small while deliveries keep up.
+CREATE INDEX IF NOT EXISTS deliveries_open ON deliveries (sub_seq, okey, seq)
+    WHERE finished_at IS NULL AND okey IS NOT NULL;
+CREATE INDEX IF NOT EXISTS deliveries_held ON deliveries (sub_seq, seq) WHERE state = 1;
+CREATE INDEX IF NOT EXISTS deliveries_subscription ON deliveries (sub_seq, seq);
+CREATE TABLE IF NOT EXISTS attempts (
+    delivery_seq INTEGER NOT NULL, number INTEGER NOT NULL, started_at INTEGER NOT NULL,
+    duration_ms INTEGER NOT NULL, status INTEGER, error TEXT, body_prefix TEXT,
+    PRIMARY KEY (delivery_seq, number)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS notifications (
+    id INTEGER PRIMARY KEY, workspace_id TEXT NOT NULL, subscription_id TEXT NOT NULL,
+    cause TEXT NOT NULL, message TEXT NOT NULL, created_at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS notifications_workspace ON notifications (workspace_id, id);
+"#;
+
+/// Opens the file at `path` (created if absent) in WAL mode with `options`, and brings
+/// its schema up to date; returns the connection and its `synchronous` setting.
+pub(super) fn open_migrated(path: &Path, options: &SqliteOptions) -> StoreResult<(Connection, &'static str)> {
+    let conn = Connection::open(path).map_err(db_err)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(db_err)?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+        .map_err(db_err)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(SenderError::storage(format!(
+            "could not switch {} to WAL mode",
+            path.display()
+        )));
+    }
+    let sync = if options.power_loss_durable { "FULL" } else { "NORMAL" };
+    // A page cache of 16 MB, and a WAL of up to about 40 MB: checkpoints run on their
+    // own thread (`checkpointer.rs`); the connection's own, at 10,000 pages, only
+    // bounds the WAL's size when that thread cannot finish between two commits.
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous={sync}; PRAGMA temp_store=MEMORY; PRAGMA foreign_keys=OFF;
+     PRAGMA wal_autocheckpoint=10000; PRAGMA cache_size=-16000;"
+    ))
+    .map_err(db_err)?;
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(db_err)?;
+    let known = version == 0 || version == SCHEMA_VERSION || MIGRATIONS.iter().any(|(from, _)| *from == version);
+    if !known {
+        return Err(SenderError::storage(format!(
+            "{} has schema version {version}; this sender reads version {SCHEMA_VERSION}",
+            path.display()
+        )));
+    }
+    let tx = conn.unchecked_transaction().map_err(db_err)?;
+    if version != 0 {
+        for (_, sql) in MIGRATIONS.iter().filter(|(from, _)| *from >= version) {
+            tx.execute_batch(sql).map_err(db_err)?;
+        }
+    }
+    tx.execute_batch(SCHEMA).map_err(db_err)?;
+    tx.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))
+        .map_err(db_err)?;
+    tx.commit().map_err(db_err)?;
+    Ok((conn, sync))
+}
+
+/// Registers the workspaces of `workspaces` that the SQLite file at `path` does not
+/// have yet (registered ones keep their name) without opening a store, so it works
+/// while a store has the file open in another process (`postwire token create` beside
+/// `postwire serve`) and can claim nothing. Returns the ids it added.
+pub fn register_workspaces(path: impl AsRef<Path>, workspaces: &[Workspace]) -> StoreResult<Vec<String>> {
+    let (mut conn, _) = open_migrated(path.as_ref(), &SqliteOptions::default())?;
+    let tx = conn.transaction().map_err(db_err)?;
+    let mut added = Vec::new();
+    for w in workspaces {
+        let n = tx
+            .execute(
+                "INSERT INTO workspaces (id, name) VALUES (?1, ?2) ON CONFLICT (id) DO NOTHING",
+                params![w.id, w.name],
+            )
+            .map_err(db_err)?;
+        if n > 0 {
+            added.push(w.id.clone());
+        }
+    }
+    tx.commit().map_err(db_err)?;
+    Ok(added)
+}
+
+pub(super) const UPSERT_WORKSPACE_SQL: &str =
+    "INSERT INTO workspaces (id, name) VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET name = excluded.name";
+
+/// Opens the claims' connection to the (existing, WAL-mode) file at `path`: reads only.
+pub(super) fn open_claim_connection(path: &Path) -> StoreResult<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(db_err)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(db_err)?;
+    // Its page cache is dropped whenever the writer commits, so a small one will do.
+    conn.execute_batch("PRAGMA query_only=ON; PRAGMA cache_size=-4000;")
+        .map_err(db_err)?;
+    conn.set_prepared_statement_cache_capacity(16);
+    Ok(conn)
+}
+
+/// Claims the SQLite file at `db_path` for one store: an exclusive advisory lock on
+/// `<db_path>.lock`, held as long as the returned file is open.
+///
+/// Leases, due hints and the row counter live in the store's memory (see
+/// [`SqliteStore`]), so a second store on the same file would release the first one's
+/// leases at start, deliver events twice and run two events of one post at once,
+/// breaking their order. [`SqliteStore::open`] takes this lock, so no path skips it, and
+/// the misconfiguration is a clear error. The operating system drops it when the process
+/// ends, even by SIGKILL, so a crash never leaves the file locked. Other processes may
+/// still register workspaces ([`register_workspaces`]) and tokens (`postwire token
+/// create` while `postwire serve` runs).
+pub(super) fn lock_for_dispatch(db_path: &Path) -> StoreResult<std::fs::File> {
+    let mut lock_path = db_path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(db_err)?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(SenderError::storage(format!(
+            "another sender is already dispatching from {}; SQLite allows one per file \
+             (stop the other one, or use a separate file)",
+            db_path.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => Err(db_err(e)),
+    }
+}
