@@ -21,6 +21,7 @@
 use postwire_core::Timestamp;
 
 use crate::model::PauseCause;
+use crate::store::NextState;
 
 /// Failed deliveries in a row that pause a subscription.
 pub const PAUSE_AFTER_FAILED_DELIVERIES: u32 = 50;
@@ -38,6 +39,16 @@ pub struct Health {
     pub failing_since: Option<Timestamp>,
 }
 
+/// The text of the notification stored for workspace admins when `subscription_id` is
+/// paused by `cause`.
+pub fn pause_notice(subscription_id: &str, cause: PauseCause) -> String {
+    format!(
+        "Webhook subscription {subscription_id} was paused: {}. Events are held until it is resumed; \
+         events held for more than 7 days expire.",
+        cause.reason()
+    )
+}
+
 /// The result of one attempt, as far as health is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -47,6 +58,17 @@ pub enum Verdict {
     WillRetry,
     /// Failed, and it was the last attempt.
     FailedForGood,
+}
+
+impl Verdict {
+    /// The verdict of an attempt after which the delivery goes to `next`.
+    pub fn of(next: NextState) -> Verdict {
+        match next {
+            NextState::Delivered => Verdict::Delivered,
+            NextState::RetryAt(_) => Verdict::WillRetry,
+            NextState::Failed => Verdict::FailedForGood,
+        }
+    }
 }
 
 impl Health {

@@ -62,6 +62,8 @@ pub mod events;
 pub mod health;
 pub mod model;
 pub mod notify;
+pub mod ordering;
+pub mod routing;
 pub mod schedule;
 mod sender;
 pub mod ssrf;

@@ -334,6 +334,27 @@ impl PauseCause {
             PauseCause::FailingFor72Hours => "72 hours without a successful delivery",
         }
     }
+
+    /// The stable code stored for this cause.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            PauseCause::ConsecutiveFailures => "consecutive_failures",
+            PauseCause::FailingFor72Hours => "failing_for_72_hours",
+        }
+    }
+
+    /// The cause whose [`as_str`](Self::as_str) is `code`.
+    ///
+    /// ```
+    /// use postwire_sender::PauseCause;
+    /// assert_eq!(PauseCause::from_code("failing_for_72_hours"), Some(PauseCause::FailingFor72Hours));
+    /// assert_eq!(PauseCause::from_code("other"), None);
+    /// ```
+    pub fn from_code(code: &str) -> Option<Self> {
+        [PauseCause::ConsecutiveFailures, PauseCause::FailingFor72Hours]
+            .into_iter()
+            .find(|c| c.as_str() == code)
+    }
 }
 
 /// The `disabledReason` of a subscription paused by request.

@@ -1,22 +1,45 @@
-//! The storage interface: the one place where the sender's state lives.
+//! The storage interface: where the sender's state lives, and nothing else.
 //!
-//! The store is the source of truth. Events, deliveries, attempts, held events,
-//! subscriptions and notifications are written here before the call that produced them
-//! returns; the dispatcher keeps nothing in memory that it cannot rebuild from the store
-//! after a crash.
+//! Events, deliveries, attempts, held events, subscriptions and notifications are written
+//! here before the call that produced them returns; the dispatcher keeps nothing in
+//! memory that it cannot rebuild from the store after a crash.
 //!
-//! [`Store`] is deliberately narrow, and shaped for two backends:
-//! * [`SqliteStore`](sqlite::SqliteStore), the embedded default: one file in WAL mode, one
-//!   process.
-//! * PostgreSQL (the next step): [`Store::claim`] maps to `SELECT … FOR UPDATE SKIP LOCKED`
-//!   on the due, unleased heads of each (subscription, ordering key) queue, setting
-//!   `lease_owner`/`lease_until`; several sender processes then share one queue. Leases
-//!   that outlive a crashed process expire and are claimed again; [`Store::recover`]
-//!   only releases the leases of the given owner.
+//! [`Store`] holds storage operations only. The decisions are the sender's and live
+//! above it, as pure functions a backend calls inside its transactions and whose answer
+//! it stores: which subscriptions get an event and whether it is held
+//! ([`crate::routing`]), where a delivery goes in its queue and which outcomes end it
+//! ([`crate::ordering`]), the health counters, the pause decision and the notice text
+//! ([`crate::health`]); retry times ([`crate::schedule`]) arrive already decided in
+//! [`FinishedAttempt::next`].
 //!
-//! Methods return boxed futures so the trait is object-safe (`Arc<dyn Store>`), and every
-//! rule that is not pure storage (retry timing, health counters) is decided outside and
-//! passed in, or applied through [`crate::health`], so backends cannot drift apart.
+//! ## The invariants every backend keeps
+//! 1. **Atomic enqueue.** An event and all its deliveries commit together, before
+//!    [`Store::enqueue`] returns; a failed enqueue leaves nothing.
+//! 2. **Only queue heads are claimable.** Deliveries of one (subscription, ordering key)
+//!    form a queue, in enqueue order; only its head may be returned by [`Store::claim`].
+//!    Deliveries behind the head wait and cost a claim nothing, so a claim's cost does
+//!    not depend on how many are blocked.
+//! 3. **Promotion with the outcome.** The transaction that records a head's final
+//!    outcome (delivered, failed; [`crate::ordering::ends_delivery`]) makes the next
+//!    delivery of its queue the head; resume does the same for queues whose head
+//!    expired. An outcome recorded for a delivery that is already finished changes
+//!    nothing (so a queue never gets two heads).
+//! 4. **Leases.** A claimed delivery is leased to its claimer until
+//!    [`ClaimRequest::lease_until`]; it is not claimed again before its outcome is
+//!    recorded or the lease ends. A lease that outlives its process makes the delivery
+//!    claimable again: delivery is at least once, never lost.
+//! 5. **Held while paused.** A paused subscription's unfinished deliveries are held and
+//!    never claimed; resume expires those older than the cut-off and releases the rest
+//!    in order.
+//!
+//! Backends:
+//! * [`SqliteStore`](sqlite::SqliteStore), the embedded default: one file in WAL mode,
+//!   one store per file (leases in memory).
+//! * PostgreSQL (next): [`Store::claim`] maps to `SELECT … FOR UPDATE SKIP LOCKED` on the
+//!   due heads, with `lease_owner`/`lease_until` columns, so several sender processes
+//!   share one queue; [`Store::recover`] releases only the given owner's leases.
+//!
+//! Methods return boxed futures so the trait is object-safe (`Arc<dyn Store>`).
 
 pub mod sqlite;
 
@@ -200,18 +223,7 @@ pub trait Store: Send + Sync + 'static {
     fn delivery_counts(&self, subscription_id: Option<String>) -> BoxFuture<'_, StoreResult<DeliveryCounts>>;
 }
 
-/// The stored form of an ordering key: a 64-bit FNV-1a hash of its text
-/// (`post:<id>` / `account:<id>`), stable across releases and platforms. Two keys that
-/// collide are only delivered one after another when they could have gone in parallel;
-/// order is never broken.
-pub fn ordering_hash(key: &postwire_core::OrderingKey) -> i64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in key.to_string().bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h as i64
-}
+pub use crate::ordering::ordering_hash;
 
 /// Deliveries per state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]

@@ -11,6 +11,7 @@ use super::queue::{PROMOTE_SQL, hold_unfinished};
 use super::*;
 use crate::health::{Health, Verdict};
 use crate::model::{AttemptOutcome, Notification};
+use crate::ordering;
 use crate::store::{BoxFuture, FinishedAttempt, NextState, PausedByFailures, StoreResult};
 
 pub(super) fn record_attempts(
@@ -110,37 +111,34 @@ pub(super) fn record(
             error,
             body
         ])?;
-        let verdict = match a.next {
-            NextState::Delivered | NextState::Failed => {
-                let (state, verdict) = match a.next {
-                    NextState::Delivered => (DELIVERED, Verdict::Delivered),
-                    _ => (FAILED, Verdict::FailedForGood),
-                };
-                let finished: Option<Option<i64>> = finish
-                    .query_row(params![a.delivery.0, state, a.attempt, now_ms], |r| r.get(0))
-                    .optional()?;
-                let Some(okey) = finished else { continue }; // finished already
-                // Its successor, if any, heads the queue from now on: in this transaction.
-                // (While paused, every unfinished delivery is held; resume orders them.)
-                if let Some(k) = okey
-                    && !*paused
-                    && promote.execute(params![*seq, k, PENDING, now_ms])? > 0
-                {
-                    became_due.push((*seq, now_ms));
-                }
-                verdict
+        if ordering::ends_delivery(a.next) {
+            let state = if a.next == NextState::Delivered {
+                DELIVERED
+            } else {
+                FAILED
+            };
+            let finished: Option<Option<i64>> = finish
+                .query_row(params![a.delivery.0, state, a.attempt, now_ms], |r| r.get(0))
+                .optional()?;
+            let Some(okey) = finished else { continue }; // finished already
+            // Its successor, if any, heads the queue from now on: in this transaction.
+            // (While paused, every unfinished delivery is held; resume orders them.)
+            if let Some(k) = okey
+                && !*paused
+                && promote.execute(params![*seq, k, PENDING, now_ms])? > 0
+            {
+                became_due.push((*seq, now_ms));
             }
-            NextState::RetryAt(at) => {
-                let state = if *paused { HELD } else { PENDING };
-                if retry.execute(params![a.delivery.0, state, a.attempt, at.unix_millis()])? == 0 {
-                    continue; // finished already
-                }
-                if state == PENDING {
-                    became_due.push((*seq, at.unix_millis()));
-                }
-                Verdict::WillRetry
+        } else if let NextState::RetryAt(at) = a.next {
+            let state = if *paused { HELD } else { PENDING };
+            if retry.execute(params![a.delivery.0, state, a.attempt, at.unix_millis()])? == 0 {
+                continue; // finished already
             }
-        };
+            if state == PENDING {
+                became_due.push((*seq, at.unix_millis()));
+            }
+        }
+        let verdict = Verdict::of(a.next);
         if let Some(cause) = health.apply(verdict, a.started_at)
             && !*paused
         {
@@ -150,16 +148,11 @@ pub(super) fn record(
                 params![*seq, cause.reason()],
             )?;
             hold_unfinished(tx, *seq)?;
-            let message = format!(
-                "Webhook subscription {} was paused: {}. Events are held until it is resumed; \
-                     events held for more than 7 days expire.",
-                a.subscription_id,
-                cause.reason()
-            );
+            let message = crate::health::pause_notice(&a.subscription_id, cause);
             tx.execute(
                 "INSERT INTO notifications (workspace_id, subscription_id, cause, message, created_at)
                      VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![&*workspace_id, a.subscription_id, cause_str(cause), message, now_ms],
+                params![&*workspace_id, a.subscription_id, cause.as_str(), message, now_ms],
             )?;
             paused_now.push(PausedByFailures {
                 notification: Notification {
@@ -186,11 +179,4 @@ pub(super) fn record(
         ])?;
     }
     Ok((paused_now, became_due))
-}
-
-pub(super) fn cause_str(c: crate::model::PauseCause) -> &'static str {
-    match c {
-        crate::model::PauseCause::ConsecutiveFailures => "consecutive_failures",
-        crate::model::PauseCause::FailingFor72Hours => "failing_for_72_hours",
-    }
 }

@@ -8,13 +8,15 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
-use postwire_core::{EventType, Integration, Timestamp, matches};
+use postwire_core::{EventType, Integration, Timestamp};
 use rusqlite::{Connection, Transaction, params};
 
 use super::registry::sub_seq;
 use super::*;
 use crate::events::BuiltEvent;
 use crate::model::{DeliveryId, ResumeSummary};
+use crate::ordering::{self, Placement, ordering_hash};
+use crate::routing::{self, Route, Routed};
 use crate::store::{BoxFuture, ClaimRequest, ClaimedDelivery, StoreResult};
 
 // The queries that must be served by a partial index spell their states as literals:
@@ -58,29 +60,21 @@ pub(super) const EXPIRE_HELD_SQL: &str =
 pub(super) const RELEASE_HELD_SQL: &str =
     "UPDATE deliveries SET state = 0, due_at = ?2 WHERE sub_seq = ?1 AND state = 1";
 
-/// What enqueue needs of a subscription to route an event.
-pub(super) struct Route {
-    id: String,
-    seq: i64,
-    events: Vec<EventType>,
-    integration_ids: Vec<String>,
-    paused: bool,
-}
-
-pub(super) fn routes_of(tx: &Connection, workspace_id: &str) -> rusqlite::Result<Vec<Route>> {
+/// The routes of a workspace's subscriptions, with their row numbers.
+fn routes_of(tx: &Connection, workspace_id: &str) -> rusqlite::Result<Vec<(i64, Route)>> {
     let mut stmt = tx.prepare_cached(
         "SELECT id, events, integrations, paused_reason IS NOT NULL, seq FROM subscriptions WHERE workspace_id = ?1 ORDER BY seq",
     )?;
     let rows = stmt.query_map([workspace_id], |r| {
         let events: Vec<EventType> = serde_json::from_str(&r.get::<_, String>(1)?).map_err(conversion)?;
         let integrations: Vec<Integration> = serde_json::from_str(&r.get::<_, String>(2)?).map_err(conversion)?;
-        Ok(Route {
+        let route = Route {
             id: r.get(0)?,
-            seq: r.get(4)?,
             events,
             integration_ids: integrations.into_iter().map(|i| i.id).collect(),
             paused: r.get(3)?,
-        })
+        };
+        Ok((r.get(4)?, route))
     })?;
     rows.collect()
 }
@@ -164,7 +158,7 @@ pub(super) fn enqueue(
         let now_ms = now.unix_millis();
         // The subscriptions given a pending delivery: due from `first_due`, once committed.
         let mut became_due: Vec<i64> = Vec::new();
-        let mut routes: HashMap<String, Vec<Route>> = HashMap::new();
+        let mut routes: HashMap<String, Vec<(i64, Route)>> = HashMap::new();
         let mut counts = Vec::with_capacity(events.len());
         // Each event with its new pending deliveries, for their first claims.
         let mut made: Vec<(Arc<FreshEvent>, Vec<i64>)> = Vec::with_capacity(events.len());
@@ -177,66 +171,51 @@ pub(super) fn enqueue(
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?;
         for built in events {
-            let BuiltEvent {
-                event: ev,
-                body,
-                ordering_key,
-                post_id,
-                only_subscription,
-            } = built;
+            let ev = &built.event;
             insert_event.execute(params![
                 ev.id,
                 ev.workspace_id,
                 ev.event_type().as_str(),
-                post_id,
+                built.post_id,
                 ev.created_at.unix_millis(),
-                body
+                built.body
             ])?;
             let event_seq = tx.last_insert_rowid();
             if !routes.contains_key(&ev.workspace_id) {
                 routes.insert(ev.workspace_id.clone(), routes_of(tx, &ev.workspace_id)?);
             }
-            let key = ordering_key.as_ref().map(crate::store::ordering_hash);
+            let key = built.ordering_key.as_ref().map(ordering_hash);
             let mut pending = Vec::new();
             let mut n = 0;
-            for route in &routes[&ev.workspace_id] {
-                let wanted = match &only_subscription {
-                    Some(only) => *only == route.id,
-                    None => matches(
-                        &route.events,
-                        route.integration_ids.iter().map(String::as_str),
-                        ev.event_type(),
-                        ev.data.account_id(),
-                    ),
+            for (sub, route) in &routes[&ev.workspace_id] {
+                // The rules decide (routing, then ordering); this stores what they say.
+                let Some(routed) = routing::route(&built, route) else {
+                    continue;
                 };
-                if wanted {
-                    // A paused subscription holds everything; otherwise a delivery
-                    // heads its queue unless an earlier one of its key is unfinished.
-                    let state = if route.paused {
-                        HELD
-                    } else if let Some(k) = key
-                        && key_open.exists(params![route.seq, k])?
-                    {
-                        WAITING
-                    } else {
-                        PENDING
-                    };
-                    let seq = next_delivery.fetch_add(1, Ordering::Relaxed);
-                    insert_delivery.execute(params![seq, route.seq, event_seq, key, state, now_ms, now_ms])?;
-                    if state == PENDING {
-                        pending.push(seq);
-                        if !became_due.contains(&route.seq) {
-                            became_due.push(route.seq);
-                        }
+                let has_unfinished = match key {
+                    Some(k) if routed == Routed::Deliver => key_open.exists(params![sub, k])?,
+                    _ => false,
+                };
+                let state = match ordering::place(routed, has_unfinished) {
+                    Placement::Head => PENDING,
+                    Placement::Waiting => WAITING,
+                    Placement::Held => HELD,
+                };
+                let seq = next_delivery.fetch_add(1, Ordering::Relaxed);
+                insert_delivery.execute(params![seq, sub, event_seq, key, state, now_ms, now_ms])?;
+                if state == PENDING {
+                    pending.push(seq);
+                    if !became_due.contains(sub) {
+                        became_due.push(*sub);
                     }
-                    n += 1;
                 }
+                n += 1;
             }
             counts.push(n);
             if !pending.is_empty() {
                 let event = FreshEvent {
-                    id: ev.id,
-                    body: Bytes::from(body),
+                    id: built.event.id,
+                    body: Bytes::from(built.body),
                 };
                 made.push((Arc::new(event), pending));
             }

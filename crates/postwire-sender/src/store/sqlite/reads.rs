@@ -109,11 +109,8 @@ pub(super) fn notifications(
                 id: r.get(0)?,
                 workspace_id: r.get(1)?,
                 subscription_id: r.get(2)?,
-                cause: if r.get::<_, String>(3)? == "consecutive_failures" {
-                    crate::model::PauseCause::ConsecutiveFailures
-                } else {
-                    crate::model::PauseCause::FailingFor72Hours
-                },
+                cause: crate::model::PauseCause::from_code(&r.get::<_, String>(3)?)
+                    .ok_or_else(|| conversion("unknown pause cause"))?,
                 message: r.get(4)?,
                 created_at: ts(r.get(5)?),
             })
