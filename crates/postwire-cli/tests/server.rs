@@ -468,3 +468,68 @@ fn the_log_never_carries_secrets_or_tokens() {
         assert!(!log.contains(t), "a token reached the log");
     }
 }
+
+#[test]
+fn an_ingest_retried_with_its_idempotency_key_after_a_sigkill_publishes_nothing_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("serve.db");
+    let db_s = db.to_str().unwrap();
+    let args = ["--db", db_s, "--listen", "127.0.0.1:0"];
+    let envs = [("POSTWIRE_INGEST_TOKEN", INGEST)];
+    let reader = token_create(&["--db", db_s], "ws_1", "webhooks:read");
+    let body = json!({"changes": [{"kind": "post", "workspaceId": "ws_1", "change": "scheduled", "post": {
+        "id": "p1", "externalId": "order-1", "group": "g", "state": "QUEUE", "publishDate": "2026-12-01T09:00:00Z",
+        "integration": {"id": "acc_1", "name": "A", "providerIdentifier": "x"}}}]});
+    let keyed = |base: String, body: Value| async move {
+        let resp = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .unwrap()
+            .post(format!("{base}/internal/v1/events"))
+            .bearer_auth(INGEST)
+            .header("idempotency-key", "batch-1")
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        let replayed = resp.headers().get("idempotent-replayed").is_some();
+        let status = resp.status().as_u16();
+        (
+            status,
+            replayed,
+            serde_json::from_str::<Value>(&resp.text().await.unwrap()).unwrap(),
+        )
+    };
+    let rt = runtime();
+    let first = serve(&args, &envs);
+    let (status, replayed, answer) = rt.block_on(keyed(first.base.clone(), body.clone()));
+    assert_eq!((status, replayed), (200, false), "{answer}");
+    // Killed as if the answer had been lost on the way: the client retries elsewhere.
+    drop(first);
+    let second = serve(&args, &envs);
+    let (status, replayed, again) = rt.block_on(keyed(second.base.clone(), body.clone()));
+    assert_eq!((status, replayed), (200, true));
+    assert_eq!(again, answer, "the first answer, with the same event id");
+    let mut other = body.clone();
+    other["changes"][0]["post"]["id"] = json!("p2");
+    let (status, _, refused) = rt.block_on(keyed(second.base.clone(), other));
+    assert_eq!(
+        (status, refused["code"].as_str()),
+        (409, Some("idempotency_key_reused"))
+    );
+    let (status, _, found) = rt.block_on(call(
+        &second.base,
+        "GET",
+        "/public/v1/workspaces/ws_1/posts/lookup?externalId=order-1",
+        &reader,
+        None,
+    ));
+    assert_eq!(status, 200, "{found}");
+    assert_eq!(
+        found["data"].as_array().unwrap().len(),
+        1,
+        "one event, not two: {found}"
+    );
+    assert_eq!(found["data"][0]["id"], answer["results"][0]["eventId"]);
+}

@@ -20,6 +20,10 @@ pub enum SenderErrorCode {
     Unavailable,
     /// The store failed (disk full, corrupt file, lost connection). Not the caller's fault.
     Internal,
+    /// An idempotency key was sent again with a different request (status 409).
+    IdempotencyKeyReused,
+    /// An idempotency key's first request is still running (status 409).
+    IdempotencyInProgress,
 }
 
 impl SenderErrorCode {
@@ -30,6 +34,8 @@ impl SenderErrorCode {
             SenderErrorCode::NotFound => "not_found",
             SenderErrorCode::Unavailable => "unavailable",
             SenderErrorCode::Internal => "internal_error",
+            SenderErrorCode::IdempotencyKeyReused => "idempotency_key_reused",
+            SenderErrorCode::IdempotencyInProgress => "idempotency_in_progress",
         }
     }
 
@@ -40,6 +46,7 @@ impl SenderErrorCode {
             SenderErrorCode::NotFound => 404,
             SenderErrorCode::Unavailable => 503,
             SenderErrorCode::Internal => 500,
+            SenderErrorCode::IdempotencyKeyReused | SenderErrorCode::IdempotencyInProgress => 409,
         }
     }
 }
@@ -100,6 +107,12 @@ pub enum SenderError {
     /// The sender is shutting down.
     #[error("the sender is shutting down")]
     Unavailable,
+    /// The idempotency key was used for a different request within 24 h.
+    #[error("this Idempotency-Key was already used for a different request")]
+    IdempotencyKeyReused,
+    /// The idempotency key's first request is still running.
+    #[error("a request with this Idempotency-Key is still running; retry shortly")]
+    IdempotencyInProgress,
     /// The store failed. The detail is for logs; it never holds secrets.
     #[error("storage error: {detail}")]
     Storage {
@@ -116,6 +129,8 @@ impl SenderError {
             SenderError::NotFound { .. } => SenderErrorCode::NotFound,
             SenderError::Unavailable => SenderErrorCode::Unavailable,
             SenderError::Storage { .. } => SenderErrorCode::Internal,
+            SenderError::IdempotencyKeyReused => SenderErrorCode::IdempotencyKeyReused,
+            SenderError::IdempotencyInProgress => SenderErrorCode::IdempotencyInProgress,
         }
     }
 

@@ -158,7 +158,8 @@ impl From<TestEvent> for DomainChange {
 }
 
 /// Why a change produced no event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum NoEventReason {
     /// The post is a draft: drafts emit no events.
     Draft,
@@ -175,6 +176,8 @@ pub struct BuiltEvent {
     pub ordering_key: Option<OrderingKey>,
     /// The post it is about, for look-ups by post.
     pub post_id: Option<String>,
+    /// The post's client-supplied reference (when not empty), for look-ups by it.
+    pub external_id: Option<String>,
     /// Only this subscription (a targeted test event).
     pub only_subscription: Option<String>,
 }
@@ -307,11 +310,17 @@ pub fn build_event(
     let body = event.to_json();
     let ordering_key = OrderingKey::of(&event);
     let post_id = event.data.post().map(|p| p.id.clone());
+    let external_id = event
+        .data
+        .post()
+        .map(|p| p.external_id.clone())
+        .filter(|e| !e.is_empty());
     Ok(Ok(BuiltEvent {
         event,
         body,
         ordering_key,
         post_id,
+        external_id,
         only_subscription,
     }))
 }

@@ -60,6 +60,7 @@ pub mod dispatch;
 pub mod error;
 pub mod events;
 pub mod health;
+pub mod idempotency;
 pub mod model;
 pub mod notify;
 pub mod ordering;

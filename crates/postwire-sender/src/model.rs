@@ -378,8 +378,9 @@ pub struct Notification {
     pub created_at: Timestamp,
 }
 
-/// What publishing a change did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What publishing a change did. (Its serde form is what an idempotency key stores.)
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Published {
     /// An event was accepted and stored with a delivery per matching subscription;
     /// nothing of it is lost from here on.

@@ -16,6 +16,7 @@ use crate::delivery::HttpDeliverer;
 use crate::dispatch::{self, DispatcherHandle};
 use crate::error::{Resource, SenderError, Violations};
 use crate::events::{DomainChange, build_event, check_id, check_text};
+use crate::idempotency::{Completion, Decision, IdempotencyKey, Idempotent, Response};
 use crate::model::{
     DeliveryCursor, DeliveryRecord, NewSubscription, Notification, PAUSED_BY_REQUEST, Page, Published, ResumeSummary,
     RotatedSecret, StoredSubscription, SubscriptionChanges, SubscriptionRecord, SubscriptionUpdate, Workspace,
@@ -326,6 +327,28 @@ impl Sender {
     /// Creates a subscription: enabled, `consecutiveFailures` 0, with a fresh `whsec_`
     /// secret that this response carries and no other ever will.
     pub async fn create_subscription(&self, new: NewSubscription) -> Result<CreatedSubscription, SenderError> {
+        self.create_keyed(new, None).await.map(Idempotent::into_inner)
+    }
+
+    /// [`create_subscription`](Self::create_subscription) guarded by an idempotency key:
+    /// the same key with the same request within 24 h returns the first response (the
+    /// same subscription and secret) without creating another (see
+    /// [`crate::idempotency`]); the key is stored in the transaction that stores the
+    /// subscription. The stored response holds the secret for those 24 h, in the same
+    /// file as the subscription's own secret.
+    pub async fn create_subscription_idempotent(
+        &self,
+        new: NewSubscription,
+        key: IdempotencyKey,
+    ) -> Result<Idempotent<CreatedSubscription>, SenderError> {
+        self.create_keyed(new, Some(key)).await
+    }
+
+    async fn create_keyed(
+        &self,
+        new: NewSubscription,
+        key: Option<IdempotencyKey>,
+    ) -> Result<Idempotent<CreatedSubscription>, SenderError> {
         let mut v = Violations::default();
         check_id(&mut v, "workspaceId", &new.workspace_id);
         v.into_result()?;
@@ -350,17 +373,31 @@ impl Sender {
             last_success_at: None,
             created_at: self.inner.clock.now(),
         };
-        self.inner
-            .store
-            .insert_subscription(StoredSubscription {
-                workspace_id: new.workspace_id,
-                subscription: subscription.clone(),
-                secret: secret.clone(),
-                previous_secret: None,
-                failing_since: None,
-            })
-            .await?;
-        Ok(CreatedSubscription { subscription, secret })
+        let created = CreatedSubscription { subscription, secret };
+        let lease = match key {
+            Some(key) => match self.begin(&key).await? {
+                Begun::Replay(stored) => return Ok(Idempotent::Replayed(stored)),
+                Begun::Start(lease_until_ms) => Some((key, lease_until_ms)),
+            },
+            None => None,
+        };
+        let completion = lease.as_ref().map(|(key, lease_until_ms)| Completion {
+            key: key.clone(),
+            lease_until_ms: *lease_until_ms,
+            response: Response::Ready(stored_form(&created)),
+        });
+        let stored = StoredSubscription {
+            workspace_id: new.workspace_id,
+            subscription: created.subscription.clone(),
+            secret: created.secret.clone(),
+            previous_secret: None,
+            failing_since: None,
+        };
+        if let Err(e) = self.inner.store.insert_subscription(stored, completion).await {
+            self.abandon(lease).await;
+            return Err(e);
+        }
+        Ok(Idempotent::Fresh(created))
     }
 
     async fn load(&self, id: &str) -> Result<StoredSubscription, SenderError> {
@@ -512,6 +549,26 @@ impl Sender {
 
     /// Accepts many changes in one transaction (all or none), in order.
     pub async fn publish_many(&self, changes: Vec<DomainChange>) -> Result<Vec<Published>, SenderError> {
+        self.publish_keyed(changes, None).await.map(Idempotent::into_inner)
+    }
+
+    /// [`publish_many`](Self::publish_many) guarded by an idempotency key: the same key
+    /// with the same request within 24 h returns the first call's results without
+    /// publishing anything again (see [`crate::idempotency`]); the key is stored in the
+    /// transaction that stores the events.
+    pub async fn publish_many_idempotent(
+        &self,
+        changes: Vec<DomainChange>,
+        key: IdempotencyKey,
+    ) -> Result<Idempotent<Vec<Published>>, SenderError> {
+        self.publish_keyed(changes, Some(key)).await
+    }
+
+    async fn publish_keyed(
+        &self,
+        changes: Vec<DomainChange>,
+        key: Option<IdempotencyKey>,
+    ) -> Result<Idempotent<Vec<Published>>, SenderError> {
         if self.inner.shutting_down.load(Ordering::SeqCst) {
             return Err(SenderError::Unavailable);
         }
@@ -545,22 +602,84 @@ impl Sender {
                 Err(reason) => results.push(Published::NoEvent(reason)),
             }
         }
-        if built.is_empty() {
-            return Ok(results);
+        let lease = match key {
+            Some(key) => match self.begin(&key).await? {
+                Begun::Replay(stored) => return Ok(Idempotent::Replayed(stored)),
+                Begun::Start(lease_until_ms) => Some((key, lease_until_ms)),
+            },
+            None => None,
+        };
+        if built.is_empty() && lease.is_none() {
+            return Ok(Idempotent::Fresh(results));
         }
-        let counts = self.inner.store.enqueue(built, now).await?;
-        let mut counts = counts.into_iter();
-        let mut any = false;
-        for r in &mut results {
-            if let Published::Event { deliveries, .. } = r {
-                *deliveries = counts.next().unwrap_or(0);
-                any |= *deliveries > 0;
+        let completion = lease.as_ref().map(|(key, lease_until_ms)| {
+            let skeleton = results.clone();
+            Completion {
+                key: key.clone(),
+                lease_until_ms: *lease_until_ms,
+                response: Response::FromCounts(Box::new(move |counts| stored_form(&with_counts(skeleton, counts)))),
             }
-        }
-        if any {
+        });
+        let counts = match self.inner.store.enqueue(built, now, completion).await {
+            Ok(counts) => counts,
+            Err(e) => {
+                self.abandon(lease).await;
+                return Err(e);
+            }
+        };
+        let results = with_counts(results, &counts);
+        if counts.iter().any(|n| *n > 0) {
             self.inner.wake.notify_one();
         }
-        Ok(results)
+        Ok(Idempotent::Fresh(results))
+    }
+
+    /// Begins `key`'s request: its stored result to replay, or the lease to do it under.
+    async fn begin<T: serde::de::DeserializeOwned>(&self, key: &IdempotencyKey) -> Result<Begun<T>, SenderError> {
+        match self
+            .inner
+            .store
+            .begin_idempotent(key.clone(), self.inner.clock.now())
+            .await?
+        {
+            Decision::Start { lease_until_ms } => Ok(Begun::Start(lease_until_ms)),
+            Decision::Replay(stored) => serde_json::from_str(&stored)
+                .map(Begun::Replay)
+                .map_err(|e| SenderError::storage(format!("a stored idempotent response is unreadable: {e}"))),
+            Decision::Reused => Err(SenderError::IdempotencyKeyReused),
+            Decision::InProgress => Err(SenderError::IdempotencyInProgress),
+        }
+    }
+
+    /// Frees the key of a request that failed, so its retry is judged afresh. Best
+    /// effort: a key not freed is free again when its lease ends.
+    async fn abandon(&self, lease: Option<(IdempotencyKey, i64)>) {
+        if let Some((key, lease_until_ms)) = lease
+            && let Err(e) = self.inner.store.abandon_idempotent(key, lease_until_ms).await
+        {
+            tracing::warn!(error = %e, "could not free an idempotency key; it frees itself when its lease ends");
+        }
+    }
+
+    /// The posts of `workspace_id` whose events carried `external_id` (the client's own
+    /// reference), most recent first, at most `limit` (1 to 100).
+    pub async fn posts_with_external_id(
+        &self,
+        workspace_id: &str,
+        external_id: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, SenderError> {
+        let mut v = Violations::default();
+        check_id(&mut v, "workspaceId", workspace_id);
+        check_limit(&mut v, limit);
+        if external_id.is_empty() {
+            v.push("`externalId` must not be empty");
+        }
+        v.into_result()?;
+        self.inner
+            .store
+            .posts_with_external_id(workspace_id.to_owned(), external_id.to_owned(), limit)
+            .await
     }
 
     /// Recent events about a post, newest first (at most `limit`, 1 to 100): for
@@ -628,6 +747,30 @@ impl Sender {
             .delivery_counts(subscription_id.map(str::to_owned))
             .await
     }
+}
+
+/// What beginning a keyed request found.
+enum Begun<T> {
+    /// Do it, under this lease.
+    Start(i64),
+    /// Done before: this is its result.
+    Replay(T),
+}
+
+/// What an idempotency key stores of a result: its serde form.
+fn stored_form<T: serde::Serialize>(result: &T) -> String {
+    serde_json::to_string(result).unwrap_or_default()
+}
+
+/// `results` with each event's delivery count, in order.
+fn with_counts(mut results: Vec<Published>, counts: &[usize]) -> Vec<Published> {
+    let mut counts = counts.iter();
+    for r in &mut results {
+        if let Published::Event { deliveries, .. } = r {
+            *deliveries = counts.next().copied().unwrap_or(0);
+        }
+    }
+    results
 }
 
 fn check_limit(v: &mut Violations, limit: usize) {

@@ -1,9 +1,8 @@
 //! The server's own tables, kept in the sender's SQLite file.
 //!
-//! The sender owns its schema and the server never touches it; the server adds two
-//! tables of its own next to them — API tokens (only their SHA-256 hashes) and the
-//! external-id index used by `GET …/posts/lookup` — through a second connection to the
-//! same file. SQLite in WAL mode lets both connections (and a `postwire token create`
+//! The sender owns its schema and the server never touches it; the server adds a
+//! table of its own next to them — API tokens (only their SHA-256 hashes) — through a
+//! second connection to the same file. SQLite in WAL mode lets both connections (and a `postwire token create`
 //! run from another process while the server is up) work at once; writes here are rare.
 
 use std::path::Path;
@@ -18,9 +17,9 @@ CREATE TABLE IF NOT EXISTS server_api_tokens (
     id TEXT PRIMARY KEY, name TEXT NOT NULL, hash BLOB NOT NULL UNIQUE,
     scopes TEXT NOT NULL, workspaces TEXT NOT NULL,
     created_at INTEGER NOT NULL, revoked_at INTEGER);
-CREATE TABLE IF NOT EXISTS server_post_external_ids (
-    workspace_id TEXT NOT NULL, external_id TEXT NOT NULL, post_id TEXT NOT NULL, seen_at INTEGER NOT NULL,
-    PRIMARY KEY (workspace_id, external_id, post_id)) WITHOUT ROWID;
+-- The external-id index of older versions: events now carry their post's external id
+-- in the sender's own tables, written in the event's transaction.
+DROP TABLE IF EXISTS server_post_external_ids;
 "#;
 
 /// A connection to the server's tables. Cheap to clone.

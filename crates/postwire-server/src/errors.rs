@@ -36,6 +36,14 @@ pub enum ApiError {
     /// 405 `method_not_allowed`.
     #[error("method not allowed")]
     MethodNotAllowed,
+    /// 409 `idempotency_key_reused` or `idempotency_in_progress`.
+    #[error("{message}")]
+    Conflict {
+        /// The stable code.
+        code: &'static str,
+        /// What happened.
+        message: String,
+    },
     /// 429 `rate_limited`, with the seconds until the window resets (`Retry-After`).
     #[error("hourly API limit of {limit} requests exceeded")]
     RateLimited {
@@ -126,6 +134,7 @@ impl ApiError {
             ApiError::InsufficientScope(_) | ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -141,6 +150,7 @@ impl ApiError {
             ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound(_) => "not_found",
             ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::Conflict { code, .. } => code,
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::Unavailable => "unavailable",
             ApiError::Internal(_) => "internal_error",
@@ -168,6 +178,12 @@ impl From<SenderError> for ApiError {
             SenderErrorCode::InvalidRequest => ApiError::Invalid(e.messages()),
             SenderErrorCode::NotFound => ApiError::NotFound(e.to_string()),
             SenderErrorCode::Unavailable => ApiError::Unavailable,
+            code @ (SenderErrorCode::IdempotencyKeyReused | SenderErrorCode::IdempotencyInProgress) => {
+                ApiError::Conflict {
+                    code: code.as_str(),
+                    message: e.to_string(),
+                }
+            }
             _ => ApiError::Internal(e.to_string()),
         }
     }

@@ -13,6 +13,10 @@
 //! * `POST /internal/v1/events` `{"changes": [Change, …]}` (1 to 1000): report changes,
 //!   accepted all or none, in order. Answers `{"results": [{"eventId", "deliveries"} |
 //!   {"eventId": null, "skipped": "draft"}]}`. When it answers 200 every event is on disk.
+//!   An `Idempotency-Key` header makes a retry of the same body (byte for byte) within
+//!   24 h return the first answer, with `Idempotent-Replayed: true`, and publish nothing
+//!   again; the key is stored in the transaction that stores the events
+//!   (`crate::idempotency`).
 //!
 //! A change is `{"kind": "post", "workspaceId", "change", "post", …}` with `change` one
 //! of `scheduled`, `unscheduled`, `publishing`, `published`, `failed` (needs `error`),
@@ -25,11 +29,13 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
+use axum::http::HeaderMap;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{post, put};
 use axum::{Json, Router};
 use postwire_core::{Actor, DisconnectReason, EventError, Integration, PostState, Timestamp};
+use postwire_sender::idempotency::Idempotent;
 use postwire_sender::{
     AccountChange, AccountChangeKind, DomainChange, PostChange, PostChangeKind, PostRecord, Published, Workspace,
 };
@@ -38,9 +44,13 @@ use subtle::ConstantTimeEq;
 
 use crate::auth::bearer;
 use crate::errors::{ApiError, ApiResult};
+use crate::idempotency;
 use crate::state::AppState;
 use crate::tokens::token_hash;
 use crate::validation::{ApiPath, read_body};
+
+/// The scope of the ingest's idempotency keys (it has one token).
+const INGEST_KEY_SCOPE: &str = "ingest";
 
 /// Most changes in one ingest call.
 pub const MAX_INGEST_BATCH: usize = 1000;
@@ -304,8 +314,14 @@ fn to_domain(i: usize, c: ChangeBody) -> ApiResult<DomainChange> {
     })
 }
 
-async fn post_events(State(state): State<AppState>, body: Body) -> ApiResult<Json<serde_json::Value>> {
-    let b: EventsBody = parse(&read_body(body, state.max_ingest_body_bytes).await?)?;
+async fn post_events(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> ApiResult<(HeaderMap, Json<serde_json::Value>)> {
+    let bytes = read_body(body, state.max_ingest_body_bytes).await?;
+    let key = idempotency::key_of(&headers, INGEST_KEY_SCOPE, "POST", "/internal/v1/events", &bytes)?;
+    let b: EventsBody = parse(&bytes)?;
     if b.changes.is_empty() || b.changes.len() > MAX_INGEST_BATCH {
         return Err(ApiError::invalid(format!(
             "`changes` must hold 1 to {MAX_INGEST_BATCH} changes"
@@ -323,15 +339,17 @@ async fn post_events(State(state): State<AppState>, body: Body) -> ApiResult<Jso
     if !problems.is_empty() {
         return Err(ApiError::Invalid(problems));
     }
-    let refs: Vec<(String, String, String)> = changes
-        .iter()
-        .filter_map(|c| match c {
-            DomainChange::Post(p) => Some((p.workspace_id.clone(), p.post.external_id.clone(), p.post.id.clone())),
-            _ => None,
-        })
-        .collect();
-    let published = state.sender.publish_many(changes).await?;
-    state.posts.record(refs, state.clock.now()).await?;
+    let mut response_headers = HeaderMap::new();
+    let published = match key {
+        None => state.sender.publish_many(changes).await?,
+        Some(key) => match state.sender.publish_many_idempotent(changes, key).await? {
+            Idempotent::Fresh(published) => published,
+            Idempotent::Replayed(published) => {
+                idempotency::mark_replayed(&mut response_headers);
+                published
+            }
+        },
+    };
     let results: Vec<serde_json::Value> = published
         .iter()
         .map(|p| match p {
@@ -342,7 +360,7 @@ async fn post_events(State(state): State<AppState>, body: Body) -> ApiResult<Jso
         })
         .collect();
     tracing::info!(changes = results.len(), "ingested changes");
-    Ok(Json(serde_json::json!({ "results": results })))
+    Ok((response_headers, Json(serde_json::json!({ "results": results }))))
 }
 
 /// Builds [`IngestAuth`] for a shared token; `None` when there is none.

@@ -19,7 +19,6 @@ use tokio::sync::oneshot;
 
 use crate::db::ServerDb;
 use crate::errors::ApiError;
-use crate::post_index::PostIndex;
 use crate::rate_limit::RateLimiter;
 use crate::state::{AppState, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_INGEST_BODY_BYTES, DEFAULT_RATE_LIMIT_PER_HOUR};
 use crate::tokens::TokenStore;
@@ -111,9 +110,8 @@ impl Server {
             .map_err(|e| ApiError::Internal(format!("opening the database: {e}")))??;
         let state = AppState {
             sender,
-            tokens: TokenStore::new(db.clone()),
+            tokens: TokenStore::new(db),
             limiter: RateLimiter::new(options.rate_limit_per_hour, options.api_clock.clone()),
-            posts: PostIndex::new(db),
             ingest,
             max_body_bytes: options.max_body_bytes,
             max_ingest_body_bytes: options.max_ingest_body_bytes,

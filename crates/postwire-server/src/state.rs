@@ -8,7 +8,6 @@ use postwire_sender::Sender;
 
 use crate::errors::{ApiError, ApiResult};
 use crate::ingest::IngestAuth;
-use crate::post_index::PostIndex;
 use crate::rate_limit::RateLimiter;
 use crate::tokens::TokenStore;
 
@@ -28,8 +27,6 @@ pub struct AppState {
     pub tokens: TokenStore,
     /// The hourly limit per token.
     pub limiter: RateLimiter,
-    /// External ids of posts, for `posts/lookup`.
-    pub posts: PostIndex,
     /// The internal ingest token (its hash); `None` disables ingest.
     pub ingest: Option<Arc<IngestAuth>>,
     /// Largest accepted public request body, in bytes.

@@ -67,24 +67,27 @@ pub async fn claim_time_at_depth(pending: usize, pad: usize) -> (Duration, Durat
         .await
         .unwrap();
     store
-        .insert_subscription(StoredSubscription {
-            workspace_id: "ws_bench".into(),
-            subscription: Subscription {
-                id: "wh_bench".into(),
-                name: "bench".into(),
-                url: "https://hooks.example.com/bench".into(),
-                events: vec![],
-                integrations: vec![],
-                status: SubscriptionStatus::Enabled,
-                created_by_kind: CreatedByKind::ApiToken,
-                consecutive_failures: 0,
-                last_success_at: None,
-                created_at: t0,
+        .insert_subscription(
+            StoredSubscription {
+                workspace_id: "ws_bench".into(),
+                subscription: Subscription {
+                    id: "wh_bench".into(),
+                    name: "bench".into(),
+                    url: "https://hooks.example.com/bench".into(),
+                    events: vec![],
+                    integrations: vec![],
+                    status: SubscriptionStatus::Enabled,
+                    created_by_kind: CreatedByKind::ApiToken,
+                    consecutive_failures: 0,
+                    last_success_at: None,
+                    created_at: t0,
+                },
+                secret: Secret::generate().unwrap(),
+                previous_secret: None,
+                failing_since: None,
             },
-            secret: Secret::generate().unwrap(),
-            previous_secret: None,
-            failing_since: None,
-        })
+            None,
+        )
         .await
         .unwrap();
     let built = |c: DomainChange| {
@@ -96,7 +99,7 @@ pub async fn claim_time_at_depth(pending: usize, pad: usize) -> (Duration, Durat
     let mut changes = backlog_changes(posts, pad).take(pending).peekable();
     while changes.peek().is_some() {
         let batch: Vec<_> = changes.by_ref().take(1_000).map(built).collect();
-        store.enqueue(batch, t0).await.unwrap();
+        store.enqueue(batch, t0, None).await.unwrap();
     }
     let counts = store.delivery_counts(None).await.unwrap();
     assert_eq!(counts.pending + counts.waiting, pending as u64);
@@ -135,7 +138,7 @@ pub async fn claim_time_at_depth(pending: usize, pad: usize) -> (Duration, Durat
         store.record_attempts(outcomes, now).await.unwrap();
         // As many new events (new posts) as were delivered: the depth stays `pending`.
         let more = (0..CLAIM_BATCH).map(|i| built(event_of(posts + round * CLAIM_BATCH + i, 0, pad)));
-        store.enqueue(more.collect(), now).await.unwrap();
+        store.enqueue(more.collect(), now, None).await.unwrap();
     }
     times.sort();
     (super::percentile(&times, 0.5), super::percentile(&times, 0.99))

@@ -52,6 +52,7 @@ use postwire_core::{Event, Integration, Secret, Signer, Timestamp};
 
 use crate::error::SenderError;
 use crate::events::BuiltEvent;
+use crate::idempotency::{Completion, Decision, IdempotencyKey};
 use crate::model::{
     AttemptOutcome, DeliveryId, DeliveryRecord, Notification, PauseCause, ResumeSummary, StoredSubscription,
     SubscriptionChanges, Workspace,
@@ -158,8 +159,13 @@ pub trait Store: Send + Sync + 'static {
     /// The registered accounts of `workspace_id` among `ids` (missing ones are left out).
     fn integrations(&self, workspace_id: String, ids: Vec<String>) -> BoxFuture<'_, StoreResult<Vec<Integration>>>;
 
-    /// Stores a new subscription.
-    fn insert_subscription(&self, subscription: StoredSubscription) -> BoxFuture<'_, StoreResult<()>>;
+    /// Stores a new subscription, and completes `completion`'s key in the same
+    /// transaction.
+    fn insert_subscription(
+        &self,
+        subscription: StoredSubscription,
+        completion: Option<Completion>,
+    ) -> BoxFuture<'_, StoreResult<()>>;
     /// One subscription, with its secrets.
     fn subscription(&self, id: String) -> BoxFuture<'_, StoreResult<Option<StoredSubscription>>>;
     /// The subscriptions of a workspace, oldest first.
@@ -187,9 +193,22 @@ pub trait Store: Send + Sync + 'static {
         previous_until: Timestamp,
     ) -> BoxFuture<'_, StoreResult<bool>>;
 
-    /// Stores events and one delivery per matching subscription (held for paused ones),
-    /// atomically; returns the number of deliveries per event.
-    fn enqueue(&self, events: Vec<BuiltEvent>, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<usize>>>;
+    /// Stores events and one delivery per subscription [`crate::routing`] gives it,
+    /// placed by [`crate::ordering`], atomically, and completes `completion`'s key in the
+    /// same transaction; returns the number of deliveries per event.
+    fn enqueue(
+        &self,
+        events: Vec<BuiltEvent>,
+        now: Timestamp,
+        completion: Option<Completion>,
+    ) -> BoxFuture<'_, StoreResult<Vec<usize>>>;
+    /// Begins a request with an idempotency key: reads the key's row, applies
+    /// [`crate::idempotency::decide`] and, on `Start`, stores the key as in progress,
+    /// in one transaction.
+    fn begin_idempotent(&self, key: IdempotencyKey, now: Timestamp) -> BoxFuture<'_, StoreResult<Decision>>;
+    /// Frees a key whose request failed (only while it is still in progress with this
+    /// lease).
+    fn abandon_idempotent(&self, key: IdempotencyKey, lease_until_ms: i64) -> BoxFuture<'_, StoreResult<()>>;
     /// Claims due deliveries that head their (subscription, ordering key) queue. See
     /// [`ClaimRequest`].
     fn claim(&self, request: ClaimRequest) -> BoxFuture<'_, StoreResult<Vec<ClaimedDelivery>>>;
@@ -210,6 +229,13 @@ pub trait Store: Send + Sync + 'static {
         before: Option<i64>,
         limit: usize,
     ) -> BoxFuture<'_, StoreResult<Vec<DeliveryRecord>>>;
+    /// The posts of a workspace whose events carry `external_id`, most recent first.
+    fn posts_with_external_id(
+        &self,
+        workspace_id: String,
+        external_id: String,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<Vec<String>>>;
     /// Events about a post, newest first.
     fn events_for_post(
         &self,

@@ -2,8 +2,8 @@
 //! so a receiver that missed some (it was down longer than the retry span, or lost its
 //! database) can reconcile.
 //!
-//! Look a post up by `postId`, or by the client's own `externalId` (resolved through
-//! the ingest-fed [`PostIndex`](crate::post_index::PostIndex)); `since` keeps only
+//! Look a post up by `postId`, or by the client's own `externalId` (stored with each
+//! event, in the event's own transaction); `since` keeps only
 //! events created at or after a time. Events come newest first, exactly as delivered,
 //! so the receiver can feed them to the same handler (de-duplicating by `id`).
 
@@ -19,6 +19,9 @@ use crate::schemas::PostLookup;
 use crate::state::AppState;
 use crate::tokens::Scope;
 use crate::validation::{ApiPath, QueryParams};
+
+/// Most posts one external id resolves to.
+pub const MAX_POSTS_PER_EXTERNAL_ID: usize = 20;
 
 /// Looks up the events of a post.
 #[utoipa::path(
@@ -61,7 +64,12 @@ pub async fn lookup_post_events(
     };
     let post_ids = match (query.get("postId"), query.get("externalId")) {
         (Some(p), None) if !p.is_empty() => vec![p.to_owned()],
-        (None, Some(e)) if !e.is_empty() => state.posts.posts_for(&workspace_id, e).await?,
+        (None, Some(e)) if !e.is_empty() => {
+            state
+                .sender
+                .posts_with_external_id(&workspace_id, e, MAX_POSTS_PER_EXTERNAL_ID)
+                .await?
+        }
         (Some(_), Some(_)) => return Err(ApiError::invalid("give either `postId` or `externalId`, not both")),
         _ => return Err(ApiError::invalid("`postId` or `externalId` is required")),
     };

@@ -9,12 +9,14 @@
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode, Uri};
 use postwire_core::{CreatedByKind, CreatedSubscription, EventType, Subscription};
+use postwire_sender::idempotency::Idempotent;
 use postwire_sender::{NewSubscription, Published, SubscriptionRecord, TestEvent};
 
 use crate::auth::Caller;
 use crate::errors::{ApiError, ApiResult, CommonErrors, ErrorBody, ValidationErrorBody};
+use crate::idempotency;
 use crate::schemas::{
     CreateWebhookRequest, CreatedWebhookSubscription, EventTypeName, RotatedSecret, SendTestRequest, SetEnabledRequest,
     TestEventQueued, UpdateWebhookRequest, WebhookList, WebhookSubscription,
@@ -44,7 +46,10 @@ pub(crate) async fn load(state: &AppState, workspace_id: &str, id: &str) -> ApiR
     path = "/public/v1/workspaces/{workspaceId}/webhooks",
     tag = "Webhooks",
     operation_id = "createWebhook",
-    params(("workspaceId" = String, Path, description = "A workspace id from `GET /public/v1/workspaces`.")),
+    params(
+        ("workspaceId" = String, Path, description = "A workspace id from `GET /public/v1/workspaces`."),
+        ("Idempotency-Key" = Option<String>, Header, description = "1 to 255 visible ASCII characters. The same key with the same body (byte for byte) within 24 h returns the first response (status and body, the same secret) without creating another subscription; keys are per token."),
+    ),
     request_body(content = CreateWebhookRequest, content_type = "application/json"),
     responses(
         (status = 201, description = "Created; the body carries the signing secret, this once.", body = CreatedWebhookSubscription),
@@ -52,6 +57,7 @@ pub(crate) async fn load(state: &AppState, workspace_id: &str, id: &str) -> ApiR
         (status = 401, description = "Bearer token missing or invalid (`unauthorized`).", body = ErrorBody),
         (status = 403, description = "The token lacks `webhooks:write` (`insufficient_scope`) or may not use the workspace (`forbidden`).", body = ErrorBody),
         (status = 404, description = "No such workspace (`not_found`).", body = ErrorBody),
+        (status = 409, description = "`idempotency_key_reused`: the `Idempotency-Key` was used for a different request; or `idempotency_in_progress`: its first request is still running.", body = ErrorBody),
         (status = 429, description = "Hourly API limit exceeded (`rate_limited`); see `Retry-After`.", body = ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds until the limit resets."))),
         (status = "5XX", description = "`internal_error` (500; details in the server log only) or `unavailable` (503, shutting down).", body = ErrorBody),
@@ -62,24 +68,35 @@ pub async fn create_webhook(
     State(state): State<AppState>,
     caller: Caller,
     ApiPath(workspace_id): ApiPath<String>,
+    uri: Uri,
+    headers: HeaderMap,
     body: Body,
-) -> ApiResult<(StatusCode, Json<CreatedSubscription>)> {
+) -> ApiResult<(StatusCode, HeaderMap, Json<CreatedSubscription>)> {
     caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
     let bytes = read_body(body, state.max_body_bytes).await?;
+    let key = idempotency::key_of(&headers, &caller.0.id, "POST", uri.path(), &bytes)?;
     let input = parse_create(parse_json(&bytes)?.as_ref())?;
-    let created = state
-        .sender
-        .create_subscription(NewSubscription {
-            workspace_id: workspace_id.clone(),
-            name: input.name,
-            url: input.url,
-            events: input.events,
-            integration_ids: input.integration_ids,
-            created_by_kind: CreatedByKind::ApiToken,
-        })
-        .await?;
+    let new = NewSubscription {
+        workspace_id: workspace_id.clone(),
+        name: input.name,
+        url: input.url,
+        events: input.events,
+        integration_ids: input.integration_ids,
+        created_by_kind: CreatedByKind::ApiToken,
+    };
+    let mut response_headers = HeaderMap::new();
+    let created = match key {
+        None => state.sender.create_subscription(new).await?,
+        Some(key) => match state.sender.create_subscription_idempotent(new, key).await? {
+            Idempotent::Fresh(created) => created,
+            Idempotent::Replayed(created) => {
+                idempotency::mark_replayed(&mut response_headers);
+                return Ok((StatusCode::CREATED, response_headers, Json(created)));
+            }
+        },
+    };
     tracing::info!(subscription_id = %created.subscription.id, workspace_id = %workspace_id, token_id = %caller.0.id, "subscription created");
-    Ok((StatusCode::CREATED, Json(created)))
+    Ok((StatusCode::CREATED, response_headers, Json(created)))
 }
 
 /// Lists the subscriptions of a workspace, oldest first.

@@ -50,6 +50,7 @@ mod checkpointer;
 mod connection_thread;
 mod due;
 mod fresh;
+mod idempotency;
 mod outcomes;
 mod queue;
 mod reads;
@@ -80,6 +81,7 @@ use super::{
 };
 use crate::error::SenderError;
 use crate::events::BuiltEvent;
+use crate::idempotency::{Completion, Decision, IdempotencyKey};
 use crate::model::{DeliveryRecord, Notification, ResumeSummary, StoredSubscription, SubscriptionChanges, Workspace};
 
 const PENDING: i64 = 0;
@@ -259,8 +261,12 @@ impl Store for SqliteStore {
     fn integrations(&self, workspace_id: String, ids: Vec<String>) -> BoxFuture<'_, StoreResult<Vec<Integration>>> {
         registry::integrations(self, workspace_id, ids)
     }
-    fn insert_subscription(&self, subscription: StoredSubscription) -> BoxFuture<'_, StoreResult<()>> {
-        registry::insert_subscription(self, subscription)
+    fn insert_subscription(
+        &self,
+        subscription: StoredSubscription,
+        completion: Option<Completion>,
+    ) -> BoxFuture<'_, StoreResult<()>> {
+        registry::insert_subscription(self, subscription, completion)
     }
     fn subscription(&self, id: String) -> BoxFuture<'_, StoreResult<Option<StoredSubscription>>> {
         registry::subscription(self, id)
@@ -293,8 +299,27 @@ impl Store for SqliteStore {
     ) -> BoxFuture<'_, StoreResult<bool>> {
         registry::rotate_secret(self, id, new_secret, previous_until)
     }
-    fn enqueue(&self, events: Vec<BuiltEvent>, now: Timestamp) -> BoxFuture<'_, StoreResult<Vec<usize>>> {
-        queue::enqueue(self, events, now)
+    fn enqueue(
+        &self,
+        events: Vec<BuiltEvent>,
+        now: Timestamp,
+        completion: Option<Completion>,
+    ) -> BoxFuture<'_, StoreResult<Vec<usize>>> {
+        queue::enqueue(self, events, now, completion)
+    }
+    fn begin_idempotent(&self, key: IdempotencyKey, now: Timestamp) -> BoxFuture<'_, StoreResult<Decision>> {
+        idempotency::begin(self, key, now)
+    }
+    fn abandon_idempotent(&self, key: IdempotencyKey, lease_until_ms: i64) -> BoxFuture<'_, StoreResult<()>> {
+        idempotency::abandon(self, key, lease_until_ms)
+    }
+    fn posts_with_external_id(
+        &self,
+        workspace_id: String,
+        external_id: String,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<Vec<String>>> {
+        reads::posts_with_external_id(self, workspace_id, external_id, limit)
     }
     fn claim(&self, request: ClaimRequest) -> BoxFuture<'_, StoreResult<Vec<ClaimedDelivery>>> {
         queue::claim(self, request)

@@ -14,6 +14,7 @@ use rusqlite::{Connection, Transaction, params};
 use super::registry::sub_seq;
 use super::*;
 use crate::events::BuiltEvent;
+use crate::idempotency::Completion;
 use crate::model::{DeliveryId, ResumeSummary};
 use crate::ordering::{self, Placement, ordering_hash};
 use crate::routing::{self, Route, Routed};
@@ -151,6 +152,7 @@ pub(super) fn enqueue(
     store: &SqliteStore,
     events: Vec<BuiltEvent>,
     now: Timestamp,
+    completion: Option<Completion>,
 ) -> BoxFuture<'_, StoreResult<Vec<usize>>> {
     let hints = store.due.clone();
     let (fresh, next_delivery) = (store.fresh.clone(), store.next_delivery.clone());
@@ -163,7 +165,8 @@ pub(super) fn enqueue(
         // Each event with its new pending deliveries, for their first claims.
         let mut made: Vec<(Arc<FreshEvent>, Vec<i64>)> = Vec::with_capacity(events.len());
         let mut insert_event = tx.prepare_cached(
-            "INSERT INTO events (id, workspace_id, event_type, post_id, created_at, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO events (id, workspace_id, event_type, post_id, created_at, body, external_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?;
         let mut key_open = tx.prepare_cached(KEY_OPEN_SQL)?;
         let mut insert_delivery = tx.prepare_cached(
@@ -178,7 +181,8 @@ pub(super) fn enqueue(
                 ev.event_type().as_str(),
                 built.post_id,
                 ev.created_at.unix_millis(),
-                built.body
+                built.body,
+                built.external_id
             ])?;
             let event_seq = tx.last_insert_rowid();
             if !routes.contains_key(&ev.workspace_id) {
@@ -219,6 +223,9 @@ pub(super) fn enqueue(
                 };
                 made.push((Arc::new(event), pending));
             }
+        }
+        if let Some(completion) = completion {
+            super::idempotency::complete(tx, completion, &counts)?;
         }
         // Before the commit is safe: row numbers are never reused, so an entry whose
         // write rolls back is never asked for (see `fresh.rs`).

@@ -158,3 +158,30 @@ pub(super) fn delivery_counts(
         Ok(counts)
     })
 }
+
+pub(super) fn posts_with_external_id(
+    store: &SqliteStore,
+    workspace_id: String,
+    external_id: String,
+    limit: usize,
+) -> BoxFuture<'_, StoreResult<Vec<String>>> {
+    store.read(move |c| {
+        // Newest event first; each post once, in the order of its newest event.
+        let mut stmt = c.prepare_cached(
+            "SELECT post_id FROM events INDEXED BY events_external
+             WHERE workspace_id = ?1 AND external_id = ?2 AND post_id IS NOT NULL ORDER BY seq DESC",
+        )?;
+        let mut rows = stmt.query(params![workspace_id, external_id])?;
+        let mut posts: Vec<String> = Vec::new();
+        while let Some(r) = rows.next()? {
+            let post: String = r.get(0)?;
+            if !posts.contains(&post) {
+                posts.push(post);
+                if posts.len() >= limit {
+                    break;
+                }
+            }
+        }
+        Ok(posts)
+    })
+}

@@ -7,6 +7,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::schema::UPSERT_WORKSPACE_SQL;
 use super::*;
+use crate::idempotency::Completion;
 use crate::model::{StoredSubscription, SubscriptionChanges, Workspace};
 use crate::store::{BoxFuture, StoreResult};
 
@@ -126,7 +127,11 @@ pub(super) fn integrations(
     })
 }
 
-pub(super) fn insert_subscription(store: &SqliteStore, s: StoredSubscription) -> BoxFuture<'_, StoreResult<()>> {
+pub(super) fn insert_subscription(
+    store: &SqliteStore,
+    s: StoredSubscription,
+    completion: Option<Completion>,
+) -> BoxFuture<'_, StoreResult<()>> {
     store.write(move |tx| {
         let sub = &s.subscription;
         let reason = match &sub.status {
@@ -153,6 +158,9 @@ pub(super) fn insert_subscription(store: &SqliteStore, s: StoredSubscription) ->
                 s.secret.expose(),
             ],
         )?;
+        if let Some(completion) = completion {
+            super::idempotency::complete(tx, completion, &[])?;
+        }
         Ok(())
     })
 }

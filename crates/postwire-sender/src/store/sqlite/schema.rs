@@ -40,7 +40,9 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
     // 4 -> 5: only queue heads are pending. Every unfinished keyed delivery behind an
     // earlier unfinished one of its (subscription, key) waits (state 5), so claims never
     // read blocked rows; the index of deliveries waiting for a retry is replaced by the
-    // index of open keys, and the due index no longer needs the key.
+    // index of open keys, and the due index no longer needs the key. Events keep their
+    // post's external id (taken from the bodies of existing ones), which the server kept
+    // in a table of its own, written after the event's commit.
     (
         4,
         "DROP INDEX IF EXISTS deliveries_retrying;
@@ -50,7 +52,10 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
          UPDATE deliveries SET state = 5
              WHERE state = 0 AND finished_at IS NULL AND okey IS NOT NULL AND EXISTS (
                  SELECT 1 FROM deliveries p WHERE p.sub_seq = deliveries.sub_seq AND p.okey = deliveries.okey
-                     AND p.finished_at IS NULL AND p.okey IS NOT NULL AND p.seq < deliveries.seq);",
+                     AND p.finished_at IS NULL AND p.okey IS NOT NULL AND p.seq < deliveries.seq);
+         ALTER TABLE events ADD COLUMN external_id TEXT;
+         UPDATE events SET external_id = NULLIF(json_extract(body, '$.data.post.externalId'), '')
+             WHERE post_id IS NOT NULL AND json_valid(body);",
     ),
 ];
 
@@ -70,8 +75,19 @@ CREATE INDEX IF NOT EXISTS subscriptions_workspace ON subscriptions (workspace_i
 -- no index: one fewer insert per event.
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY, id TEXT NOT NULL, workspace_id TEXT NOT NULL,
-    event_type TEXT NOT NULL, post_id TEXT, created_at INTEGER NOT NULL, body TEXT NOT NULL);
+    event_type TEXT NOT NULL, post_id TEXT, created_at INTEGER NOT NULL, body TEXT NOT NULL,
+    external_id TEXT);
 CREATE INDEX IF NOT EXISTS events_post ON events (workspace_id, post_id, seq) WHERE post_id IS NOT NULL;
+-- The client's reference of a post, written with the event (posts/lookup?externalId=).
+CREATE INDEX IF NOT EXISTS events_external ON events (workspace_id, external_id, seq)
+    WHERE external_id IS NOT NULL;
+-- Idempotency keys, each stored in the transaction of the work it guards
+-- (`crate::idempotency`); a finished one holds the response it replays.
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+    scope TEXT NOT NULL, key TEXT NOT NULL, request_hash BLOB NOT NULL,
+    created_at INTEGER NOT NULL, lease_until INTEGER NOT NULL, response TEXT,
+    PRIMARY KEY (scope, key)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS idempotency_keys_created ON idempotency_keys (created_at);
 CREATE TABLE IF NOT EXISTS deliveries (
     seq INTEGER PRIMARY KEY, sub_seq INTEGER NOT NULL, event_seq INTEGER NOT NULL,
     okey INTEGER, state INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,

@@ -38,24 +38,27 @@ async fn store_with_a_subscription() -> (tempfile::TempDir, SqliteStore, Timesta
         .await
         .unwrap();
     store
-        .insert_subscription(StoredSubscription {
-            workspace_id: "ws".into(),
-            subscription: Subscription {
-                id: "wh_1".into(),
-                name: "s".into(),
-                url: "https://example.com/hook".into(),
-                events: vec![],
-                integrations: vec![],
-                status: SubscriptionStatus::Enabled,
-                created_by_kind: CreatedByKind::ApiToken,
-                consecutive_failures: 0,
-                last_success_at: None,
-                created_at: t0,
+        .insert_subscription(
+            StoredSubscription {
+                workspace_id: "ws".into(),
+                subscription: Subscription {
+                    id: "wh_1".into(),
+                    name: "s".into(),
+                    url: "https://example.com/hook".into(),
+                    events: vec![],
+                    integrations: vec![],
+                    status: SubscriptionStatus::Enabled,
+                    created_by_kind: CreatedByKind::ApiToken,
+                    consecutive_failures: 0,
+                    last_success_at: None,
+                    created_at: t0,
+                },
+                secret: Secret::generate().unwrap(),
+                previous_secret: None,
+                failing_since: None,
             },
-            secret: Secret::generate().unwrap(),
-            previous_secret: None,
-            failing_since: None,
-        })
+            None,
+        )
         .await
         .unwrap();
     (dir, store, t0)
@@ -87,7 +90,7 @@ fn claim_at(now: Timestamp) -> ClaimRequest {
 #[tokio::test]
 async fn a_claimed_delivery_whose_outcome_is_never_written_is_claimed_again_when_its_lease_ends() {
     let (_dir, store, t0) = store_with_a_subscription().await;
-    assert_eq!(store.enqueue(vec![test_event(t0)], t0).await.unwrap(), vec![1]);
+    assert_eq!(store.enqueue(vec![test_event(t0)], t0, None).await.unwrap(), vec![1]);
     let first = store.claim(claim_at(t0)).await.unwrap();
     assert_eq!(first.len(), 1);
     // Nothing recorded (as if the outcome's write failed): leased, so not claimable...
@@ -106,7 +109,7 @@ async fn a_retried_delivery_is_claimed_with_its_attempt_count_and_the_same_body(
     let (_dir, store, t0) = store_with_a_subscription().await;
     let event = test_event(t0);
     let (id, body) = (event.event.id.clone(), event.body.clone());
-    store.enqueue(vec![event], t0).await.unwrap();
+    store.enqueue(vec![event], t0, None).await.unwrap();
     let first = store.claim(claim_at(t0)).await.unwrap();
     assert_eq!(first.len(), 1);
     assert_eq!((first[0].attempt, first[0].event_id.as_str()), (1, id.as_str()));
@@ -142,13 +145,13 @@ async fn a_retried_delivery_is_claimed_with_its_attempt_count_and_the_same_body(
 #[tokio::test]
 async fn delivery_rows_are_never_numbered_twice_while_the_store_is_open() {
     let (_dir, store, t0) = store_with_a_subscription().await;
-    store.enqueue(vec![test_event(t0)], t0).await.unwrap();
+    store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
     let before = store.claim(claim_at(t0)).await.unwrap()[0].id;
     let sub = store.subscription("wh_1".into()).await.unwrap().unwrap();
     assert!(store.delete_subscription("wh_1".into()).await.unwrap());
     // The same subscription again, with none of its old deliveries left.
-    store.insert_subscription(sub).await.unwrap();
-    store.enqueue(vec![test_event(t0)], t0).await.unwrap();
+    store.insert_subscription(sub, None).await.unwrap();
+    store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
     let after = store.claim(claim_at(t0)).await.unwrap()[0].id;
     assert!(after.0 > before.0, "{after:?} after {before:?}");
 }
@@ -163,7 +166,7 @@ async fn claims_beside_commits_leave_no_published_delivery_unclaimable() {
         let store = store.clone();
         tokio::spawn(async move {
             for _ in 0..EVENTS {
-                store.enqueue(vec![test_event(t0)], t0).await.unwrap();
+                store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
             }
         })
     };
@@ -299,4 +302,47 @@ fn files_of_versions_1_to_4_are_migrated() {
             .unwrap();
         assert_eq!(kept, (7, "msg_1".to_owned(), "p1".to_owned()));
     }
+}
+
+/// A first request that died after beginning its key (no work committed) holds the key
+/// for the lease only; then a retry starts it afresh, and the dead request's lease can
+/// no longer complete it, so its work could never commit beside the retry's.
+#[tokio::test]
+async fn an_idempotency_key_whose_request_died_is_taken_over_after_its_lease_and_fenced() {
+    use crate::idempotency::{Completion, Decision, IN_PROGRESS_LEASE_MS, IdempotencyKey, Response};
+    let (_dir, store, t0) = store_with_a_subscription().await;
+    let key = IdempotencyKey::new("tok", "k", b"request").unwrap();
+    let Decision::Start { lease_until_ms: dead } = store.begin_idempotent(key.clone(), t0).await.unwrap() else {
+        panic!("a new key starts")
+    };
+    let retry_early = store.begin_idempotent(key.clone(), t0.add_millis(1_000)).await.unwrap();
+    assert_eq!(retry_early, Decision::InProgress);
+    let later = t0.add_millis(IN_PROGRESS_LEASE_MS);
+    let Decision::Start { lease_until_ms: live } = store.begin_idempotent(key.clone(), later).await.unwrap() else {
+        panic!("taken over once the lease ended")
+    };
+    let completion = |lease_until_ms| Completion {
+        key: key.clone(),
+        lease_until_ms,
+        response: Response::FromCounts(Box::new(|counts| format!("{counts:?}"))),
+    };
+    // The dead request's commit fails, and takes its events with it.
+    assert!(
+        store
+            .enqueue(vec![test_event(later)], later, Some(completion(dead)))
+            .await
+            .is_err()
+    );
+    assert_eq!(store.delivery_counts(None).await.unwrap(), DeliveryCounts::default());
+    assert_eq!(
+        store
+            .enqueue(vec![test_event(later)], later, Some(completion(live)))
+            .await
+            .unwrap(),
+        vec![1]
+    );
+    assert_eq!(
+        store.begin_idempotent(key.clone(), later.add_millis(1)).await.unwrap(),
+        Decision::Replay("[1]".into())
+    );
 }
