@@ -106,6 +106,17 @@ impl DedupRecord {
         }
     }
 
+    /// When this record stops counting: `since` + the in-flight TTL for a marker, `at` + the
+    /// de-duplication TTL for a delivery. Stores without their own expiry (a Durable
+    /// Object's storage) ignore records past this time, whether or not their alarm ran.
+    pub fn expires_at(&self, delivered_ttl_secs: u64, in_flight_ttl_secs: u64) -> UnixTime {
+        let (start, ttl) = match self {
+            DedupRecord::InFlight { since } => (since, in_flight_ttl_secs),
+            DedupRecord::Delivered { at } => (at, delivered_ttl_secs),
+        };
+        UnixTime::from_secs(start.as_secs().saturating_add(i64::try_from(ttl).unwrap_or(i64::MAX)))
+    }
+
     /// What finding this record means to a new attempt.
     pub fn claim(&self) -> Claim {
         match self {
@@ -208,6 +219,21 @@ mod tests {
             assert_eq!(DedupRecord::decode(junk).claim(), Claim::InFlight, "{junk:?}");
         }
         assert_eq!(DedupRecord::decode("delivered:").claim(), Claim::Delivered);
+    }
+
+    #[test]
+    fn records_expire_after_their_own_ttl() {
+        let t = UnixTime::from_secs(1_700_000_000);
+        let delivered = DedupRecord::Delivered { at: t };
+        let in_flight = DedupRecord::InFlight { since: t };
+        assert_eq!(delivered.expires_at(90_000, 60), UnixTime::from_secs(1_700_090_000));
+        assert_eq!(in_flight.expires_at(90_000, 60), UnixTime::from_secs(1_700_000_060));
+        assert_eq!(
+            DedupRecord::decode("junk").expires_at(90_000, 60),
+            UnixTime::from_secs(60),
+            "an unreadable record is long expired"
+        );
+        assert_eq!(delivered.expires_at(u64::MAX, 60), UnixTime::from_secs(i64::MAX));
     }
 
     #[test]
