@@ -10,11 +10,12 @@
 //! 3. [`DedupStore::release`] when the origin did not accept it: the marker goes, so the
 //!    sender's retry is forwarded again.
 //!
-//! The Workers KV implementation (in the Worker's `edge` module) does `claim` as a read then
-//! a write, which is not atomic and, KV being eventually consistent, not global either: see
-//! the README's consistency section. A Durable Object implementation can make `claim`
-//! atomic (one object per id, or per id hash) without any change to the flow: implement
-//! this trait and construct it in place of the KV one.
+//! Two implementations live in the Worker's `edge` module. Workers KV does `claim` as a read
+//! then a write, which is not atomic and, KV being eventually consistent, not global either
+//! (the README's "KV mode" section); in KV mode it sits behind the isolate's in-flight set
+//! ([`crate::in_flight`]). A Durable Object's storage, one object per id, runs the whole flow
+//! one attempt at a time (Durable Object mode); records there carry no TTL, so
+//! [`DedupRecord::expires_at`] says when they stop counting.
 
 use std::fmt;
 
