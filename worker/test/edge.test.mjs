@@ -596,3 +596,35 @@ describe("Durable Object mode: a record expires through the object's alarm", { s
     assert.equal(origin.receivedFor(d.id).length, 2);
   });
 });
+
+describe("Durable Object mode: a copy that waited longer than the forward timeout is not forwarded", { skip: MODE !== "durable-object" }, () => {
+  let origin, worker;
+  before(async () => {
+    origin = await startOrigin();
+    worker = await startWorker({ WEBHOOK_SECRETS: secret, ORIGIN_URL: origin.url, FORWARD_TIMEOUT_MS: "1000" });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+
+  it("the first two attempts fail after 0.7 s each: the second copy (waited 0.7 s) is forwarded, the third (waited 1.4 s) is 409", async () => {
+    origin.next({ status: 500, delayMs: 700 }, { status: 500, delayMs: 700 });
+    const d = delivery({ secrets: [secret] });
+    const first = post(worker, d);
+    await until(() => origin.receivedFor(d.id).length === 1, 5000, "the first forward");
+    const second = post(worker, d);
+    await sleep(50);
+    const third = post(worker, d);
+    const [a, b, c] = await Promise.all([first, second, third]);
+    assertErrorBody(assert, a, 502, "origin_rejected");
+    // Waited about 0.7 s for the first, below FORWARD_TIMEOUT_MS (1 s): forwarded itself.
+    assertErrorBody(assert, b, 502, "origin_rejected");
+    // Waited about 1.4 s for both: answered from the record (nothing), not forwarded.
+    assertErrorBody(assert, c, 409, "delivery_in_progress");
+    assert.equal(origin.receivedFor(d.id).length, 2);
+    assert.equal(await storeRecord(worker, d.id), undefined, "nothing recorded: the next retry goes through");
+    assert.equal((await post(worker, d)).json?.code, "delivered");
+    assert.equal(origin.receivedFor(d.id).length, 3);
+  });
+});
