@@ -4,8 +4,10 @@
 #   2. the Worker build, through `wrangler deploy --dry-run` (which runs build.sh via
 #      wrangler.toml's [build] command, validates wrangler.toml and bundles the output);
 #   3. the signers used by the tests (postwire-core's Signer example, the postwire CLI);
-#   4. the built Worker in workerd (Miniflare) with a real KV namespace against a real origin
-#      HTTP server on loopback: behaviour, vectors, signers.
+#   4. the built Worker in workerd (Miniflare) against a real origin HTTP server on loopback
+#      (behaviour, concurrency, vectors, signers), twice: in KV mode with a real KV namespace
+#      (wrangler.toml), and in Durable Object mode with the real DedupObject class
+#      (wrangler.durable-object.toml, which wrangler also validates with a dry run).
 # Needs what scripts/setup.sh installs; downloads nothing (loopback network only).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -35,7 +37,19 @@ POSTWIRE_CLI="$(executable -p postwire-cli --bin postwire)"
 [ -x "$POSTWIRE_CORE_SIGNER" ] && [ -x "$POSTWIRE_CLI" ] || { echo "could not build the signers" >&2; exit 1; }
 export POSTWIRE_CORE_SIGNER POSTWIRE_CLI
 
-step "the built Worker in workerd (Miniflare), real KV, real loopback origin"
-node --test --test-concurrency=1 test/*.test.mjs
+step "wrangler.durable-object.toml: the Durable Object config, through wrangler deploy --dry-run"
+# The same build; a copy of the file without its [build] command, so the Worker is not built twice.
+do_config=".dry-run.durable-object.toml"
+trap 'rm -rf "$out" "$do_config"' EXIT
+sed '/^\[build\]$/,/^command = /d' wrangler.durable-object.toml >"$do_config"
+WRANGLER_SEND_METRICS=false CI=1 wrangler deploy --dry-run -c "$do_config" --outdir "$out/dist-do" 2>&1 | tee "$out/wrangler-do.log"
+grep -q -- '--dry-run: exiting now' "$out/wrangler-do.log" || { echo "wrangler dry run of the Durable Object config did not complete" >&2; exit 1; }
+grep -q 'DEDUP_OBJECT' "$out/wrangler-do.log" || { echo "the dry run does not show the DEDUP_OBJECT binding" >&2; exit 1; }
+rm -f "$do_config"
+
+for mode in kv durable-object; do
+  step "the built Worker in workerd (Miniflare), $mode mode, real loopback origin"
+  POSTWIRE_DEDUP_STORE="$mode" node --test --test-concurrency=1 test/*.test.mjs
+done
 
 step "worker: all tests passed"

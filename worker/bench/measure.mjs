@@ -1,5 +1,9 @@
 // Measures the built Worker: its size against the 3 MiB (compressed) free-plan limit, and
-// the CPU time per request in workerd for verify + de-duplicate + forward of a 1 KiB body.
+// the CPU time per request in workerd for verify + de-duplicate + forward of a 1 KiB body,
+// in the de-duplication mode named by POSTWIRE_DEDUP_STORE (kv, the default, or
+// durable-object; in Durable Object mode the object runs in the same workerd process, so its
+// CPU is counted too). For the Worker's own CPU without workerd and the simulators, see
+// cpu.mjs.
 //
 // Size: worker/build/index_bg.wasm and index.js, raw and gzip -9 (Cloudflare's limit is on
 // the compressed upload; `wrangler deploy --dry-run` prints the same figure as "Total Upload").
@@ -20,7 +24,7 @@ import { execFileSync } from "node:child_process";
 import { gzipSync } from "node:zlib";
 import path from "node:path";
 import { startOrigin } from "../test/support/origin.mjs";
-import { startWorker, BUILD_DIR, delivery, newSecret, newId, sampleBody } from "../test/support/worker.mjs";
+import { MODE, startWorker, BUILD_DIR, delivery, newSecret, newId, sampleBody } from "../test/support/worker.mjs";
 
 const N = Number(process.argv.find((a) => /^\d+$/.test(a)) ?? 1000);
 const asJson = process.argv.includes("--json");
@@ -123,10 +127,10 @@ async function main() {
         );
         const dup = delivery({ secrets: [secret], body: sampleBody("dup", 1024) });
         await worker.send(dup);
-        results.push(await scenario(worker, pid, "duplicate → 200 (verify + 1 KV read)", () => delivery({ secrets: [secret], id: dup.id, body: dup.body }), "duplicate"));
+        results.push(await scenario(worker, pid, `duplicate → 200 (verify + 1 ${MODE === "kv" ? "KV read" : "Durable Object request"})`, () => delivery({ secrets: [secret], id: dup.id, body: dup.body }), "duplicate"));
       }
       results.push(
-        await scenario(worker, pid, `first delivery → 200 (verify + KV read + 2 KV writes + forward)${suffix}`, () => {
+        await scenario(worker, pid, `first delivery → 200 (verify + ${MODE === "kv" ? "KV read + 2 KV writes" : "Durable Object request: storage read + 2 writes + 2 alarms"} + forward)${suffix}`, () => {
           const id = newId("full");
           return delivery({ secrets: [secret], id, body: sampleBody(id, 1024) });
         }, "delivered"),
@@ -146,7 +150,7 @@ async function main() {
   console.log(`| file | raw | gzip -9 |\n| --- | ---: | ---: |`);
   for (const f of ["index_bg.wasm", "index.js", "total"]) console.log(`| ${f} | ${kib(size[f].raw)} | ${kib(size[f].gzip)} |`);
   console.log(`\nCompressed total is ${(size.total.shareOfLimit * 100).toFixed(1)} % of the 3 MiB free-plan limit.\n`);
-  console.log(`## Per request in workerd (${N} sequential requests per scenario, 1 KiB body, after 50 warm-up)\n`);
+  console.log(`## Per request in workerd, ${MODE} mode (${N} sequential requests per scenario, 1 KiB body, after 50 warm-up)\n`);
   console.log(`workerd process CPU (all threads, /proc schedstat) and wall time on loopback, in ms.\n`);
   console.log(`| scenario | CPU median | CPU p99 | wall median | wall p99 |\n| --- | ---: | ---: | ---: | ---: |`);
   for (const r of results) {

@@ -10,6 +10,8 @@ use std::fmt;
 
 use postwire_core::{DEFAULT_REPLAY_TTL_SECS, DEFAULT_TOLERANCE_SECS, Secret, Verifier};
 
+use crate::payload::PayloadPolicy;
+
 /// Worker secret: the sender's signing secret(s), `whsec_…`, separated by spaces or commas.
 /// Several during a rotation; a delivery signed with any of them is accepted.
 pub const VAR_WEBHOOK_SECRETS: &str = "WEBHOOK_SECRETS";
@@ -28,11 +30,24 @@ pub const VAR_TIMESTAMP_TOLERANCE_SECS: &str = "TIMESTAMP_TOLERANCE_SECS";
 pub const VAR_MAX_BODY_BYTES: &str = "MAX_BODY_BYTES";
 /// Variable: how long to wait for the origin's answer, in milliseconds (default 8000).
 pub const VAR_FORWARD_TIMEOUT_MS: &str = "FORWARD_TIMEOUT_MS";
-/// The KV namespace binding used for de-duplication (`[[kv_namespaces]] binding`).
+/// Variable: which de-duplication store, `kv` (default) or `durable-object`.
+pub const VAR_DEDUP_STORE: &str = "DEDUP_STORE";
+/// Variable: `"true"` forwards bodies that are not a JSON object (default `"false"`).
+pub const VAR_ALLOW_NON_JSON: &str = "ALLOW_NON_JSON";
+/// Variable: `"postwire"` accepts only postwire events (`postwire_core::Event`); unset or
+/// `"none"` accepts any JSON object.
+pub const VAR_VALIDATE_EVENTS: &str = "VALIDATE_EVENTS";
+/// The KV namespace binding used for de-duplication in KV mode (`[[kv_namespaces]] binding`).
 pub const KV_BINDING: &str = "DEDUP";
+/// The Durable Object namespace binding used in Durable Object mode
+/// (`[[durable_objects.bindings]] name`); its class is `DedupObject`.
+pub const DO_BINDING: &str = "DEDUP_OBJECT";
 
 /// KV refuses an `expirationTtl` below 60 seconds.
 pub const KV_MIN_TTL_SECS: u64 = 60;
+/// Durable Object alarms have no minimum: in Durable Object mode a delivered id may be
+/// remembered for as little as this (useful for tests; production wants the 25 h default).
+pub const DO_MIN_TTL_SECS: u64 = 1;
 /// Default in-flight marker lifetime: KV's minimum, already far above the forward timeout.
 pub const DEFAULT_IN_FLIGHT_TTL_SECS: u64 = KV_MIN_TTL_SECS;
 /// Default body limit: 1 MiB, far above any event of the API and far below Workers' limits.
@@ -48,6 +63,18 @@ pub const MAX_FORWARD_TIMEOUT_MS: u64 = 9_000;
 pub const MAX_TOLERANCE_SECS: u64 = 24 * 3600;
 /// Most secrets accepted in [`VAR_WEBHOOK_SECRETS`]: each costs one HMAC per request.
 pub const MAX_SECRETS: usize = 8;
+
+/// Where de-duplication records live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DedupBackend {
+    /// Workers KV (`DEDUP_STORE = "kv"`, the default): cheap, eventually consistent across
+    /// locations; concurrent copies within one isolate are held off in memory.
+    Kv,
+    /// One Durable Object per `webhook-id` (`DEDUP_STORE = "durable-object"`): claim,
+    /// forward and record run one request at a time inside the object, so each id is
+    /// forwarded once at a time, everywhere.
+    DurableObject,
+}
 
 /// The checked settings of the Worker.
 #[derive(Debug, Clone)]
@@ -66,6 +93,10 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// How long to wait for the origin's answer.
     pub forward_timeout_ms: u64,
+    /// Where de-duplication records live.
+    pub dedup_store: DedupBackend,
+    /// Which verified bodies are forwarded.
+    pub payload: PayloadPolicy,
 }
 
 /// A setting is missing or malformed. Shows the variable's name and the rule, never the
@@ -101,6 +132,17 @@ impl Config {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
 
         let secrets = parse_secrets(get(VAR_WEBHOOK_SECRETS).as_deref())?;
+        let dedup_store = match get(VAR_DEDUP_STORE).as_deref().map(str::trim) {
+            None | Some("kv") => DedupBackend::Kv,
+            Some("durable-object") => DedupBackend::DurableObject,
+            Some(_) => {
+                return Err(ConfigError {
+                    variable: VAR_DEDUP_STORE,
+                    reason: "must be \"kv\" or \"durable-object\"",
+                });
+            }
+        };
+        let payload = parse_payload_policy(get(VAR_ALLOW_NON_JSON).as_deref(), get(VAR_VALIDATE_EVENTS).as_deref())?;
         let origin_url = parse_origin_url(get(VAR_ORIGIN_URL).as_deref())?;
         let origin_secret = match get(VAR_ORIGIN_SECRET) {
             None => None,
@@ -117,13 +159,17 @@ impl Config {
             MAX_TOLERANCE_SECS,
             "must be whole seconds from 1 to 86400",
         )?;
+        let (min_ttl, ttl_rule) = match dedup_store {
+            DedupBackend::Kv => (KV_MIN_TTL_SECS, "must be whole seconds, at least 60 (KV's minimum TTL)"),
+            DedupBackend::DurableObject => (DO_MIN_TTL_SECS, "must be whole seconds, at least 1"),
+        };
         let dedup_ttl_secs = parse_number(
             VAR_DEDUP_TTL_SECS,
             get(VAR_DEDUP_TTL_SECS).as_deref(),
             DEFAULT_REPLAY_TTL_SECS,
-            KV_MIN_TTL_SECS,
+            min_ttl,
             u64::from(u32::MAX),
-            "must be whole seconds, at least 60 (KV's minimum TTL)",
+            ttl_rule,
         )?;
         let in_flight_ttl_secs = parse_number(
             VAR_IN_FLIGHT_TTL_SECS,
@@ -164,7 +210,43 @@ impl Config {
             in_flight_ttl_secs,
             max_body_bytes,
             forward_timeout_ms,
+            dedup_store,
+            payload,
         })
+    }
+}
+
+/// `ALLOW_NON_JSON` (`"true"` / `"false"`) and `VALIDATE_EVENTS` (`"postwire"` / `"none"`).
+/// Both at once contradict each other: an error rather than a silent choice.
+fn parse_payload_policy(allow_non_json: Option<&str>, validate: Option<&str>) -> Result<PayloadPolicy, ConfigError> {
+    let allow = match allow_non_json.map(str::trim) {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(_) => {
+            return Err(ConfigError {
+                variable: VAR_ALLOW_NON_JSON,
+                reason: "must be \"true\" or \"false\"",
+            });
+        }
+    };
+    let events = match validate.map(str::trim) {
+        None | Some("none") => false,
+        Some("postwire") => true,
+        Some(_) => {
+            return Err(ConfigError {
+                variable: VAR_VALIDATE_EVENTS,
+                reason: "must be \"postwire\" or \"none\"",
+            });
+        }
+    };
+    match (allow, events) {
+        (true, true) => Err(ConfigError {
+            variable: VAR_VALIDATE_EVENTS,
+            reason: "= \"postwire\" cannot be combined with ALLOW_NON_JSON = \"true\"",
+        }),
+        (true, false) => Ok(PayloadPolicy::AnyBytes),
+        (false, true) => Ok(PayloadPolicy::PostwireEvent),
+        (false, false) => Ok(PayloadPolicy::JsonObject),
     }
 }
 
@@ -373,6 +455,75 @@ mod tests {
             (60, 120, 600, 2048, 9000)
         );
         assert!(cfg.origin_secret.is_some());
+    }
+
+    #[test]
+    fn dedup_store_and_payload_policy() {
+        let cfg = config(&minimal()).unwrap();
+        assert_eq!(cfg.dedup_store, DedupBackend::Kv);
+        assert_eq!(cfg.payload, PayloadPolicy::JsonObject);
+        for (pairs, store, payload) in [
+            (
+                vec![(VAR_DEDUP_STORE, "kv")],
+                DedupBackend::Kv,
+                PayloadPolicy::JsonObject,
+            ),
+            (
+                vec![(VAR_DEDUP_STORE, "durable-object")],
+                DedupBackend::DurableObject,
+                PayloadPolicy::JsonObject,
+            ),
+            (
+                vec![(VAR_ALLOW_NON_JSON, "true")],
+                DedupBackend::Kv,
+                PayloadPolicy::AnyBytes,
+            ),
+            (
+                vec![(VAR_ALLOW_NON_JSON, "false")],
+                DedupBackend::Kv,
+                PayloadPolicy::JsonObject,
+            ),
+            (
+                vec![(VAR_VALIDATE_EVENTS, "postwire")],
+                DedupBackend::Kv,
+                PayloadPolicy::PostwireEvent,
+            ),
+            (
+                vec![(VAR_VALIDATE_EVENTS, "none")],
+                DedupBackend::Kv,
+                PayloadPolicy::JsonObject,
+            ),
+        ] {
+            let mut all = minimal();
+            all.extend(pairs.iter().copied());
+            let cfg = config(&all).unwrap();
+            assert_eq!((cfg.dedup_store, cfg.payload), (store, payload), "{pairs:?}");
+        }
+        for (var, value) in [
+            (VAR_DEDUP_STORE, "durable_object"),
+            (VAR_DEDUP_STORE, "d1"),
+            (VAR_ALLOW_NON_JSON, "yes"),
+            (VAR_VALIDATE_EVENTS, "svix"),
+        ] {
+            let mut all = minimal();
+            all.push((var, value));
+            assert_eq!(config(&all).unwrap_err().variable, var, "{var}={value}");
+        }
+        let mut both = minimal();
+        both.extend([(VAR_ALLOW_NON_JSON, "true"), (VAR_VALIDATE_EVENTS, "postwire")]);
+        assert_eq!(config(&both).unwrap_err().variable, VAR_VALIDATE_EVENTS);
+    }
+
+    #[test]
+    fn the_ttl_minimum_is_kv_s_only_in_kv_mode() {
+        let mut kv = minimal();
+        kv.push((VAR_DEDUP_TTL_SECS, "5"));
+        assert_eq!(config(&kv).unwrap_err().variable, VAR_DEDUP_TTL_SECS);
+        kv.push((VAR_DEDUP_STORE, "durable-object"));
+        assert_eq!(config(&kv).unwrap().dedup_ttl_secs, 5);
+        let mut zero = minimal();
+        zero.extend([(VAR_DEDUP_STORE, "durable-object"), (VAR_DEDUP_TTL_SECS, "0")]);
+        assert_eq!(config(&zero).unwrap_err().variable, VAR_DEDUP_TTL_SECS);
     }
 
     #[test]

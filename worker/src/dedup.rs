@@ -10,11 +10,12 @@
 //! 3. [`DedupStore::release`] when the origin did not accept it: the marker goes, so the
 //!    sender's retry is forwarded again.
 //!
-//! The Workers KV implementation (in the Worker's `edge` module) does `claim` as a read then
-//! a write, which is not atomic and, KV being eventually consistent, not global either: see
-//! the README's consistency section. A Durable Object implementation can make `claim`
-//! atomic (one object per id, or per id hash) without any change to the flow: implement
-//! this trait and construct it in place of the KV one.
+//! Two implementations live in the Worker's `edge` module. Workers KV does `claim` as a read
+//! then a write, which is not atomic and, KV being eventually consistent, not global either
+//! (the README's "KV mode" section); in KV mode it sits behind the isolate's in-flight set
+//! ([`crate::in_flight`]). A Durable Object's storage, one object per id, runs the whole flow
+//! one attempt at a time (Durable Object mode); records there carry no TTL, so
+//! [`DedupRecord::expires_at`] says when they stop counting.
 
 use std::fmt;
 
@@ -104,6 +105,17 @@ impl DedupRecord {
                 since: UnixTime::from_secs(0),
             }
         }
+    }
+
+    /// When this record stops counting: `since` + the in-flight TTL for a marker, `at` + the
+    /// de-duplication TTL for a delivery. Stores without their own expiry (a Durable
+    /// Object's storage) ignore records past this time, whether or not their alarm ran.
+    pub fn expires_at(&self, delivered_ttl_secs: u64, in_flight_ttl_secs: u64) -> UnixTime {
+        let (start, ttl) = match self {
+            DedupRecord::InFlight { since } => (since, in_flight_ttl_secs),
+            DedupRecord::Delivered { at } => (at, delivered_ttl_secs),
+        };
+        UnixTime::from_secs(start.as_secs().saturating_add(i64::try_from(ttl).unwrap_or(i64::MAX)))
     }
 
     /// What finding this record means to a new attempt.
@@ -208,6 +220,21 @@ mod tests {
             assert_eq!(DedupRecord::decode(junk).claim(), Claim::InFlight, "{junk:?}");
         }
         assert_eq!(DedupRecord::decode("delivered:").claim(), Claim::Delivered);
+    }
+
+    #[test]
+    fn records_expire_after_their_own_ttl() {
+        let t = UnixTime::from_secs(1_700_000_000);
+        let delivered = DedupRecord::Delivered { at: t };
+        let in_flight = DedupRecord::InFlight { since: t };
+        assert_eq!(delivered.expires_at(90_000, 60), UnixTime::from_secs(1_700_090_000));
+        assert_eq!(in_flight.expires_at(90_000, 60), UnixTime::from_secs(1_700_000_060));
+        assert_eq!(
+            DedupRecord::decode("junk").expires_at(90_000, 60),
+            UnixTime::from_secs(60),
+            "an unreadable record is long expired"
+        );
+        assert_eq!(delivered.expires_at(u64::MAX, 60), UnixTime::from_secs(i64::MAX));
     }
 
     #[test]

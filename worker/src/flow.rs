@@ -44,20 +44,8 @@ pub async fn deliver<S: DedupStore, O: Origin>(
             .with_header("retry-after", "60")
             .with_warning(format!("webhook-id {id}: {e}"));
         }
-        Ok(Claim::Delivered) => {
-            return Reply::new(
-                ReplyCode::Duplicate,
-                "this webhook-id was delivered before; not forwarded again",
-            )
-            .with_header(DUPLICATE_HEADER, "true");
-        }
-        Ok(Claim::InFlight) => {
-            return Reply::new(
-                ReplyCode::DeliveryInProgress,
-                "another attempt of this webhook-id is being forwarded now; retry later",
-            )
-            .with_header("retry-after", config.in_flight_ttl_secs.to_string());
-        }
+        Ok(Claim::Delivered) => return duplicate(),
+        Ok(Claim::InFlight) => return in_progress(config),
         Ok(Claim::Claimed) => {}
     }
 
@@ -104,6 +92,25 @@ pub async fn deliver<S: DedupStore, O: Origin>(
             config.in_flight_ttl_secs
         )),
     }
+}
+
+/// `200 duplicate` (+ `x-postwire-duplicate: true`): the id was delivered before.
+pub fn duplicate() -> Reply {
+    Reply::new(
+        ReplyCode::Duplicate,
+        "this webhook-id was delivered before; not forwarded again",
+    )
+    .with_header(DUPLICATE_HEADER, "true")
+}
+
+/// `409 delivery_in_progress` (+ `retry-after`): another attempt of the id is being
+/// forwarded, and its outcome is not known yet.
+pub fn in_progress(config: &Config) -> Reply {
+    Reply::new(
+        ReplyCode::DeliveryInProgress,
+        "another attempt of this webhook-id is being forwarded now; retry later",
+    )
+    .with_header("retry-after", config.in_flight_ttl_secs.to_string())
 }
 
 #[cfg(test)]

@@ -2,9 +2,9 @@
 //!
 //! A Cloudflare Worker that sits in front of a webhook endpoint (the *origin*). For each
 //! incoming delivery it checks the Standard Webhooks signature and timestamp with
-//! postwire-core, looks the `webhook-id` up in a de-duplication store (Workers KV), forwards
-//! first-time deliveries to the origin with the raw body and the original `webhook-*`
-//! headers, and records the id as delivered only once the origin answered `2xx`. So the
+//! postwire-core, checks that the body is a JSON object, looks the `webhook-id` up in a
+//! de-duplication store (Workers KV, or a Durable Object per id), forwards first-time
+//! deliveries to the origin with the raw body and the original `webhook-*` headers, and records the id as delivered only once the origin answered `2xx`. So the
 //! origin sees only verified, first-time deliveries, and the sender is never told "done"
 //! for an event the origin did not accept.
 //!
@@ -15,13 +15,15 @@
 //! | [`config`] | the Worker's settings, parsed and checked from its environment |
 //! | [`reply`] | every answer the Worker gives: status, stable code, JSON body |
 //! | [`inspect`] | the checks of one request: method, headers, size, signature, timestamp |
+//! | [`payload`] | which verified bodies may be forwarded (a JSON object by default) |
 //! | [`dedup`] | the de-duplication interface ([`dedup::DedupStore`]) and its record format |
+//! | [`in_flight`] | the ids this isolate is forwarding now, held off in memory (KV mode) |
 //! | [`forward`] | what is sent to the origin, including the origin signature |
 //! | [`flow`] | claim, forward, then confirm or release: the order that loses nothing |
 //!
-//! The Workers bindings (KV, `fetch`, the `fetch` event) live in the `edge` module, which
-//! exists only when compiling for `wasm32`; they are tested in workerd through Miniflare
-//! (`worker/test.sh`).
+//! The Workers bindings (KV, the `DedupObject` Durable Object, `fetch`, the `fetch` event)
+//! live in the `edge` module, which exists only when compiling for `wasm32`; they are tested
+//! in workerd through Miniflare (`worker/test.sh`).
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -30,15 +32,19 @@ pub mod config;
 pub mod dedup;
 pub mod flow;
 pub mod forward;
+pub mod in_flight;
 pub mod inspect;
+pub mod payload;
 pub mod reply;
 
 #[cfg(target_arch = "wasm32")]
 mod edge;
 
-pub use config::{Config, ConfigError};
+pub use config::{Config, ConfigError, DedupBackend};
 pub use dedup::{Claim, DedupRecord, DedupStore, StoreError};
 pub use flow::deliver;
 pub use forward::{ForwardRequest, Origin, OriginOutcome};
+pub use in_flight::{InFlightSet, IsolateGuardedStore};
 pub use inspect::{DeliveryHeaders, VerifiedDelivery};
+pub use payload::{PayloadPolicy, check_payload};
 pub use reply::{Reply, ReplyCode};

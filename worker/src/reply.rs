@@ -12,8 +12,9 @@ pub const DUPLICATE_HEADER: &str = "x-postwire-duplicate";
 /// Header carrying the origin's status code when the origin refused a delivery.
 pub const ORIGIN_STATUS_HEADER: &str = "x-postwire-origin-status";
 
-/// The stable codes of the Worker's answers. The first five are postwire-core's; the others
-/// are about HTTP, the origin and the de-duplication store.
+/// The stable codes of the Worker's answers. Six are postwire-core's (`missing_header`,
+/// `invalid_header`, `invalid_payload`, the two timestamp codes, `invalid_signature`); the
+/// others are about HTTP, the origin and the de-duplication store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ReplyCode {
     /// 200: forwarded; the origin answered `2xx`; the id is now recorded as delivered.
@@ -26,6 +27,9 @@ pub enum ReplyCode {
     InvalidHeader,
     /// 400: the request could not be read (e.g. the client broke off while sending the body).
     InvalidRequest,
+    /// 400: the signature is valid but the body is not a JSON object (or, with
+    /// `VALIDATE_EVENTS = "postwire"`, not a postwire event); never forwarded, never recorded.
+    InvalidPayload,
     /// 401: `webhook-timestamp` is older than the tolerance.
     TimestampTooOld,
     /// 401: `webhook-timestamp` is further ahead than the tolerance.
@@ -52,12 +56,13 @@ pub enum ReplyCode {
 
 impl ReplyCode {
     /// Every code, for documentation and exhaustive tests.
-    pub const ALL: [ReplyCode; 16] = [
+    pub const ALL: [ReplyCode; 17] = [
         ReplyCode::Delivered,
         ReplyCode::Duplicate,
         ReplyCode::MissingHeader,
         ReplyCode::InvalidHeader,
         ReplyCode::InvalidRequest,
+        ReplyCode::InvalidPayload,
         ReplyCode::TimestampTooOld,
         ReplyCode::TimestampTooNew,
         ReplyCode::InvalidSignature,
@@ -79,6 +84,7 @@ impl ReplyCode {
             ReplyCode::MissingHeader => ErrorCode::MissingHeader.as_str(),
             ReplyCode::InvalidHeader => ErrorCode::InvalidHeader.as_str(),
             ReplyCode::InvalidRequest => "invalid_request",
+            ReplyCode::InvalidPayload => ErrorCode::InvalidPayload.as_str(),
             ReplyCode::TimestampTooOld => ErrorCode::TimestampTooOld.as_str(),
             ReplyCode::TimestampTooNew => ErrorCode::TimestampTooNew.as_str(),
             ReplyCode::InvalidSignature => ErrorCode::InvalidSignature.as_str(),
@@ -97,7 +103,10 @@ impl ReplyCode {
     pub const fn status(self) -> u16 {
         match self {
             ReplyCode::Delivered | ReplyCode::Duplicate => 200,
-            ReplyCode::MissingHeader | ReplyCode::InvalidHeader | ReplyCode::InvalidRequest => 400,
+            ReplyCode::MissingHeader
+            | ReplyCode::InvalidHeader
+            | ReplyCode::InvalidRequest
+            | ReplyCode::InvalidPayload => 400,
             ReplyCode::TimestampTooOld | ReplyCode::TimestampTooNew | ReplyCode::InvalidSignature => 401,
             ReplyCode::MethodNotAllowed => 405,
             ReplyCode::DeliveryInProgress => 409,

@@ -1,70 +1,119 @@
 //! The Workers side: the `fetch` event handler and the bindings behind the crate's
 //! interfaces ([`KvDedupStore`] for [`DedupStore`](crate::DedupStore), [`FetchOrigin`] for
-//! [`Origin`](crate::Origin)). Compiled only for `wasm32`; tested in workerd through
-//! Miniflare by `worker/test.sh`.
+//! [`Origin`](crate::Origin)), and the `DedupObject` Durable Object. Compiled only for
+//! `wasm32`; tested in workerd through Miniflare by `worker/test.sh`.
 //!
 //! The handler reads the clock from JavaScript (`Date.now()`): postwire-core never reads a
 //! clock, and `SystemTime::now()` panics on `wasm32-unknown-unknown`.
 
 mod body;
+mod dedup_object;
+mod do_store;
 mod fetch_origin;
 mod kv_store;
 
+use std::rc::Rc;
+
 use worker::{Context, Env, Request, Response, event};
 
-use crate::config::{Config, KV_BINDING};
+use crate::config::{Config, DedupBackend, KV_BINDING};
+use crate::in_flight::{InFlightSet, IsolateGuardedStore};
 use crate::inspect::{body_too_large, precheck, verify_body};
+use crate::payload::check_payload;
 use crate::reply::{Reply, ReplyCode};
 use fetch_origin::FetchOrigin;
 use kv_store::KvDedupStore;
 use postwire_core::UnixTime;
 
-#[event(fetch)]
-async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
-    let reply = handle(req, &env).await;
-    for warning in &reply.warnings {
-        worker::console_warn!("postwire-worker: {warning}");
-    }
-    to_response(&reply)
+thread_local! {
+    /// The ids this isolate is forwarding now (KV mode). One isolate runs on one thread, so
+    /// this is shared by every request the isolate serves.
+    static IN_FLIGHT: Rc<InFlightSet> = Rc::new(InFlightSet::new());
 }
 
-/// One request, start to end. Every path returns a [`Reply`]; nothing panics.
-async fn handle(mut req: Request, env: &Env) -> Reply {
+/// What the handler sends back: an answer of its own, or the one the Durable Object made.
+enum Answer {
+    Reply(Reply),
+    Response(Response),
+}
+
+impl From<Reply> for Answer {
+    fn from(reply: Reply) -> Self {
+        Answer::Reply(reply)
+    }
+}
+
+#[event(fetch)]
+async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
+    match handle(req, &env).await {
+        Answer::Reply(reply) => {
+            log_warnings(&reply);
+            to_response(&reply)
+        }
+        Answer::Response(response) => Ok(response),
+    }
+}
+
+/// One request, start to end. Every path returns an answer; nothing panics.
+async fn handle(mut req: Request, env: &Env) -> Answer {
     let method = req.inner().method();
     if let Err(reply) = crate::inspect::check_method(&method) {
-        return reply;
+        return reply.into();
     }
     let config = match Config::from_lookup(|name| env_string(env, name)) {
         Ok(c) => c,
-        Err(e) => return misconfigured(e.to_string()),
+        Err(e) => return misconfigured(e.to_string()).into(),
     };
     let headers: Vec<(String, String)> = req.headers().entries().collect();
     let delivery_headers = match precheck(&method, &headers, config.max_body_bytes) {
         Ok(h) => h,
-        Err(reply) => return reply,
+        Err(reply) => return reply.into(),
     };
     let body = match body::read_limited(&mut req, config.max_body_bytes).await {
         Ok(body::Body::Complete(bytes)) => bytes,
-        Ok(body::Body::TooLarge) => return body_too_large(config.max_body_bytes),
+        Ok(body::Body::TooLarge) => return body_too_large(config.max_body_bytes).into(),
         Err(_) => {
             return Reply::new(
                 ReplyCode::InvalidRequest,
                 "the request body could not be read to its end",
-            );
+            )
+            .into();
         }
     };
-    let now = UnixTime::from_secs((worker::Date::now().as_millis() / 1000) as i64);
+    let received_ms = now_ms();
+    let now = UnixTime::from_secs((received_ms / 1000.0) as i64);
     let delivery = match verify_body(&config.verifier, delivery_headers, body, now) {
         Ok(d) => d,
-        Err(reply) => return reply,
+        Err(reply) => return reply.into(),
     };
-    let store = match env.kv(KV_BINDING) {
-        Ok(kv) => KvDedupStore::new(kv, config.dedup_ttl_secs, config.in_flight_ttl_secs),
-        Err(_) => {
-            return misconfigured(format!("the KV namespace binding {KV_BINDING} is missing"));
+    if let Err(reply) = check_payload(config.payload, &delivery.headers.id, &delivery.body) {
+        return reply.into();
+    }
+    match config.dedup_store {
+        DedupBackend::Kv => {
+            let kv = match env.kv(KV_BINDING) {
+                Ok(kv) => kv,
+                Err(_) => {
+                    return misconfigured(format!("the KV namespace binding {KV_BINDING} is missing")).into();
+                }
+            };
+            let store = IsolateGuardedStore::new(
+                KvDedupStore::new(kv, config.dedup_ttl_secs, config.in_flight_ttl_secs),
+                IN_FLIGHT.with(Rc::clone),
+                now_ms,
+                (config.in_flight_ttl_secs * 1000) as f64,
+            );
+            crate::flow::deliver(&config, &delivery, &store, &FetchOrigin, now)
+                .await
+                .into()
         }
-    };
-    crate::flow::deliver(&config, &delivery, &store, &FetchOrigin, now).await
+        DedupBackend::DurableObject => dedup_object::deliver_through_object(env, &delivery, received_ms).await,
+    }
+}
+
+/// JavaScript's clock, in milliseconds.
+fn now_ms() -> f64 {
+    js_sys::Date::now()
 }
 
 /// A string setting from `env` (a `[vars]` entry or a secret), `None` when unset.
@@ -79,6 +128,12 @@ fn misconfigured(detail: String) -> Reply {
         "the verifier is not configured correctly; the delivery was not forwarded, retry later",
     )
     .with_warning(detail)
+}
+
+fn log_warnings(reply: &Reply) {
+    for warning in &reply.warnings {
+        worker::console_warn!("postwire-worker: {warning}");
+    }
 }
 
 fn to_response(reply: &Reply) -> worker::Result<Response> {

@@ -1,6 +1,9 @@
-// Runs the built Worker (worker/build, from worker-build) in workerd through Miniflare, with
-// a real KV namespace bound as DEDUP, and the [vars] and compatibility date of
-// worker/wrangler.toml, so the tests run the configuration that is deployed.
+// Runs the built Worker (worker/build, from worker-build) in workerd through Miniflare, in
+// the de-duplication mode named by POSTWIRE_DEDUP_STORE ("kv", the default, or
+// "durable-object"), with the [vars], bindings and compatibility date of that mode's wrangler
+// file (wrangler.toml, or wrangler.durable-object.toml), so the tests run the configuration
+// that is deployed: a real KV namespace bound as DEDUP, or the DedupObject Durable Object
+// class (SQLite-backed, as its migration declares) bound as DEDUP_OBJECT.
 import { readFileSync, existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,37 +14,73 @@ export const WORKER_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.ur
 export const BUILD_DIR = path.join(WORKER_DIR, "build");
 export const REPO_ROOT = path.resolve(WORKER_DIR, "..");
 
-/** `compatibility_date` and the `[vars]` table of wrangler.toml (flat string values only). */
-export function wranglerConfig() {
-  const text = readFileSync(path.join(WORKER_DIR, "wrangler.toml"), "utf8");
+/** The de-duplication mode under test. */
+export const MODE = process.env.POSTWIRE_DEDUP_STORE || "kv";
+if (!["kv", "durable-object"].includes(MODE)) throw new Error(`POSTWIRE_DEDUP_STORE=${MODE}: expected kv or durable-object`);
+export const WRANGLER_FILE = MODE === "kv" ? "wrangler.toml" : "wrangler.durable-object.toml";
+
+/**
+ * `compatibility_date`, the `[vars]` table (flat string values only), the KV bindings and the
+ * Durable Object bindings (with whether their class is SQLite-backed) of a wrangler file.
+ */
+export function wranglerConfig(file = WRANGLER_FILE) {
+  const text = readFileSync(path.join(WORKER_DIR, file), "utf8");
   const date = /^compatibility_date\s*=\s*"([^"]+)"/m.exec(text)?.[1];
   const vars = {};
+  const tables = []; // [header, {key: value}] in order
   let section = "";
   for (const line of text.split("\n")) {
     const header = /^\s*\[+([^\]]+)\]+\s*$/.exec(line);
     if (header) {
       section = header[1].trim();
+      tables.push([section, {}]);
       continue;
     }
-    const kv = /^\s*([A-Z0-9_]+)\s*=\s*"([^"]*)"\s*(#.*)?$/.exec(line);
-    if (section === "vars" && kv) vars[kv[1]] = kv[2];
+    const kv = /^\s*([A-Za-z0-9_]+)\s*=\s*(.+?)\s*(#.*)?$/.exec(line);
+    if (!kv) continue;
+    const str = /^"([^"]*)"$/.exec(kv[2]);
+    if (section === "vars" && str) vars[kv[1]] = str[1];
+    if (tables.length) tables[tables.length - 1][1][kv[1]] = str ? str[1] : kv[2];
   }
-  if (!date) throw new Error("wrangler.toml has no compatibility_date");
-  return { compatibilityDate: date, vars };
+  if (!date) throw new Error(`${file} has no compatibility_date`);
+  const kvNamespaces = tables.filter(([h]) => h === "kv_namespaces").map(([, t]) => t.binding);
+  const sqliteClasses = tables
+    .filter(([h]) => h === "migrations")
+    .flatMap(([, t]) => [...(t.new_sqlite_classes ?? "").matchAll(/"([^"]+)"/g)].map((m) => m[1]));
+  const durableObjects = Object.fromEntries(
+    tables
+      .filter(([h]) => h === "durable_objects.bindings")
+      .map(([, t]) => [t.name, { className: t.class_name, useSQLite: sqliteClasses.includes(t.class_name) }]),
+  );
+  return { compatibilityDate: date, vars, kvNamespaces, durableObjects };
 }
 
 /**
- * Starts the Worker. `bindings` override wrangler.toml's [vars] and add the secrets
- * (WEBHOOK_SECRETS, ORIGIN_SECRET); a value of `undefined` removes a variable.
+ * Starts the Worker. `bindings` override the wrangler file's [vars] and add the secrets
+ * (WEBHOOK_SECRETS, ORIGIN_SECRET); a value of `undefined` removes a variable. With
+ * `store: false` the mode's store binding (KV namespace or Durable Object) is left out.
  */
-export async function startWorker(bindings, { kv = true } = {}) {
+export async function startWorker(bindings, { store = true } = {}) {
   if (!existsSync(path.join(BUILD_DIR, "index.js"))) {
     throw new Error("worker/build/index.js is missing: run worker/build.sh first");
   }
-  const mf = new Miniflare(workerOptions(bindings, { kv }));
+  let generation = 0; // Durable Object mode: a new namespace key empties every object
+  let current = { bindings, store };
+  const mf = new Miniflare(workerOptions(bindings, { store, generation }));
   let url = await mf.ready;
+  const { kvNamespaces, durableObjects } = wranglerConfig();
+  const objectBinding = Object.keys(durableObjects)[0];
+
+  async function objectState(id) {
+    const ns = await mf.getDurableObjectNamespace(objectBinding);
+    const res = await ns.get(ns.idFromName(id)).fetch("http://dedup-object/", { method: "GET" });
+    if (!res.ok) throw new Error(`GET on the Durable Object of ${id}: ${res.status} ${await res.text()}`);
+    return res.json();
+  }
+
   return {
     mf,
+    mode: MODE,
     /**
      * Sends a request to the Worker over real HTTP on loopback (Miniflare's URL, not
      * `dispatchFetch`, which drops headers with empty values); returns status, headers and
@@ -56,30 +95,50 @@ export async function startWorker(bindings, { kv = true } = {}) {
       } catch {}
       return { status: res.status, headers: res.headers, text, json };
     },
-    kv: () => mf.getKVNamespace("DEDUP"),
-    /** Every key of the DEDUP namespace with its value and expiration (Unix s). */
-    async kvEntries() {
-      const ns = await mf.getKVNamespace("DEDUP");
-      const { keys } = await ns.list();
-      return Promise.all(keys.map(async (k) => ({ key: k.name, value: await ns.get(k.name), expiration: k.expiration })));
+    /**
+     * The store's record of `id`: `{value, expiration}` (expiration in Unix seconds: KV's
+     * expiration, or the Durable Object's alarm), or undefined when there is none.
+     */
+    async record(id) {
+      if (MODE === "kv") {
+        const ns = await mf.getKVNamespace(kvNamespaces[0]);
+        const { keys } = await ns.list({ prefix: `webhook-id:${id}` });
+        const key = keys.find((k) => k.name === `webhook-id:${id}`);
+        return key ? { value: await ns.get(key.name), expiration: key.expiration } : undefined;
+      }
+      const { record, alarm } = await objectState(id);
+      return record === null ? undefined : { value: record, expiration: alarm === null ? null : alarm / 1000 };
     },
-    async clearKv() {
-      const ns = await mf.getKVNamespace("DEDUP");
-      const { keys } = await ns.list();
-      await Promise.all(keys.map((k) => ns.delete(k.name)));
+    /** The Durable Object's raw state of `id`, `{record, alarm}` (Durable Object mode only). */
+    objectState,
+    /** Forgets every record (KV: deletes the keys; Durable Objects: a fresh namespace). */
+    async clearStore() {
+      if (MODE === "kv") {
+        const ns = await mf.getKVNamespace(kvNamespaces[0]);
+        const { keys } = await ns.list();
+        await Promise.all(keys.map((k) => ns.delete(k.name)));
+        return;
+      }
+      generation += 1;
+      await mf.setOptions(workerOptions(current.bindings, { store: current.store, generation }));
+      url = await mf.ready;
     },
-    async reconfigure(newBindings, opts = { kv: true }) {
-      await mf.setOptions(workerOptions(newBindings, opts));
+    async reconfigure(newBindings, opts = { store: true }) {
+      current = { bindings: newBindings, store: opts.store ?? true };
+      await mf.setOptions(workerOptions(newBindings, { store: current.store, generation }));
       url = await mf.ready;
     },
     dispose: () => mf.dispose(),
   };
 }
 
-function workerOptions(bindings, { kv }) {
-  const { compatibilityDate, vars } = wranglerConfig();
+function workerOptions(bindings, { store, generation }) {
+  const { compatibilityDate, vars, kvNamespaces, durableObjects } = wranglerConfig();
   const all = { ...vars, ...bindings };
   for (const [k, v] of Object.entries(all)) if (v === undefined) delete all[k];
+  const objects = Object.fromEntries(
+    Object.entries(durableObjects).map(([name, o]) => [name, { ...o, unsafeUniqueKey: `postwire-test-${generation}-${o.className}` }]),
+  );
   return {
     modules: true,
     scriptPath: path.join(BUILD_DIR, "index.js"),
@@ -89,7 +148,8 @@ function workerOptions(bindings, { kv }) {
       { type: "CompiledWasm", include: ["**/*.wasm"] },
     ],
     compatibilityDate,
-    kvNamespaces: kv ? ["DEDUP"] : [],
+    kvNamespaces: store ? kvNamespaces : [],
+    durableObjects: store ? objects : {},
     bindings: all,
   };
 }
