@@ -26,7 +26,7 @@ pub struct Workspace {
 pub struct NewSubscription {
     /// The workspace it belongs to; must be registered.
     pub workspace_id: String,
-    /// Label (1 to 200 bytes).
+    /// Label (1 to 200 characters).
     pub name: String,
     /// Public `https` endpoint.
     pub url: String,
