@@ -8,11 +8,17 @@
 
 use std::sync::OnceLock;
 
+use utoipa::openapi::RefOr;
+use utoipa::openapi::extensions::Extensions;
+use utoipa::openapi::link::{Link, LinkBuilder};
+use utoipa::openapi::path::{Operation, ParameterIn, PathItem};
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::errors::{ErrorBody, ValidationErrorBody, ValidationMessage};
-use crate::schemas::{EventEnvelope, EventTypeName};
+use crate::schemas::{EventEnvelope, EventTypeName, PostLookupQuery};
+use crate::validation::{ID_PATTERN, MAX_ID_CHARS};
 
 /// The document's fixed parts.
 #[derive(OpenApi)]
@@ -34,7 +40,7 @@ signed with `webhook-id`, `webhook-timestamp` and `webhook-signature`.",
         (name = "Posts", description = "Reconciling missed events."),
         (name = "Meta", description = "This document."),
     ),
-    components(schemas(ErrorBody, ValidationErrorBody, ValidationMessage, EventEnvelope, EventTypeName))
+    components(schemas(ErrorBody, ValidationErrorBody, ValidationMessage, EventEnvelope, EventTypeName, PostLookupQuery))
 )]
 pub struct ApiDoc;
 
@@ -59,12 +65,105 @@ impl Modify for BearerSecurity {
     }
 }
 
-/// The full document: fixed parts plus every registered public route.
+/// The full document: fixed parts plus every registered public route, with the id
+/// parameters' rules and the links between operations added by [`complete`].
 pub fn document() -> utoipa::openapi::OpenApi {
-    utoipa_axum::router::OpenApiRouter::<crate::state::AppState>::with_openapi(ApiDoc::openapi())
+    let mut doc = utoipa_axum::router::OpenApiRouter::<crate::state::AppState>::with_openapi(ApiDoc::openapi())
         .merge(crate::routes::authenticated_routes())
         .merge(crate::routes::open_routes())
-        .into_openapi()
+        .into_openapi();
+    complete(&mut doc);
+    doc
+}
+
+/// Every operation of a path item, mutably.
+fn operations_mut(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.delete,
+        &mut item.options,
+        &mut item.head,
+        &mut item.patch,
+        &mut item.trace,
+    ]
+    .into_iter()
+    .flatten()
+}
+
+/// The schema of the `workspaceId` and `webhookId` path parameters: the rule
+/// [`crate::validation::check_id_param`] enforces.
+fn id_schema() -> Schema {
+    Schema::Object(
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .min_length(Some(1))
+            .max_length(Some(MAX_ID_CHARS))
+            .pattern(Some(ID_PATTERN))
+            .build(),
+    )
+}
+
+/// A link to the operation `target`, passing the path's `workspaceId` and the
+/// subscription id found at `id_at` in the response.
+///
+/// utoipa 5.5 serializes [`Link::operation_id`](utoipa::openapi::link::Link) as
+/// `operation_id`, a name OpenAPI does not know, so the id goes in as an extension
+/// (flattened into the link object) named `operationId`, the field OpenAPI defines.
+fn link(target: &str, id_at: &str, which: &str) -> Link {
+    let mut operation_id = Extensions::default();
+    operation_id.insert("operationId".to_owned(), target.into());
+    LinkBuilder::new()
+        .parameter("workspaceId", "$request.path.workspaceId")
+        .parameter("webhookId", id_at)
+        .description(format!("`{target}` on {which}."))
+        .extensions(Some(operation_id))
+        .build()
+}
+
+/// Adds what the handlers' attributes cannot say once for all operations:
+///
+/// * the rule of the id path parameters (`workspaceId`, `webhookId`), the same on every
+///   operation, enforced by [`crate::validation::check_id_param`] for `webhookId`; a
+///   `workspaceId` outside the token's selection is answered 403 whatever its form;
+/// * OpenAPI `links` from the creation response (`201`, the new subscription's `id`)
+///   and from the list (`200`, the first subscription's `id`) to every operation that
+///   takes a `webhookId`, so clients and tools (Schemathesis' stateful phase) can chain
+///   "create, then read / update / pause / test / rotate / list deliveries / delete".
+pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
+    let mut takes_webhook_id = Vec::new();
+    for item in doc.paths.paths.values_mut() {
+        for op in operations_mut(item) {
+            let mut has_webhook_id = false;
+            for param in op.parameters.iter_mut().flatten() {
+                if param.parameter_in == ParameterIn::Path && ["workspaceId", "webhookId"].contains(&param.name.as_str()) {
+                    param.schema = Some(RefOr::T(id_schema()));
+                    has_webhook_id |= param.name == "webhookId";
+                }
+            }
+            if let (true, Some(id)) = (has_webhook_id, &op.operation_id) {
+                takes_webhook_id.push(id.clone());
+            }
+        }
+    }
+    for item in doc.paths.paths.values_mut() {
+        for op in operations_mut(item) {
+            let (status, id_at, which) = match op.operation_id.as_deref() {
+                Some("createWebhook") => ("201", "$response.body#/id", "the new subscription"),
+                Some("listWebhooks") => ("200", "$response.body#/data/0/id", "the first subscription listed"),
+                _ => continue,
+            };
+            let Some(RefOr::T(response)) = op.responses.responses.get_mut(status) else {
+                continue;
+            };
+            for target in &takes_webhook_id {
+                response
+                    .links
+                    .insert(target.clone(), RefOr::T(link(target, id_at, which)));
+            }
+        }
+    }
 }
 
 /// The document as pretty JSON with a final newline, exactly as in `docs/openapi.json`.

@@ -8,7 +8,7 @@ use axum::http::Uri;
 use postwire_sender::MAX_PAGE_SIZE;
 
 use crate::auth::Caller;
-use crate::errors::{ApiResult, CommonErrors, ErrorBody, ValidationErrorBody};
+use crate::errors::{ApiError, ApiResult, CommonErrors, ErrorBody, ValidationErrorBody};
 use crate::routes::webhooks::load;
 use crate::schemas::{Delivery, DeliveryList};
 use crate::state::AppState;
@@ -17,6 +17,15 @@ use crate::validation::{ApiPath, QueryParams};
 
 /// Default page size.
 pub const DEFAULT_PAGE_SIZE: usize = 20;
+
+/// Whether `c` has the documented form of a cursor, `^c_[1-9][0-9]{0,17}$`: the sender
+/// would also take other spellings of the same numbers (`c_+7`, `c_007`), which the
+/// document does not promise, so they are refused here.
+fn is_cursor(c: &str) -> bool {
+    c.strip_prefix("c_").is_some_and(|n| {
+        (1..=18).contains(&n.len()) && !n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit())
+    })
+}
 
 /// Lists the deliveries of a subscription, newest first.
 #[utoipa::path(
@@ -28,11 +37,11 @@ pub const DEFAULT_PAGE_SIZE: usize = 20;
         ("workspaceId" = String, Path, description = "Workspace id."),
         ("webhookId" = String, Path, description = "Subscription id."),
         ("limit" = Option<u32>, Query, description = "Page size, 1 to 100 (default 20).", minimum = 1, maximum = 100),
-        ("cursor" = Option<String>, Query, description = "`nextCursor` of the previous page."),
+        ("cursor" = Option<String>, Query, description = "`nextCursor` of the previous page.", pattern = "^c_[1-9][0-9]{0,17}$", example = "c_42"),
     ),
     responses(
         (status = 200, description = "A page of deliveries.", body = DeliveryList),
-        (status = 400, description = "`invalid_request`: bad `limit` or `cursor`, or an unknown parameter.", body = ValidationErrorBody),
+        (status = 400, description = "`invalid_request`: bad `limit` or `cursor`, an unknown or repeated parameter, or an invalid `webhookId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:read`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
@@ -50,10 +59,11 @@ pub async fn list_deliveries(
     load(&state, &workspace_id, &webhook_id).await?;
     let query = QueryParams::parse(uri.query(), &["limit", "cursor"])?;
     let limit = query.int("limit", DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE)?;
-    let page = state
-        .sender
-        .list_deliveries(&webhook_id, query.get("cursor"), limit)
-        .await?;
+    let cursor = query.get("cursor");
+    if cursor.is_some_and(|c| !is_cursor(c)) {
+        return Err(ApiError::invalid("`cursor` is not a cursor returned by this endpoint"));
+    }
+    let page = state.sender.list_deliveries(&webhook_id, cursor, limit).await?;
     Ok(Json(DeliveryList {
         data: page.items.iter().map(Delivery::from).collect(),
         next_cursor: page.next_cursor.map(|c| c.to_string()),

@@ -3,7 +3,8 @@
 //! database) can reconcile.
 //!
 //! Look a post up by `postId`, or by the client's own `externalId` (resolved through
-//! the ingest-fed [`PostIndex`](crate::post_index::PostIndex)); `since` keeps only
+//! the ingest-fed [`PostIndex`](crate::post_index::PostIndex)), never both and never an
+//! empty value: the either-or rule is in the document ([`PostLookupQuery`]); `since` keeps only
 //! events created at or after a time. Events come newest first, exactly as delivered,
 //! so the receiver can feed them to the same handler (de-duplicating by `id`).
 
@@ -15,10 +16,10 @@ use postwire_sender::MAX_PAGE_SIZE;
 
 use crate::auth::Caller;
 use crate::errors::{ApiError, ApiResult, CommonErrors, ErrorBody, ValidationErrorBody};
-use crate::schemas::PostLookup;
+use crate::schemas::{PostLookup, PostLookupQuery};
 use crate::state::AppState;
 use crate::tokens::Scope;
-use crate::validation::{ApiPath, QueryParams};
+use crate::validation::{ApiPath, QueryParams, check_id_param, id_can_exist};
 
 /// Looks up the events of a post.
 #[utoipa::path(
@@ -28,14 +29,12 @@ use crate::validation::{ApiPath, QueryParams};
     operation_id = "lookupPostEvents",
     params(
         ("workspaceId" = String, Path, description = "Workspace id."),
-        ("postId" = Option<String>, Query, description = "The post id. Exactly one of `postId` and `externalId`."),
-        ("externalId" = Option<String>, Query, description = "The client-supplied reference of the post."),
-        ("since" = Option<String>, Query, description = "RFC 3339 time; only events created at or after it.", format = DateTime),
-        ("limit" = Option<u32>, Query, description = "Most events returned, 1 to 100 (default 100).", minimum = 1, maximum = 100),
+        ("lookup" = PostLookupQuery, Query, style = Form, explode,
+            description = "Exactly one of `postId` and `externalId`, optionally `since` and `limit`, as plain query parameters (`?postId=post_1&limit=20`). An empty value is refused, not taken as absent."),
     ),
     responses(
         (status = 200, description = "The post's events, newest first. An unknown post gives an empty list.", body = PostLookup),
-        (status = 400, description = "`invalid_request`: neither or both of `postId` and `externalId`, a bad `since` or `limit`, or an unknown parameter.", body = ValidationErrorBody),
+        (status = 400, description = "`invalid_request`: neither or both of `postId` and `externalId`, an empty value, a `postId` over 200 characters or with a control character, a bad `since` or `limit`, or an unknown or repeated parameter.", body = ValidationErrorBody),
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:read`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace (`not_found`).", body = ErrorBody),
@@ -60,10 +59,15 @@ pub async fn lookup_post_events(
         ),
     };
     let post_ids = match (query.get("postId"), query.get("externalId")) {
-        (Some(p), None) if !p.is_empty() => vec![p.to_owned()],
-        (None, Some(e)) if !e.is_empty() => state.posts.posts_for(&workspace_id, e).await?,
         (Some(_), Some(_)) => return Err(ApiError::invalid("give either `postId` or `externalId`, not both")),
-        _ => return Err(ApiError::invalid("`postId` or `externalId` is required")),
+        (None, None) => return Err(ApiError::invalid("`postId` or `externalId` is required")),
+        (Some(p), None) => {
+            check_id_param("postId", p)?;
+            // A post id longer than the sender stores names no post: an empty answer.
+            if id_can_exist(p) { vec![p.to_owned()] } else { Vec::new() }
+        }
+        (None, Some("")) => return Err(ApiError::invalid("`externalId` must not be empty")),
+        (None, Some(e)) => state.posts.posts_for(&workspace_id, e).await?,
     };
     let mut events = Vec::new();
     for post_id in &post_ids {
