@@ -211,9 +211,9 @@ pub struct SetEnabledRequest {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendTestRequest {
-    /// Text carried in `data.message`, at most 1024 characters (default: a fixed
+    /// Text carried in `data.message`, at most 4096 characters (default: a fixed
     /// greeting).
-    #[schema(max_length = 1024, example = "Hello from the API")]
+    #[schema(max_length = 4096, example = "Hello from the API")]
     pub message: Option<String>,
 }
 

@@ -250,10 +250,6 @@ pub fn parse_enabled(body: Option<&Value>) -> ApiResult<bool> {
     }
 }
 
-/// Longest `message` of a test event, in characters (so never over the sender's 4096
-/// bytes, whatever the characters).
-pub const MAX_TEST_MESSAGE_CHARS: usize = 1024;
-
 /// Checks the optional body of `POST …/test`: `{"message": "…"}`, or nothing (an empty
 /// body or `null`).
 pub fn parse_test_message(body: Option<&Value>) -> ApiResult<Option<String>> {
@@ -265,14 +261,6 @@ pub fn parse_test_message(body: Option<&Value>) -> ApiResult<Option<String>> {
         return Err(ApiError::Invalid(problems));
     };
     let message = string_field(map, "message", Presence::Optional, &mut problems);
-    if message
-        .as_ref()
-        .is_some_and(|m| m.chars().count() > MAX_TEST_MESSAGE_CHARS)
-    {
-        problems.push(format!(
-            "`message` must be at most {MAX_TEST_MESSAGE_CHARS} characters"
-        ));
-    }
     done(message, problems)
 }
 
@@ -319,8 +307,9 @@ impl QueryParams {
 }
 
 /// Longest id accepted in a path or query parameter (`webhookId`, `postId`), in
-/// characters: the document's `maxLength`, which JSON Schema counts in characters.
-pub const MAX_ID_CHARS: usize = 200;
+/// characters: the document's `maxLength` (JSON Schema counts characters, and so does
+/// the sender).
+pub const MAX_ID_CHARS: usize = postwire_sender::events::MAX_ID_LEN;
 
 /// The documented pattern of ids in paths and queries: no control character (Unicode
 /// category `Cc`, what [`char::is_control`] tests), the sender's own rule.
@@ -342,13 +331,6 @@ pub fn check_id_param(name: &str, value: &str) -> ApiResult<()> {
     } else {
         Ok(())
     }
-}
-
-/// Whether an id that passed [`check_id_param`] can name anything stored: the sender
-/// keeps ids of at most [`postwire_sender::events::MAX_ID_LEN`] bytes, so a longer one (many
-/// multi-byte characters) names nothing, and is answered as unknown, not as invalid.
-pub fn id_can_exist(value: &str) -> bool {
-    value.len() <= postwire_sender::events::MAX_ID_LEN
 }
 
 /// Path parameters; a segment that is not valid UTF-8 (after percent-decoding) is a 400.

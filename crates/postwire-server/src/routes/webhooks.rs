@@ -22,7 +22,7 @@ use crate::schemas::{
 use crate::state::AppState;
 use crate::tokens::Scope;
 use crate::validation::{
-    ApiPath, check_id_param, id_can_exist, parse_create, parse_enabled, parse_json, parse_test_message, parse_update,
+    ApiPath, check_id_param, parse_create, parse_enabled, parse_json, parse_test_message, parse_update,
     read_body,
 };
 
@@ -34,16 +34,10 @@ pub const DEFAULT_TEST_MESSAGE: &str = "This is a test event from postwire.";
 /// such subscription in that workspace.
 pub(crate) async fn load(state: &AppState, workspace_id: &str, id: &str) -> ApiResult<SubscriptionRecord> {
     check_id_param("webhookId", id)?;
-    let not_found = || {
-        let shown: String = id.chars().take(64).collect();
-        ApiError::NotFound(format!("webhook subscription `{shown}` not found"))
-    };
-    if !id_can_exist(id) {
-        return Err(not_found());
-    }
     let record = state.sender.subscription(id).await?;
     if record.workspace_id != workspace_id {
-        return Err(not_found());
+        let shown: String = id.chars().take(64).collect();
+        return Err(ApiError::NotFound(format!("webhook subscription `{shown}` not found")));
     }
     Ok(record)
 }
@@ -255,7 +249,7 @@ pub async fn set_webhook_enabled(
     request_body(content = Option<SendTestRequest>, content_type = "application/json", description = "Optional."),
     responses(
         (status = 202, description = "The test event is queued for delivery.", body = TestEventQueued),
-        (status = 400, description = "`invalid_request`: the body is not `{\"message\": string}` (or empty, or `null`), the message is over 1024 characters, or an invalid `webhookId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
+        (status = 400, description = "`invalid_request`: the body is not `{\"message\": string}` (or empty, or `null`), the message is over 4096 characters, or an invalid `webhookId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
