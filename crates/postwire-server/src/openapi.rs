@@ -107,18 +107,12 @@ fn id_schema() -> Schema {
 
 /// A link to the operation `target`, passing the path's `workspaceId` and the
 /// subscription id found at `id_at` in the response.
-///
-/// utoipa 5.5 serializes [`Link::operation_id`](utoipa::openapi::link::Link) as
-/// `operation_id`, a name OpenAPI does not know, so the id goes in as an extension
-/// (flattened into the link object) named `operationId`, the field OpenAPI defines.
 fn link(target: &str, id_at: &str, which: &str) -> Link {
-    let mut operation_id = Extensions::default();
-    operation_id.insert("operationId".to_owned(), target.into());
     LinkBuilder::new()
         .parameter("workspaceId", "$request.path.workspaceId")
         .parameter("webhookId", id_at)
         .description(format!("`{target}` on {which}."))
-        .extensions(Some(operation_id))
+        .extensions(Some(operation_id_extension(target)))
         .build()
 }
 
@@ -130,40 +124,73 @@ fn link(target: &str, id_at: &str, which: &str) -> Link {
 /// * OpenAPI `links` from the creation response (`201`, the new subscription's `id`)
 ///   and from the list (`200`, the first subscription's `id`) to every operation that
 ///   takes a `webhookId`, so clients and tools (Schemathesis' stateful phase) can chain
-///   "create, then read / update / pause / test / rotate / list deliveries / delete".
+///   "create, then read / update / pause / test / rotate / list deliveries / delete";
+///   and from the workspace list (`200`, the first workspace's `id`) to the operations
+///   that take only a `workspaceId` (create, list, post look-up).
 pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
-    let mut takes_webhook_id = Vec::new();
+    let (mut takes_webhook_id, mut takes_workspace_id) = (Vec::new(), Vec::new());
     for item in doc.paths.paths.values_mut() {
         for op in operations_mut(item) {
-            let mut has_webhook_id = false;
+            let (mut has_workspace_id, mut has_webhook_id) = (false, false);
             for param in op.parameters.iter_mut().flatten() {
                 if param.parameter_in == ParameterIn::Path && ["workspaceId", "webhookId"].contains(&param.name.as_str()) {
                     param.schema = Some(RefOr::T(id_schema()));
+                    has_workspace_id |= param.name == "workspaceId";
                     has_webhook_id |= param.name == "webhookId";
                 }
             }
-            if let (true, Some(id)) = (has_webhook_id, &op.operation_id) {
+            let Some(id) = &op.operation_id else { continue };
+            if has_webhook_id {
                 takes_webhook_id.push(id.clone());
+            } else if has_workspace_id {
+                takes_workspace_id.push(id.clone());
             }
         }
     }
     for item in doc.paths.paths.values_mut() {
         for op in operations_mut(item) {
-            let (status, id_at, which) = match op.operation_id.as_deref() {
-                Some("createWebhook") => ("201", "$response.body#/id", "the new subscription"),
-                Some("listWebhooks") => ("200", "$response.body#/data/0/id", "the first subscription listed"),
+            let (status, targets, id_at, which) = match op.operation_id.as_deref() {
+                Some("createWebhook") => ("201", &takes_webhook_id, "$response.body#/id", "the new subscription"),
+                Some("listWebhooks") => (
+                    "200",
+                    &takes_webhook_id,
+                    "$response.body#/data/0/id",
+                    "the first subscription listed",
+                ),
+                Some("listWorkspaces") => ("200", &takes_workspace_id, "", "the first workspace listed"),
                 _ => continue,
             };
             let Some(RefOr::T(response)) = op.responses.responses.get_mut(status) else {
                 continue;
             };
-            for target in &takes_webhook_id {
-                response
-                    .links
-                    .insert(target.clone(), RefOr::T(link(target, id_at, which)));
+            for target in targets {
+                let link = if id_at.is_empty() {
+                    workspace_link(target, which)
+                } else {
+                    link(target, id_at, which)
+                };
+                response.links.insert(target.clone(), RefOr::T(link));
             }
         }
     }
+}
+
+/// A link to the operation `target` with the `id` of the first workspace listed.
+fn workspace_link(target: &str, which: &str) -> Link {
+    LinkBuilder::new()
+        .parameter("workspaceId", "$response.body#/data/0/id")
+        .description(format!("`{target}` in {which}."))
+        .extensions(Some(operation_id_extension(target)))
+        .build()
+}
+
+/// `{"operationId": target}`, as an extension: utoipa 5.5 serializes
+/// [`Link::operation_id`](utoipa::openapi::link::Link) as `operation_id`, a name OpenAPI
+/// does not know, while extensions are flattened into the link object as they are.
+fn operation_id_extension(target: &str) -> Extensions {
+    let mut extension = Extensions::default();
+    extension.insert("operationId".to_owned(), target.into());
+    extension
 }
 
 /// The document as pretty JSON with a final newline, exactly as in `docs/openapi.json`.
