@@ -133,7 +133,9 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
         for op in operations_mut(item) {
             let (mut has_workspace_id, mut has_webhook_id) = (false, false);
             for param in op.parameters.iter_mut().flatten() {
-                if param.parameter_in == ParameterIn::Path && ["workspaceId", "webhookId"].contains(&param.name.as_str()) {
+                if param.parameter_in == ParameterIn::Path
+                    && ["workspaceId", "webhookId"].contains(&param.name.as_str())
+                {
                     param.schema = Some(RefOr::T(id_schema()));
                     has_workspace_id |= param.name == "workspaceId";
                     has_webhook_id |= param.name == "webhookId";

@@ -160,14 +160,24 @@ pub enum CreatedByKindName {
 pub struct CreateWebhookRequest {
     /// Label of the subscription: 1 to 200 characters, not only white space, no control
     /// character.
-    #[schema(min_length = 1, max_length = 200, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$", example = "production")]
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$",
+        example = "production"
+    )]
     pub name: String,
     /// Public HTTPS endpoint that receives signed events, at most 2048 bytes, without a
     /// user name or password. Refused: a host that is an address in, or a name that
     /// resolves only into, a private, loopback, link-local or other non-public range. A
     /// name that does not resolve at the moment is accepted (its deliveries fail and
     /// retry until it does).
-    #[schema(format = "uri", max_length = 2048, pattern = "^[Hh][Tt][Tt][Pp][Ss]://", example = "https://hooks.example.com/postwire")]
+    #[schema(
+        format = "uri",
+        max_length = 2048,
+        pattern = "^[Hh][Tt][Tt][Pp][Ss]://",
+        example = "https://hooks.example.com/postwire"
+    )]
     pub url: String,
     /// Event types to receive. Omitted, null or `[]` means every type; duplicates are
     /// removed.
@@ -185,10 +195,21 @@ pub struct CreateWebhookRequest {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateWebhookRequest {
     /// New label (rules of creation).
-    #[schema(nullable = false, min_length = 1, max_length = 200, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$", example = "production")]
+    #[schema(
+        nullable = false,
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$",
+        example = "production"
+    )]
     pub name: Option<String>,
     /// New endpoint (checked like at creation).
-    #[schema(nullable = false, format = "uri", max_length = 2048, pattern = "^[Hh][Tt][Tt][Pp][Ss]://")]
+    #[schema(
+        nullable = false,
+        format = "uri",
+        max_length = 2048,
+        pattern = "^[Hh][Tt][Tt][Pp][Ss]://"
+    )]
     pub url: Option<String>,
     /// New event types (`[]` for all).
     #[schema(nullable = false, example = json!(["post.published"]))]
@@ -421,7 +442,12 @@ pub enum PostLookupQuery {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LookupByPostId {
     /// The post id: 1 to 200 characters, no control character.
-    #[schema(min_length = 1, max_length = 200, pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]+$", example = "post_1")]
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]+$",
+        example = "post_1"
+    )]
     pub post_id: String,
     /// RFC 3339 time; only events created at or after it.
     #[serde(default)]

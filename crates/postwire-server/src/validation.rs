@@ -327,7 +327,9 @@ pub fn check_id_param(name: &str, value: &str) -> ApiResult<()> {
             "`{name}` must be at most {MAX_ID_CHARS} characters"
         )))
     } else if value.chars().any(char::is_control) {
-        Err(ApiError::invalid(format!("`{name}` must not contain control characters")))
+        Err(ApiError::invalid(format!(
+            "`{name}` must not contain control characters"
+        )))
     } else {
         Ok(())
     }

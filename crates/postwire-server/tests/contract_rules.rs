@@ -68,7 +68,10 @@ async fn webhook_ids_outside_the_documented_rule_are_a_documented_400_on_every_o
             let body = (method != "GET" && method != "DELETE").then_some("{}");
             let r = h.send(method, &url, Some(&t), body).await;
             let m = r.messages();
-            assert!(m.iter().any(|m| m.contains("`webhookId`") && m.contains(why)), "{op_id} {id}: {m:?}");
+            assert!(
+                m.iter().any(|m| m.contains("`webhookId`") && m.contains(why)),
+                "{op_id} {id}: {m:?}"
+            );
         }
         // Within the rule, an unknown id is a 404, also when it is 200 multi-byte characters.
         let url = path
@@ -91,7 +94,10 @@ async fn creation_and_the_list_link_to_every_operation_taking_a_webhook_id() {
         ("get", "200", "$response.body#/data/0/id"),
     ] {
         let links = webhooks[op]["responses"][status]["links"].as_object().unwrap();
-        let linked: BTreeSet<String> = links.values().map(|l| l["operationId"].as_str().unwrap().to_owned()).collect();
+        let linked: BTreeSet<String> = links
+            .values()
+            .map(|l| l["operationId"].as_str().unwrap().to_owned())
+            .collect();
         assert_eq!(linked, targets, "{op} {status}");
         for link in links.values() {
             assert_eq!(link["parameters"]["webhookId"], id_at);
@@ -123,7 +129,10 @@ async fn the_lookup_takes_exactly_one_non_empty_post_id_or_external_id() {
         ("?postId=%07", "`postId` must not contain control characters"),
         ("?since=2026-11-22T10:00:00Z", "`postId` or `externalId` is required"),
     ] {
-        let m = h.send("GET", &format!("{lookup}{query}"), Some(&t), None).await.messages();
+        let m = h
+            .send("GET", &format!("{lookup}{query}"), Some(&t), None)
+            .await
+            .messages();
         assert!(m.iter().any(|m| m.contains(expected)), "{query}: {m:?}");
     }
     let long = "p".repeat(201);
@@ -132,7 +141,11 @@ async fn the_lookup_takes_exactly_one_non_empty_post_id_or_external_id() {
         .await
         .messages();
     assert!(m[0].contains("at most 200 characters"), "{m:?}");
-    for query in ["?postId=post_1", "?externalId=launch&limit=5", &format!("?postId={}", "%C3%A9".repeat(200))] {
+    for query in [
+        "?postId=post_1",
+        "?externalId=launch&limit=5",
+        &format!("?postId={}", "%C3%A9".repeat(200)),
+    ] {
         let r = h.send("GET", &format!("{lookup}{query}"), Some(&t), None).await;
         assert_eq!(r.status, 200, "{query}: {}", r.text);
         assert_eq!(r.json["data"], json!([]));
@@ -143,8 +156,13 @@ async fn the_lookup_takes_exactly_one_non_empty_post_id_or_external_id() {
         .as_array()
         .unwrap();
     let q = params.iter().find(|p| p["in"] == "query").unwrap();
-    assert_eq!((q["style"].as_str(), q["explode"].as_bool()), (Some("form"), Some(true)));
-    let branches = doc["components"]["schemas"]["PostLookupQuery"]["oneOf"].as_array().unwrap();
+    assert_eq!(
+        (q["style"].as_str(), q["explode"].as_bool()),
+        (Some("form"), Some(true))
+    );
+    let branches = doc["components"]["schemas"]["PostLookupQuery"]["oneOf"]
+        .as_array()
+        .unwrap();
     let required: BTreeSet<String> = branches
         .iter()
         .map(|b| {
@@ -193,22 +211,42 @@ async fn creation_accepts_a_host_that_does_not_resolve_but_not_one_that_resolves
     let path = "/public/v1/workspaces/ws_a/webhooks";
     // `.invalid` never resolves (RFC 2606): accepted, its deliveries will fail and retry.
     let r = h
-        .json("POST", path, &t, json!({"name": "later", "url": "https://hooks.postwire.invalid/in"}))
+        .json(
+            "POST",
+            path,
+            &t,
+            json!({"name": "later", "url": "https://hooks.postwire.invalid/in"}),
+        )
         .await;
     assert_eq!(r.status, 201, "{}", r.text);
     // `localhost` resolves, only into loopback: refused at creation.
     let m = h
-        .json("POST", path, &t, json!({"name": "local", "url": "https://localhost/in"}))
+        .json(
+            "POST",
+            path,
+            &t,
+            json!({"name": "local", "url": "https://localhost/in"}),
+        )
         .await
         .messages();
     assert!(m[0].contains("loopback"), "{m:?}");
     // Names count characters: 200 accented letters are a valid name.
     let r = h
-        .json("POST", path, &t, json!({"name": "é".repeat(200), "url": "https://hooks.postwire.invalid/2"}))
+        .json(
+            "POST",
+            path,
+            &t,
+            json!({"name": "é".repeat(200), "url": "https://hooks.postwire.invalid/2"}),
+        )
         .await;
     assert_eq!(r.status, 201, "{}", r.text);
     let m = h
-        .json("POST", path, &t, json!({"name": "é".repeat(201), "url": "https://hooks.postwire.invalid/3"}))
+        .json(
+            "POST",
+            path,
+            &t,
+            json!({"name": "é".repeat(201), "url": "https://hooks.postwire.invalid/3"}),
+        )
         .await
         .messages();
     assert!(m[0].contains("at most 200 characters"), "{m:?}");
@@ -235,20 +273,31 @@ async fn the_ingest_document_is_served_behind_the_ingest_token_and_is_the_checke
     assert_eq!(r.json["openapi"], "3.1.0");
     // The public document does not describe the ingest API, and the other way round.
     let public = checked_in("openapi.json");
-    assert!(public["paths"].as_object().unwrap().keys().all(|p| p.starts_with("/public/v1/")));
+    assert!(
+        public["paths"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .all(|p| p.starts_with("/public/v1/"))
+    );
     // Every documented ingest operation is routed (the handler answers, not the fallback
     // 404 or 405) and no other method is.
     let mut routed = 0;
     for (path, item) in r.json["paths"].as_object().unwrap() {
         assert!(path.starts_with("/internal/v1/"), "{path}");
-        let concrete = path.replace("{workspaceId}", "ws_a").replace("{integrationId}", "acc_a1");
+        let concrete = path
+            .replace("{workspaceId}", "ws_a")
+            .replace("{integrationId}", "acc_a1");
         for method in ["GET", "POST", "PUT", "PATCH", "DELETE"] {
             let reply = h.send(method, &concrete, Some(INGEST), Some("{}")).await;
             if item.get(method.to_lowercase()).is_some() {
                 assert_ne!(reply.status, 405, "{method} {path}");
                 assert!(!reply.text.contains("no route for"), "{method} {path}: {}", reply.text);
                 for status in ["401", "5XX"] {
-                    assert!(item[method.to_lowercase()]["responses"][status].is_object(), "{method} {path} {status}");
+                    assert!(
+                        item[method.to_lowercase()]["responses"][status].is_object(),
+                        "{method} {path} {status}"
+                    );
                 }
                 routed += 1;
             } else {

@@ -22,9 +22,8 @@ pub const DEFAULT_PAGE_SIZE: usize = 20;
 /// would also take other spellings of the same numbers (`c_+7`, `c_007`), which the
 /// document does not promise, so they are refused here.
 fn is_cursor(c: &str) -> bool {
-    c.strip_prefix("c_").is_some_and(|n| {
-        (1..=18).contains(&n.len()) && !n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit())
-    })
+    c.strip_prefix("c_")
+        .is_some_and(|n| (1..=18).contains(&n.len()) && !n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Lists the deliveries of a subscription, newest first.

@@ -22,8 +22,7 @@ use crate::schemas::{
 use crate::state::AppState;
 use crate::tokens::Scope;
 use crate::validation::{
-    ApiPath, check_id_param, parse_create, parse_enabled, parse_json, parse_test_message, parse_update,
-    read_body,
+    ApiPath, check_id_param, parse_create, parse_enabled, parse_json, parse_test_message, parse_update, read_body,
 };
 
 /// The `data.message` of a test event when the request gives none.
