@@ -2,9 +2,12 @@
 //!
 //! The operations come from the `#[utoipa::path]` attributes of the handlers that
 //! [`crate::routes`] registers; the shared parts (title, version 1.0.0, bearer security
-//! scheme, tags, error schemas) from [`ApiDoc`]. The document is served at
-//! `GET /public/v1/openapi.json` and checked in as `docs/openapi.json`; a test fails when
-//! the two differ (regenerate with `postwire openapi > docs/openapi.json`).
+//! scheme, tags, error schemas) from [`ApiDoc`]; the rules of the id path parameters and
+//! the links between operations, the same for every operation, from [`complete`]. The
+//! document is served at `GET /public/v1/openapi.json` and checked in as
+//! `docs/openapi.json`; a test fails when the two differ (regenerate with
+//! `postwire openapi > docs/openapi.json`). Schemathesis checks it against the server
+//! in `tests/contract/test.sh`.
 
 use std::sync::OnceLock;
 
