@@ -76,7 +76,8 @@ run() { # name config document-url token not-tested-operation
   local name="$1" config="$2" url="$3" bearer="$4" not_tested="$5" doc="$6"
   step "Schemathesis: $name document, every phase, --checks all"
   local t0; t0=$(date +%s)
-  if ! "$VENV/bin/st" --config-file "$config" run "$url" --checks all --no-color \
+  # A bound in case something hangs: a run takes about half a minute per document.
+  if ! timeout 300 "$VENV/bin/st" --config-file "$config" run "$url" --checks all --no-color \
       -H "Authorization: Bearer $bearer" "${seed_args[@]}" \
       --report vcr --report-vcr-path "$work/$name.yaml"; then
     failed=1
