@@ -129,8 +129,12 @@ fn schemas() -> Value {
             "description": "The error body of every status but 400.",
             "required": ["statusCode", "code", "message"],
             "properties": {
-                "statusCode": { "type": "integer", "description": "The HTTP status, repeated." },
-                "code": { "type": "string", "description": "A stable code, e.g. `unauthorized`." },
+                "statusCode": { "type": "integer", "minimum": 401, "maximum": 599, "description": "The HTTP status, repeated." },
+                "code": {
+                    "type": "string",
+                    "enum": ["unauthorized", "not_found", "method_not_allowed", "unavailable", "internal_error"],
+                    "description": "A stable code.",
+                },
                 "message": { "type": "string", "description": "A sentence for a human." },
             },
         },

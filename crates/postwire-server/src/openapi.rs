@@ -19,7 +19,7 @@ use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::errors::{ErrorBody, ValidationErrorBody, ValidationMessage};
+use crate::errors::{ErrorBody, ErrorCodeName, InvalidRequestCode, ValidationErrorBody, ValidationMessage};
 use crate::schemas::{EventEnvelope, EventTypeName, PostLookupQuery};
 use crate::validation::{ID_PATTERN, MAX_ID_CHARS};
 
@@ -43,7 +43,7 @@ signed with `webhook-id`, `webhook-timestamp` and `webhook-signature`.",
         (name = "Posts", description = "Reconciling missed events."),
         (name = "Meta", description = "This document."),
     ),
-    components(schemas(ErrorBody, ValidationErrorBody, ValidationMessage, EventEnvelope, EventTypeName, PostLookupQuery))
+    components(schemas(ErrorBody, ValidationErrorBody, ValidationMessage, ErrorCodeName, InvalidRequestCode, EventEnvelope, EventTypeName, PostLookupQuery))
 )]
 pub struct ApiDoc;
 
