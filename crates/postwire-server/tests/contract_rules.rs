@@ -209,7 +209,8 @@ async fn creation_accepts_a_host_that_does_not_resolve_but_not_one_that_resolves
     .await;
     let t = h.writer().await;
     let path = "/public/v1/workspaces/ws_a/webhooks";
-    // `.invalid` never resolves (RFC 2606): accepted, its deliveries will fail and retry.
+    // `.invalid` never resolves (RFC 2606): accepted; its deliveries fail with `dns` and
+    // wait for a retry, like those of any unreachable endpoint.
     let r = h
         .json(
             "POST",
@@ -219,6 +220,24 @@ async fn creation_accepts_a_host_that_does_not_resolve_but_not_one_that_resolves
         )
         .await;
     assert_eq!(r.status, 201, "{}", r.text);
+    let base = format!("{path}/{}", r.json["id"].as_str().unwrap());
+    let queued = h.send("POST", &format!("{base}/test"), Some(&t), None).await;
+    assert_eq!(queued.status, 202, "{}", queued.text);
+    let mut delivery = Value::Null;
+    // Up to 20 s: resolving the name may wait for a slow resolver.
+    for _ in 0..1000 {
+        delivery = h.send("GET", &format!("{base}/deliveries"), Some(&t), None).await.json["data"][0].clone();
+        if delivery["attempts"].as_array().is_some_and(|a| !a.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(delivery["attempts"][0]["error"], "dns", "{delivery}");
+    assert_eq!(delivery["state"], "pending", "{delivery}");
+    assert!(
+        delivery["nextAttemptAt"].is_string(),
+        "a retry is scheduled: {delivery}"
+    );
     // `localhost` resolves, only into loopback: refused at creation.
     let m = h
         .json(
