@@ -2,7 +2,7 @@
 # Installs everything postwire's builds and tests need, on a fresh machine or an old one.
 # Idempotent: every step first checks whether its tool is already there at the wanted
 # version. Nothing here downloads from outside the package registries (crates.io, npm,
-# Debian); see ../shared/TOOLCHAIN.md for why each pin is what it is.
+# PyPI, Debian); see ../shared/TOOLCHAIN.md for why each pin is what it is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,6 +24,9 @@ apt_pkgs=()
 command -v chromium >/dev/null 2>&1 || apt_pkgs+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || apt_pkgs+=(chromium-driver)
 command -v wrk >/dev/null 2>&1 || apt_pkgs+=(wrk)
+command -v ip >/dev/null 2>&1 || apt_pkgs+=(iproute2)        # tests/contract: loopback in its namespace
+command -v unshare >/dev/null 2>&1 || apt_pkgs+=(util-linux)
+command -v curl >/dev/null 2>&1 || apt_pkgs+=(curl)
 if [ ${#apt_pkgs[@]} -gt 0 ]; then
   log "apt-get install ${apt_pkgs[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -52,5 +55,15 @@ if [ -f package.json ]; then
     log "npm ci"
     npm ci --no-audit --no-fund
   fi
+fi
+# Schemathesis (tests/contract) in a virtual environment of its own, every package at the
+# exact version tests/contract/requirements.txt gives; rebuilt when that file changes.
+if [ ! -x .venv/bin/st ] || ! cmp -s tests/contract/requirements.txt .venv/postwire-requirements.txt; then
+  log "python venv .venv with tests/contract/requirements.txt (Schemathesis)"
+  rm -rf .venv
+  python3 -m venv .venv
+  .venv/bin/pip install --quiet --disable-pip-version-check --no-deps -r tests/contract/requirements.txt
+  .venv/bin/pip check
+  cp tests/contract/requirements.txt .venv/postwire-requirements.txt
 fi
 log "toolchain ready"

@@ -37,8 +37,8 @@ enum Command {
     /// API tokens: create (shown once), list, revoke.
     #[command(subcommand)]
     Token(commands::token::TokenCommand),
-    /// Print the OpenAPI 3.1 document of the HTTP API.
-    Openapi,
+    /// Print the OpenAPI 3.1 document of the HTTP API (`--ingest`: of the internal ingest API).
+    Openapi(commands::openapi::OpenapiArgs),
     /// Signing secrets.
     #[command(subcommand)]
     Secret(commands::secret::SecretCommand),
@@ -57,7 +57,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => commands::demo::run(args),
         Command::Serve(args) => commands::serve::run(args),
         Command::Token(cmd) => commands::token::run(cmd),
-        Command::Openapi => commands::openapi::run(),
+        Command::Openapi(args) => commands::openapi::run(args),
         Command::Secret(cmd) => commands::secret::run(cmd),
         Command::Sign(args) => commands::sign::run(args),
         Command::Verify(args) => commands::verify::run(args),

@@ -17,9 +17,10 @@ use postwire_core::{
 
 use crate::error::{SenderError, Violations};
 
-/// Longest identifier (workspace, post, account, subscription) accepted, in bytes.
+/// Longest identifier (workspace, post, account, subscription) accepted, in characters
+/// (Unicode scalar values, what JSON Schema's `maxLength` counts in the API documents).
 pub const MAX_ID_LEN: usize = 200;
-/// Longest free text (names, messages) accepted, in bytes.
+/// Longest free text (names, messages) accepted, in characters.
 pub const MAX_TEXT_LEN: usize = 4096;
 
 /// The host's record of a post, as it has it. It may carry the content; events never do.
@@ -206,16 +207,16 @@ pub fn summarize(post: &PostRecord) -> PostSummary {
 pub(crate) fn check_id(v: &mut Violations, field: &str, id: &str) {
     if id.is_empty() {
         v.push(format!("`{field}` must not be empty"));
-    } else if id.len() > MAX_ID_LEN {
-        v.push(format!("`{field}` must be at most {MAX_ID_LEN} bytes"));
+    } else if id.chars().count() > MAX_ID_LEN {
+        v.push(format!("`{field}` must be at most {MAX_ID_LEN} characters"));
     } else if id.chars().any(|c| c.is_control()) {
         v.push(format!("`{field}` must not contain control characters"));
     }
 }
 
 pub(crate) fn check_text(v: &mut Violations, field: &str, text: &str) {
-    if text.len() > MAX_TEXT_LEN {
-        v.push(format!("`{field}` must be at most {MAX_TEXT_LEN} bytes"));
+    if text.chars().count() > MAX_TEXT_LEN {
+        v.push(format!("`{field}` must be at most {MAX_TEXT_LEN} characters"));
     }
 }
 

@@ -26,7 +26,7 @@ pub struct Workspace {
 pub struct NewSubscription {
     /// The workspace it belongs to; must be registered.
     pub workspace_id: String,
-    /// Label (1 to 200 bytes).
+    /// Label (1 to 200 characters).
     pub name: String,
     /// Public `https` endpoint.
     pub url: String,
@@ -306,11 +306,13 @@ impl FromStr for DeliveryCursor {
     /// use postwire_sender::DeliveryCursor;
     /// assert!("c_42".parse::<DeliveryCursor>().is_ok());
     /// assert_eq!("42".parse::<DeliveryCursor>().unwrap_err().code().as_str(), "invalid_request");
+    /// assert!("c_+42".parse::<DeliveryCursor>().is_err() && "c_042".parse::<DeliveryCursor>().is_err());
     /// ```
+    /// The form the API documents: `^c_[1-9][0-9]{0,17}$` (no sign, no leading zero).
     fn from_str(s: &str) -> Result<Self, SenderError> {
         s.strip_prefix("c_")
+            .filter(|n| (1..=18).contains(&n.len()) && !n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit()))
             .and_then(|n| n.parse::<i64>().ok())
-            .filter(|n| *n > 0)
             .map(DeliveryCursor)
             .ok_or_else(|| SenderError::invalid("`cursor` is not a cursor returned by this endpoint"))
     }

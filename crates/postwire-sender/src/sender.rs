@@ -26,7 +26,7 @@ use crate::ssrf::{Blocked, resolve_checked};
 use crate::store::sqlite::SqliteStore;
 use crate::store::{DeliveryCounts, Store};
 
-/// Longest subscription name, in bytes.
+/// Longest subscription name, in characters.
 pub const MAX_NAME_LEN: usize = 200;
 /// Most account ids in one subscription's restriction.
 pub const MAX_INTEGRATION_IDS: usize = 100;
@@ -260,6 +260,11 @@ impl Sender {
     // ----- subscriptions --------------------------------------------------------------
 
     /// Checks a URL: form and scheme, then every address its host resolves to.
+    ///
+    /// A host name that does not resolve now is accepted: DNS may be down for a minute
+    /// and is not the client's fault. Its deliveries then fail (`dns`) and retry like
+    /// any unreachable endpoint; the address check runs again on every attempt. A name
+    /// that resolves only into refused ranges is still rejected here.
     async fn check_url(&self, v: &mut Violations, url: &str) {
         let policy = self.inner.config.address_policy;
         match policy.check_url(url) {
@@ -267,8 +272,7 @@ impl Sender {
             Ok(parsed) => {
                 if let Some(url::Host::Domain(host)) = parsed.host() {
                     match resolve_checked(policy, host).await {
-                        Ok(_) => {}
-                        Err(Blocked::Unresolvable) => v.push("`url`: the host name could not be resolved".to_owned()),
+                        Ok(_) | Err(Blocked::Unresolvable) => {}
                         Err(e) => v.push(format!("`url`: {e}")),
                     }
                 }
@@ -279,8 +283,9 @@ impl Sender {
     fn check_name(v: &mut Violations, name: &str) {
         if name.trim().is_empty() {
             v.push("`name` must not be empty");
-        } else if name.len() > MAX_NAME_LEN {
-            v.push(format!("`name` must be at most {MAX_NAME_LEN} bytes"));
+        } else if name.chars().count() > MAX_NAME_LEN {
+            // Characters, as JSON Schema's `maxLength` counts them in the API's document.
+            v.push(format!("`name` must be at most {MAX_NAME_LEN} characters"));
         } else if name.chars().any(char::is_control) {
             v.push("`name` must not contain control characters");
         }

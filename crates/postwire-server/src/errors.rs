@@ -65,10 +65,10 @@ pub enum ApiError {
 #[serde(rename_all = "camelCase")]
 pub struct ErrorBody {
     /// The HTTP status, repeated.
-    #[schema(example = 401)]
+    #[schema(example = 401, minimum = 401, maximum = 599)]
     pub status_code: u16,
     /// A stable code, e.g. `unauthorized`.
-    #[schema(example = "unauthorized")]
+    #[schema(value_type = ErrorCodeName, example = "unauthorized")]
     pub code: String,
     /// A sentence for a human.
     #[schema(example = "a bearer token is required: Authorization: Bearer <API_TOKEN>")]
@@ -103,11 +103,42 @@ pub struct ValidationErrorBody {
     /// One violation, or several.
     pub message: ValidationMessage,
     /// Always `invalid_request`.
-    #[schema(example = "invalid_request")]
+    #[schema(value_type = InvalidRequestCode, example = "invalid_request")]
     pub code: String,
     /// Always 400.
-    #[schema(example = 400)]
+    #[schema(example = 400, minimum = 400, maximum = 400)]
     pub status_code: u16,
+}
+
+/// The stable codes of [`ErrorBody`], one per [`ApiError`] variant but `Invalid` (whose
+/// body is a [`ValidationErrorBody`]). Documents them; [`ApiError::code`] writes them.
+#[derive(Debug, Clone, Copy, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCodeName {
+    /// 401: no bearer token, or one that is unknown or revoked.
+    Unauthorized,
+    /// 403: the token lacks the operation's scope.
+    InsufficientScope,
+    /// 403: the workspace is outside the token's selection.
+    Forbidden,
+    /// 404: no such workspace, subscription or route.
+    NotFound,
+    /// 405: known path, other method.
+    MethodNotAllowed,
+    /// 429: the hourly limit.
+    RateLimited,
+    /// 503: shutting down.
+    Unavailable,
+    /// 500: a failure on the server's side.
+    InternalError,
+}
+
+/// The one code of a [`ValidationErrorBody`].
+#[derive(Debug, Clone, Copy, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InvalidRequestCode {
+    /// 400: validation failed.
+    InvalidRequest,
 }
 
 /// `message` of a validation error: one string, or an array when several rules failed.
@@ -246,3 +277,46 @@ impl IntoResponse for ApiError {
 
 /// What every handler returns.
 pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_sent_is_a_documented_one() {
+        let documented: Vec<String> = [
+            ErrorCodeName::Unauthorized,
+            ErrorCodeName::InsufficientScope,
+            ErrorCodeName::Forbidden,
+            ErrorCodeName::NotFound,
+            ErrorCodeName::MethodNotAllowed,
+            ErrorCodeName::RateLimited,
+            ErrorCodeName::Unavailable,
+            ErrorCodeName::InternalError,
+        ]
+        .iter()
+        .map(|c| serde_json::to_value(c).unwrap().as_str().unwrap().to_owned())
+        .collect();
+        let errors = [
+            ApiError::Unauthorized("x"),
+            ApiError::InsufficientScope(Scope::WebhooksRead),
+            ApiError::Forbidden("ws".into()),
+            ApiError::NotFound("x".into()),
+            ApiError::MethodNotAllowed,
+            ApiError::RateLimited {
+                limit: 1,
+                retry_after_secs: 1,
+            },
+            ApiError::Unavailable,
+            ApiError::Internal("x".into()),
+        ];
+        for e in &errors {
+            assert!(documented.iter().any(|d| d == e.code()), "{} is documented", e.code());
+        }
+        assert_eq!(errors.len(), documented.len());
+        assert_eq!(
+            serde_json::to_value(InvalidRequestCode::InvalidRequest).unwrap(),
+            ApiError::invalid("x").code()
+        );
+    }
+}

@@ -1,8 +1,9 @@
 //! The internal ingest API: how the rest of the platform tells the sender about
 //! workspaces, connected accounts, and post and account changes.
 //!
-//! It lives under `/internal/v1`, apart from the public API: it is not in the OpenAPI
-//! document, API tokens do not work on it, and it has its own single bearer token
+//! It lives under `/internal/v1`, apart from the public API: it has its own OpenAPI
+//! document ([`crate::ingest_openapi`], served behind the ingest token at
+//! `GET /internal/v1/openapi.json`), API tokens do not work on it, and it has its own single bearer token
 //! (`POSTWIRE_INGEST_TOKEN`), compared by hash in constant time. It should be reachable
 //! only from inside the platform's network. Embedding hosts can skip HTTP and call
 //! [`postwire_sender::Sender::publish`] directly.
@@ -32,7 +33,7 @@ use axum::extract::{Request, State};
 use axum::http::HeaderMap;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{post, put};
+use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use postwire_core::{Actor, DisconnectReason, EventError, Integration, PostState, Timestamp};
 use postwire_sender::idempotency::Idempotent;
@@ -108,6 +109,7 @@ pub fn router(state: AppState) -> Router<AppState> {
             put(put_integration),
         )
         .route("/internal/v1/events", post(post_events))
+        .route("/internal/v1/openapi.json", get(crate::ingest_openapi::serve))
         .route_layer(middleware::from_fn_with_state(state, require_ingest_token))
 }
 

@@ -20,7 +20,7 @@
 //! One concept per module: [`auth`] (bearer tokens on requests), [`tokens`] (the token
 //! table), [`errors`] (the spec's error bodies), [`validation`] (shape checks),
 //! [`rate_limit`], [`routes`] (the handlers), [`schemas`] (JSON shapes), [`openapi`],
-//! [`ingest`] (the internal API), [`server`] (start and graceful stop), and for demos
+//! [`ingest`] (the internal API) and [`ingest_openapi`] (its own document), [`server`] (start and graceful stop), and for demos
 //! and tests [`receiver`] (a verifying receiver) and [`clock`] (a fast clock).
 //! The full API description is in `docs/api.md` and `docs/openapi.json`.
 
@@ -33,6 +33,7 @@ pub mod db;
 pub mod errors;
 pub mod idempotency;
 pub mod ingest;
+pub mod ingest_openapi;
 pub mod openapi;
 pub mod rate_limit;
 pub mod receiver;

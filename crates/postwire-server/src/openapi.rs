@@ -2,17 +2,26 @@
 //!
 //! The operations come from the `#[utoipa::path]` attributes of the handlers that
 //! [`crate::routes`] registers; the shared parts (title, version 1.0.0, bearer security
-//! scheme, tags, error schemas) from [`ApiDoc`]. The document is served at
-//! `GET /public/v1/openapi.json` and checked in as `docs/openapi.json`; a test fails when
-//! the two differ (regenerate with `postwire openapi > docs/openapi.json`).
+//! scheme, tags, error schemas) from [`ApiDoc`]; the rules of the id path parameters and
+//! the links between operations, the same for every operation, from [`complete`]. The
+//! document is served at `GET /public/v1/openapi.json` and checked in as
+//! `docs/openapi.json`; a test fails when the two differ (regenerate with
+//! `postwire openapi > docs/openapi.json`). Schemathesis checks it against the server
+//! in `tests/contract/test.sh`.
 
 use std::sync::OnceLock;
 
+use utoipa::openapi::RefOr;
+use utoipa::openapi::extensions::Extensions;
+use utoipa::openapi::link::{Link, LinkBuilder};
+use utoipa::openapi::path::{Operation, ParameterIn, PathItem};
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::errors::{ErrorBody, ValidationErrorBody, ValidationMessage};
-use crate::schemas::{EventEnvelope, EventTypeName};
+use crate::errors::{ErrorBody, ErrorCodeName, InvalidRequestCode, ValidationErrorBody, ValidationMessage};
+use crate::schemas::{EventEnvelope, EventTypeName, PostLookupQuery};
+use crate::validation::{ID_PATTERN, MAX_ID_CHARS};
 
 /// The document's fixed parts.
 #[derive(OpenApi)]
@@ -34,7 +43,7 @@ signed with `webhook-id`, `webhook-timestamp` and `webhook-signature`.",
         (name = "Posts", description = "Reconciling missed events."),
         (name = "Meta", description = "This document."),
     ),
-    components(schemas(ErrorBody, ValidationErrorBody, ValidationMessage, EventEnvelope, EventTypeName))
+    components(schemas(ErrorBody, ValidationErrorBody, ValidationMessage, ErrorCodeName, InvalidRequestCode, EventEnvelope, EventTypeName, PostLookupQuery))
 )]
 pub struct ApiDoc;
 
@@ -59,12 +68,134 @@ impl Modify for BearerSecurity {
     }
 }
 
-/// The full document: fixed parts plus every registered public route.
+/// The full document: fixed parts plus every registered public route, with the id
+/// parameters' rules and the links between operations added by [`complete`].
 pub fn document() -> utoipa::openapi::OpenApi {
-    utoipa_axum::router::OpenApiRouter::<crate::state::AppState>::with_openapi(ApiDoc::openapi())
+    let mut doc = utoipa_axum::router::OpenApiRouter::<crate::state::AppState>::with_openapi(ApiDoc::openapi())
         .merge(crate::routes::authenticated_routes())
         .merge(crate::routes::open_routes())
-        .into_openapi()
+        .into_openapi();
+    complete(&mut doc);
+    doc
+}
+
+/// Every operation of a path item, mutably.
+fn operations_mut(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.delete,
+        &mut item.options,
+        &mut item.head,
+        &mut item.patch,
+        &mut item.trace,
+    ]
+    .into_iter()
+    .flatten()
+}
+
+/// The schema of the `workspaceId` and `webhookId` path parameters: the rule
+/// [`crate::validation::check_id_param`] enforces.
+fn id_schema() -> Schema {
+    Schema::Object(
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .min_length(Some(1))
+            .max_length(Some(MAX_ID_CHARS))
+            .pattern(Some(ID_PATTERN))
+            .build(),
+    )
+}
+
+/// A link to the operation `target`, passing the path's `workspaceId` and the
+/// subscription id found at `id_at` in the response.
+fn link(target: &str, id_at: &str, which: &str) -> Link {
+    LinkBuilder::new()
+        .parameter("workspaceId", "$request.path.workspaceId")
+        .parameter("webhookId", id_at)
+        .description(format!("`{target}` on {which}."))
+        .extensions(Some(operation_id_extension(target)))
+        .build()
+}
+
+/// Adds what the handlers' attributes cannot say once for all operations:
+///
+/// * the rule of the id path parameters (`workspaceId`, `webhookId`), the same on every
+///   operation, enforced by [`crate::validation::check_id_param`] for `webhookId`; a
+///   `workspaceId` outside the token's selection is answered 403 whatever its form;
+/// * OpenAPI `links` from the creation response (`201`, the new subscription's `id`)
+///   and from the list (`200`, the first subscription's `id`) to every operation that
+///   takes a `webhookId`, so clients and tools (Schemathesis' stateful phase) can chain
+///   "create, then read / update / pause / test / rotate / list deliveries / delete";
+///   and from the workspace list (`200`, the first workspace's `id`) to the operations
+///   that take only a `workspaceId` (create, list, post look-up).
+pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
+    let (mut takes_webhook_id, mut takes_workspace_id) = (Vec::new(), Vec::new());
+    for item in doc.paths.paths.values_mut() {
+        for op in operations_mut(item) {
+            let (mut has_workspace_id, mut has_webhook_id) = (false, false);
+            for param in op.parameters.iter_mut().flatten() {
+                if param.parameter_in == ParameterIn::Path
+                    && ["workspaceId", "webhookId"].contains(&param.name.as_str())
+                {
+                    param.schema = Some(RefOr::T(id_schema()));
+                    has_workspace_id |= param.name == "workspaceId";
+                    has_webhook_id |= param.name == "webhookId";
+                }
+            }
+            let Some(id) = &op.operation_id else { continue };
+            if has_webhook_id {
+                takes_webhook_id.push(id.clone());
+            } else if has_workspace_id {
+                takes_workspace_id.push(id.clone());
+            }
+        }
+    }
+    for item in doc.paths.paths.values_mut() {
+        for op in operations_mut(item) {
+            let (status, targets, id_at, which) = match op.operation_id.as_deref() {
+                Some("createWebhook") => ("201", &takes_webhook_id, "$response.body#/id", "the new subscription"),
+                Some("listWebhooks") => (
+                    "200",
+                    &takes_webhook_id,
+                    "$response.body#/data/0/id",
+                    "the first subscription listed",
+                ),
+                Some("listWorkspaces") => ("200", &takes_workspace_id, "", "the first workspace listed"),
+                _ => continue,
+            };
+            let Some(RefOr::T(response)) = op.responses.responses.get_mut(status) else {
+                continue;
+            };
+            for target in targets {
+                let link = if id_at.is_empty() {
+                    workspace_link(target, which)
+                } else {
+                    link(target, id_at, which)
+                };
+                response.links.insert(target.clone(), RefOr::T(link));
+            }
+        }
+    }
+}
+
+/// A link to the operation `target` with the `id` of the first workspace listed.
+fn workspace_link(target: &str, which: &str) -> Link {
+    LinkBuilder::new()
+        .parameter("workspaceId", "$response.body#/data/0/id")
+        .description(format!("`{target}` in {which}."))
+        .extensions(Some(operation_id_extension(target)))
+        .build()
+}
+
+/// `{"operationId": target}`, as an extension: utoipa 5.5 serializes
+/// [`Link::operation_id`](utoipa::openapi::link::Link) as `operation_id`, a name OpenAPI
+/// does not know, while extensions are flattened into the link object as they are.
+fn operation_id_extension(target: &str) -> Extensions {
+    let mut extension = Extensions::default();
+    extension.insert("operationId".to_owned(), target.into());
+    extension
 }
 
 /// The document as pretty JSON with a final newline, exactly as in `docs/openapi.json`.

@@ -158,15 +158,34 @@ pub enum CreatedByKindName {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateWebhookRequest {
-    /// Label of the subscription (1 to 200 bytes).
-    #[schema(example = "production")]
+    /// Label of the subscription: 1 to 200 characters, not only white space, no control
+    /// character.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$",
+        example = "production"
+    )]
     pub name: String,
-    /// Public HTTPS endpoint that receives signed events.
-    #[schema(example = "https://hooks.example.com/postwire")]
+    /// Public HTTPS endpoint that receives signed events, at most 2048 bytes, without a
+    /// user name or password. Refused: a host that is an address in, or a name that
+    /// resolves only into, a private, loopback, link-local or other non-public range. A
+    /// name that does not resolve at the moment is accepted (its deliveries fail and
+    /// retry until it does).
+    #[schema(
+        format = "uri",
+        max_length = 2048,
+        pattern = "^[Hh][Tt][Tt][Pp][Ss]://",
+        example = "https://hooks.example.com/postwire"
+    )]
     pub url: String,
-    /// Event types to receive. Omitted, null or `[]` means every type.
+    /// Event types to receive. Omitted, null or `[]` means every type; duplicates are
+    /// removed.
+    #[schema(example = json!(["post.published", "post.failed"]))]
     pub events: Option<Vec<EventTypeName>>,
-    /// Connected account ids of the workspace to limit to. Omitted means all accounts.
+    /// Connected account ids of the workspace to limit to (at most 100; each must be an
+    /// account of this workspace). Omitted, null or `[]` means all accounts.
+    #[schema(max_items = 100)]
     pub integration_ids: Option<Vec<String>>,
 }
 
@@ -175,13 +194,28 @@ pub struct CreateWebhookRequest {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateWebhookRequest {
-    /// New label.
+    /// New label (rules of creation).
+    #[schema(
+        nullable = false,
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$",
+        example = "production"
+    )]
     pub name: Option<String>,
     /// New endpoint (checked like at creation).
+    #[schema(
+        nullable = false,
+        format = "uri",
+        max_length = 2048,
+        pattern = "^[Hh][Tt][Tt][Pp][Ss]://"
+    )]
     pub url: Option<String>,
     /// New event types (`[]` for all).
+    #[schema(nullable = false, example = json!(["post.published"]))]
     pub events: Option<Vec<EventTypeName>>,
-    /// New account restriction (`[]` for all).
+    /// New account restriction (`[]` for all; at most 100).
+    #[schema(nullable = false, max_items = 100)]
     pub integration_ids: Option<Vec<String>>,
 }
 
@@ -198,7 +232,9 @@ pub struct SetEnabledRequest {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendTestRequest {
-    /// Text carried in `data.message` (default: a fixed greeting).
+    /// Text carried in `data.message`, at most 4096 characters (default: a fixed
+    /// greeting).
+    #[schema(max_length = 4096, example = "Hello from the API")]
     pub message: Option<String>,
 }
 
@@ -384,6 +420,60 @@ pub struct EventEnvelope {
     /// `post.deleted`), `integration` (+ `reason`), or `message`.
     #[schema(value_type = Object)]
     pub data: serde_json::Value,
+}
+
+/// The query of `GET …/posts/lookup`: a post by its `postId`, or by the client's
+/// `externalId`, never both, and optionally `since` and `limit`. Documented as one
+/// `form`-style, exploded query parameter, so the either-or rule is in the schema; on
+/// the wire these are plain `?postId=…&since=…` parameters. An empty value is refused
+/// (400), not taken as absent. This type only describes the query; the handler reads
+/// it with [`crate::validation::QueryParams`].
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum PostLookupQuery {
+    /// By post id.
+    ByPostId(LookupByPostId),
+    /// By the client's external id.
+    ByExternalId(LookupByExternalId),
+}
+
+/// Look a post up by its id.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LookupByPostId {
+    /// The post id: 1 to 200 characters, no control character.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]+$",
+        example = "post_1"
+    )]
+    pub post_id: String,
+    /// RFC 3339 time; only events created at or after it.
+    #[serde(default)]
+    #[schema(format = DateTime, example = "2026-11-22T10:00:00Z")]
+    pub since: String,
+    /// Most events returned, 1 to 100 (default 100).
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 100, example = 20)]
+    pub limit: u32,
+}
+
+/// Look posts up by the client-supplied reference they were published with.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LookupByExternalId {
+    /// The client's own reference of the post (non-empty).
+    #[schema(min_length = 1, example = "launch")]
+    pub external_id: String,
+    /// RFC 3339 time; only events created at or after it.
+    #[serde(default)]
+    #[schema(format = DateTime, example = "2026-11-22T10:00:00Z")]
+    pub since: String,
+    /// Most events returned, 1 to 100 (default 100).
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 100, example = 20)]
+    pub limit: u32,
 }
 
 /// The events about a post, newest first, to reconcile events a receiver missed.

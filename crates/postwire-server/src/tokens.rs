@@ -185,12 +185,12 @@ impl TokenStore {
         if new
             .workspaces
             .iter()
-            .any(|w| w.is_empty() || w.len() > 200 || w.chars().any(char::is_control))
+            .any(|w| crate::validation::check_id_param("workspace", w).is_err())
         {
-            problems.push("workspace ids must be 1 to 200 bytes without control characters".to_owned());
+            problems.push("workspace ids must be 1 to 200 characters without control characters".to_owned());
         }
-        if new.name.len() > 200 || new.name.chars().any(char::is_control) {
-            problems.push("the name must be at most 200 bytes without control characters".to_owned());
+        if new.name.chars().count() > 200 || new.name.chars().any(char::is_control) {
+            problems.push("the name must be at most 200 characters without control characters".to_owned());
         }
         if !problems.is_empty() {
             return Err(ApiError::Invalid(problems));

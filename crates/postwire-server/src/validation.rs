@@ -250,9 +250,10 @@ pub fn parse_enabled(body: Option<&Value>) -> ApiResult<bool> {
     }
 }
 
-/// Checks the optional body of `POST …/test`: `{"message": "…"}` or nothing.
+/// Checks the optional body of `POST …/test`: `{"message": "…"}`, or nothing (an empty
+/// body or `null`).
 pub fn parse_test_message(body: Option<&Value>) -> ApiResult<Option<String>> {
-    if body.is_none() {
+    if body.is_none_or(Value::is_null) {
         return Ok(None);
     }
     let mut problems = Vec::new();
@@ -302,6 +303,35 @@ impl QueryParams {
                 ))),
             },
         }
+    }
+}
+
+/// Longest id accepted in a path or query parameter (`webhookId`, `postId`), in
+/// characters: the document's `maxLength` (JSON Schema counts characters, and so does
+/// the sender).
+pub const MAX_ID_CHARS: usize = postwire_sender::events::MAX_ID_LEN;
+
+/// The documented pattern of ids in paths and queries: no control character (Unicode
+/// category `Cc`, what [`char::is_control`] tests), the sender's own rule.
+pub const ID_PATTERN: &str = "^[^\\x00-\\x1f\\x7f-\\x9f]+$";
+
+/// Checks an id given as the path or query parameter `name` against the documented
+/// rule: 1 to [`MAX_ID_CHARS`] characters, none of them a control character. Anything
+/// else is a 400 that names the parameter, so the document and the server agree.
+pub fn check_id_param(name: &str, value: &str) -> ApiResult<()> {
+    let count = value.chars().count();
+    if count == 0 {
+        Err(ApiError::invalid(format!("`{name}` must not be empty")))
+    } else if count > MAX_ID_CHARS {
+        Err(ApiError::invalid(format!(
+            "`{name}` must be at most {MAX_ID_CHARS} characters"
+        )))
+    } else if value.chars().any(char::is_control) {
+        Err(ApiError::invalid(format!(
+            "`{name}` must not contain control characters"
+        )))
+    } else {
+        Ok(())
     }
 }
 

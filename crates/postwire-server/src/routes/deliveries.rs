@@ -28,11 +28,11 @@ pub const DEFAULT_PAGE_SIZE: usize = 20;
         ("workspaceId" = String, Path, description = "Workspace id."),
         ("webhookId" = String, Path, description = "Subscription id."),
         ("limit" = Option<u32>, Query, description = "Page size, 1 to 100 (default 20).", minimum = 1, maximum = 100),
-        ("cursor" = Option<String>, Query, description = "`nextCursor` of the previous page."),
+        ("cursor" = Option<String>, Query, description = "`nextCursor` of the previous page.", pattern = "^c_[1-9][0-9]{0,17}$", example = "c_42"),
     ),
     responses(
         (status = 200, description = "A page of deliveries.", body = DeliveryList),
-        (status = 400, description = "`invalid_request`: bad `limit` or `cursor`, or an unknown parameter.", body = ValidationErrorBody),
+        (status = 400, description = "`invalid_request`: bad `limit` or `cursor`, an unknown or repeated parameter, or an invalid `webhookId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:read`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),

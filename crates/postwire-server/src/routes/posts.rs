@@ -3,7 +3,8 @@
 //! database) can reconcile.
 //!
 //! Look a post up by `postId`, or by the client's own `externalId` (stored with each
-//! event, in the event's own transaction); `since` keeps only
+//! event, in the event's own transaction), never both and never an empty value: the
+//! either-or rule is in the document ([`PostLookupQuery`]); `since` keeps only
 //! events created at or after a time. Events come newest first, exactly as delivered,
 //! so the receiver can feed them to the same handler (de-duplicating by `id`).
 
@@ -15,10 +16,10 @@ use postwire_sender::MAX_PAGE_SIZE;
 
 use crate::auth::Caller;
 use crate::errors::{ApiError, ApiResult, CommonErrors, ErrorBody, ValidationErrorBody};
-use crate::schemas::PostLookup;
+use crate::schemas::{PostLookup, PostLookupQuery};
 use crate::state::AppState;
 use crate::tokens::Scope;
-use crate::validation::{ApiPath, QueryParams};
+use crate::validation::{ApiPath, QueryParams, check_id_param};
 
 /// Most posts one external id resolves to.
 pub const MAX_POSTS_PER_EXTERNAL_ID: usize = 20;
@@ -31,14 +32,12 @@ pub const MAX_POSTS_PER_EXTERNAL_ID: usize = 20;
     operation_id = "lookupPostEvents",
     params(
         ("workspaceId" = String, Path, description = "Workspace id."),
-        ("postId" = Option<String>, Query, description = "The post id. Exactly one of `postId` and `externalId`."),
-        ("externalId" = Option<String>, Query, description = "The client-supplied reference of the post."),
-        ("since" = Option<String>, Query, description = "RFC 3339 time; only events created at or after it.", format = DateTime),
-        ("limit" = Option<u32>, Query, description = "Most events returned, 1 to 100 (default 100).", minimum = 1, maximum = 100),
+        ("lookup" = PostLookupQuery, Query, style = Form, explode,
+            description = "Exactly one of `postId` and `externalId`, optionally `since` and `limit`, as plain query parameters (`?postId=post_1&limit=20`). An empty value is refused, not taken as absent."),
     ),
     responses(
         (status = 200, description = "The post's events, newest first. An unknown post gives an empty list.", body = PostLookup),
-        (status = 400, description = "`invalid_request`: neither or both of `postId` and `externalId`, a bad `since` or `limit`, or an unknown parameter.", body = ValidationErrorBody),
+        (status = 400, description = "`invalid_request`: neither or both of `postId` and `externalId`, an empty value, a `postId` over 200 characters or with a control character, a bad `since` or `limit`, or an unknown or repeated parameter.", body = ValidationErrorBody),
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:read`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace (`not_found`).", body = ErrorBody),
@@ -63,15 +62,19 @@ pub async fn lookup_post_events(
         ),
     };
     let post_ids = match (query.get("postId"), query.get("externalId")) {
-        (Some(p), None) if !p.is_empty() => vec![p.to_owned()],
-        (None, Some(e)) if !e.is_empty() => {
+        (Some(_), Some(_)) => return Err(ApiError::invalid("give either `postId` or `externalId`, not both")),
+        (None, None) => return Err(ApiError::invalid("`postId` or `externalId` is required")),
+        (Some(p), None) => {
+            check_id_param("postId", p)?;
+            vec![p.to_owned()]
+        }
+        (None, Some("")) => return Err(ApiError::invalid("`externalId` must not be empty")),
+        (None, Some(e)) => {
             state
                 .sender
                 .posts_with_external_id(&workspace_id, e, MAX_POSTS_PER_EXTERNAL_ID)
                 .await?
         }
-        (Some(_), Some(_)) => return Err(ApiError::invalid("give either `postId` or `externalId`, not both")),
-        _ => return Err(ApiError::invalid("`postId` or `externalId` is required")),
     };
     let mut events = Vec::new();
     for post_id in &post_ids {

@@ -24,14 +24,17 @@ use crate::schemas::{
 use crate::state::AppState;
 use crate::tokens::Scope;
 use crate::validation::{
-    ApiPath, parse_create, parse_enabled, parse_json, parse_test_message, parse_update, read_body,
+    ApiPath, check_id_param, parse_create, parse_enabled, parse_json, parse_test_message, parse_update, read_body,
 };
 
 /// The `data.message` of a test event when the request gives none.
 pub const DEFAULT_TEST_MESSAGE: &str = "This is a test event from postwire.";
 
-/// The subscription `id` of `workspace_id`, or `not_found`.
+/// The subscription `id` of `workspace_id`: 400 `invalid_request` when `id` breaks the
+/// documented rule of `webhookId` ([`check_id_param`]), `not_found` when there is no
+/// such subscription in that workspace.
 pub(crate) async fn load(state: &AppState, workspace_id: &str, id: &str) -> ApiResult<SubscriptionRecord> {
+    check_id_param("webhookId", id)?;
     let record = state.sender.subscription(id).await?;
     if record.workspace_id != workspace_id {
         let shown: String = id.chars().take(64).collect();
@@ -48,7 +51,7 @@ pub(crate) async fn load(state: &AppState, workspace_id: &str, id: &str) -> ApiR
     operation_id = "createWebhook",
     params(
         ("workspaceId" = String, Path, description = "A workspace id from `GET /public/v1/workspaces`."),
-        ("Idempotency-Key" = Option<String>, Header, description = "1 to 255 visible ASCII characters. The same key with the same body (byte for byte) within 24 h returns the first response (status and body, the same secret) without creating another subscription; keys are per token."),
+        ("Idempotency-Key" = Option<String>, Header, description = "1 to 255 visible ASCII characters. The same key with the same body (byte for byte) within 24 h returns the first response (status and body, the same secret) without creating another subscription; keys are per token.", min_length = 1, max_length = 255, pattern = "^[!-~]+$"),
     ),
     request_body(content = CreateWebhookRequest, content_type = "application/json"),
     responses(
@@ -135,6 +138,7 @@ pub async fn list_webhooks(
     params(("workspaceId" = String, Path, description = "Workspace id."), ("webhookId" = String, Path, description = "Subscription id.")),
     responses(
         (status = 200, description = "The subscription.", body = WebhookSubscription),
+        (status = 400, description = "`invalid_request`: invalid `webhookId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:read`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
@@ -162,7 +166,7 @@ pub async fn get_webhook(
     request_body(content = UpdateWebhookRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The updated subscription.", body = WebhookSubscription),
-        (status = 400, description = "Validation failed (`invalid_request`), with the same rules as creation.", body = ValidationErrorBody),
+        (status = 400, description = "Validation failed (`invalid_request`), with the same rules as creation (`null` is refused), or an invalid `webhookId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
@@ -194,6 +198,7 @@ pub async fn update_webhook(
     params(("workspaceId" = String, Path, description = "Workspace id."), ("webhookId" = String, Path, description = "Subscription id.")),
     responses(
         (status = 204, description = "Deleted."),
+        (status = 400, description = "`invalid_request`: invalid `webhookId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
@@ -226,7 +231,7 @@ pub async fn delete_webhook(
     request_body(content = SetEnabledRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The subscription after the change.", body = WebhookSubscription),
-        (status = 400, description = "`invalid_request`: the body is not `{\"enabled\": boolean}`.", body = ValidationErrorBody),
+        (status = 400, description = "`invalid_request`: the body is not `{\"enabled\": boolean}`, or an invalid `webhookId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
@@ -260,7 +265,7 @@ pub async fn set_webhook_enabled(
     request_body(content = Option<SendTestRequest>, content_type = "application/json", description = "Optional."),
     responses(
         (status = 202, description = "The test event is queued for delivery.", body = TestEventQueued),
-        (status = 400, description = "`invalid_request`.", body = ValidationErrorBody),
+        (status = 400, description = "`invalid_request`: the body is not `{\"message\": string}` (or empty, or `null`), the message is over 4096 characters, or an invalid `webhookId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
@@ -313,6 +318,7 @@ pub async fn send_test_event(
     params(("workspaceId" = String, Path, description = "Workspace id."), ("webhookId" = String, Path, description = "Subscription id.")),
     responses(
         (status = 200, description = "The new secret, shown this once.", body = RotatedSecret),
+        (status = 400, description = "`invalid_request`: invalid `webhookId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),

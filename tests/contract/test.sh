@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The API's contract, checked by a tool that did not write it: Schemathesis (pinned in
+# tests/contract/requirements.txt, installed into .venv by scripts/setup.sh) runs every
+# phase (examples, coverage, fuzzing, stateful) with every check against a fresh
+# `postwire serve` that has a workspace, an account and a token, once for the public
+# document (GET /public/v1/openapi.json) and once for the internal ingest document
+# (GET /internal/v1/openapi.json, behind the ingest token). It passes with 0 failures
+# and 0 warnings, and only when the stateful phase got a 2xx from every operation
+# (tests/contract/reached.py reads that from the run's cassette). About a minute.
+#
+# Everything runs in a network namespace of its own with only a loopback interface, so
+# the deliveries of the subscriptions Schemathesis creates (to generated host names and
+# addresses) can reach nothing outside this machine, and no name resolves: exactly a
+# machine without DNS. Needs root or unprivileged user namespaces (`unshare`).
+#
+# CONTRACT_SEED=N replays a run with Schemathesis' seed N (each run prints its seed).
+# CONTRACT_KEEP=1 keeps the temporary folder (database, server log, cassettes).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+step() { printf '\n\033[1;32m[contract] %s\033[0m\n' "$*"; }
+
+VENV="$PWD/.venv"
+[ -x "$VENV/bin/st" ] || { echo "tests/contract/test.sh: run scripts/setup.sh first (it makes .venv with Schemathesis)" >&2; exit 1; }
+
+if [ -z "${POSTWIRE_CONTRACT_IN_NETNS:-}" ]; then
+  step "building postwire-cli"
+  export PATH="$HOME/.cargo/bin:$PATH"
+  POSTWIRE_BIN="$(cargo build --locked -p postwire-cli --bin postwire --message-format=json |
+    sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)"
+  [ -x "$POSTWIRE_BIN" ] || { echo "could not build postwire-cli" >&2; exit 1; }
+  export POSTWIRE_BIN POSTWIRE_CONTRACT_IN_NETNS=1
+  if [ "$(id -u)" = 0 ]; then
+    exec unshare --net bash "$0" "$@"
+  else
+    exec unshare --map-root-user --net bash "$0" "$@"
+  fi
+fi
+
+# From here on: inside the namespace.
+ip link set lo up
+started=$(date +%s)
+work="$(mktemp -d)"
+server_pid=""
+cleanup() {
+  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  if [ -n "${CONTRACT_KEEP:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+ingest_token="pwi_contract_$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+step "postwire serve on a fresh database"
+"$POSTWIRE_BIN" serve --db "$work/postwire.db" --listen 127.0.0.1:0 --ingest-token "$ingest_token" \
+  --rate-limit-per-hour 1000000 --log warn > "$work/serve.out" 2> "$work/serve.log" &
+server_pid=$!
+for _ in $(seq 100); do
+  grep -q '^listening on ' "$work/serve.out" && break
+  kill -0 "$server_pid" 2>/dev/null || { cat "$work/serve.log" >&2; exit 1; }
+  sleep 0.1
+done
+base="$(sed -n 's/^listening on //p' "$work/serve.out")"
+[ -n "$base" ] || { echo "the server did not start" >&2; cat "$work/serve.log" >&2; exit 1; }
+echo "serving at $base"
+
+# A workspace (registered by the token command), an account of it, and a token.
+token="$("$POSTWIRE_BIN" token create --db "$work/postwire.db" --workspace ws_contract \
+  --scope webhooks:write --name contract 2>/dev/null)"
+curl -sf -X PUT -H "Authorization: Bearer $ingest_token" "$base/internal/v1/workspaces/ws_contract" \
+  -d '{"name": "Contract"}' > /dev/null
+curl -sf -X PUT -H "Authorization: Bearer $ingest_token" "$base/internal/v1/workspaces/ws_contract/integrations/acc_1" \
+  -d '{"name": "Acme on X", "providerIdentifier": "x"}' > /dev/null
+
+seed_args=()
+[ -n "${CONTRACT_SEED:-}" ] && seed_args=(--seed "$CONTRACT_SEED")
+failed=0
+run() { # name config document-url token not-tested-operation
+  local name="$1" config="$2" url="$3" bearer="$4" not_tested="$5" doc="$6"
+  step "Schemathesis: $name document, every phase, --checks all"
+  local t0; t0=$(date +%s)
+  # A bound in case something hangs: a run takes about half a minute per document.
+  if ! timeout 300 "$VENV/bin/st" --config-file "$config" run "$url" --checks all --no-color \
+      -H "Authorization: Bearer $bearer" "${seed_args[@]}" \
+      --report vcr --report-vcr-path "$work/$name.yaml"; then
+    failed=1
+  fi
+  echo "$name: Schemathesis took $(( $(date +%s) - t0 )) s"
+  python3 tests/contract/reached.py "$doc" "$work/$name.yaml" "$not_tested" || failed=1
+}
+run public tests/contract/public.toml "$base/public/v1/openapi.json" "$token" getOpenApiDocument docs/openapi.json
+run ingest tests/contract/ingest.toml "$base/internal/v1/openapi.json" "$ingest_token" getIngestOpenApiDocument docs/ingest-openapi.json
+
+if [ "$failed" != 0 ]; then
+  echo "contract test FAILED (server log: $work/serve.log; set CONTRACT_KEEP=1 to keep it)" >&2
+  [ -n "${CONTRACT_KEEP:-}" ] || tail -n 20 "$work/serve.log" >&2
+  exit 1
+fi
+step "contract test passed in $(( $(date +%s) - started )) s"
