@@ -132,12 +132,15 @@ pub fn decide(stored: Option<&StoredKey>, key: &IdempotencyKey, now_ms: i64) -> 
     }
 }
 
+/// Makes a stored response from the delivery counts an enqueue returns.
+pub type RenderFromCounts = Box<dyn FnOnce(&[usize]) -> String + Send>;
+
 /// The stored response of a request whose work a transaction commits with its key.
 pub enum Response {
     /// Known before the work.
     Ready(String),
     /// Made from the delivery counts an enqueue returns.
-    FromCounts(Box<dyn FnOnce(&[usize]) -> String + Send>),
+    FromCounts(RenderFromCounts),
 }
 
 impl std::fmt::Debug for Response {
