@@ -115,18 +115,28 @@ pub(super) fn resume(
     now: Timestamp,
     cutoff: Timestamp,
 ) -> BoxFuture<'_, StoreResult<Option<ResumeSummary>>> {
-    let hints = store.due.clone();
+    let (hints, leases) = (store.due.clone(), store.leases.clone());
     let write = move |tx: &Transaction<'_>| {
         let Some(seq) = sub_seq(tx, &id)? else { return Ok(None) };
-        let released_due = now.unix_millis();
+        let (now_ms, released_due) = (now.unix_millis(), now.unix_millis());
         tx.execute(
             "UPDATE subscriptions SET paused_reason = NULL, consecutive_failures = 0, failing_since = NULL WHERE seq = ?1",
             [seq],
         )?;
-        let expired = tx.execute(
-            EXPIRE_HELD_SQL,
-            params![seq, EXPIRED, now.unix_millis(), cutoff.unix_millis()],
+        let mut expired = tx.execute(EXPIRE_HELD_SQL, params![seq, EXPIRED, now_ms, cutoff.unix_millis()])?;
+        // A delivery whose attempt is still in flight is not expired under it: its
+        // outcome decides, and its successor must not start before that.
+        let in_flight: Vec<i64> = {
+            let leases = leases.lock().unwrap_or_else(|p| p.into_inner());
+            leases.iter().filter(|(_, until)| **until > now_ms).map(|(d, _)| *d).collect()
+        };
+        let mut unexpire = tx.prepare_cached(
+            "UPDATE deliveries SET state = 1, finished_at = NULL
+             WHERE seq = ?1 AND sub_seq = ?2 AND state = 4 AND finished_at = ?3",
         )?;
+        for delivery in in_flight {
+            expired -= unexpire.execute(params![delivery, seq, now_ms])?;
+        }
         // What is left is delivered in order: per key, the earliest is the head and
         // the others wait behind it.
         let waiting = tx.execute(REQUEUE_WAITING_SQL, [seq])?;
