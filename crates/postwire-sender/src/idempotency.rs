@@ -14,7 +14,8 @@
 //!
 //! A request that fails (validation, a missing workspace) stores nothing and frees its
 //! key, as Stripe does: its retry is judged afresh. Keys are scoped (per API token, or
-//! the ingest token), so two clients never share one.
+//! the ingest token), so two clients never share one. Deleting a subscription frees the
+//! key that created it (see [`Completion::created`]).
 
 use sha2::{Digest, Sha256};
 
@@ -161,6 +162,11 @@ pub struct Completion {
     pub lease_until_ms: i64,
     /// The response to store.
     pub response: Response,
+    /// The subscription the request created, if it did: deleting it frees the key (the
+    /// stored response, and the copy of the secret in it, go with the subscription), so
+    /// a retry after a deletion creates afresh instead of replaying a subscription that
+    /// no longer exists.
+    pub created: Option<String>,
 }
 
 /// A result, and whether it was done now or replayed from an earlier request.

@@ -390,6 +390,7 @@ impl Sender {
             key: key.clone(),
             lease_until_ms: *lease_until_ms,
             response: Response::Ready(stored_form(&created)),
+            created: Some(created.subscription.id.clone()),
         });
         let stored = StoredSubscription {
             workspace_id: new.workspace_id,
@@ -623,6 +624,7 @@ impl Sender {
                 key: key.clone(),
                 lease_until_ms: *lease_until_ms,
                 response: Response::FromCounts(Box::new(move |counts| stored_form(&with_counts(skeleton, counts)))),
+                created: None,
             }
         });
         let counts = match self.inner.store.enqueue(built, now, completion).await {

@@ -125,6 +125,10 @@ pub enum ErrorCodeName {
     NotFound,
     /// 405: known path, other method.
     MethodNotAllowed,
+    /// 409: the `Idempotency-Key` was used for a different request.
+    IdempotencyKeyReused,
+    /// 409: the `Idempotency-Key`'s first request is still running.
+    IdempotencyInProgress,
     /// 429: the hourly limit.
     RateLimited,
     /// 503: shutting down.
@@ -290,6 +294,8 @@ mod tests {
             ErrorCodeName::Forbidden,
             ErrorCodeName::NotFound,
             ErrorCodeName::MethodNotAllowed,
+            ErrorCodeName::IdempotencyKeyReused,
+            ErrorCodeName::IdempotencyInProgress,
             ErrorCodeName::RateLimited,
             ErrorCodeName::Unavailable,
             ErrorCodeName::InternalError,
@@ -303,6 +309,8 @@ mod tests {
             ApiError::Forbidden("ws".into()),
             ApiError::NotFound("x".into()),
             ApiError::MethodNotAllowed,
+            SenderError::IdempotencyKeyReused.into(),
+            SenderError::IdempotencyInProgress.into(),
             ApiError::RateLimited {
                 limit: 1,
                 retry_after_secs: 1,

@@ -132,7 +132,7 @@ fn schemas() -> Value {
                 "statusCode": { "type": "integer", "minimum": 401, "maximum": 599, "description": "The HTTP status, repeated." },
                 "code": {
                     "type": "string",
-                    "enum": ["unauthorized", "not_found", "method_not_allowed", "unavailable", "internal_error"],
+                    "enum": ["unauthorized", "not_found", "method_not_allowed", "idempotency_key_reused", "idempotency_in_progress", "unavailable", "internal_error"],
                     "description": "A stable code.",
                 },
                 "message": { "type": "string", "description": "A sentence for a human." },

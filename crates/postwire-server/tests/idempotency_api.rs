@@ -153,5 +153,14 @@ async fn creation_with_a_key_returns_the_same_subscription_and_secret_once_per_t
     .assert_error(409, "idempotency_key_reused");
     let list = h.send("GET", path, Some(&writer), None).await;
     assert_eq!(list.json["data"].as_array().unwrap().len(), 2, "{}", list.text);
+    // Deleting the subscription frees its key (and the stored copy of its secret): the
+    // same request then creates afresh rather than replaying one that is gone.
+    let id = first.json["id"].as_str().unwrap();
+    let deleted = h.send("DELETE", &format!("{path}/{id}"), Some(&writer), None).await;
+    assert_eq!(deleted.status, 204, "{}", deleted.text);
+    let after = keyed(&h, "POST", path, &writer, "create-1", &body).await;
+    assert_eq!((after.status, after.header("idempotent-replayed")), (201, None));
+    assert_ne!(after.json["id"], first.json["id"]);
+    assert_ne!(after.json["secret"], first.json["secret"]);
     h.stop().await;
 }

@@ -69,6 +69,7 @@ pub(super) fn complete(tx: &Connection, completion: Completion, counts: &[usize]
         key,
         lease_until_ms,
         response,
+        created,
     } = completion;
     let response = match response {
         Response::Ready(r) => r,
@@ -76,10 +77,10 @@ pub(super) fn complete(tx: &Connection, completion: Completion, counts: &[usize]
     };
     let n = tx
         .prepare_cached(
-            "UPDATE idempotency_keys SET response = ?4
+            "UPDATE idempotency_keys SET response = ?4, resource = ?5
              WHERE scope = ?1 AND key = ?2 AND lease_until = ?3 AND response IS NULL",
         )?
-        .execute(params![key.scope(), key.key(), lease_until_ms, response])?;
+        .execute(params![key.scope(), key.key(), lease_until_ms, response, created])?;
     if n == 0 {
         return Err(conversion(
             "the Idempotency-Key was taken over by a newer request after its lease ended",

@@ -128,7 +128,11 @@ pub(super) fn resume(
         // outcome decides, and its successor must not start before that.
         let in_flight: Vec<i64> = {
             let leases = leases.lock().unwrap_or_else(|p| p.into_inner());
-            leases.iter().filter(|(_, until)| **until > now_ms).map(|(d, _)| *d).collect()
+            leases
+                .iter()
+                .filter(|(_, until)| **until > now_ms)
+                .map(|(d, _)| *d)
+                .collect()
         };
         let mut unexpire = tx.prepare_cached(
             "UPDATE deliveries SET state = 1, finished_at = NULL

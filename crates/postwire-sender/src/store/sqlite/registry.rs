@@ -216,6 +216,8 @@ pub(super) fn delete_subscription(store: &SqliteStore, id: String) -> BoxFuture<
     store.write_target(move |tx| {
         let Some(seq) = sub_seq(tx, &id)? else { return Ok(false) };
         tx.execute("DELETE FROM subscriptions WHERE seq = ?1", [seq])?;
+        // The key that created it, with the copy of its secret in the stored response.
+        tx.execute("DELETE FROM idempotency_keys WHERE resource = ?1", [&id])?;
         tx.execute(
             "DELETE FROM attempts WHERE delivery_seq IN (SELECT seq FROM deliveries WHERE sub_seq = ?1)",
             [seq],

@@ -85,9 +85,10 @@ CREATE INDEX IF NOT EXISTS events_external ON events (workspace_id, external_id,
 -- (`crate::idempotency`); a finished one holds the response it replays.
 CREATE TABLE IF NOT EXISTS idempotency_keys (
     scope TEXT NOT NULL, key TEXT NOT NULL, request_hash BLOB NOT NULL,
-    created_at INTEGER NOT NULL, lease_until INTEGER NOT NULL, response TEXT,
+    created_at INTEGER NOT NULL, lease_until INTEGER NOT NULL, response TEXT, resource TEXT,
     PRIMARY KEY (scope, key)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS idempotency_keys_created ON idempotency_keys (created_at);
+CREATE INDEX IF NOT EXISTS idempotency_keys_resource ON idempotency_keys (resource) WHERE resource IS NOT NULL;
 CREATE TABLE IF NOT EXISTS deliveries (
     seq INTEGER PRIMARY KEY, sub_seq INTEGER NOT NULL, event_seq INTEGER NOT NULL,
     okey INTEGER, state INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,

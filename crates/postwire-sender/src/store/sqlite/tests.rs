@@ -325,6 +325,7 @@ async fn an_idempotency_key_whose_request_died_is_taken_over_after_its_lease_and
         key: key.clone(),
         lease_until_ms,
         response: Response::FromCounts(Box::new(|counts| format!("{counts:?}"))),
+        created: None,
     };
     // The dead request's commit fails, and takes its events with it.
     assert!(
