@@ -3,8 +3,14 @@
 //
 // Every runtime's entry point (node, web, workerd) instantiates the same wasm module its
 // own way and hands the bindings to `createApi`; everything else is shared. The hot path
-// of `verify` is: find three header values, encode them and the body straight into the
-// module's scratch buffer, one wasm call, then JSON.parse.
+// of `verify` is: find three header values, encode the object's key schedules, them and
+// the body straight into the module's scratch buffer, one wasm call, then JSON.parse.
+//
+// Memory: a `Webhook` owns nothing inside the wasm module. Each secret becomes a 64-byte
+// HMAC key schedule once, kept in a plain Uint8Array of the object, so the garbage
+// collector frees an object wholly, in runtimes without FinalizationRegistry too
+// (workerd before 2025-05-05), and one object per request costs nothing that lasts.
+// The one scratch buffer is given back after an input over 1 MiB.
 
 import { WebhookVerificationError, ERROR_CODES } from "./errors.js";
 import { checkEvent, EventShapeError, EVENT_TYPES, matchesSubscription, isWebhookId } from "./events.js";
@@ -23,6 +29,15 @@ const RAW_BODY_HINT =
 
 /** Bodies from this many bytes up are hashed by the native HMAC when there is one. */
 const NATIVE_HMAC_MIN_BYTES = 1536;
+/** Bytes in one key schedule (crates/postwire-wasm/src/schedule.rs). */
+const SCHEDULE_LEN = 64;
+/** The longest key postwire-core accepts; its bytes follow the schedule after parsing. */
+const MAX_KEY_LEN = 1024;
+/** The scratch buffer's size at rest; a call that needed more than `SCRATCH_KEEP` gives it back. */
+const SCRATCH_REST = 64 * 1024;
+const SCRATCH_KEEP = 1024 * 1024;
+/** `Symbol.dispose` where the runtime has it, else the key TypeScript's `using` falls back to. */
+const DISPOSE = Symbol.dispose ?? Symbol.for("Symbol.dispose");
 
 /**
  * @param {object} wasm the wasm-bindgen bindings of crates/postwire-wasm, instantiated
@@ -49,7 +64,7 @@ export function createApi(wasm, native) {
   /** Makes the scratch buffer at least `len` bytes; returns its address. */
   function reserve(len) {
     if (len > scratchLen) {
-      const want = Math.max(len, Math.min(scratchLen * 2, 1 << 30), 4096);
+      const want = Math.max(len, Math.min(scratchLen * 2, 1 << 30), 4096, SCHEDULE_LEN + MAX_KEY_LEN);
       const at = wasm.scratchReserve(want);
       if (at === 0) {
         throw new WebhookVerificationError(
@@ -61,6 +76,14 @@ export function createApi(wasm, native) {
       scratchLen = want;
     }
     return scratchAt;
+  }
+
+  /** After a call: a buffer grown past SCRATCH_KEEP for a large input goes back to its size at rest. */
+  function release() {
+    if (scratchLen > SCRATCH_KEEP) {
+      scratchAt = wasm.scratchShrink(SCRATCH_REST);
+      scratchLen = SCRATCH_REST;
+    }
   }
 
   /** Encodes `s` at `at` (room for 3 bytes per UTF-16 unit is reserved); returns the byte count. */
@@ -104,16 +127,18 @@ export function createApi(wasm, native) {
   }
 
   /**
-   * Writes `strings` then `body` into the scratch buffer; returns their byte lengths.
+   * Writes `prefix` (key schedules, or null), `strings`, then `body` into the scratch
+   * buffer; returns the byte lengths of the strings and the body.
    * A string body gets one byte per UTF-16 unit first (right for ASCII) and more room
    * only if it needs it, so a large body never costs three times its size.
    */
-  function stage(strings, body) {
-    let head = 0;
+  function stage(prefix, strings, body) {
+    let off = prefix === null ? 0 : prefix.length;
+    let head = off;
     for (const s of strings) head += 3 * s.length;
     reserve(head + body.length);
     let m = mem();
-    let off = 0;
+    if (prefix !== null) m.set(prefix, scratchAt);
     const lens = [];
     for (const s of strings) {
       const n = writeString(m, scratchAt + off, s);
@@ -147,7 +172,10 @@ export function createApi(wasm, native) {
   }
 
   class Webhook {
-    #inner;
+    /** The key schedules of the secrets, 64 bytes each, in order; null once disposed. */
+    #schedules;
+    #count;
+    #tolerance;
     /** node:crypto KeyObjects of the secrets, in order, when a native HMAC is available. */
     #keys = null;
     /** Bodies from this many bytes up use `#keys`. */
@@ -155,24 +183,35 @@ export function createApi(wasm, native) {
 
     /**
      * @param secret one secret or an array of them (new first, during a rotation): a
-     *   `whsec_<base64>` string (prefix and padding optional), or the key bytes.
+     *   `whsec_<base64>` string (prefix and padding optional; every secret the
+     *   `standardwebhooks` package accepts gives the same key here), or the key bytes.
      * @param options `format: "raw"` (a string secret is the key itself, as in
      *   `standardwebhooks`), `toleranceInSeconds` (default 300, both ways), `hmac`:
-     *   `"auto"` (default: on Node, bodies from 1.5 KiB are hashed by node:crypto),
-     *   `"wasm"` (always in wasm) or `"native"` (always node:crypto; Node only).
+     *   `"auto"` (default: on Node, Bun and Deno, bodies from 1.5 KiB are hashed by
+     *   node:crypto), `"wasm"` (always in wasm) or `"native"` (always node:crypto).
      */
     constructor(secret, options = {}) {
       const tolerance = options?.toleranceInSeconds ?? DEFAULT_TOLERANCE_SECONDS;
       if (typeof tolerance !== "number" || !(tolerance >= 0 && tolerance <= MAX_TOLERANCE_SECONDS)) {
         throw new RangeError(`toleranceInSeconds must be a number from 0 to ${MAX_TOLERANCE_SECONDS}`);
       }
+      const hmac = options?.hmac ?? "auto";
+      if (hmac !== "auto" && hmac !== "wasm" && hmac !== "native") {
+        throw new TypeError('options.hmac must be "auto", "wasm" or "native"');
+      }
+      if (hmac === "native" && !native) {
+        throw new TypeError('options.hmac "native" needs node:crypto, which this build does not use');
+      }
       const secrets = Array.isArray(secret) ? secret : [secret];
       if (secrets.length === 0) {
         throw new WebhookVerificationError("at least one secret is required", "invalid_secret");
       }
-      const inner = new wasm.WasmVerifier(Math.floor(tolerance));
+      const useNative = native !== undefined && hmac !== "wasm";
+      const schedules = new Uint8Array(SCHEDULE_LEN * secrets.length);
+      const keys = useNative ? [] : null;
       const raw = options?.format === "raw";
-      for (const s of secrets) {
+      for (let i = 0; i < secrets.length; i++) {
+        const s = secrets[i];
         let key = s;
         let isRaw = true;
         if (typeof s === "string") {
@@ -181,38 +220,59 @@ export function createApi(wasm, native) {
         } else if (s instanceof Uint8Array || s instanceof ArrayBuffer || ArrayBuffer.isView(s)) {
           key = rawBody(s);
         } else {
-          inner.free();
           throw new WebhookVerificationError(
             `a secret must be a string (whsec_…) or bytes, not ${s === null ? "null" : typeof s}`,
             "invalid_secret",
           );
         }
-        const [len] = stage([], key);
-        const status = inner.addSecret(len, isRaw);
-        if (status !== 0) {
-          inner.free();
-          throw failure(status);
+        const [len] = stage(null, [], key);
+        const keyLen = wasm.keySchedule(len, isRaw);
+        const m = mem();
+        // The secret's text, its schedule and key leave the module's memory at once.
+        const used = Math.max(len, SCHEDULE_LEN + keyLen);
+        if (keyLen === 0) {
+          m.fill(0, scratchAt, scratchAt + used);
+          release();
+          throw failure(wasm.lastErrorStatus());
         }
-      }
-      this.#inner = inner;
-      const hmac = options?.hmac ?? "auto";
-      if (hmac !== "auto" && hmac !== "wasm" && hmac !== "native") {
-        inner.free();
-        throw new TypeError('options.hmac must be "auto", "wasm" or "native"');
-      }
-      if (hmac === "native" && !native) {
-        inner.free();
-        throw new TypeError('options.hmac "native" needs node:crypto, which only the Node build has');
-      }
-      if (native && hmac !== "wasm") {
-        this.#nativeFrom = hmac === "native" ? 0 : NATIVE_HMAC_MIN_BYTES;
-        this.#keys = [];
-        for (let i = 0; i < inner.secretCount(); i++) {
-          const bytes = inner.keyBytes(i);
-          this.#keys.push(native.createSecretKey(bytes));
+        schedules.set(m.subarray(scratchAt, scratchAt + SCHEDULE_LEN), SCHEDULE_LEN * i);
+        if (keys !== null) {
+          const bytes = m.slice(scratchAt + SCHEDULE_LEN, scratchAt + SCHEDULE_LEN + keyLen);
+          keys.push(native.createSecretKey(bytes));
           bytes.fill(0);
         }
+        m.fill(0, scratchAt, scratchAt + used);
+        release();
       }
+      this.#schedules = schedules;
+      this.#count = secrets.length;
+      this.#tolerance = Math.floor(tolerance);
+      if (keys !== null) {
+        this.#keys = keys;
+        this.#nativeFrom = hmac === "native" ? 0 : NATIVE_HMAC_MIN_BYTES;
+      }
+    }
+
+    /**
+     * Zeroes this object's key schedules and drops its native keys; any later call throws
+     * a TypeError. Optional: an object that is simply dropped holds nothing else, and
+     * the garbage collector frees it. Also `using webhook = new Webhook(...)`.
+     */
+    dispose() {
+      this.#schedules?.fill(0);
+      this.#schedules = null;
+      this.#keys = null;
+    }
+
+    [DISPOSE]() {
+      this.dispose();
+    }
+
+    /** The key schedules, or a TypeError after `dispose()`. */
+    #live() {
+      const schedules = this.#schedules;
+      if (schedules === null) throw new TypeError("this Webhook was disposed; create a new one");
+      return schedules;
     }
 
     /**
@@ -282,9 +342,11 @@ export function createApi(wasm, native) {
       if (!Number.isFinite(ms)) {
         throw new WebhookVerificationError("timestamp must be a valid Date", "invalid_header");
       }
+      const schedules = this.#live();
       const body = rawBody(payload);
-      const [idLen, bodyLen] = stage([msgId], body);
-      const value = this.#inner.sign(idLen, bodyLen, Math.floor(ms / 1000));
+      const [idLen, bodyLen] = stage(schedules, [msgId], body);
+      const value = wasm.sign(this.#count, idLen, bodyLen, Math.floor(ms / 1000));
+      release();
       if (value === undefined) throw failure(wasm.lastErrorStatus());
       return value;
     }
@@ -303,20 +365,32 @@ export function createApi(wasm, native) {
 
     /** Verifies and returns the `webhook-id` value (trimmed). */
     #check(body, headers, now) {
+      const schedules = this.#live();
       const [id, timestamp, signature, present] = boundHeaders(readHeaders(headers));
       const nowSecs = nowSeconds(now);
       let status;
       if (body.length >= this.#nativeFrom) {
-        const [a, b, c, d] = stage([id, timestamp, signature], this.#nativeMacs(id, timestamp, body));
-        status = this.#inner.verifyMacs(a, b, c, d, present, nowSecs);
+        const [a, b, c, d] = stage(null, [id, timestamp, signature], this.#nativeMacs(id, timestamp, body));
+        status = wasm.verifyMacs(a, b, c, d, present, nowSecs, this.#tolerance);
       } else {
-        const [a, b, c, d] = stage([id, timestamp, signature], body);
-        status = this.#inner.verify(a, b, c, d, present, nowSecs);
+        const [a, b, c, d] = stage(schedules, [id, timestamp, signature], body);
+        status = wasm.verify(this.#count, a, b, c, d, present, nowSecs, this.#tolerance);
+        release();
       }
       if (status !== 0) throw failure(status);
       return id;
     }
   }
+
+  // For this package's own tests and benchmarks, not an API: the wasm memory's size and
+  // the scratch buffer's length, in bytes, and whether this build hashes large bodies natively.
+  Object.defineProperty(Webhook, Symbol.for("postwire.internals"), {
+    value: Object.freeze({
+      memoryBytes: () => memory.buffer.byteLength,
+      scratchBytes: () => wasm.scratchLen(),
+      nativeHmac: native !== undefined,
+    }),
+  });
 
   /** Parses a verified body; `undefined` for an empty one, as `standardwebhooks` does. */
   function parseJson(body) {
@@ -358,19 +432,43 @@ export function createApi(wasm, native) {
 
     /** Records `id`; `"fresh"` the first time (handle the event), `"duplicate"` within the TTL. */
     checkAndRecord(id, now) {
-      const [len] = stage([], idString(id));
-      return this.#inner.checkAndRecord(len, nowSeconds(now)) ? "fresh" : "duplicate";
+      const inner = this.#live();
+      const [len] = stage(null, [], idString(id));
+      const fresh = inner.checkAndRecord(len, nowSeconds(now));
+      release();
+      return fresh ? "fresh" : "duplicate";
     }
 
     /** Forgets `id` (when handling it failed), so the sender's retry is fresh again. */
     forget(id) {
-      const [len] = stage([], idString(id));
-      this.#inner.forget(len);
+      const inner = this.#live();
+      const [len] = stage(null, [], idString(id));
+      inner.forget(len);
+      release();
     }
 
     /** How many ids are held. */
     get size() {
-      return this.#inner.size;
+      return this.#live().size;
+    }
+
+    /**
+     * Frees the ids held in wasm memory now, rather than when the garbage collector
+     * finalizes the guard (never, in runtimes without FinalizationRegistry). Any later
+     * call throws a TypeError. Also `using guard = new ReplayGuard()`.
+     */
+    dispose() {
+      this.#inner?.free();
+      this.#inner = null;
+    }
+
+    [DISPOSE]() {
+      this.dispose();
+    }
+
+    #live() {
+      if (this.#inner === null) throw new TypeError("this ReplayGuard was disposed; create a new one");
+      return this.#inner;
     }
   }
 

@@ -61,10 +61,10 @@ export interface WebhookOptions {
   /** How far `webhook-timestamp` may be from now, each way. Default 300 (five minutes). */
   toleranceInSeconds?: number;
   /**
-   * Where the HMAC-SHA256 is computed. `"auto"` (default): in wasm, except that the Node
-   * build hashes bodies from 1.5 KiB with node:crypto (native SHA instructions), while
-   * every decision stays in postwire-core. `"wasm"`: always in wasm. `"native"`: always
-   * node:crypto (Node build only; a TypeError elsewhere).
+   * Where the HMAC-SHA256 is computed. `"auto"` (default): in wasm, except that the Node,
+   * Bun and Deno builds hash bodies from 1.5 KiB with node:crypto (native SHA code),
+   * while every decision stays in postwire-core. `"wasm"`: always in wasm. `"native"`:
+   * always node:crypto (Node, Bun and Deno builds; a TypeError in browsers and workerd).
    */
   hmac?: "auto" | "wasm" | "native";
 }
@@ -118,6 +118,14 @@ export declare class Webhook {
    * @throws {WebhookVerificationError}
    */
   sign(msgId: string, timestamp: Date, payload: WebhookPayload): string;
+  /**
+   * Zeroes this object's key schedules; any later call throws a `TypeError`. Optional: an
+   * object holds nothing in wasm memory, so one that is simply dropped is freed by the
+   * garbage collector, with or without `FinalizationRegistry`.
+   */
+  dispose(): void;
+  /** `using webhook = new Webhook(secret)`: calls `dispose()` at the end of the block. */
+  [Symbol.dispose](): void;
 }
 
 /** A new `whsec_…` secret of 32 random bytes, from the runtime's secure random source. */
@@ -142,6 +150,14 @@ export declare class ReplayGuard {
   forget(id: string): void;
   /** How many ids are held. */
   readonly size: number;
+  /**
+   * Frees the ids held in wasm memory now rather than when the guard is garbage
+   * collected (never, in runtimes without `FinalizationRegistry`, such as workerd with a
+   * compatibility date before 2025-05-05). Any later call throws a `TypeError`.
+   */
+  dispose(): void;
+  /** `using guard = new ReplayGuard()`: calls `dispose()` at the end of the block. */
+  [Symbol.dispose](): void;
 }
 
 /** Whether a string can be a `webhook-id` (1 to 256 visible ASCII characters). */
@@ -262,3 +278,10 @@ export type WebhookEvent =
   | IntegrationDisconnectedEvent
   | IntegrationReconnectedEvent
   | WebhookTestEvent;
+
+declare global {
+  interface SymbolConstructor {
+    /** The `using` declaration's key (as in TypeScript's lib.esnext.disposable and @types/node), for older `lib` settings. */
+    readonly dispose: unique symbol;
+  }
+}
