@@ -6,7 +6,8 @@
 # entry point together.
 #
 #   dist/node/     index.cjs (require) + index.mjs (import), wasm inlined, node:crypto for large bodies
-#   dist/web/      index.js: browsers, bundlers, Deno, Bun; wasm inlined, no node: imports
+#   dist/native/   index.js: Bun and Deno; ESM, wasm inlined, node:crypto for large bodies, no Buffer
+#   dist/web/      index.js: browsers, bundlers; wasm inlined, no node: imports
 #   dist/workerd/  index.js + postwire_wasm_bg.wasm imported as a module (Cloudflare)
 #   dist/index.d.ts, dist/index.d.cts: the hand-written TypeScript types
 set -euo pipefail
@@ -40,7 +41,7 @@ CARGO_PROFILE_RELEASE_OPT_LEVEL="${POSTWIRE_WASM_OPT_LEVEL:-3}" CARGO_PROFILE_RE
 RAW_WASM="$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/postwire_wasm.wasm"
 
 rm -rf build dist
-mkdir -p build/web dist/node dist/web dist/workerd
+mkdir -p build/web dist/node dist/native dist/web dist/workerd
 
 # One glue for every build (the `web` target's initSync); each entry point only differs
 # in how it obtains the compiled module.
@@ -59,13 +60,17 @@ node -e '
 '
 
 log "esbuild (entry points)"
+# --keep-names: the classes keep their names (`Webhook.name === "Webhook"`, not "Webhook2"),
+# which error reports, loggers and `instanceof`-free checks rely on.
 # .cjs since the package is "type": "module".
-esbuild src/entries/node.js --bundle --platform=node --format=cjs --target=node18 \
+esbuild src/entries/node.js --bundle --platform=node --format=cjs --target=node18 --keep-names \
   --outfile=dist/node/index.cjs --log-level=warning
 cp src/entries/node.mjs dist/node/index.mjs
-esbuild src/entries/web.js --bundle --platform=neutral --format=esm --target=es2022 \
+esbuild src/entries/native.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
+  --external:node:crypto --outfile=dist/native/index.js --log-level=warning
+esbuild src/entries/web.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   --outfile=dist/web/index.js --log-level=warning
-esbuild src/entries/workerd.js --bundle --platform=neutral --format=esm --target=es2022 \
+esbuild src/entries/workerd.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   --external:./postwire_wasm_bg.wasm --outfile=dist/workerd/index.js --log-level=warning
 # The workerd entry imports the .wasm relative to itself.
 sed -i 's#"\./postwire_wasm_bg\.wasm"#"./postwire_wasm_bg.wasm"#' dist/workerd/index.js

@@ -40,7 +40,7 @@ test("the exports map resolves each runtime's condition to its build", () => {
   const resolveWith = (conditions) =>
     run(process.execPath, [...conditions.map((c) => `--conditions=${c}`), "--input-type=module", "-e", "console.log(import.meta.resolve('postwire'))"]);
   assert.equal(resolveWith([]), "file://" + npmDir + "dist/node/index.mjs");
-  for (const [condition, build] of [["workerd", "workerd"], ["deno", "web"], ["bun", "web"], ["browser", "web"]]) {
+  for (const [condition, build] of [["workerd", "workerd"], ["deno", "native"], ["bun", "native"], ["browser", "web"]]) {
     assert.equal(resolveWith([condition]), "file://" + npmDir + `dist/${build}/index.js`, condition);
   }
   for (const file of ["dist/index.d.ts", "dist/index.d.cts", "dist/workerd/postwire_wasm_bg.wasm"]) {
@@ -60,6 +60,12 @@ test("a Node server bundle (as Next.js or esbuild make) still works when moved e
   }
 });
 
+test("the native build (Bun, Deno) imports node:crypto and nothing else from Node", () => {
+  const src = readFileSync(npmDir + "dist/native/index.js", "utf8");
+  assert.deepEqual([...src.matchAll(/from\s*"(node:[a-z]+)"/g)].map((m) => m[1]), ["node:crypto"]);
+  assert.doesNotMatch(src, /require\(|import\.meta|process\.|[^y]Buffer\./);
+});
+
 test("the web and workerd builds use no Node API", () => {
   for (const file of ["dist/web/index.js", "dist/workerd/index.js"]) {
     const src = readFileSync(npmDir + file, "utf8");
@@ -76,12 +82,12 @@ test("the browser build works inside Node too (web-standard APIs only)", () => {
 test("Bun: resolves the bun condition and passes the portable checks", { skip: !existsSync(BUN) && "Bun binary not installed (optional dependency)" }, () => {
   const out = JSON.parse(run(BUN, ["test/portable/run.mjs"]));
   assert.equal(out.runtime, "bun");
-  assert.equal(out.resolved.replace(/^file:\/\//, ""), npmDir + "dist/web/index.js");
+  assert.equal(out.resolved.replace(/^file:\/\//, ""), npmDir + "dist/native/index.js");
   assert.equal(out.passed, out.expected);
 });
 
 test("Deno: the deno build passes the portable checks with read access to dist/ only", { skip: !existsSync(DENO) && "Deno binary not installed (optional dependency)" }, () => {
-  const target = fileURLToPath(import.meta.resolve("postwire").replace("/node/index.mjs", "/web/index.js"));
+  const target = fileURLToPath(import.meta.resolve("postwire").replace("/node/index.mjs", "/native/index.js"));
   const out = JSON.parse(
     run(DENO, ["run", "--no-remote", "--no-npm", "--no-config", `--allow-read=${npmDir}dist`, "test/portable/run.mjs", target]),
   );
