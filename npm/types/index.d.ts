@@ -40,6 +40,13 @@ export interface WebhookUnbrandedRequiredHeaders {
   "webhook-signature": string;
 }
 
+/** The required headers under `svix`'s names, as `svix` types them (read when `webhook-*` are absent). */
+export interface WebhookRequiredHeaders {
+  "svix-id": string;
+  "svix-timestamp": string;
+  "svix-signature": string;
+}
+
 /** Anything with a `get(name)` that returns the value or null, e.g. a Fetch `Headers`. */
 export interface HeaderGetter {
   get(name: string): string | null | undefined;
@@ -52,6 +59,7 @@ export interface HeaderGetter {
  */
 export type WebhookHeaders =
   | WebhookUnbrandedRequiredHeaders
+  | WebhookRequiredHeaders
   | HeaderGetter
   | Record<string, string | string[] | number | undefined>;
 
@@ -278,6 +286,22 @@ export type WebhookEvent =
   | IntegrationDisconnectedEvent
   | IntegrationReconnectedEvent
   | WebhookTestEvent;
+
+/**
+ * The package as one object, as the ESM builds' default export (and `require("postwire").default`):
+ * `import postwire from "postwire"; new postwire.Webhook(secret)`.
+ */
+declare const postwire: {
+  Webhook: typeof Webhook;
+  WebhookVerificationError: typeof WebhookVerificationError;
+  ReplayGuard: typeof ReplayGuard;
+  generateSecret: typeof generateSecret;
+  matchesSubscription: typeof matchesSubscription;
+  isWebhookId: typeof isWebhookId;
+  EVENT_TYPES: typeof EVENT_TYPES;
+  ERROR_CODES: typeof ERROR_CODES;
+};
+export default postwire;
 
 declare global {
   interface SymbolConstructor {

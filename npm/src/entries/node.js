@@ -20,3 +20,6 @@ export const {
   EVENT_TYPES,
   ERROR_CODES,
 } = api;
+// The same object as the ESM builds' default export, so `require("postwire").default` and
+// TypeScript's default import of the CommonJS types agree with them.
+export default api;

@@ -59,6 +59,17 @@ async function fetchHandler(request: Request): Promise<Response> {
   }
 }
 
+// svix's header names and type, and the default export (the ESM builds have one).
+import postwire, { type WebhookRequiredHeaders } from "postwire";
+const svixHeaders: WebhookRequiredHeaders = { "svix-id": "a", "svix-timestamp": "1", "svix-signature": "v1,x" };
+new postwire.Webhook(secret).verify("{}", svixHeaders);
+// @ts-expect-error: the default export has no such member
+postwire.verify;
+// Symbol.dispose is typed even with an older `lib` (as here: es2022).
+const disposable = new Webhook(secret);
+disposable[Symbol.dispose]();
+disposable.dispose();
+
 const guard = new ReplayGuard({ capacity: 10, ttlSeconds: 60 });
 const seen: "fresh" | "duplicate" = guard.checkAndRecord("msg_1");
 const n: number = guard.size;
