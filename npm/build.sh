@@ -72,6 +72,18 @@ esbuild src/entries/web.js --bundle --platform=neutral --format=esm --target=es2
   --outfile=dist/web/index.js --log-level=warning
 esbuild src/entries/workerd.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   --external:./postwire_wasm_bg.wasm --outfile=dist/workerd/index.js --log-level=warning
+# Framework adapters (postwire/express, postwire/hono, postwire/next): ESM and CommonJS,
+# each importing the package by its own name, so the runtime's condition picks the build
+# and the adapter shares the application's instance.
+mkdir -p dist/adapters
+for adapter in express hono next; do
+  esbuild "src/adapters/$adapter.js" --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
+    --external:postwire --outfile="dist/adapters/$adapter.js" --log-level=warning
+  esbuild "src/adapters/$adapter.js" --bundle --platform=node --format=cjs --target=node18 --keep-names \
+    --external:postwire --outfile="dist/adapters/$adapter.cjs" --log-level=warning
+  cp "types/$adapter.d.ts" "dist/adapters/$adapter.d.ts"
+  cp "types/$adapter.d.ts" "dist/adapters/$adapter.d.cts"
+done
 # The workerd entry imports the .wasm relative to itself.
 sed -i 's#"\./postwire_wasm_bg\.wasm"#"./postwire_wasm_bg.wasm"#' dist/workerd/index.js
 

@@ -68,7 +68,7 @@ const unpacked = (file) => "file://" + join(project, "node_modules/postwire", fi
 
 test("the tarball holds the built package, its licenses and types, and nothing else", () => {
   const list = execFileSync("tar", ["-tzf", tarball], { encoding: "utf8" }).trim().split("\n").sort();
-  for (const file of ["package/package.json", "package/README.md", "package/LICENSE-MIT", "package/LICENSE-APACHE", "package/dist/index.d.ts", "package/dist/node/index.cjs", "package/dist/native/index.js", "package/dist/web/index.js", "package/dist/workerd/index.js", "package/dist/workerd/postwire_wasm_bg.wasm"]) {
+  for (const file of ["package/package.json", "package/README.md", "package/LICENSE-MIT", "package/LICENSE-APACHE", "package/dist/index.d.ts", "package/dist/node/index.cjs", "package/dist/native/index.js", "package/dist/web/index.js", "package/dist/workerd/index.js", "package/dist/workerd/postwire_wasm_bg.wasm", "package/dist/adapters/express.cjs", "package/dist/adapters/hono.js", "package/dist/adapters/next.d.ts"]) {
     assert.ok(list.includes(file), `${file} in ${list.join(", ")}`);
   }
   assert.ok(!list.some((f) => f.includes("/test/") || f.includes("/src/") || f.endsWith(".rs")), list.join(", "));
@@ -79,6 +79,9 @@ test("Node loads the node build from the tarball, with the native HMAC", () => {
   assert.deepEqual(out, { runtime: "node", resolved: unpacked("dist/node/index.mjs"), passed: CHECK_COUNT, native: true, name: "Webhook" });
   const cjs = run(process.execPath, ["-e", "const { Webhook } = require('postwire'); console.log(require.resolve('postwire'), Webhook.name)"]);
   assert.equal(cjs, `${join(project, "node_modules/postwire/dist/node/index.cjs")} Webhook`);
+  // The adapters, both ways, from the tarball.
+  const adapters = run(process.execPath, ["-e", "const e = require('postwire/express'); import('postwire/next').then((n) => console.log(typeof e.createHandler, typeof n.createHandler, require.resolve('postwire/hono')))"]);
+  assert.equal(adapters, `function function ${join(project, "node_modules/postwire/dist/adapters/hono.cjs")}`);
 });
 
 test("Bun loads the bun build from the tarball, with node:crypto's HMAC", { skip: !existsSync(BUN) && "Bun binary not installed (optional dependency)" }, () => {

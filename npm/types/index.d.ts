@@ -287,6 +287,41 @@ export type WebhookEvent =
   | IntegrationReconnectedEvent
   | WebhookTestEvent;
 
+// ---- framework adapters (postwire/express, postwire/hono, postwire/next) ----------------
+
+/**
+ * The handlers of `createHandler`, by event type: each receives the event of its key,
+ * narrowed (`"post.published"` gets a `PostPublishedEvent`). Types without a handler are
+ * answered 202 and ignored; a handler that throws (or rejects) makes the answer a 500,
+ * so the sender retries, and releases the id in the store so the retry is handled.
+ */
+export type EventHandlers = {
+  [T in EventType]?: (event: Extract<WebhookEvent, { type: T }>) => unknown;
+};
+
+/**
+ * Where the adapters record handled `webhook-id`s (delivery is at least once). The default
+ * is in memory, per process or isolate; implement these two methods over Redis
+ * (`SET id 1 NX EX 90000`), Workers KV or a database to share it.
+ */
+export interface DeliveryStore {
+  /** Records `id` as taken; `false` if it already was (handled, or being handled). */
+  claim(id: string): boolean | Promise<boolean>;
+  /** Forgets `id` after its handler failed, so the sender's retry is handled. */
+  release(id: string): void | Promise<void>;
+}
+
+export interface HandlerOptions {
+  /** The endpoint's secret(s): `whsec_…`, or several during a rotation. */
+  secret: WebhookSecret | readonly WebhookSecret[];
+  /** Handled ids; default `memoryStore()`. */
+  store?: DeliveryStore;
+  /** How far `webhook-timestamp` may be from now, each way. Default 300. */
+  toleranceInSeconds?: number;
+  /** Called with a handler's error before the 500; default `console.error`. */
+  onError?: (error: unknown, event: WebhookEvent) => void;
+}
+
 /**
  * The package as one object, as the ESM builds' default export (and `require("postwire").default`):
  * `import postwire from "postwire"; new postwire.Webhook(secret)`.
