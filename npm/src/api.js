@@ -29,6 +29,15 @@ const RAW_BODY_HINT =
 
 /** Bodies from this many bytes up are hashed by the native HMAC when there is one. */
 const NATIVE_HMAC_MIN_BYTES = 1536;
+/**
+ * In `verifyAsync` and `verifyRequest`, bodies from this many bytes up are hashed by
+ * WebCrypto where there is no node:crypto (browsers, workerd): `crypto.subtle.sign` is
+ * native code, several times faster than wasm on large bodies, but asynchronous, and its
+ * promise costs more than hashing a small body in wasm.
+ */
+const WEBCRYPTO_HMAC_MIN_BYTES = 4096;
+/** WebCrypto, where the runtime has it. */
+const subtle = globalThis.crypto?.subtle;
 /** Bytes in one key schedule (crates/postwire-wasm/src/schedule.rs). */
 const SCHEDULE_LEN = 64;
 /** The longest key postwire-core accepts; its bytes follow the schedule after parsing. */
@@ -180,6 +189,10 @@ export function createApi(wasm, native) {
     #keys = null;
     /** Bodies from this many bytes up use `#keys`. */
     #nativeFrom = Infinity;
+    /** Without node:crypto: the key bytes, for WebCrypto in `verifyAsync` (null otherwise). */
+    #rawKeys = null;
+    /** Their WebCrypto keys, imported on the first large body. */
+    #cryptoKeys = null;
 
     /**
      * @param secret one secret or an array of them (new first, during a rotation): a
@@ -209,6 +222,7 @@ export function createApi(wasm, native) {
       const useNative = native !== undefined && hmac !== "wasm";
       const schedules = new Uint8Array(SCHEDULE_LEN * secrets.length);
       const keys = useNative ? [] : null;
+      const rawKeys = !useNative && subtle !== undefined && hmac === "auto" ? [] : null;
       const raw = options?.format === "raw";
       for (let i = 0; i < secrets.length; i++) {
         const s = secrets[i];
@@ -241,12 +255,14 @@ export function createApi(wasm, native) {
           keys.push(native.createSecretKey(bytes));
           bytes.fill(0);
         }
+        if (rawKeys !== null) rawKeys.push(m.slice(scratchAt + SCHEDULE_LEN, scratchAt + SCHEDULE_LEN + keyLen));
         m.fill(0, scratchAt, scratchAt + used);
         release();
       }
       this.#schedules = schedules;
       this.#count = secrets.length;
       this.#tolerance = Math.floor(tolerance);
+      this.#rawKeys = rawKeys;
       if (keys !== null) {
         this.#keys = keys;
         this.#nativeFrom = hmac === "native" ? 0 : NATIVE_HMAC_MIN_BYTES;
@@ -262,6 +278,9 @@ export function createApi(wasm, native) {
       this.#schedules?.fill(0);
       this.#schedules = null;
       this.#keys = null;
+      for (const k of this.#rawKeys ?? []) k.fill(0);
+      this.#rawKeys = null;
+      this.#cryptoKeys = null;
     }
 
     [DISPOSE]() {
@@ -290,22 +309,7 @@ export function createApi(wasm, native) {
     verifyEvent(payload, headers, options) {
       const body = rawBody(payload);
       const id = this.#check(body, headers, options?.now);
-      const value = parseJson(body);
-      try {
-        checkEvent(value);
-      } catch (e) {
-        if (e instanceof EventShapeError) {
-          throw new WebhookVerificationError(`invalid event payload: ${e.message}`, "invalid_payload");
-        }
-        throw e;
-      }
-      if (value.id !== id) {
-        throw new WebhookVerificationError(
-          "invalid event payload: the envelope `id` differs from the webhook-id header",
-          "invalid_payload",
-        );
-      }
-      return value;
+      return checkedEvent(parseJson(body), id);
     }
 
     /**
@@ -325,9 +329,48 @@ export function createApi(wasm, native) {
         );
       }
       const body = new Uint8Array(await request.arrayBuffer());
-      return options?.parse === "json"
-        ? this.verify(body, request.headers, options)
-        : this.verifyEvent(body, request.headers, options);
+      const id = await this.#checkAsync(body, request.headers, options?.now);
+      const value = parseJson(body);
+      return options?.parse === "json" ? value : checkedEvent(value, id);
+    }
+
+    /**
+     * `verify`, asynchronously: where the runtime has no node:crypto (browsers, workerd),
+     * bodies from 4 KiB are hashed by WebCrypto (`crypto.subtle`, native code) instead of
+     * wasm, several times faster on large bodies; every decision still made in wasm.
+     * Elsewhere, and for small bodies, the same work as `verify`. `verifyRequest` uses it.
+     */
+    async verifyAsync(payload, headers, options) {
+      const body = rawBody(payload);
+      await this.#checkAsync(body, headers, options?.now);
+      if (options?.jsonParse === false) return undefined;
+      return parseJson(body);
+    }
+
+    /** `#check`, with WebCrypto's HMAC for large bodies where there is no node:crypto. */
+    async #checkAsync(body, headers, now) {
+      this.#live();
+      if (this.#rawKeys === null || body.length < WEBCRYPTO_HMAC_MIN_BYTES) return this.#check(body, headers, now);
+      const [id, timestamp, signature, present] = boundHeaders(readHeaders(headers));
+      const nowSecs = nowSeconds(now);
+      const rawKeys = this.#rawKeys;
+      this.#cryptoKeys ??= Promise.all(
+        rawKeys.map((k) => subtle.importKey("raw", k, { name: "HMAC", hash: "SHA-256" }, false, ["sign"])),
+      );
+      const keys = await this.#cryptoKeys;
+      const prefix = encoder.encode(`${id}.${timestamp}.`);
+      const bytes = typeof body === "string" ? encoder.encode(body) : body;
+      const message = new Uint8Array(prefix.length + bytes.length);
+      message.set(prefix);
+      message.set(bytes, prefix.length);
+      const macs = new Uint8Array(32 * keys.length);
+      const signed = await Promise.all(keys.map((k) => subtle.sign("HMAC", k, message)));
+      signed.forEach((mac, i) => macs.set(new Uint8Array(mac), 32 * i));
+      this.#live(); // disposed while hashing
+      const [a, b, c, d] = stage(null, [id, timestamp, signature], macs);
+      const status = wasm.verifyMacs(a, b, c, d, present, nowSecs, this.#tolerance);
+      if (status !== 0) throw failure(status);
+      return id;
     }
 
     /**
@@ -389,8 +432,28 @@ export function createApi(wasm, native) {
       memoryBytes: () => memory.buffer.byteLength,
       scratchBytes: () => wasm.scratchLen(),
       nativeHmac: native !== undefined,
+      webCryptoHmac: native === undefined && subtle !== undefined,
     }),
   });
+
+  /** A verified body's value as a typed event of the nine types, whose `id` is `webhook-id`. */
+  function checkedEvent(value, id) {
+    try {
+      checkEvent(value);
+    } catch (e) {
+      if (e instanceof EventShapeError) {
+        throw new WebhookVerificationError(`invalid event payload: ${e.message}`, "invalid_payload");
+      }
+      throw e;
+    }
+    if (value.id !== id) {
+      throw new WebhookVerificationError(
+        "invalid event payload: the envelope `id` differs from the webhook-id header",
+        "invalid_payload",
+      );
+    }
+    return value;
+  }
 
   /** Parses a verified body; `undefined` for an empty one, as `standardwebhooks` does. */
   function parseJson(body) {

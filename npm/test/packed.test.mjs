@@ -56,7 +56,7 @@ const passed = await runChecks(pw);
 const runtime = typeof Deno !== "undefined" ? "deno" : typeof Bun !== "undefined" ? "bun" : "node";
 const resolved = import.meta.resolve("postwire");
 const internals = pw.Webhook[Symbol.for("postwire.internals")];
-console.log(JSON.stringify({ runtime, resolved, passed: passed.length, native: internals.nativeHmac, name: pw.Webhook.name }));
+console.log(JSON.stringify({ runtime, resolved, passed: passed.length, native: internals.nativeHmac, webCrypto: internals.webCryptoHmac, name: pw.Webhook.name }));
 `,
   );
 });
@@ -76,7 +76,7 @@ test("the tarball holds the built package, its licenses and types, and nothing e
 
 test("Node loads the node build from the tarball, with the native HMAC", () => {
   const out = JSON.parse(run(process.execPath, ["run.mjs"]));
-  assert.deepEqual(out, { runtime: "node", resolved: unpacked("dist/node/index.mjs"), passed: CHECK_COUNT, native: true, name: "Webhook" });
+  assert.deepEqual(out, { runtime: "node", resolved: unpacked("dist/node/index.mjs"), passed: CHECK_COUNT, native: true, webCrypto: false, name: "Webhook" });
   const cjs = run(process.execPath, ["-e", "const { Webhook } = require('postwire'); console.log(require.resolve('postwire'), Webhook.name)"]);
   assert.equal(cjs, `${join(project, "node_modules/postwire/dist/node/index.cjs")} Webhook`);
   // The adapters, both ways, from the tarball.
@@ -86,12 +86,12 @@ test("Node loads the node build from the tarball, with the native HMAC", () => {
 
 test("Bun loads the bun build from the tarball, with node:crypto's HMAC", { skip: !existsSync(BUN) && "Bun binary not installed (optional dependency)" }, () => {
   const out = JSON.parse(run(BUN, ["run.mjs"]));
-  assert.deepEqual(out, { runtime: "bun", resolved: unpacked("dist/native/index.js"), passed: CHECK_COUNT, native: true, name: "Webhook" });
+  assert.deepEqual(out, { runtime: "bun", resolved: unpacked("dist/native/index.js"), passed: CHECK_COUNT, native: true, webCrypto: false, name: "Webhook" });
 });
 
 test("Deno loads the deno build from the tarball, with node:crypto's HMAC", { skip: !existsSync(DENO) && "Deno binary not installed (optional dependency)" }, () => {
   const out = JSON.parse(run(DENO, ["run", "--no-remote", "--node-modules-dir=manual", "--allow-read", "--allow-env", "run.mjs"]));
-  assert.deepEqual(out, { runtime: "deno", resolved: unpacked("dist/native/index.js"), passed: CHECK_COUNT, native: true, name: "Webhook" });
+  assert.deepEqual(out, { runtime: "deno", resolved: unpacked("dist/native/index.js"), passed: CHECK_COUNT, native: true, webCrypto: false, name: "Webhook" });
 });
 
 test("workerd (Miniflare) runs the workerd build from the tarball, bundled as wrangler does", async () => {
@@ -102,7 +102,7 @@ import { runChecks } from "./checks.js";
 export default {
   async fetch() {
     const passed = await runChecks(pw);
-    return Response.json({ passed: passed.length, native: pw.Webhook[Symbol.for("postwire.internals")].nativeHmac, name: pw.Webhook.name });
+    return Response.json({ passed: passed.length, native: pw.Webhook[Symbol.for("postwire.internals")].nativeHmac, webCrypto: pw.Webhook[Symbol.for("postwire.internals")].webCryptoHmac, name: pw.Webhook.name });
   },
 };
 `,
@@ -126,7 +126,7 @@ export default {
   });
   try {
     const res = await mf.dispatchFetch("http://worker/");
-    assert.deepEqual(await res.json(), { passed: CHECK_COUNT, native: false, name: "Webhook" });
+    assert.deepEqual(await res.json(), { passed: CHECK_COUNT, native: false, webCrypto: true, name: "Webhook" });
   } finally {
     await mf.dispose();
   }
@@ -138,7 +138,7 @@ test("headless Chromium runs the browser build from the tarball, bundled by esbu
     `import * as pw from "postwire";
 import { runChecks } from "./checks.js";
 runChecks(pw).then(
-  (passed) => { window.__result = { passed: passed.length, native: pw.Webhook[Symbol.for("postwire.internals")].nativeHmac, name: pw.Webhook.name }; },
+  (passed) => { window.__result = { passed: passed.length, native: pw.Webhook[Symbol.for("postwire.internals")].nativeHmac, webCrypto: pw.Webhook[Symbol.for("postwire.internals")].webCryptoHmac, name: pw.Webhook.name }; },
   (e) => { window.__result = { error: String(e && e.stack || e) }; },
 );
 `,
@@ -159,11 +159,15 @@ runChecks(pw).then(
       if (path === "/page.js") return route.fulfill({ contentType: "text/javascript", body: script });
       return route.fulfill({ status: 404, body: "" });
     });
-    await page.goto("http://postwire.test/");
-    await page.waitForFunction(() => window.__result !== undefined, null, { timeout: 60_000 });
-    const result = await page.evaluate(() => window.__result);
-    assert.deepEqual(errors, []);
-    assert.deepEqual(result, { passed: CHECK_COUNT, native: false, name: "Webhook" });
+    // WebCrypto exists only in a secure context (https, or localhost); elsewhere verifyAsync
+    // hashes in wasm, with the same answers.
+    for (const [origin, webCrypto] of [["http://localhost/", true], ["http://postwire.test/", false]]) {
+      await page.goto(origin);
+      await page.waitForFunction(() => window.__result !== undefined, null, { timeout: 60_000 });
+      const result = await page.evaluate(() => window.__result);
+      assert.deepEqual(errors, []);
+      assert.deepEqual(result, { passed: CHECK_COUNT, native: false, webCrypto, name: "Webhook" }, origin);
+    }
   } finally {
     await browser.close();
   }

@@ -116,7 +116,15 @@ export declare class Webhook {
    * @throws {WebhookVerificationError}
    */
   verifyEvent(payload: WebhookPayload, headers: WebhookHeaders, options?: Omit<VerifyOptions, "jsonParse">): WebhookEvent;
-  /** For Fetch-style handlers: reads the raw body once, then as `verifyEvent`. */
+  /**
+   * `verify`, asynchronously. Where the runtime has no node:crypto (browsers, workerd),
+   * bodies from 4 KiB are hashed by WebCrypto (`crypto.subtle`: native code, several times
+   * faster than wasm on large bodies), every check still made by postwire-core; elsewhere,
+   * and for small bodies, it does what `verify` does. `verifyRequest` uses it.
+   * @throws {WebhookVerificationError} (as a rejection)
+   */
+  verifyAsync(payload: WebhookPayload, headers: WebhookHeaders, options?: VerifyOptions): Promise<unknown>;
+  /** For Fetch-style handlers: reads the raw body once, then as `verifyEvent` (with the HMAC of `verifyAsync`). */
   verifyRequest(request: RequestLike, options?: VerifyRequestOptions & { parse?: "event" }): Promise<WebhookEvent>;
   /** For Fetch-style handlers: reads the raw body once, then as `verify`. */
   verifyRequest(request: RequestLike, options: VerifyRequestOptions & { parse: "json" }): Promise<unknown>;
