@@ -49,24 +49,31 @@ const SCRATCH_KEEP = 1024 * 1024;
 const DISPOSE = Symbol.dispose ?? Symbol.for("Symbol.dispose");
 
 /**
- * @param {object} wasm the wasm-bindgen bindings of crates/postwire-wasm, instantiated
- * @param {object} [native] Node only: `{ createHmac, createSecretKey }` from node:crypto.
- *   Large bodies are then hashed natively (several times faster than wasm), while every
- *   decision (headers, timestamp window, signature comparison) stays in postwire-core.
+ * @param {object} wasm the wasm-bindgen bindings of crates/postwire-wasm; each function
+ *   instantiates the module on its first call (init.js), so importing the package
+ *   compiles nothing
+ * @param {() => object} [native] Node, Bun, Deno: returns node:crypto (`createHmac`,
+ *   `createSecretKey`), called on the first large body. Large bodies are then hashed
+ *   natively (several times faster than wasm), while every decision (headers, timestamp
+ *   window, signature comparison) stays in postwire-core.
  * @returns the package's exports
  */
 export function createApi(wasm, native) {
-  // Status → code string, from the module itself so the two sides cannot drift.
-  const codeOf = [];
-  for (let s = 1; s <= ERROR_CODES.length; s++) codeOf[s] = wasm.codeName(s);
-  const memory = wasm.wasmMemory();
-  let bytes = new Uint8Array(memory.buffer);
+  /** Status → code string, from the module itself so the two sides cannot drift; built on the first failure. */
+  let codeOf = null;
+  let memory = null;
+  let bytes = new Uint8Array(0);
   let scratchAt = 0;
   let scratchLen = 0;
+  let nodeCrypto = null;
+  const crypto = () => (nodeCrypto ??= native());
 
   /** The memory view, renewed when the memory grew (which detaches the old buffer). */
   function mem() {
-    if (bytes.byteLength === 0) bytes = new Uint8Array(memory.buffer);
+    if (bytes.byteLength === 0) {
+      memory ??= wasm.wasmMemory();
+      bytes = new Uint8Array(memory.buffer);
+    }
     return bytes;
   }
 
@@ -112,6 +119,10 @@ export function createApi(wasm, native) {
 
   /** A status from the module as a thrown error, with the module's message. */
   function failure(status) {
+    if (codeOf === null) {
+      codeOf = [];
+      for (let s = 1; s <= ERROR_CODES.length; s++) codeOf[s] = wasm.codeName(s);
+    }
     return new WebhookVerificationError(wasm.lastErrorMessage(), codeOf[status] ?? "invalid_payload");
   }
 
@@ -185,11 +196,11 @@ export function createApi(wasm, native) {
     #schedules;
     #count;
     #tolerance;
-    /** node:crypto KeyObjects of the secrets, in order, when a native HMAC is available. */
+    /** node:crypto KeyObjects of the secrets, in order, made from `#rawKeys` on the first large body. */
     #keys = null;
     /** Bodies from this many bytes up use `#keys`. */
     #nativeFrom = Infinity;
-    /** Without node:crypto: the key bytes, for WebCrypto in `verifyAsync` (null otherwise). */
+    /** The key bytes, where large bodies may be hashed natively (node:crypto, or WebCrypto in `verifyAsync`); else null. */
     #rawKeys = null;
     /** Their WebCrypto keys, imported on the first large body. */
     #cryptoKeys = null;
@@ -221,8 +232,7 @@ export function createApi(wasm, native) {
       }
       const useNative = native !== undefined && hmac !== "wasm";
       const schedules = new Uint8Array(SCHEDULE_LEN * secrets.length);
-      const keys = useNative ? [] : null;
-      const rawKeys = !useNative && subtle !== undefined && hmac === "auto" ? [] : null;
+      const rawKeys = useNative || (subtle !== undefined && hmac === "auto") ? [] : null;
       const raw = options?.format === "raw";
       for (let i = 0; i < secrets.length; i++) {
         const s = secrets[i];
@@ -250,11 +260,6 @@ export function createApi(wasm, native) {
           throw failure(wasm.lastErrorStatus());
         }
         schedules.set(m.subarray(scratchAt, scratchAt + SCHEDULE_LEN), SCHEDULE_LEN * i);
-        if (keys !== null) {
-          const bytes = m.slice(scratchAt + SCHEDULE_LEN, scratchAt + SCHEDULE_LEN + keyLen);
-          keys.push(native.createSecretKey(bytes));
-          bytes.fill(0);
-        }
         if (rawKeys !== null) rawKeys.push(m.slice(scratchAt + SCHEDULE_LEN, scratchAt + SCHEDULE_LEN + keyLen));
         m.fill(0, scratchAt, scratchAt + used);
         release();
@@ -263,10 +268,7 @@ export function createApi(wasm, native) {
       this.#count = secrets.length;
       this.#tolerance = Math.floor(tolerance);
       this.#rawKeys = rawKeys;
-      if (keys !== null) {
-        this.#keys = keys;
-        this.#nativeFrom = hmac === "native" ? 0 : NATIVE_HMAC_MIN_BYTES;
-      }
+      if (useNative) this.#nativeFrom = hmac === "native" ? 0 : NATIVE_HMAC_MIN_BYTES;
     }
 
     /**
@@ -350,7 +352,9 @@ export function createApi(wasm, native) {
     /** `#check`, with WebCrypto's HMAC for large bodies where there is no node:crypto. */
     async #checkAsync(body, headers, now) {
       this.#live();
-      if (this.#rawKeys === null || body.length < WEBCRYPTO_HMAC_MIN_BYTES) return this.#check(body, headers, now);
+      if (native !== undefined || this.#rawKeys === null || body.length < WEBCRYPTO_HMAC_MIN_BYTES) {
+        return this.#check(body, headers, now);
+      }
       const [id, timestamp, signature, present] = boundHeaders(readHeaders(headers));
       const nowSecs = nowSeconds(now);
       const rawKeys = this.#rawKeys;
@@ -397,11 +401,12 @@ export function createApi(wasm, native) {
     /** One native HMAC per secret over `<id>.<timestamp>.<body>`, concatenated. */
     #nativeMacs(id, timestamp, body) {
       const prefix = `${id}.${timestamp}.`;
-      const keys = this.#keys;
-      if (keys.length === 1) return native.createHmac("sha256", keys[0]).update(prefix).update(body).digest();
+      const { createHmac, createSecretKey } = crypto();
+      const keys = (this.#keys ??= this.#rawKeys.map((k) => createSecretKey(k)));
+      if (keys.length === 1) return createHmac("sha256", keys[0]).update(prefix).update(body).digest();
       const out = new Uint8Array(32 * keys.length);
       for (let i = 0; i < keys.length; i++) {
-        out.set(native.createHmac("sha256", keys[i]).update(prefix).update(body).digest(), 32 * i);
+        out.set(createHmac("sha256", keys[i]).update(prefix).update(body).digest(), 32 * i);
       }
       return out;
     }
@@ -429,7 +434,7 @@ export function createApi(wasm, native) {
   // the scratch buffer's length, in bytes, and whether this build hashes large bodies natively.
   Object.defineProperty(Webhook, Symbol.for("postwire.internals"), {
     value: Object.freeze({
-      memoryBytes: () => memory.buffer.byteLength,
+      memoryBytes: () => mem().buffer.byteLength,
       scratchBytes: () => wasm.scratchLen(),
       nativeHmac: native !== undefined,
       webCryptoHmac: native === undefined && subtle !== undefined,
@@ -490,7 +495,7 @@ export function createApi(wasm, native) {
       if (typeof ttl !== "number" || !(ttl >= 0 && ttl <= MAX_TOLERANCE_SECONDS)) {
         throw new RangeError(`ttlSeconds must be a number from 0 to ${MAX_TOLERANCE_SECONDS}`);
       }
-      this.#inner = new wasm.WasmReplayGuard(capacity, Math.floor(ttl));
+      this.#inner = wasm.newReplayGuard(capacity, Math.floor(ttl));
     }
 
     /** Records `id`; `"fresh"` the first time (handle the event), `"duplicate"` within the TTL. */

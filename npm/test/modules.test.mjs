@@ -36,6 +36,20 @@ test("require and import both load the Node build, as one instance", () => {
   assert.equal(viaImport, viaRequire);
 });
 
+test("nothing is compiled at import: the wasm module on first use, once", () => {
+  const script = `
+    let compiled = 0;
+    const Original = WebAssembly.Module;
+    WebAssembly.Module = class extends Original { constructor(b) { super(b); compiled++; } };
+    const { Webhook, ReplayGuard } = require("postwire");
+    const atLoad = compiled;
+    const wh = new Webhook("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+    new ReplayGuard();
+    wh.sign("msg_1", new Date(), "{}");
+    console.log(atLoad, compiled);`;
+  assert.equal(run(process.execPath, ["-e", script]), "0 1");
+});
+
 test("the exports map resolves each runtime's condition to its build", () => {
   const resolveWith = (conditions) =>
     run(process.execPath, [...conditions.map((c) => `--conditions=${c}`), "--input-type=module", "-e", "console.log(import.meta.resolve('postwire'))"]);

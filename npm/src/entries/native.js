@@ -14,7 +14,10 @@ function decodeBase64(text) {
   return bytes;
 }
 
-const api = instantiateApi(decodeBase64(WASM_BASE64), { createHmac, createSecretKey });
+const api = instantiateApi(
+  () => decodeBase64(WASM_BASE64),
+  () => ({ createHmac, createSecretKey }),
+);
 
 export const {
   Webhook,
