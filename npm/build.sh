@@ -7,7 +7,8 @@
 #
 #   dist/node/     index.cjs (require) + index.mjs (import), wasm inlined, node:crypto for large bodies
 #   dist/native/   index.js: Bun and Deno; ESM, wasm inlined, node:crypto for large bodies, no Buffer
-#   dist/web/      index.js: browsers, bundlers; wasm inlined, no node: imports
+#   dist/browser/  index.js + postwire_wasm_bg.wasm (new URL(…, import.meta.url), top-level await): browsers, bundlers
+#   dist/web/      index.js: any other runtime, and postwire/inline; wasm inlined, no node: imports
 #   dist/workerd/  index.js + postwire_wasm_bg.wasm imported as a module (Cloudflare)
 #   dist/index.d.ts, dist/index.d.cts: the hand-written TypeScript types
 set -euo pipefail
@@ -41,7 +42,7 @@ CARGO_PROFILE_RELEASE_OPT_LEVEL="${POSTWIRE_WASM_OPT_LEVEL:-3}" CARGO_PROFILE_RE
 RAW_WASM="$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/postwire_wasm.wasm"
 
 rm -rf build dist
-mkdir -p build/web dist/node dist/native dist/web dist/workerd
+mkdir -p build/web dist/browser dist/node dist/native dist/web dist/workerd
 
 # One glue for every build (the `web` target's initSync); each entry point only differs
 # in how it obtains the compiled module.
@@ -68,6 +69,9 @@ esbuild src/entries/node.js --bundle --platform=node --format=cjs --target=node1
 cp src/entries/node.mjs dist/node/index.mjs
 esbuild src/entries/native.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   --external:node:crypto --outfile=dist/native/index.js --log-level=warning
+esbuild src/entries/browser.js --bundle --platform=browser --format=esm --target=es2022 --keep-names \
+  --outfile=dist/browser/index.js --log-level=warning
+cp build/postwire_wasm_bg.wasm dist/browser/postwire_wasm_bg.wasm
 esbuild src/entries/web.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   --outfile=dist/web/index.js --log-level=warning
 esbuild src/entries/workerd.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \

@@ -5,10 +5,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
-import { existsSync, readFileSync, mkdtempSync, writeFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
 import * as esm from "postwire";
 
 const npmDir = fileURLToPath(new URL("..", import.meta.url));
@@ -54,9 +55,13 @@ test("the exports map resolves each runtime's condition to its build", () => {
   const resolveWith = (conditions) =>
     run(process.execPath, [...conditions.map((c) => `--conditions=${c}`), "--input-type=module", "-e", "console.log(import.meta.resolve('postwire'))"]);
   assert.equal(resolveWith([]), "file://" + npmDir + "dist/node/index.mjs");
-  for (const [condition, build] of [["workerd", "workerd"], ["deno", "native"], ["bun", "native"], ["browser", "web"]]) {
+  for (const [condition, build] of [["workerd", "workerd"], ["deno", "native"], ["bun", "native"], ["browser", "browser"]]) {
     assert.equal(resolveWith([condition]), "file://" + npmDir + `dist/${build}/index.js`, condition);
   }
+  assert.equal(
+    run(process.execPath, ["--input-type=module", "-e", "console.log(import.meta.resolve('postwire/inline'))"]),
+    "file://" + npmDir + "dist/web/index.js",
+  );
   for (const file of ["dist/index.d.ts", "dist/index.d.cts", "dist/workerd/postwire_wasm_bg.wasm"]) {
     assert.ok(existsSync(npmDir + file), file);
   }
@@ -87,8 +92,25 @@ test("the web and workerd builds use no Node API", () => {
   }
 });
 
-test("the browser build works inside Node too (web-standard APIs only)", () => {
-  const out = JSON.parse(run(process.execPath, ["--conditions=browser", "test/portable/run.mjs"]));
+test("the browser bundle stays small: the wasm is a file beside it, not inlined", () => {
+  // Inside the repository, so "postwire" resolves as a package (its exports map), as in an app.
+  mkdirSync(npmDir + "build", { recursive: true });
+  const out = mkdtempSync(npmDir + "build/size-");
+  try {
+    writeFileSync(join(out, "app.js"), 'import { Webhook } from "postwire"; globalThis.r = new Webhook(globalThis.s).verify(globalThis.b, globalThis.h);');
+    run(rootDir + "node_modules/.bin/esbuild", [join(out, "app.js"), "--bundle", "--minify", "--format=esm", "--platform=browser", `--outfile=${join(out, "out.js")}`, "--log-level=error"]);
+    const js = readFileSync(join(out, "out.js"));
+    const gzipped = gzipSync(js, { level: 9 }).length;
+    assert.ok(gzipped <= 20 * 1024, `the browser bundle is ${gzipped} bytes gzip`);
+    assert.match(js.toString(), /postwire_wasm_bg\.wasm/, "the bundle refers to the .wasm file");
+    assert.doesNotMatch(js.toString(), /AGFzbQ/, "no inlined module (base64 of \\0asm)");
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+});
+
+test("the inline build works inside Node too (web-standard APIs only)", () => {
+  const out = JSON.parse(run(process.execPath, ["test/portable/run.mjs", "postwire/inline"]));
   assert.equal(out.resolved, "file://" + npmDir + "dist/web/index.js");
   assert.equal(out.passed, out.expected);
 });

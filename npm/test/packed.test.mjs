@@ -68,7 +68,7 @@ const unpacked = (file) => "file://" + join(project, "node_modules/postwire", fi
 
 test("the tarball holds the built package, its licenses and types, and nothing else", () => {
   const list = execFileSync("tar", ["-tzf", tarball], { encoding: "utf8" }).trim().split("\n").sort();
-  for (const file of ["package/package.json", "package/README.md", "package/LICENSE-MIT", "package/LICENSE-APACHE", "package/dist/index.d.ts", "package/dist/node/index.cjs", "package/dist/native/index.js", "package/dist/web/index.js", "package/dist/workerd/index.js", "package/dist/workerd/postwire_wasm_bg.wasm", "package/dist/adapters/express.cjs", "package/dist/adapters/hono.js", "package/dist/adapters/next.d.ts"]) {
+  for (const file of ["package/package.json", "package/README.md", "package/LICENSE-MIT", "package/LICENSE-APACHE", "package/dist/index.d.ts", "package/dist/node/index.cjs", "package/dist/native/index.js", "package/dist/web/index.js", "package/dist/browser/index.js", "package/dist/browser/postwire_wasm_bg.wasm", "package/dist/workerd/index.js", "package/dist/workerd/postwire_wasm_bg.wasm", "package/dist/adapters/express.cjs", "package/dist/adapters/hono.js", "package/dist/adapters/next.d.ts"]) {
     assert.ok(list.includes(file), `${file} in ${list.join(", ")}`);
   }
   assert.ok(!list.some((f) => f.includes("/test/") || f.includes("/src/") || f.endsWith(".rs")), list.join(", "));
@@ -146,17 +146,20 @@ runChecks(pw).then(
   const meta = join(project, "page-meta.json");
   run(ESBUILD, ["page.js", "--bundle", "--format=esm", "--platform=browser", "--minify", `--outfile=${join(project, "page-out.js")}`, `--metafile=${meta}`, "--log-level=warning"]);
   const inputs = Object.keys(JSON.parse(readFileSync(meta, "utf8")).inputs);
-  assert.ok(inputs.includes("node_modules/postwire/dist/web/index.js"), inputs.join(", "));
+  assert.ok(inputs.includes("node_modules/postwire/dist/browser/index.js"), inputs.join(", "));
   const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: ["--no-sandbox", "--disable-gpu"] });
   try {
     const page = await browser.newPage();
     const errors = [];
     page.on("pageerror", (e) => errors.push(String(e)));
     const script = readFileSync(join(project, "page-out.js"), "utf8");
+    const wasm = readFileSync(join(project, "node_modules/postwire/dist/browser/postwire_wasm_bg.wasm"));
     await page.route("**/*", (route) => {
       const path = new URL(route.request().url()).pathname;
       if (path === "/") return route.fulfill({ contentType: "text/html", body: '<script type="module" src="/page.js"></script>' });
       if (path === "/page.js") return route.fulfill({ contentType: "text/javascript", body: script });
+      // The browser build's .wasm, beside the bundle, as a web server would serve the asset.
+      if (path === "/postwire_wasm_bg.wasm") return route.fulfill({ contentType: "application/wasm", body: wasm });
       return route.fulfill({ status: 404, body: "" });
     });
     // WebCrypto exists only in a secure context (https, or localhost); elsewhere verifyAsync
