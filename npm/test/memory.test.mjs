@@ -27,12 +27,13 @@ function delivery(body, id = "msg_mem") {
   return { body, headers };
 }
 
-test("Node: 200,000 new Webhook + verify grow RSS by less than 32 MiB", { timeout: 120_000 }, () => {
+test("Node: 200,000 new Webhook + verify grow RSS by less than 32 MiB", { timeout: 120_000 }, (t) => {
   const out = execFileSync(process.execPath, ["--expose-gc", npmDir + "bench/memory.mjs", "--count", "200000"], {
     encoding: "utf8",
     timeout: 110_000,
   });
   const r = JSON.parse(out);
+  t.diagnostic(out.trim());
   assert.equal(r.iterations, 200000);
   assert.ok(r.growthMiB < 32, `RSS grew by ${r.growthMiB} MiB: ${out}`);
   assert.ok(r.wasmMemoryMiB < 4, `the wasm memory grew to ${r.wasmMemoryMiB} MiB: ${out}`);
@@ -97,7 +98,7 @@ function workerdPid() {
 }
 const rssOf = (pid) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]) / 1024;
 
-test("workerd at a 2024 compatibility date (no FinalizationRegistry): memory stays flat", { timeout: 180_000 }, async () => {
+test("workerd at a 2024 compatibility date (no FinalizationRegistry): memory stays flat", { timeout: 180_000 }, async (t) => {
   const outDir = npmDir + "build/workerd-memory/";
   mkdirSync(outDir, { recursive: true });
   execFileSync(npmDir + "../node_modules/.bin/esbuild", [
@@ -135,6 +136,7 @@ test("workerd at a 2024 compatibility date (no FinalizationRegistry): memory sta
     let last;
     for (let i = 0; i < 10; i++) last = await round(); // 200,000 more objects
     const after = rssOf(pid);
+    t.diagnostic(`workerd RSS ${before.toFixed(1)} → ${after.toFixed(1)} MiB over 200,000 objects; wasm memory ${last.wasmMemoryBytes} bytes`);
     // Before the fix each object kept ~1.2 KiB of wasm memory for good: 200,000 of them
     // grew workerd by over 200 MiB.
     assert.ok(after - before < 24, `workerd RSS grew by ${(after - before).toFixed(1)} MiB (from ${before.toFixed(1)})`);
