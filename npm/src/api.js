@@ -27,7 +27,10 @@ const RAW_BODY_HINT =
   "in Express use express.raw({ type: 'application/json' }) instead of express.json(), and pass req.body; " +
   "in a Fetch handler pass await request.text(), or use webhook.verifyRequest(request)";
 
-/** Bodies from this many bytes up are hashed by the native HMAC when there is one. */
+/**
+ * Bodies from this many bytes up are hashed by the native HMAC when there is one: where
+ * node:crypto overtakes one wasm call, measured on Node (each runtime's entry may pass its own).
+ */
 const NATIVE_HMAC_MIN_BYTES = 1536;
 /**
  * In `verifyAsync` and `verifyRequest`, bodies from this many bytes up are hashed by
@@ -56,9 +59,10 @@ const DISPOSE = Symbol.dispose ?? Symbol.for("Symbol.dispose");
  *   `createSecretKey`), called on the first large body. Large bodies are then hashed
  *   natively (several times faster than wasm), while every decision (headers, timestamp
  *   window, signature comparison) stays in postwire-core.
+ * @param {number} [nativeMinBytes] the body size from which node:crypto is used
  * @returns the package's exports
  */
-export function createApi(wasm, native) {
+export function createApi(wasm, native, nativeMinBytes = NATIVE_HMAC_MIN_BYTES) {
   /** Status → code string, from the module itself so the two sides cannot drift; built on the first failure. */
   let codeOf = null;
   let memory = null;
@@ -268,7 +272,7 @@ export function createApi(wasm, native) {
       this.#count = secrets.length;
       this.#tolerance = Math.floor(tolerance);
       this.#rawKeys = rawKeys;
-      if (useNative) this.#nativeFrom = hmac === "native" ? 0 : NATIVE_HMAC_MIN_BYTES;
+      if (useNative) this.#nativeFrom = hmac === "native" ? 0 : nativeMinBytes;
     }
 
     /**

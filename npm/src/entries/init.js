@@ -26,8 +26,9 @@ import { createApi } from "../api.js";
  * on the first call that needs it, not at import: loading the package costs no compile.
  * @param {() => BufferSource | WebAssembly.Module} source the module's bytes or compiled module, asked for once
  * @param {() => object} [native] node:crypto's `createHmac` and `createSecretKey`, asked for on the first large body
+ * @param {number} [nativeMinBytes] the body size from which node:crypto hashes (default 1536, measured on Node)
  */
-export function instantiateApi(source, native) {
+export function instantiateApi(source, native, nativeMinBytes) {
   let loaded = false;
   const load = () => {
     if (!loaded) {
@@ -58,5 +59,6 @@ export function instantiateApi(source, native) {
       newReplayGuard: lazy((capacity, ttl) => new WasmReplayGuard(capacity, ttl)),
     },
     native,
+    nativeMinBytes,
   );
 }
