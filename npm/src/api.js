@@ -353,6 +353,13 @@ export function createApi(wasm, native, nativeMinBytes = NATIVE_HMAC_MIN_BYTES) 
       return parseJson(body);
     }
 
+    /** `verifyEvent`, asynchronously: the HMAC of `verifyAsync` (WebCrypto for large bodies where there is no node:crypto). */
+    async verifyEventAsync(payload, headers, options) {
+      const body = rawBody(payload);
+      const id = await this.#checkAsync(body, headers, options?.now);
+      return checkedEvent(parseJson(body), id);
+    }
+
     /** `#check`, with WebCrypto's HMAC for large bodies where there is no node:crypto. */
     async #checkAsync(body, headers, now) {
       this.#live();

@@ -124,6 +124,8 @@ export declare class Webhook {
    * @throws {WebhookVerificationError} (as a rejection)
    */
   verifyAsync(payload: WebhookPayload, headers: WebhookHeaders, options?: VerifyOptions): Promise<unknown>;
+  /** `verifyEvent`, asynchronously, with the HMAC of `verifyAsync`. The framework adapters use it. */
+  verifyEventAsync(payload: WebhookPayload, headers: WebhookHeaders, options?: Omit<VerifyOptions, "jsonParse">): Promise<WebhookEvent>;
   /** For Fetch-style handlers: reads the raw body once, then as `verifyEvent` (with the HMAC of `verifyAsync`). */
   verifyRequest(request: RequestLike, options?: VerifyRequestOptions & { parse?: "event" }): Promise<WebhookEvent>;
   /** For Fetch-style handlers: reads the raw body once, then as `verify`. */

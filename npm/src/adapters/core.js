@@ -46,7 +46,8 @@ export function createDispatcher(handlers, options) {
   return async function dispatch(body, headers) {
     let event;
     try {
-      event = webhook.verifyEvent(body, headers);
+      // Async: in workerd and browsers large bodies are then hashed by WebCrypto.
+      event = await webhook.verifyEventAsync(body, headers);
     } catch (e) {
       if (!(e instanceof WebhookVerificationError)) throw e;
       // invalid_payload comes only after the signature verified: a type this version

@@ -95,6 +95,9 @@ export async function runChecks(pw) {
     }
     check(error instanceof WebhookVerificationError && error.code === code, `verifyAsync, ${what}: ${error}`);
   }
+  const bigEvent = JSON.stringify({ id: "msg_big", type: "webhook.test", createdAt: "2026-11-22T09:00:00.000Z", workspaceId: "ws_1", data: { message: big } });
+  const bigEventHeaders = { ...bigHeaders, "webhook-signature": wh.sign("msg_big", now, bigEvent) };
+  check((await wh.verifyEventAsync(bigEvent, bigEventHeaders)).data.message.length === big.length, "verifyEventAsync, 1 MiB event");
   const rotated = new Webhook([generateSecret(), SECRET]);
   check((await rotated.verifyAsync(big, bigHeaders, { jsonParse: false })) === undefined, "verifyAsync with a rotation");
   ok("verifyAsync");
