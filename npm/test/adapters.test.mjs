@@ -161,10 +161,30 @@ test("postwire/next's route handler over real HTTP, with a pluggable store", asy
   assert.deepEqual(await post(await listen(server2), testEvent("msg_a")), { status: 200, json: { duplicate: true } });
 });
 
+test("a secret missing at creation (Next.js builds) is read per request; a function secret too", async () => {
+  let secret;
+  const POST = nextHandler({ "webhook.test": () => {} }, { secret: () => secret });
+  const at = new Date();
+  const body = testEvent("msg_late");
+  const headers = { "webhook-id": "msg_late", "webhook-timestamp": String(Math.floor(at / 1000)), "webhook-signature": new StandardWebhook(SECRET).sign("msg_late", at, body) };
+  const realError = console.error;
+  console.error = () => {};
+  try {
+    const missing = await POST(new Request("http://x/webhooks", { method: "POST", headers, body }));
+    assert.equal(missing.status, 500);
+    assert.equal((await missing.json()).code, "missing_secret");
+  } finally {
+    console.error = realError;
+  }
+  secret = SECRET;
+  assert.equal((await POST(new Request("http://x/webhooks", { method: "POST", headers, body }))).status, 204);
+  assert.doesNotThrow(() => nextHandler({}, { secret: undefined }));
+});
+
 test("createHandler checks its arguments", () => {
   assert.throws(() => nextHandler({ "post.publishd": () => {} }, { secret: SECRET }), /not an event type/);
   assert.throws(() => nextHandler({ "post.published": 1 }, { secret: SECRET }), /not a function/);
-  assert.throws(() => nextHandler({}, {}), /secret is required/);
+  assert.throws(() => nextHandler({}, { secret: "whsec_!!!!" }), { code: "invalid_secret" }, "a secret given at creation is checked then");
   assert.throws(() => nextHandler({}, { secret: SECRET, store: {} }), /claim\(id\) and release\(id\)/);
   assert.throws(() => nextHandler({}, { secret: "whsec_!!!!" }), { code: "invalid_secret" });
   const store = memoryStore();

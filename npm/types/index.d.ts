@@ -322,8 +322,13 @@ export interface DeliveryStore {
 }
 
 export interface HandlerOptions {
-  /** The endpoint's secret(s): `whsec_…`, or several during a rotation. */
-  secret: WebhookSecret | readonly WebhookSecret[];
+  /**
+   * The endpoint's secret(s): `whsec_…`, or several during a rotation; or a function that
+   * returns them per request (a Worker's `env`). `undefined` when the handler is created
+   * (Next.js evaluates routes at build time, without the runtime's environment) is read
+   * again at each request; a request without a secret is answered 500 `missing_secret`.
+   */
+  secret: WebhookSecret | readonly WebhookSecret[] | undefined | (() => WebhookSecret | readonly WebhookSecret[] | undefined);
   /** Handled ids; default `memoryStore()`. */
   store?: DeliveryStore;
   /** How far `webhook-timestamp` may be from now, each way. Default 300. */

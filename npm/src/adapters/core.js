@@ -37,13 +37,27 @@ export function createDispatcher(handlers, options) {
     if (typeof fn !== "function") throw new TypeError(`createHandler: the handler of "${type}" is not a function`);
   }
   const { secret, store = memoryStore(), onError = defaultOnError, toleranceInSeconds } = options ?? {};
-  if (secret === undefined) throw new TypeError("createHandler: options.secret is required (the endpoint's whsec_… secret)");
   if (typeof store?.claim !== "function" || typeof store?.release !== "function") {
     throw new TypeError("createHandler: options.store must have claim(id) and release(id)");
   }
-  const webhook = new Webhook(secret, toleranceInSeconds === undefined ? {} : { toleranceInSeconds });
+  const webhookOptions = toleranceInSeconds === undefined ? {} : { toleranceInSeconds };
+  // The secret may be missing when the module is evaluated (Next.js evaluates routes at
+  // build time, without the runtime's environment), or be a function (a Worker's env):
+  // it is then read at the first request. A secret given now is checked now.
+  let cached = null; // [secret value, Webhook]
+  const webhookFor = (value) => {
+    if (cached === null || cached[0] !== value) cached = [value, new Webhook(value, webhookOptions)];
+    return cached[1];
+  };
+  if (secret !== undefined && typeof secret !== "function") webhookFor(secret);
 
   return async function dispatch(body, headers) {
+    const value = typeof secret === "function" ? secret() : secret;
+    if (value === undefined || value === null || value === "") {
+      console.error("postwire: createHandler has no secret (options.secret is empty): every delivery is answered 500");
+      return { status: 500, json: { code: "missing_secret", message: "the webhook endpoint has no secret configured" } };
+    }
+    const webhook = webhookFor(value);
     let event;
     try {
       // Async: in workerd and browsers large bodies are then hashed by WebCrypto.
