@@ -10,6 +10,7 @@
 #   dist/browser/  index.js + postwire_wasm_bg.wasm (new URL(…, import.meta.url), top-level await): browsers, bundlers
 #   dist/web/      index.js: any other runtime, and postwire/inline; wasm inlined, no node: imports
 #   dist/workerd/  index.js + postwire_wasm_bg.wasm imported as a module (Cloudflare)
+#   dist/edge-light/ the same with the `?module` import Vercel's Edge runtime needs
 #   dist/index.d.ts, dist/index.d.cts: the hand-written TypeScript types
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -42,7 +43,7 @@ CARGO_PROFILE_RELEASE_OPT_LEVEL="${POSTWIRE_WASM_OPT_LEVEL:-3}" CARGO_PROFILE_RE
 RAW_WASM="$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/postwire_wasm.wasm"
 
 rm -rf build dist
-mkdir -p build/web dist/browser dist/node dist/native dist/web dist/workerd
+mkdir -p build/web dist/browser dist/edge-light dist/node dist/native dist/web dist/workerd
 
 # One glue for every build (the `web` target's initSync); each entry point only differs
 # in how it obtains the compiled module.
@@ -88,11 +89,14 @@ for adapter in express hono next; do
   cp "types/$adapter.d.ts" "dist/adapters/$adapter.d.ts"
   cp "types/$adapter.d.ts" "dist/adapters/$adapter.d.cts"
 done
+esbuild src/entries/edge-light.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
+  '--external:./postwire_wasm_bg.wasm?module' --outfile=dist/edge-light/index.js --log-level=warning
+cp build/postwire_wasm_bg.wasm dist/edge-light/postwire_wasm_bg.wasm
 # The workerd entry imports the .wasm relative to itself.
 sed -i 's#"\./postwire_wasm_bg\.wasm"#"./postwire_wasm_bg.wasm"#' dist/workerd/index.js
 
 # Nothing on the web and workerd paths may reach for Node or fetch a .wasm URL.
-if grep -nE 'require\(|from "node:|import\.meta|[^y]Buffer\.|new URL' dist/web/index.js dist/workerd/index.js; then
+if grep -nE 'require\(|from "node:|import\.meta|[^y]Buffer\.|new URL' dist/web/index.js dist/workerd/index.js dist/edge-light/index.js; then
   echo "a non-Node entry point refers to Node APIs or import.meta" >&2
   exit 1
 fi

@@ -55,7 +55,7 @@ test("the exports map resolves each runtime's condition to its build", () => {
   const resolveWith = (conditions) =>
     run(process.execPath, [...conditions.map((c) => `--conditions=${c}`), "--input-type=module", "-e", "console.log(import.meta.resolve('postwire'))"]);
   assert.equal(resolveWith([]), "file://" + npmDir + "dist/node/index.mjs");
-  for (const [condition, build] of [["workerd", "workerd"], ["deno", "native"], ["bun", "native"], ["browser", "browser"]]) {
+  for (const [condition, build] of [["workerd", "workerd"], ["edge-light", "edge-light"], ["deno", "native"], ["bun", "native"], ["browser", "browser"]]) {
     assert.equal(resolveWith([condition]), "file://" + npmDir + `dist/${build}/index.js`, condition);
   }
   assert.equal(

@@ -68,7 +68,7 @@ const unpacked = (file) => "file://" + join(project, "node_modules/postwire", fi
 
 test("the tarball holds the built package, its licenses and types, and nothing else", () => {
   const list = execFileSync("tar", ["-tzf", tarball], { encoding: "utf8" }).trim().split("\n").sort();
-  for (const file of ["package/package.json", "package/README.md", "package/LICENSE-MIT", "package/LICENSE-APACHE", "package/dist/index.d.ts", "package/dist/node/index.cjs", "package/dist/native/index.js", "package/dist/web/index.js", "package/dist/browser/index.js", "package/dist/browser/postwire_wasm_bg.wasm", "package/dist/workerd/index.js", "package/dist/workerd/postwire_wasm_bg.wasm", "package/dist/adapters/express.cjs", "package/dist/adapters/hono.js", "package/dist/adapters/next.d.ts"]) {
+  for (const file of ["package/package.json", "package/README.md", "package/LICENSE-MIT", "package/LICENSE-APACHE", "package/dist/index.d.ts", "package/dist/node/index.cjs", "package/dist/native/index.js", "package/dist/web/index.js", "package/dist/browser/index.js", "package/dist/browser/postwire_wasm_bg.wasm", "package/dist/edge-light/index.js", "package/dist/edge-light/postwire_wasm_bg.wasm", "package/dist/workerd/index.js", "package/dist/workerd/postwire_wasm_bg.wasm", "package/dist/adapters/express.cjs", "package/dist/adapters/hono.js", "package/dist/adapters/next.d.ts"]) {
     assert.ok(list.includes(file), `${file} in ${list.join(", ")}`);
   }
   assert.ok(!list.some((f) => f.includes("/test/") || f.includes("/src/") || f.endsWith(".rs")), list.join(", "));
@@ -127,6 +127,45 @@ export default {
   try {
     const res = await mf.dispatchFetch("http://worker/");
     assert.deepEqual(await res.json(), { passed: CHECK_COUNT, native: false, webCrypto: true, name: "Webhook" });
+  } finally {
+    await mf.dispose();
+  }
+});
+
+test("edge-light (Vercel Edge): the precompiled ?module import, run in workerd standing in for it", async () => {
+  // Vercel's Edge runtime itself is not available here. Its compiler resolves the
+  // edge-light condition and turns `import m from "./x.wasm?module"` into a
+  // WebAssembly.Module; Miniflare does the same here for a file of that very name.
+  writeFileSync(
+    join(project, "edge.js"),
+    `import * as pw from "postwire";
+import { runChecks } from "./checks.js";
+export default { async fetch() { return Response.json({ passed: (await runChecks(pw)).length }); } };
+`,
+  );
+  const out = join(project, "edge-out");
+  mkdirSync(out, { recursive: true });
+  const meta = join(project, "edge-meta.json");
+  run(ESBUILD, ["edge.js", "--bundle", "--format=esm", "--platform=neutral", "--conditions=edge-light,worker,browser", "--external:*.wasm?module", `--outfile=${join(out, "worker.js")}`, `--metafile=${meta}`, "--log-level=warning"]);
+  const inputs = Object.keys(JSON.parse(readFileSync(meta, "utf8")).inputs);
+  assert.ok(inputs.includes("node_modules/postwire/dist/edge-light/index.js"), inputs.join(", "));
+  const bundled = readFileSync(join(out, "worker.js"), "utf8");
+  assert.match(bundled, /from "\.\/postwire_wasm_bg\.wasm\?module"/);
+  assert.doesNotMatch(bundled, /AGFzbQ/, "no module inlined as bytes (base64 of \\0asm)");
+  cpSync(join(project, "node_modules/postwire/dist/edge-light/postwire_wasm_bg.wasm"), join(out, "postwire_wasm_bg.wasm?module"));
+  const mf = new Miniflare({
+    modules: true,
+    scriptPath: join(out, "worker.js"),
+    modulesRoot: out,
+    modulesRules: [
+      { type: "ESModule", include: ["**/*.js"] },
+      { type: "CompiledWasm", include: ["**/*.wasm?module"] },
+    ],
+    compatibilityDate: "2024-09-23",
+  });
+  try {
+    const res = await mf.dispatchFetch("http://edge/");
+    assert.deepEqual(await res.json(), { passed: CHECK_COUNT });
   } finally {
     await mf.dispose();
   }
