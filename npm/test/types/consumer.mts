@@ -70,6 +70,15 @@ const disposable = new Webhook(secret);
 disposable[Symbol.dispose]();
 disposable.dispose();
 
+async function asyncForms(): Promise<string> {
+  const value: unknown = await wh.verifyAsync("{}", headers, { jsonParse: false });
+  const event = await wh.verifyEventAsync(new Uint8Array(0), headers);
+  // @ts-expect-error: verifyAsync returns a promise, not the value
+  const notAwaited: string = wh.verifyAsync("{}", headers);
+  return event.type + String(value) + notAwaited;
+}
+export { asyncForms };
+
 const guard = new ReplayGuard({ capacity: 10, ttlSeconds: 60 });
 const seen: "fresh" | "duplicate" = guard.checkAndRecord("msg_1");
 const n: number = guard.size;
