@@ -238,6 +238,23 @@ export function createApi(wasm, native, nativeMinBytes = NATIVE_HMAC_MIN_BYTES) 
       const schedules = new Uint8Array(SCHEDULE_LEN * secrets.length);
       const rawKeys = useNative || (subtle !== undefined && hmac === "auto") ? [] : null;
       const raw = options?.format === "raw";
+      try {
+        this.#addSecrets(secrets, raw, schedules, rawKeys);
+      } catch (e) {
+        // Key material of the secrets parsed before the bad one is not left behind.
+        schedules.fill(0);
+        for (const k of rawKeys ?? []) k.fill(0);
+        throw e;
+      }
+      this.#schedules = schedules;
+      this.#count = secrets.length;
+      this.#tolerance = Math.floor(tolerance);
+      this.#rawKeys = rawKeys;
+      if (useNative) this.#nativeFrom = hmac === "native" ? 0 : nativeMinBytes;
+    }
+
+    /** Parses each secret in wasm into `schedules` (64 bytes each) and, if not null, its key bytes into `rawKeys`. */
+    #addSecrets(secrets, raw, schedules, rawKeys) {
       for (let i = 0; i < secrets.length; i++) {
         const s = secrets[i];
         let key = s;
@@ -268,11 +285,6 @@ export function createApi(wasm, native, nativeMinBytes = NATIVE_HMAC_MIN_BYTES) 
         m.fill(0, scratchAt, scratchAt + used);
         release();
       }
-      this.#schedules = schedules;
-      this.#count = secrets.length;
-      this.#tolerance = Math.floor(tolerance);
-      this.#rawKeys = rawKeys;
-      if (useNative) this.#nativeFrom = hmac === "native" ? 0 : nativeMinBytes;
     }
 
     /**
