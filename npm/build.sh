@@ -6,8 +6,11 @@
 # entry point together.
 #
 #   dist/node/     index.cjs (require) + index.mjs (import), wasm inlined, node:crypto for large bodies
-#   dist/web/      index.js: browsers, bundlers, Deno, Bun; wasm inlined, no node: imports
+#   dist/native/   index.js: Bun and Deno; ESM, wasm inlined, node:crypto for large bodies, no Buffer
+#   dist/browser/  index.js + postwire_wasm_bg.wasm (new URL(…, import.meta.url), top-level await): browsers, bundlers
+#   dist/web/      index.js: any other runtime, and postwire/inline; wasm inlined, no node: imports
 #   dist/workerd/  index.js + postwire_wasm_bg.wasm imported as a module (Cloudflare)
+#   dist/edge-light/ the same with the `?module` import Vercel's Edge runtime needs
 #   dist/index.d.ts, dist/index.d.cts: the hand-written TypeScript types
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -40,7 +43,7 @@ CARGO_PROFILE_RELEASE_OPT_LEVEL="${POSTWIRE_WASM_OPT_LEVEL:-3}" CARGO_PROFILE_RE
 RAW_WASM="$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/postwire_wasm.wasm"
 
 rm -rf build dist
-mkdir -p build/web dist/node dist/web dist/workerd
+mkdir -p build/web dist/browser dist/edge-light dist/node dist/native dist/web dist/workerd
 
 # One glue for every build (the `web` target's initSync); each entry point only differs
 # in how it obtains the compiled module.
@@ -59,19 +62,41 @@ node -e '
 '
 
 log "esbuild (entry points)"
+# --keep-names: the classes keep their names (`Webhook.name === "Webhook"`, not "Webhook2"),
+# which error reports, loggers and `instanceof`-free checks rely on.
 # .cjs since the package is "type": "module".
-esbuild src/entries/node.js --bundle --platform=node --format=cjs --target=node18 \
+esbuild src/entries/node.js --bundle --platform=node --format=cjs --target=node18 --keep-names \
   --outfile=dist/node/index.cjs --log-level=warning
 cp src/entries/node.mjs dist/node/index.mjs
-esbuild src/entries/web.js --bundle --platform=neutral --format=esm --target=es2022 \
+esbuild src/entries/native.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
+  --external:node:crypto --outfile=dist/native/index.js --log-level=warning
+esbuild src/entries/browser.js --bundle --platform=browser --format=esm --target=es2022 --keep-names \
+  --outfile=dist/browser/index.js --log-level=warning
+cp build/postwire_wasm_bg.wasm dist/browser/postwire_wasm_bg.wasm
+esbuild src/entries/web.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   --outfile=dist/web/index.js --log-level=warning
-esbuild src/entries/workerd.js --bundle --platform=neutral --format=esm --target=es2022 \
+esbuild src/entries/workerd.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   --external:./postwire_wasm_bg.wasm --outfile=dist/workerd/index.js --log-level=warning
+# Framework adapters (postwire/express, postwire/hono, postwire/next): ESM and CommonJS,
+# each importing the package by its own name, so the runtime's condition picks the build
+# and the adapter shares the application's instance.
+mkdir -p dist/adapters
+for adapter in express hono next; do
+  esbuild "src/adapters/$adapter.js" --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
+    --external:postwire --outfile="dist/adapters/$adapter.js" --log-level=warning
+  esbuild "src/adapters/$adapter.js" --bundle --platform=node --format=cjs --target=node18 --keep-names \
+    --external:postwire --outfile="dist/adapters/$adapter.cjs" --log-level=warning
+  cp "types/$adapter.d.ts" "dist/adapters/$adapter.d.ts"
+  cp "types/$adapter.d.ts" "dist/adapters/$adapter.d.cts"
+done
+esbuild src/entries/edge-light.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
+  '--external:./postwire_wasm_bg.wasm?module' --outfile=dist/edge-light/index.js --log-level=warning
+cp build/postwire_wasm_bg.wasm dist/edge-light/postwire_wasm_bg.wasm
 # The workerd entry imports the .wasm relative to itself.
 sed -i 's#"\./postwire_wasm_bg\.wasm"#"./postwire_wasm_bg.wasm"#' dist/workerd/index.js
 
 # Nothing on the web and workerd paths may reach for Node or fetch a .wasm URL.
-if grep -nE 'require\(|from "node:|import\.meta|[^y]Buffer\.|new URL' dist/web/index.js dist/workerd/index.js; then
+if grep -nE 'require\(|from "node:|import\.meta|[^y]Buffer\.|new URL' dist/web/index.js dist/workerd/index.js dist/edge-light/index.js; then
   echo "a non-Node entry point refers to Node APIs or import.meta" >&2
   exit 1
 fi

@@ -6,7 +6,7 @@
 #   3. `node --test` against the built package: every tests/vectors file, the drop-in API,
 #      hostile inputs, both module systems, the exports map, Bun and Deno, the types (tsc),
 #      workerd through Miniflare, and a page in headless Chromium (playwright-core)
-#   4. a smoke run of the benchmark (all verifiers agree; figures not meaningful)
+#   4. smoke runs of the benchmarks (all verifiers agree in every runtime; figures not meaningful)
 # Needs the tools of scripts/setup.sh. Run from anywhere: bash npm/test.sh
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -47,7 +47,9 @@ expect_ran "$LOG/chrome.txt" Chromium
 step "node --test (built package)"
 node --test test/*.test.mjs
 
-step "benchmark smoke run"
+step "benchmark smoke runs"
 node bench/verify.mjs --quick
+# Every runtime (Node, Bun, Deno, workerd, Chromium): each verifier accepts and rejects alike.
+node bench/runtimes.mjs --quick
 
 step "npm package: all tests passed"

@@ -3,8 +3,14 @@
 //
 // Every runtime's entry point (node, web, workerd) instantiates the same wasm module its
 // own way and hands the bindings to `createApi`; everything else is shared. The hot path
-// of `verify` is: find three header values, encode them and the body straight into the
-// module's scratch buffer, one wasm call, then JSON.parse.
+// of `verify` is: find three header values, encode the object's key schedules, them and
+// the body straight into the module's scratch buffer, one wasm call, then JSON.parse.
+//
+// Memory: a `Webhook` owns nothing inside the wasm module. Each secret becomes a 64-byte
+// HMAC key schedule once, kept in a plain Uint8Array of the object, so the garbage
+// collector frees an object wholly, in runtimes without FinalizationRegistry too
+// (workerd before 2025-05-05), and one object per request costs nothing that lasts.
+// The one scratch buffer is given back after an input over 1 MiB.
 
 import { WebhookVerificationError, ERROR_CODES } from "./errors.js";
 import { checkEvent, EventShapeError, EVENT_TYPES, matchesSubscription, isWebhookId } from "./events.js";
@@ -21,35 +27,64 @@ const RAW_BODY_HINT =
   "in Express use express.raw({ type: 'application/json' }) instead of express.json(), and pass req.body; " +
   "in a Fetch handler pass await request.text(), or use webhook.verifyRequest(request)";
 
-/** Bodies from this many bytes up are hashed by the native HMAC when there is one. */
+/**
+ * Bodies from this many bytes up are hashed by the native HMAC when there is one: where
+ * node:crypto overtakes one wasm call, measured on Node (each runtime's entry may pass its own).
+ */
 const NATIVE_HMAC_MIN_BYTES = 1536;
+/**
+ * In `verifyAsync` and `verifyRequest`, bodies from this many bytes up are hashed by
+ * WebCrypto where there is no node:crypto (browsers, workerd): `crypto.subtle.sign` is
+ * native code, several times faster than wasm on large bodies, but asynchronous, and its
+ * promise costs more than hashing a small body in wasm.
+ */
+const WEBCRYPTO_HMAC_MIN_BYTES = 4096;
+/** WebCrypto, where the runtime has it. */
+const subtle = globalThis.crypto?.subtle;
+/** Bytes in one key schedule (crates/postwire-wasm/src/schedule.rs). */
+const SCHEDULE_LEN = 64;
+/** The longest key postwire-core accepts; its bytes follow the schedule after parsing. */
+const MAX_KEY_LEN = 1024;
+/** The scratch buffer's size at rest; a call that needed more than `SCRATCH_KEEP` gives it back. */
+const SCRATCH_REST = 64 * 1024;
+const SCRATCH_KEEP = 1024 * 1024;
+/** `Symbol.dispose` where the runtime has it, else the key TypeScript's `using` falls back to. */
+const DISPOSE = Symbol.dispose ?? Symbol.for("Symbol.dispose");
 
 /**
- * @param {object} wasm the wasm-bindgen bindings of crates/postwire-wasm, instantiated
- * @param {object} [native] Node only: `{ createHmac, createSecretKey }` from node:crypto.
- *   Large bodies are then hashed natively (several times faster than wasm), while every
- *   decision (headers, timestamp window, signature comparison) stays in postwire-core.
+ * @param {object} wasm the wasm-bindgen bindings of crates/postwire-wasm; each function
+ *   instantiates the module on its first call (init.js), so importing the package
+ *   compiles nothing
+ * @param {() => object} [native] Node, Bun, Deno: returns node:crypto (`createHmac`,
+ *   `createSecretKey`), called on the first large body. Large bodies are then hashed
+ *   natively (several times faster than wasm), while every decision (headers, timestamp
+ *   window, signature comparison) stays in postwire-core.
+ * @param {number} [nativeMinBytes] the body size from which node:crypto is used
  * @returns the package's exports
  */
-export function createApi(wasm, native) {
-  // Status → code string, from the module itself so the two sides cannot drift.
-  const codeOf = [];
-  for (let s = 1; s <= ERROR_CODES.length; s++) codeOf[s] = wasm.codeName(s);
-  const memory = wasm.wasmMemory();
-  let bytes = new Uint8Array(memory.buffer);
+export function createApi(wasm, native, nativeMinBytes = NATIVE_HMAC_MIN_BYTES) {
+  /** Status → code string, from the module itself so the two sides cannot drift; built on the first failure. */
+  let codeOf = null;
+  let memory = null;
+  let bytes = new Uint8Array(0);
   let scratchAt = 0;
   let scratchLen = 0;
+  let nodeCrypto = null;
+  const crypto = () => (nodeCrypto ??= native());
 
   /** The memory view, renewed when the memory grew (which detaches the old buffer). */
   function mem() {
-    if (bytes.byteLength === 0) bytes = new Uint8Array(memory.buffer);
+    if (bytes.byteLength === 0) {
+      memory ??= wasm.wasmMemory();
+      bytes = new Uint8Array(memory.buffer);
+    }
     return bytes;
   }
 
   /** Makes the scratch buffer at least `len` bytes; returns its address. */
   function reserve(len) {
     if (len > scratchLen) {
-      const want = Math.max(len, Math.min(scratchLen * 2, 1 << 30), 4096);
+      const want = Math.max(len, Math.min(scratchLen * 2, 1 << 30), 4096, SCHEDULE_LEN + MAX_KEY_LEN);
       const at = wasm.scratchReserve(want);
       if (at === 0) {
         throw new WebhookVerificationError(
@@ -61,6 +96,14 @@ export function createApi(wasm, native) {
       scratchLen = want;
     }
     return scratchAt;
+  }
+
+  /** After a call: a buffer grown past SCRATCH_KEEP for a large input goes back to its size at rest. */
+  function release() {
+    if (scratchLen > SCRATCH_KEEP) {
+      scratchAt = wasm.scratchShrink(SCRATCH_REST);
+      scratchLen = SCRATCH_REST;
+    }
   }
 
   /** Encodes `s` at `at` (room for 3 bytes per UTF-16 unit is reserved); returns the byte count. */
@@ -80,6 +123,10 @@ export function createApi(wasm, native) {
 
   /** A status from the module as a thrown error, with the module's message. */
   function failure(status) {
+    if (codeOf === null) {
+      codeOf = [];
+      for (let s = 1; s <= ERROR_CODES.length; s++) codeOf[s] = wasm.codeName(s);
+    }
     return new WebhookVerificationError(wasm.lastErrorMessage(), codeOf[status] ?? "invalid_payload");
   }
 
@@ -104,16 +151,18 @@ export function createApi(wasm, native) {
   }
 
   /**
-   * Writes `strings` then `body` into the scratch buffer; returns their byte lengths.
+   * Writes `prefix` (key schedules, or null), `strings`, then `body` into the scratch
+   * buffer; returns the byte lengths of the strings and the body.
    * A string body gets one byte per UTF-16 unit first (right for ASCII) and more room
    * only if it needs it, so a large body never costs three times its size.
    */
-  function stage(strings, body) {
-    let head = 0;
+  function stage(prefix, strings, body) {
+    let off = prefix === null ? 0 : prefix.length;
+    let head = off;
     for (const s of strings) head += 3 * s.length;
     reserve(head + body.length);
     let m = mem();
-    let off = 0;
+    if (prefix !== null) m.set(prefix, scratchAt);
     const lens = [];
     for (const s of strings) {
       const n = writeString(m, scratchAt + off, s);
@@ -147,32 +196,67 @@ export function createApi(wasm, native) {
   }
 
   class Webhook {
-    #inner;
-    /** node:crypto KeyObjects of the secrets, in order, when a native HMAC is available. */
+    /** The key schedules of the secrets, 64 bytes each, in order; null once disposed. */
+    #schedules;
+    #count;
+    #tolerance;
+    /** node:crypto KeyObjects of the secrets, in order, made from `#rawKeys` on the first large body. */
     #keys = null;
     /** Bodies from this many bytes up use `#keys`. */
     #nativeFrom = Infinity;
+    /** The key bytes, where large bodies may be hashed natively (node:crypto, or WebCrypto in `verifyAsync`); else null. */
+    #rawKeys = null;
+    /** Their WebCrypto keys, imported on the first large body. */
+    #cryptoKeys = null;
 
     /**
      * @param secret one secret or an array of them (new first, during a rotation): a
-     *   `whsec_<base64>` string (prefix and padding optional), or the key bytes.
+     *   `whsec_<base64>` string (prefix and padding optional; every secret the
+     *   `standardwebhooks` package accepts gives the same key here), or the key bytes.
      * @param options `format: "raw"` (a string secret is the key itself, as in
      *   `standardwebhooks`), `toleranceInSeconds` (default 300, both ways), `hmac`:
-     *   `"auto"` (default: on Node, bodies from 1.5 KiB are hashed by node:crypto),
-     *   `"wasm"` (always in wasm) or `"native"` (always node:crypto; Node only).
+     *   `"auto"` (default: on Node, Bun and Deno, bodies from 1.5 KiB are hashed by
+     *   node:crypto), `"wasm"` (always in wasm) or `"native"` (always node:crypto).
      */
     constructor(secret, options = {}) {
       const tolerance = options?.toleranceInSeconds ?? DEFAULT_TOLERANCE_SECONDS;
       if (typeof tolerance !== "number" || !(tolerance >= 0 && tolerance <= MAX_TOLERANCE_SECONDS)) {
         throw new RangeError(`toleranceInSeconds must be a number from 0 to ${MAX_TOLERANCE_SECONDS}`);
       }
+      const hmac = options?.hmac ?? "auto";
+      if (hmac !== "auto" && hmac !== "wasm" && hmac !== "native") {
+        throw new TypeError('options.hmac must be "auto", "wasm" or "native"');
+      }
+      if (hmac === "native" && !native) {
+        throw new TypeError('options.hmac "native" needs node:crypto, which this build does not use');
+      }
       const secrets = Array.isArray(secret) ? secret : [secret];
       if (secrets.length === 0) {
         throw new WebhookVerificationError("at least one secret is required", "invalid_secret");
       }
-      const inner = new wasm.WasmVerifier(Math.floor(tolerance));
+      const useNative = native !== undefined && hmac !== "wasm";
+      const schedules = new Uint8Array(SCHEDULE_LEN * secrets.length);
+      const rawKeys = useNative || (subtle !== undefined && hmac === "auto") ? [] : null;
       const raw = options?.format === "raw";
-      for (const s of secrets) {
+      try {
+        this.#addSecrets(secrets, raw, schedules, rawKeys);
+      } catch (e) {
+        // Key material of the secrets parsed before the bad one is not left behind.
+        schedules.fill(0);
+        for (const k of rawKeys ?? []) k.fill(0);
+        throw e;
+      }
+      this.#schedules = schedules;
+      this.#count = secrets.length;
+      this.#tolerance = Math.floor(tolerance);
+      this.#rawKeys = rawKeys;
+      if (useNative) this.#nativeFrom = hmac === "native" ? 0 : nativeMinBytes;
+    }
+
+    /** Parses each secret in wasm into `schedules` (64 bytes each) and, if not null, its key bytes into `rawKeys`. */
+    #addSecrets(secrets, raw, schedules, rawKeys) {
+      for (let i = 0; i < secrets.length; i++) {
+        const s = secrets[i];
         let key = s;
         let isRaw = true;
         if (typeof s === "string") {
@@ -181,38 +265,51 @@ export function createApi(wasm, native) {
         } else if (s instanceof Uint8Array || s instanceof ArrayBuffer || ArrayBuffer.isView(s)) {
           key = rawBody(s);
         } else {
-          inner.free();
           throw new WebhookVerificationError(
             `a secret must be a string (whsec_…) or bytes, not ${s === null ? "null" : typeof s}`,
             "invalid_secret",
           );
         }
-        const [len] = stage([], key);
-        const status = inner.addSecret(len, isRaw);
-        if (status !== 0) {
-          inner.free();
-          throw failure(status);
+        const [len] = stage(null, [], key);
+        const keyLen = wasm.keySchedule(len, isRaw);
+        const m = mem();
+        // The secret's text, its schedule and key leave the module's memory at once.
+        const used = Math.max(len, SCHEDULE_LEN + keyLen);
+        if (keyLen === 0) {
+          m.fill(0, scratchAt, scratchAt + used);
+          release();
+          throw failure(wasm.lastErrorStatus());
         }
+        schedules.set(m.subarray(scratchAt, scratchAt + SCHEDULE_LEN), SCHEDULE_LEN * i);
+        if (rawKeys !== null) rawKeys.push(m.slice(scratchAt + SCHEDULE_LEN, scratchAt + SCHEDULE_LEN + keyLen));
+        m.fill(0, scratchAt, scratchAt + used);
+        release();
       }
-      this.#inner = inner;
-      const hmac = options?.hmac ?? "auto";
-      if (hmac !== "auto" && hmac !== "wasm" && hmac !== "native") {
-        inner.free();
-        throw new TypeError('options.hmac must be "auto", "wasm" or "native"');
-      }
-      if (hmac === "native" && !native) {
-        inner.free();
-        throw new TypeError('options.hmac "native" needs node:crypto, which only the Node build has');
-      }
-      if (native && hmac !== "wasm") {
-        this.#nativeFrom = hmac === "native" ? 0 : NATIVE_HMAC_MIN_BYTES;
-        this.#keys = [];
-        for (let i = 0; i < inner.secretCount(); i++) {
-          const bytes = inner.keyBytes(i);
-          this.#keys.push(native.createSecretKey(bytes));
-          bytes.fill(0);
-        }
-      }
+    }
+
+    /**
+     * Zeroes this object's key schedules and drops its native keys; any later call throws
+     * a TypeError. Optional: an object that is simply dropped holds nothing else, and
+     * the garbage collector frees it. Also `using webhook = new Webhook(...)`.
+     */
+    dispose() {
+      this.#schedules?.fill(0);
+      this.#schedules = null;
+      this.#keys = null;
+      for (const k of this.#rawKeys ?? []) k.fill(0);
+      this.#rawKeys = null;
+      this.#cryptoKeys = null;
+    }
+
+    [DISPOSE]() {
+      this.dispose();
+    }
+
+    /** The key schedules, or a TypeError after `dispose()`. */
+    #live() {
+      const schedules = this.#schedules;
+      if (schedules === null) throw new TypeError("this Webhook was disposed; create a new one");
+      return schedules;
     }
 
     /**
@@ -230,22 +327,7 @@ export function createApi(wasm, native) {
     verifyEvent(payload, headers, options) {
       const body = rawBody(payload);
       const id = this.#check(body, headers, options?.now);
-      const value = parseJson(body);
-      try {
-        checkEvent(value);
-      } catch (e) {
-        if (e instanceof EventShapeError) {
-          throw new WebhookVerificationError(`invalid event payload: ${e.message}`, "invalid_payload");
-        }
-        throw e;
-      }
-      if (value.id !== id) {
-        throw new WebhookVerificationError(
-          "invalid event payload: the envelope `id` differs from the webhook-id header",
-          "invalid_payload",
-        );
-      }
-      return value;
+      return checkedEvent(parseJson(body), id);
     }
 
     /**
@@ -265,9 +347,57 @@ export function createApi(wasm, native) {
         );
       }
       const body = new Uint8Array(await request.arrayBuffer());
-      return options?.parse === "json"
-        ? this.verify(body, request.headers, options)
-        : this.verifyEvent(body, request.headers, options);
+      const id = await this.#checkAsync(body, request.headers, options?.now);
+      const value = parseJson(body);
+      return options?.parse === "json" ? value : checkedEvent(value, id);
+    }
+
+    /**
+     * `verify`, asynchronously: where the runtime has no node:crypto (browsers, workerd),
+     * bodies from 4 KiB are hashed by WebCrypto (`crypto.subtle`, native code) instead of
+     * wasm, several times faster on large bodies; every decision still made in wasm.
+     * Elsewhere, and for small bodies, the same work as `verify`. `verifyRequest` uses it.
+     */
+    async verifyAsync(payload, headers, options) {
+      const body = rawBody(payload);
+      await this.#checkAsync(body, headers, options?.now);
+      if (options?.jsonParse === false) return undefined;
+      return parseJson(body);
+    }
+
+    /** `verifyEvent`, asynchronously: the HMAC of `verifyAsync` (WebCrypto for large bodies where there is no node:crypto). */
+    async verifyEventAsync(payload, headers, options) {
+      const body = rawBody(payload);
+      const id = await this.#checkAsync(body, headers, options?.now);
+      return checkedEvent(parseJson(body), id);
+    }
+
+    /** `#check`, with WebCrypto's HMAC for large bodies where there is no node:crypto. */
+    async #checkAsync(body, headers, now) {
+      this.#live();
+      if (native !== undefined || this.#rawKeys === null || body.length < WEBCRYPTO_HMAC_MIN_BYTES) {
+        return this.#check(body, headers, now);
+      }
+      const [id, timestamp, signature, present] = boundHeaders(readHeaders(headers));
+      const nowSecs = nowSeconds(now);
+      const rawKeys = this.#rawKeys;
+      this.#cryptoKeys ??= Promise.all(
+        rawKeys.map((k) => subtle.importKey("raw", k, { name: "HMAC", hash: "SHA-256" }, false, ["sign"])),
+      );
+      const keys = await this.#cryptoKeys;
+      const prefix = encoder.encode(`${id}.${timestamp}.`);
+      const bytes = typeof body === "string" ? encoder.encode(body) : body;
+      const message = new Uint8Array(prefix.length + bytes.length);
+      message.set(prefix);
+      message.set(bytes, prefix.length);
+      const macs = new Uint8Array(32 * keys.length);
+      const signed = await Promise.all(keys.map((k) => subtle.sign("HMAC", k, message)));
+      signed.forEach((mac, i) => macs.set(new Uint8Array(mac), 32 * i));
+      this.#live(); // disposed while hashing
+      const [a, b, c, d] = stage(null, [id, timestamp, signature], macs);
+      const status = wasm.verifyMacs(a, b, c, d, present, nowSecs, this.#tolerance);
+      if (status !== 0) throw failure(status);
+      return id;
     }
 
     /**
@@ -282,9 +412,11 @@ export function createApi(wasm, native) {
       if (!Number.isFinite(ms)) {
         throw new WebhookVerificationError("timestamp must be a valid Date", "invalid_header");
       }
+      const schedules = this.#live();
       const body = rawBody(payload);
-      const [idLen, bodyLen] = stage([msgId], body);
-      const value = this.#inner.sign(idLen, bodyLen, Math.floor(ms / 1000));
+      const [idLen, bodyLen] = stage(schedules, [msgId], body);
+      const value = wasm.sign(this.#count, idLen, bodyLen, Math.floor(ms / 1000));
+      release();
       if (value === undefined) throw failure(wasm.lastErrorStatus());
       return value;
     }
@@ -292,30 +424,63 @@ export function createApi(wasm, native) {
     /** One native HMAC per secret over `<id>.<timestamp>.<body>`, concatenated. */
     #nativeMacs(id, timestamp, body) {
       const prefix = `${id}.${timestamp}.`;
-      const keys = this.#keys;
-      if (keys.length === 1) return native.createHmac("sha256", keys[0]).update(prefix).update(body).digest();
+      const { createHmac, createSecretKey } = crypto();
+      const keys = (this.#keys ??= this.#rawKeys.map((k) => createSecretKey(k)));
+      if (keys.length === 1) return createHmac("sha256", keys[0]).update(prefix).update(body).digest();
       const out = new Uint8Array(32 * keys.length);
       for (let i = 0; i < keys.length; i++) {
-        out.set(native.createHmac("sha256", keys[i]).update(prefix).update(body).digest(), 32 * i);
+        out.set(createHmac("sha256", keys[i]).update(prefix).update(body).digest(), 32 * i);
       }
       return out;
     }
 
     /** Verifies and returns the `webhook-id` value (trimmed). */
     #check(body, headers, now) {
+      const schedules = this.#live();
       const [id, timestamp, signature, present] = boundHeaders(readHeaders(headers));
       const nowSecs = nowSeconds(now);
       let status;
       if (body.length >= this.#nativeFrom) {
-        const [a, b, c, d] = stage([id, timestamp, signature], this.#nativeMacs(id, timestamp, body));
-        status = this.#inner.verifyMacs(a, b, c, d, present, nowSecs);
+        const [a, b, c, d] = stage(null, [id, timestamp, signature], this.#nativeMacs(id, timestamp, body));
+        status = wasm.verifyMacs(a, b, c, d, present, nowSecs, this.#tolerance);
       } else {
-        const [a, b, c, d] = stage([id, timestamp, signature], body);
-        status = this.#inner.verify(a, b, c, d, present, nowSecs);
+        const [a, b, c, d] = stage(schedules, [id, timestamp, signature], body);
+        status = wasm.verify(this.#count, a, b, c, d, present, nowSecs, this.#tolerance);
+        release();
       }
       if (status !== 0) throw failure(status);
       return id;
     }
+  }
+
+  // For this package's own tests and benchmarks, not an API: the wasm memory's size and
+  // the scratch buffer's length, in bytes, and whether this build hashes large bodies natively.
+  Object.defineProperty(Webhook, Symbol.for("postwire.internals"), {
+    value: Object.freeze({
+      memoryBytes: () => mem().buffer.byteLength,
+      scratchBytes: () => wasm.scratchLen(),
+      nativeHmac: native !== undefined,
+      webCryptoHmac: native === undefined && subtle !== undefined,
+    }),
+  });
+
+  /** A verified body's value as a typed event of the nine types, whose `id` is `webhook-id`. */
+  function checkedEvent(value, id) {
+    try {
+      checkEvent(value);
+    } catch (e) {
+      if (e instanceof EventShapeError) {
+        throw new WebhookVerificationError(`invalid event payload: ${e.message}`, "invalid_payload");
+      }
+      throw e;
+    }
+    if (value.id !== id) {
+      throw new WebhookVerificationError(
+        "invalid event payload: the envelope `id` differs from the webhook-id header",
+        "invalid_payload",
+      );
+    }
+    return value;
   }
 
   /** Parses a verified body; `undefined` for an empty one, as `standardwebhooks` does. */
@@ -353,24 +518,48 @@ export function createApi(wasm, native) {
       if (typeof ttl !== "number" || !(ttl >= 0 && ttl <= MAX_TOLERANCE_SECONDS)) {
         throw new RangeError(`ttlSeconds must be a number from 0 to ${MAX_TOLERANCE_SECONDS}`);
       }
-      this.#inner = new wasm.WasmReplayGuard(capacity, Math.floor(ttl));
+      this.#inner = wasm.newReplayGuard(capacity, Math.floor(ttl));
     }
 
     /** Records `id`; `"fresh"` the first time (handle the event), `"duplicate"` within the TTL. */
     checkAndRecord(id, now) {
-      const [len] = stage([], idString(id));
-      return this.#inner.checkAndRecord(len, nowSeconds(now)) ? "fresh" : "duplicate";
+      const inner = this.#live();
+      const [len] = stage(null, [], idString(id));
+      const fresh = inner.checkAndRecord(len, nowSeconds(now));
+      release();
+      return fresh ? "fresh" : "duplicate";
     }
 
     /** Forgets `id` (when handling it failed), so the sender's retry is fresh again. */
     forget(id) {
-      const [len] = stage([], idString(id));
-      this.#inner.forget(len);
+      const inner = this.#live();
+      const [len] = stage(null, [], idString(id));
+      inner.forget(len);
+      release();
     }
 
     /** How many ids are held. */
     get size() {
-      return this.#inner.size;
+      return this.#live().size;
+    }
+
+    /**
+     * Frees the ids held in wasm memory now, rather than when the garbage collector
+     * finalizes the guard (never, in runtimes without FinalizationRegistry). Any later
+     * call throws a TypeError. Also `using guard = new ReplayGuard()`.
+     */
+    dispose() {
+      this.#inner?.free();
+      this.#inner = null;
+    }
+
+    [DISPOSE]() {
+      this.dispose();
+    }
+
+    #live() {
+      if (this.#inner === null) throw new TypeError("this ReplayGuard was disposed; create a new one");
+      return this.#inner;
     }
   }
 

@@ -52,10 +52,11 @@ async function resultOf(page, errors) {
   return result;
 }
 
-test("bundled for the browser (esbuild, browser condition)", async () => {
+test("bundled for the browser (esbuild, browser condition; the .wasm beside the bundle)", async () => {
   const { page, errors } = await pageWith({
     "/": ["text/html", '<!doctype html><script type="module" src="/page.js"></script>'],
     "/page.js": ["text/javascript", readFileSync(outDir + "page.js", "utf8")],
+    "/postwire_wasm_bg.wasm": ["application/wasm", readFileSync(npmDir + "dist/browser/postwire_wasm_bg.wasm")],
   });
   await page.goto(ORIGIN + "/");
   await resultOf(page, errors);
@@ -63,7 +64,26 @@ test("bundled for the browser (esbuild, browser condition)", async () => {
   await page.close();
 });
 
-test("imported natively from dist/web, no bundler", async () => {
+for (const wasmType of ["application/wasm", "application/octet-stream"]) {
+  test(`imported natively from dist/browser, no bundler: the .wasm fetched as a file (${wasmType})`, async () => {
+    const checks = readFileSync(npmDir + "test/portable/checks.js", "utf8");
+    const { page, errors } = await pageWith({
+      "/": ["text/html", `<!doctype html><script type="module">
+        import * as postwire from "/dist/browser/index.js";
+        import { runChecks } from "/checks.js";
+        window.__postwire = runChecks(postwire).then((passed) => ({ passed }), (e) => ({ error: String(e.stack || e) }));
+      </script>`],
+      "/dist/browser/index.js": ["text/javascript", readFileSync(npmDir + "dist/browser/index.js", "utf8")],
+      "/dist/browser/postwire_wasm_bg.wasm": [wasmType, readFileSync(npmDir + "dist/browser/postwire_wasm_bg.wasm")],
+      "/checks.js": ["text/javascript", checks],
+    });
+    await page.goto(ORIGIN + "/");
+    await resultOf(page, errors);
+    await page.close();
+  });
+}
+
+test("imported natively from dist/web (postwire/inline: the wasm inlined), no bundler", async () => {
   const checks = readFileSync(npmDir + "test/portable/checks.js", "utf8");
   const { page, errors } = await pageWith({
     "/": ["text/html", `<!doctype html><script type="module">

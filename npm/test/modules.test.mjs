@@ -5,10 +5,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
-import { existsSync, readFileSync, mkdtempSync, writeFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, mkdtempSync, mkdirSync, writeFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
 import * as esm from "postwire";
 
 const npmDir = fileURLToPath(new URL("..", import.meta.url));
@@ -36,13 +37,31 @@ test("require and import both load the Node build, as one instance", () => {
   assert.equal(viaImport, viaRequire);
 });
 
+test("nothing is compiled at import: the wasm module on first use, once", () => {
+  const script = `
+    let compiled = 0;
+    const Original = WebAssembly.Module;
+    WebAssembly.Module = class extends Original { constructor(b) { super(b); compiled++; } };
+    const { Webhook, ReplayGuard } = require("postwire");
+    const atLoad = compiled;
+    const wh = new Webhook("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+    new ReplayGuard();
+    wh.sign("msg_1", new Date(), "{}");
+    console.log(atLoad, compiled);`;
+  assert.equal(run(process.execPath, ["-e", script]), "0 1");
+});
+
 test("the exports map resolves each runtime's condition to its build", () => {
   const resolveWith = (conditions) =>
     run(process.execPath, [...conditions.map((c) => `--conditions=${c}`), "--input-type=module", "-e", "console.log(import.meta.resolve('postwire'))"]);
   assert.equal(resolveWith([]), "file://" + npmDir + "dist/node/index.mjs");
-  for (const [condition, build] of [["workerd", "workerd"], ["deno", "web"], ["bun", "web"], ["browser", "web"]]) {
+  for (const [condition, build] of [["workerd", "workerd"], ["edge-light", "edge-light"], ["deno", "native"], ["bun", "native"], ["browser", "browser"]]) {
     assert.equal(resolveWith([condition]), "file://" + npmDir + `dist/${build}/index.js`, condition);
   }
+  assert.equal(
+    run(process.execPath, ["--input-type=module", "-e", "console.log(import.meta.resolve('postwire/inline'))"]),
+    "file://" + npmDir + "dist/web/index.js",
+  );
   for (const file of ["dist/index.d.ts", "dist/index.d.cts", "dist/workerd/postwire_wasm_bg.wasm"]) {
     assert.ok(existsSync(npmDir + file), file);
   }
@@ -60,6 +79,12 @@ test("a Node server bundle (as Next.js or esbuild make) still works when moved e
   }
 });
 
+test("the native build (Bun, Deno) imports node:crypto and nothing else from Node", () => {
+  const src = readFileSync(npmDir + "dist/native/index.js", "utf8");
+  assert.deepEqual([...src.matchAll(/from\s*"(node:[a-z]+)"/g)].map((m) => m[1]), ["node:crypto"]);
+  assert.doesNotMatch(src, /require\(|import\.meta|process\.|[^y]Buffer\./);
+});
+
 test("the web and workerd builds use no Node API", () => {
   for (const file of ["dist/web/index.js", "dist/workerd/index.js"]) {
     const src = readFileSync(npmDir + file, "utf8");
@@ -67,8 +92,25 @@ test("the web and workerd builds use no Node API", () => {
   }
 });
 
-test("the browser build works inside Node too (web-standard APIs only)", () => {
-  const out = JSON.parse(run(process.execPath, ["--conditions=browser", "test/portable/run.mjs"]));
+test("the browser bundle stays small: the wasm is a file beside it, not inlined", () => {
+  // Inside the repository, so "postwire" resolves as a package (its exports map), as in an app.
+  mkdirSync(npmDir + "build", { recursive: true });
+  const out = mkdtempSync(npmDir + "build/size-");
+  try {
+    writeFileSync(join(out, "app.js"), 'import { Webhook } from "postwire"; globalThis.r = new Webhook(globalThis.s).verify(globalThis.b, globalThis.h);');
+    run(rootDir + "node_modules/.bin/esbuild", [join(out, "app.js"), "--bundle", "--minify", "--format=esm", "--platform=browser", `--outfile=${join(out, "out.js")}`, "--log-level=error"]);
+    const js = readFileSync(join(out, "out.js"));
+    const gzipped = gzipSync(js, { level: 9 }).length;
+    assert.ok(gzipped <= 20 * 1024, `the browser bundle is ${gzipped} bytes gzip`);
+    assert.match(js.toString(), /postwire_wasm_bg\.wasm/, "the bundle refers to the .wasm file");
+    assert.doesNotMatch(js.toString(), /AGFzbQ/, "no inlined module (base64 of \\0asm)");
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+});
+
+test("the inline build works inside Node too (web-standard APIs only)", () => {
+  const out = JSON.parse(run(process.execPath, ["test/portable/run.mjs", "postwire/inline"]));
   assert.equal(out.resolved, "file://" + npmDir + "dist/web/index.js");
   assert.equal(out.passed, out.expected);
 });
@@ -76,12 +118,12 @@ test("the browser build works inside Node too (web-standard APIs only)", () => {
 test("Bun: resolves the bun condition and passes the portable checks", { skip: !existsSync(BUN) && "Bun binary not installed (optional dependency)" }, () => {
   const out = JSON.parse(run(BUN, ["test/portable/run.mjs"]));
   assert.equal(out.runtime, "bun");
-  assert.equal(out.resolved.replace(/^file:\/\//, ""), npmDir + "dist/web/index.js");
+  assert.equal(out.resolved.replace(/^file:\/\//, ""), npmDir + "dist/native/index.js");
   assert.equal(out.passed, out.expected);
 });
 
 test("Deno: the deno build passes the portable checks with read access to dist/ only", { skip: !existsSync(DENO) && "Deno binary not installed (optional dependency)" }, () => {
-  const target = fileURLToPath(import.meta.resolve("postwire").replace("/node/index.mjs", "/web/index.js"));
+  const target = fileURLToPath(import.meta.resolve("postwire").replace("/node/index.mjs", "/native/index.js"));
   const out = JSON.parse(
     run(DENO, ["run", "--no-remote", "--no-npm", "--no-config", `--allow-read=${npmDir}dist`, "test/portable/run.mjs", target]),
   );

@@ -40,6 +40,13 @@ export interface WebhookUnbrandedRequiredHeaders {
   "webhook-signature": string;
 }
 
+/** The required headers under `svix`'s names, as `svix` types them (read when `webhook-*` are absent). */
+export interface WebhookRequiredHeaders {
+  "svix-id": string;
+  "svix-timestamp": string;
+  "svix-signature": string;
+}
+
 /** Anything with a `get(name)` that returns the value or null, e.g. a Fetch `Headers`. */
 export interface HeaderGetter {
   get(name: string): string | null | undefined;
@@ -52,6 +59,7 @@ export interface HeaderGetter {
  */
 export type WebhookHeaders =
   | WebhookUnbrandedRequiredHeaders
+  | WebhookRequiredHeaders
   | HeaderGetter
   | Record<string, string | string[] | number | undefined>;
 
@@ -61,10 +69,10 @@ export interface WebhookOptions {
   /** How far `webhook-timestamp` may be from now, each way. Default 300 (five minutes). */
   toleranceInSeconds?: number;
   /**
-   * Where the HMAC-SHA256 is computed. `"auto"` (default): in wasm, except that the Node
-   * build hashes bodies from 1.5 KiB with node:crypto (native SHA instructions), while
-   * every decision stays in postwire-core. `"wasm"`: always in wasm. `"native"`: always
-   * node:crypto (Node build only; a TypeError elsewhere).
+   * Where the HMAC-SHA256 is computed. `"auto"` (default): in wasm, except that the Node,
+   * Bun and Deno builds hash bodies from 1.5 KiB with node:crypto (native SHA code),
+   * while every decision stays in postwire-core. `"wasm"`: always in wasm. `"native"`:
+   * always node:crypto (Node, Bun and Deno builds; a TypeError in browsers and workerd).
    */
   hmac?: "auto" | "wasm" | "native";
 }
@@ -108,7 +116,17 @@ export declare class Webhook {
    * @throws {WebhookVerificationError}
    */
   verifyEvent(payload: WebhookPayload, headers: WebhookHeaders, options?: Omit<VerifyOptions, "jsonParse">): WebhookEvent;
-  /** For Fetch-style handlers: reads the raw body once, then as `verifyEvent`. */
+  /**
+   * `verify`, asynchronously. Where the runtime has no node:crypto (browsers, workerd),
+   * bodies from 4 KiB are hashed by WebCrypto (`crypto.subtle`: native code, several times
+   * faster than wasm on large bodies), every check still made by postwire-core; elsewhere,
+   * and for small bodies, it does what `verify` does. `verifyRequest` uses it.
+   * @throws {WebhookVerificationError} (as a rejection)
+   */
+  verifyAsync(payload: WebhookPayload, headers: WebhookHeaders, options?: VerifyOptions): Promise<unknown>;
+  /** `verifyEvent`, asynchronously, with the HMAC of `verifyAsync`. The framework adapters use it. */
+  verifyEventAsync(payload: WebhookPayload, headers: WebhookHeaders, options?: Omit<VerifyOptions, "jsonParse">): Promise<WebhookEvent>;
+  /** For Fetch-style handlers: reads the raw body once, then as `verifyEvent` (with the HMAC of `verifyAsync`). */
   verifyRequest(request: RequestLike, options?: VerifyRequestOptions & { parse?: "event" }): Promise<WebhookEvent>;
   /** For Fetch-style handlers: reads the raw body once, then as `verify`. */
   verifyRequest(request: RequestLike, options: VerifyRequestOptions & { parse: "json" }): Promise<unknown>;
@@ -118,6 +136,14 @@ export declare class Webhook {
    * @throws {WebhookVerificationError}
    */
   sign(msgId: string, timestamp: Date, payload: WebhookPayload): string;
+  /**
+   * Zeroes this object's key schedules; any later call throws a `TypeError`. Optional: an
+   * object holds nothing in wasm memory, so one that is simply dropped is freed by the
+   * garbage collector, with or without `FinalizationRegistry`.
+   */
+  dispose(): void;
+  /** `using webhook = new Webhook(secret)`: calls `dispose()` at the end of the block. */
+  [Symbol.dispose](): void;
 }
 
 /** A new `whsec_…` secret of 32 random bytes, from the runtime's secure random source. */
@@ -142,6 +168,14 @@ export declare class ReplayGuard {
   forget(id: string): void;
   /** How many ids are held. */
   readonly size: number;
+  /**
+   * Frees the ids held in wasm memory now rather than when the guard is garbage
+   * collected (never, in runtimes without `FinalizationRegistry`, such as workerd with a
+   * compatibility date before 2025-05-05). Any later call throws a `TypeError`.
+   */
+  dispose(): void;
+  /** `using guard = new ReplayGuard()`: calls `dispose()` at the end of the block. */
+  [Symbol.dispose](): void;
 }
 
 /** Whether a string can be a `webhook-id` (1 to 256 visible ASCII characters). */
@@ -262,3 +296,66 @@ export type WebhookEvent =
   | IntegrationDisconnectedEvent
   | IntegrationReconnectedEvent
   | WebhookTestEvent;
+
+// ---- framework adapters (postwire/express, postwire/hono, postwire/next) ----------------
+
+/**
+ * The handlers of `createHandler`, by event type: each receives the event of its key,
+ * narrowed (`"post.published"` gets a `PostPublishedEvent`). Types without a handler are
+ * answered 202 and ignored; a handler that throws (or rejects) makes the answer a 500,
+ * so the sender retries, and releases the id in the store so the retry is handled.
+ */
+export type EventHandlers = {
+  [T in EventType]?: (event: Extract<WebhookEvent, { type: T }>) => unknown;
+};
+
+/**
+ * Where the adapters record handled `webhook-id`s (delivery is at least once). The default
+ * is in memory, per process or isolate; implement these two methods over Redis
+ * (`SET id 1 NX EX 90000`), Workers KV or a database to share it.
+ */
+export interface DeliveryStore {
+  /** Records `id` as taken; `false` if it already was (handled, or being handled). */
+  claim(id: string): boolean | Promise<boolean>;
+  /** Forgets `id` after its handler failed, so the sender's retry is handled. */
+  release(id: string): void | Promise<void>;
+}
+
+export interface HandlerOptions {
+  /**
+   * The endpoint's secret(s): `whsec_…`, or several during a rotation; or a function that
+   * returns them per request (a Worker's `env`). `undefined` when the handler is created
+   * (Next.js evaluates routes at build time, without the runtime's environment) is read
+   * again at each request; a request without a secret is answered 500 `missing_secret`.
+   */
+  secret: WebhookSecret | readonly WebhookSecret[] | undefined | (() => WebhookSecret | readonly WebhookSecret[] | undefined);
+  /** Handled ids; default `memoryStore()`. */
+  store?: DeliveryStore;
+  /** How far `webhook-timestamp` may be from now, each way. Default 300. */
+  toleranceInSeconds?: number;
+  /** Called with a handler's error before the 500; default `console.error`. */
+  onError?: (error: unknown, event: WebhookEvent) => void;
+}
+
+/**
+ * The package as one object, as the ESM builds' default export (and `require("postwire").default`):
+ * `import postwire from "postwire"; new postwire.Webhook(secret)`.
+ */
+declare const postwire: {
+  Webhook: typeof Webhook;
+  WebhookVerificationError: typeof WebhookVerificationError;
+  ReplayGuard: typeof ReplayGuard;
+  generateSecret: typeof generateSecret;
+  matchesSubscription: typeof matchesSubscription;
+  isWebhookId: typeof isWebhookId;
+  EVENT_TYPES: typeof EVENT_TYPES;
+  ERROR_CODES: typeof ERROR_CODES;
+};
+export default postwire;
+
+declare global {
+  interface SymbolConstructor {
+    /** The `using` declaration's key (as in TypeScript's lib.esnext.disposable and @types/node), for older `lib` settings. */
+    readonly dispose: unique symbol;
+  }
+}

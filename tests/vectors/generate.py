@@ -25,8 +25,18 @@ SECRET_64 = "whsec_" + base64.b64encode(bytes(range(64))).decode()     # the lon
 
 
 def key(secret):
-    s = secret[len("whsec_"):] if secret.startswith("whsec_") else secret
-    return base64.b64decode(s + "=" * (-len(s) % 4))
+    """The key of a secret, by the rule of postwire-core's Secret::parse (the leniency of the
+    `standardwebhooks` npm package): surrounding whitespace and up to two trailing `=` are
+    dropped, a lone last character after groups of four is ignored, and spare bits in the
+    last character are ignored (Python's non-strict decoder ignores them too)."""
+    s = secret.strip(" \t\r\n\f")
+    s = s[len("whsec_"):] if s.startswith("whsec_") else s
+    b = s.rstrip("=")
+    assert len(s) - len(b) <= 2, "more than two `=` is rejected"
+    if len(b) % 4 == 1:
+        b = b[:-1]
+    assert all(c.isascii() and (c.isalnum() or c in "+/") for c in b), "not base64"
+    return base64.b64decode(b + "=" * (-len(b) % 4))
 
 
 def sign(secret, msg_id, ts, body: bytes):
@@ -62,7 +72,20 @@ sign_case("unicode body", SECRET_B, "msg_unicode", 1700000001, '{"name":"Zoë �
 sign_case("64-byte key", SECRET_64, "msg_long_key", 1700000002, b'{"type":"webhook.test"}')
 sign_case("4 KiB body", SECRET_B, "msg_4k", 1700000003, (b'{"pad":"' + b"x" * 4085 + b'"}'))
 sign_case("body with newlines and trailing whitespace", REF_SECRET, "msg_ws", 1700000004, b'{\n  "a": 1\n}\n ')
+# Secrets as deployments mangle them, all accepted by the `standardwebhooks` npm package
+# with these keys (npm/test/secrets.test.mjs checks that against the package itself).
+sign_case("secret with a trailing newline (read from a file)", REF_SECRET + "\n", REF_ID, REF_TS, REF_BODY.encode())
+sign_case("secret with a trailing space", REF_SECRET + " ", REF_ID, REF_TS, REF_BODY.encode())
+sign_case("secret with excess = padding", REF_SECRET + "==", REF_ID, REF_TS, REF_BODY.encode())
+sign_case("secret of 4k+1 characters: the last one is ignored", REF_SECRET + "x", REF_ID, REF_TS, REF_BODY.encode())
+_b = SECRET_B.rstrip("=")
+_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+SECRET_B_SPARE = _b[:-1] + _ALPHABET[_ALPHABET.index(_b[-1]) | 0b11]   # the 2 spare bits set
+assert SECRET_B_SPARE != _b and key(SECRET_B_SPARE) == key(SECRET_B)
+sign_case("unpadded secret whose last character has non-zero spare bits", SECRET_B_SPARE, "msg_unicode", 1700000001,
+          '{"name":"Zoë 🚀 ünïcødé"}'.encode())
 assert sign_cases[0]["signature"] == REF_SIG
+assert sign_cases[-1]["signature"] == sign_cases[4]["signature"] and sign_cases[-5]["signature"] == REF_SIG
 write("sign.json", "Known-answer signatures: `signature` is the webhook-signature value for one secret. "
       "Computed by generate.py with Python's hmac, independently of the Rust code.", sign_cases)
 

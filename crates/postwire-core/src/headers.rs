@@ -181,7 +181,7 @@ fn is_ows(c: char) -> bool {
 
 /// A `webhook-id` is 1 to [`MAX_ID_LEN`] visible ASCII characters (no spaces, no
 /// control characters), so it is safe in a header and as a storage key.
-pub(crate) fn validate_id(id: &str) -> Result<(), Error> {
+pub fn validate_id(id: &str) -> Result<(), Error> {
     const NAME: &str = ID_HEADER;
     if id.is_empty() {
         return Err(Error::InvalidHeader {

@@ -48,7 +48,9 @@ pub use event::{
     IntegrationData, IntegrationDisconnectedData, PostData, PostDeletedData, PostFailedData, PostState, PostSummary,
     TestData,
 };
-pub use headers::{HeaderSource, ID_HEADER, MAX_ID_LEN, SIGNATURE_HEADER, TIMESTAMP_HEADER, WebhookHeaders};
+pub use headers::{
+    HeaderSource, ID_HEADER, MAX_ID_LEN, SIGNATURE_HEADER, TIMESTAMP_HEADER, WebhookHeaders, validate_id,
+};
 pub use matching::{OrderingKey, matches};
 pub use replay::{DEFAULT_REPLAY_CAPACITY, DEFAULT_REPLAY_TTL_SECS, MemoryReplayGuard, ReplayGuard, Seen};
 pub use secret::{

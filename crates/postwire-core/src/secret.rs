@@ -40,6 +40,24 @@ pub(crate) const BASE64_LENIENT: base64::engine::GeneralPurpose = base64::engine
         .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
 );
 
+/// Standard base64 for secrets, whose padding [`Secret::parse`] has already removed:
+/// the bits beyond the last whole byte are ignored, as `standardwebhooks` ignores them.
+const BASE64_SECRET: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new()
+        .with_decode_padding_mode(base64::engine::DecodePaddingMode::RequireNone)
+        .with_decode_allow_trailing_bits(true),
+);
+
+/// `s` without its last character when it has 4k + 1 characters (a lone character after
+/// groups of four cannot make a byte; `standardwebhooks` never reads it).
+fn drop_lone_last_char(s: &str) -> &str {
+    match s.char_indices().next_back() {
+        Some((last, _)) if s.chars().count() % 4 == 1 => &s[..last],
+        _ => s,
+    }
+}
+
 /// An HMAC-SHA256 signing secret.
 ///
 /// ```
@@ -56,22 +74,56 @@ pub struct Secret {
 }
 
 impl Secret {
-    /// Parses `whsec_<base64>`, or the base64 alone. Padding is optional. The key may be
-    /// any non-empty length (other senders' secrets vary); only generation enforces
-    /// 24..=64 bytes.
+    /// Parses `whsec_<base64>`, or the base64 alone, as leniently as the
+    /// `standardwebhooks` npm package: every secret it accepts is accepted here and gives
+    /// the same key bytes, so a switch never breaks a deployed secret. The rule, in order:
+    ///
+    /// 1. ASCII whitespace around the secret is ignored (a secret read from a file or an
+    ///    `.env` line often ends with a newline or a space).
+    /// 2. A leading `whsec_` is removed.
+    /// 3. Up to two trailing `=` are removed, whether or not they were the right padding;
+    ///    three or more are an error.
+    /// 4. If what is left has 4k + 1 characters, the last one is ignored: it cannot carry a
+    ///    whole byte, and `standardwebhooks` skips it (whatever it is).
+    /// 5. The rest must be standard base64 (`A-Z a-z 0-9 + /`); in a final group of two or
+    ///    three characters, the bits beyond the last whole byte are ignored, even if not zero.
+    ///
+    /// Beyond `standardwebhooks`, unpadded secrets shorter than four characters are accepted
+    /// (it throws "incorrect padding" for them). The key may be any non-empty length up to
+    /// [`MAX_SECRET_KEY_LEN`] (other senders' secrets vary; only generation enforces
+    /// 24..=64 bytes), and the text at most [`MAX_SECRET_STRING_LEN`] bytes.
+    ///
+    /// ```
+    /// use postwire_core::Secret;
+    /// let key = Secret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
+    /// assert_eq!(Secret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n").unwrap(), key);
+    /// assert_eq!(Secret::parse("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw==").unwrap(), key);
+    /// assert_eq!(Secret::parse("whsec_AAE").unwrap().expose_bytes(), &[0, 1]);
+    /// assert_eq!(Secret::parse("whsec_AAF").unwrap().expose_bytes(), &[0, 1]); // spare bits
+    /// assert_eq!(Secret::parse("whsec_AAAAB").unwrap().expose_bytes(), &[0, 0, 0]); // 4k + 1
+    /// assert!(Secret::parse("whsec_AAAA===").is_err());
+    /// ```
     pub fn parse(s: &str) -> Result<Self, Error> {
         if s.len() > MAX_SECRET_STRING_LEN {
             return Err(Error::InvalidSecret {
                 reason: "longer than 2048 characters",
             });
         }
+        let s = s.trim_ascii();
         let b64 = s.strip_prefix(SECRET_PREFIX).unwrap_or(s);
-        if b64.is_empty() {
+        let unpadded = b64.trim_end_matches('=');
+        if b64.len() - unpadded.len() > 2 {
+            return Err(Error::InvalidSecret {
+                reason: "more than two `=` of padding; copy the whole secret as shown once at creation",
+            });
+        }
+        let digits = drop_lone_last_char(unpadded);
+        if digits.is_empty() {
             return Err(Error::InvalidSecret {
                 reason: "empty; expected `whsec_` followed by base64",
             });
         }
-        let key = Zeroizing::new(BASE64_LENIENT.decode(b64).map_err(|_| Error::InvalidSecret {
+        let key = Zeroizing::new(BASE64_SECRET.decode(digits).map_err(|_| Error::InvalidSecret {
             reason: "not valid base64 after the `whsec_` prefix; copy the whole secret as shown once at creation",
         })?);
         Self::from_key(key)
@@ -248,9 +300,51 @@ mod tests {
         assert_eq!(Secret::parse("whsec_AAE=").unwrap(), unpadded);
     }
 
+    /// The inputs `standardwebhooks` (npm) accepts that a strict decoder rejects, each with
+    /// the key it decodes them to there (checked against the package itself by
+    /// npm/test/secrets.test.mjs).
+    #[test]
+    fn accepts_what_standardwebhooks_accepts_with_the_same_key() {
+        let key = Secret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
+        for text in [
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n",   // a file's final newline
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw ",    // a space left in .env
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\r\n", // CRLF (standardwebhooks throws; trimmed here)
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw==",   // excess padding
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwx",    // 4k + 1 characters: the last is ignored
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw!=",   // even when it is not base64
+        ] {
+            assert_eq!(Secret::parse(text).unwrap(), key, "{text:?}");
+        }
+        // Non-zero spare bits in the last character: ignored, with or without padding.
+        assert_eq!(Secret::parse("whsec_AAF").unwrap().expose_bytes(), &[0, 1]);
+        assert_eq!(Secret::parse("whsec_AAH=").unwrap().expose_bytes(), &[0, 1]);
+        assert_eq!(Secret::parse("whsec_AB==").unwrap().expose_bytes(), &[0]);
+        assert_eq!(Secret::parse("whsec_AB").unwrap().expose_bytes(), &[0]);
+        // A 32-byte key padded with one `=`, then excess padding and a trailing newline.
+        let long = Secret::from_bytes(&[9; 32]).unwrap();
+        let text = long.expose();
+        assert!(text.ends_with('='));
+        assert_eq!(Secret::parse(&format!("{text}=")).unwrap(), long);
+        assert_eq!(Secret::parse(&format!("{text}\n")).unwrap(), long);
+        assert_eq!(Secret::parse(text.trim_end_matches('=')).unwrap(), long);
+    }
+
     #[test]
     fn rejects_empty_and_bad_base64_with_invalid_secret() {
-        for bad in ["", "whsec_", "whsec_!!!!", "whsec_A", "whsec_ AAAA"] {
+        for bad in [
+            "",
+            "whsec_",
+            "whsec_!!!!",
+            "whsec_A",
+            "whsec_ AAAA",
+            "whsec_AAAA===",
+            "whsec_AA=A",
+            "whsec_=",
+            "whsec_==",
+            " \n",
+            "WHSEC_AAAA",
+        ] {
             let err = Secret::parse(bad).unwrap_err();
             assert_eq!(err.code(), crate::ErrorCode::InvalidSecret, "{bad:?}");
             assert!(!err.to_string().contains(bad.trim_start_matches("whsec_")) || bad.len() <= 6);

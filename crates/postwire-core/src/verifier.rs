@@ -126,7 +126,20 @@ impl Verifier {
         macs: &[Signature],
         now: UnixTime,
     ) -> Result<Verified<'h>, Error> {
-        self.check_timestamp(headers.timestamp(), now)?;
+        Self::check_computed(headers, macs, now, self.tolerance_secs)
+    }
+
+    /// [`verify_computed`](Self::verify_computed) for callers that keep no [`Secret`]s,
+    /// only what they compute HMACs with (the npm package holds each object's HMAC key
+    /// schedule in JavaScript memory, so nothing per object lives in wasm memory): the
+    /// same checks in the same order, with `tolerance_secs` each way.
+    pub fn check_computed<'h>(
+        headers: WebhookHeaders<'h>,
+        macs: &[Signature],
+        now: UnixTime,
+        tolerance_secs: u64,
+    ) -> Result<Verified<'h>, Error> {
+        check_timestamp(headers.timestamp(), now, tolerance_secs)?;
         SignatureHeader::parse(headers.signature())?.matches_any(macs)?;
         Ok(Verified {
             id: headers.id(),
@@ -151,22 +164,27 @@ impl Verifier {
     }
 
     fn check_timestamp(&self, ts: UnixTime, now: UnixTime) -> Result<(), Error> {
-        let diff = i128::from(now.as_secs()) - i128::from(ts.as_secs());
-        let tolerance = i128::from(self.tolerance_secs);
-        let clamp = |d: i128| u64::try_from(d).unwrap_or(u64::MAX);
-        if diff > tolerance {
-            Err(Error::TimestampTooOld {
-                age_secs: clamp(diff),
-                tolerance_secs: self.tolerance_secs,
-            })
-        } else if -diff > tolerance {
-            Err(Error::TimestampTooNew {
-                ahead_secs: clamp(-diff),
-                tolerance_secs: self.tolerance_secs,
-            })
-        } else {
-            Ok(())
-        }
+        check_timestamp(ts, now, self.tolerance_secs)
+    }
+}
+
+/// `ts` is at most `tolerance_secs` away from `now`, either way.
+fn check_timestamp(ts: UnixTime, now: UnixTime, tolerance_secs: u64) -> Result<(), Error> {
+    let diff = i128::from(now.as_secs()) - i128::from(ts.as_secs());
+    let tolerance = i128::from(tolerance_secs);
+    let clamp = |d: i128| u64::try_from(d).unwrap_or(u64::MAX);
+    if diff > tolerance {
+        Err(Error::TimestampTooOld {
+            age_secs: clamp(diff),
+            tolerance_secs,
+        })
+    } else if -diff > tolerance {
+        Err(Error::TimestampTooNew {
+            ahead_secs: clamp(-diff),
+            tolerance_secs,
+        })
+    } else {
+        Ok(())
     }
 }
 

@@ -6,14 +6,21 @@
 //! HMAC and the signature comparison), by calling postwire-core.
 //!
 //! ## Why the boundary looks the way it does
-//! - **One call per verify, no copies beyond one.** A [`WasmVerifier`] owns a scratch
-//!   buffer in wasm memory. JavaScript encodes the three header values and the body
+//! - **Nothing per object in wasm memory.** A `Webhook` turns each secret into a 64-byte
+//!   HMAC key schedule once ([`key_schedule`]) and keeps it in a JavaScript `Uint8Array`;
+//!   every call passes the schedules in with its inputs. All instances share the one
+//!   module instance, the garbage collector frees an instance wholly (no
+//!   `FinalizationRegistry` needed: workerd before 2025-05-05 has none), and `dispose()`
+//!   only zeroes an array.
+//! - **One call per verify, no copies beyond one.** There is one scratch buffer in wasm
+//!   memory. JavaScript encodes the schedules, the three header values and the body
 //!   straight into it (`TextEncoder.encodeInto`, or `Uint8Array.set` for bytes) and then
-//!   makes a single call with the four byte lengths ([`WasmVerifier::verify`]). No
-//!   allocation, no string marshalling, on the hot path.
+//!   makes a single call with the byte lengths ([`verify`]). No allocation, no string
+//!   marshalling, on the hot path. After a large body the wrapper gives the buffer back
+//!   ([`scratch_shrink`]).
 //! - **Status codes, not exceptions.** Calls return a small integer ([`codes`]); the
 //!   wrapper builds a `WebhookVerificationError` in JavaScript, asking for the message
-//!   only on failure ([`WasmVerifier::last_error_message`]).
+//!   only on failure ([`codes::last_error_message`]).
 //! - **No panics.** Every input is checked before use (lengths against the buffer,
 //!   UTF-8 of header values), and postwire-core itself never panics on input, so no
 //!   input can reach a WebAssembly `unreachable` trap. Allocation is bounded: the
@@ -28,19 +35,23 @@
 
 pub mod codes;
 mod replay;
+pub mod schedule;
 mod scratch;
 mod secrets;
 mod verifier;
 
 pub use replay::WasmReplayGuard;
-pub use scratch::{scratch_reserve, write_for_tests as scratch_write_for_tests};
+pub use scratch::{
+    read_for_tests as scratch_read_for_tests, scratch_len, scratch_reserve, scratch_shrink,
+    write_for_tests as scratch_write_for_tests,
+};
 pub use secrets::generate_secret;
-pub use verifier::WasmVerifier;
+pub use verifier::{HAS_ID, HAS_SIGNATURE, HAS_TIMESTAMP, key_schedule, sign, verify, verify_macs};
 
 use wasm_bindgen::prelude::*;
 
 /// The module's linear memory, so the JavaScript wrapper can write into the scratch
-/// buffers whose addresses [`WasmVerifier::reserve`] returns.
+/// buffer whose address [`scratch_reserve`] returns.
 #[wasm_bindgen(js_name = wasmMemory)]
 pub fn wasm_memory() -> JsValue {
     wasm_bindgen::memory()

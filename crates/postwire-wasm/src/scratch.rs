@@ -41,12 +41,39 @@ pub fn scratch_reserve(len: f64) -> usize {
     })
 }
 
-/// Copies `bytes` to the start of the scratch buffer, growing it as needed: what the
+/// Gives memory back after a large input: when the buffer is longer than `keep` bytes,
+/// it is cut to `keep` and its allocation shrunk, so a 64 MiB body does not hold 64 MiB
+/// for the life of the module (WebAssembly memory itself never shrinks, but the freed
+/// pages are reused by the next allocation). Returns the buffer's address, which may
+/// have moved, or 0 when `keep` is not a length up to 1 GiB.
+#[wasm_bindgen(js_name = scratchShrink)]
+pub fn scratch_shrink(keep: f64) -> usize {
+    if !(keep >= 0.0 && keep <= MAX_SCRATCH_LEN as f64) {
+        return 0;
+    }
+    let keep = keep as usize;
+    with(|buf| {
+        if buf.len() > keep {
+            buf.truncate(keep);
+            buf.shrink_to_fit();
+        }
+        buf.as_mut_ptr() as usize
+    })
+}
+
+/// The scratch buffer's length in bytes (for tests of the wrapper's memory use).
+#[wasm_bindgen(js_name = scratchLen)]
+pub fn scratch_len() -> usize {
+    with(|buf| buf.len())
+}
+
+/// Copies `bytes` to the start of the scratch buffer, growing it as needed (to 4 KiB at least): what the
 /// JavaScript wrapper does through the exported memory, for native tests (not exported to
 /// JavaScript). False if the buffer cannot grow.
 #[doc(hidden)]
 pub fn write_for_tests(bytes: &[u8]) -> bool {
-    if scratch_reserve(bytes.len() as f64) == 0 {
+    // At least 4 KiB, as the wrapper: room for a key schedule and the key after a secret.
+    if scratch_reserve(bytes.len().max(4096) as f64) == 0 {
         return false;
     }
     with(|buf| match buf.get_mut(..bytes.len()) {
@@ -56,6 +83,13 @@ pub fn write_for_tests(bytes: &[u8]) -> bool {
         }
         None => false,
     })
+}
+
+/// The first `len` bytes of the scratch buffer (fewer if it is shorter): what the
+/// JavaScript wrapper reads through the exported memory, for native tests.
+#[doc(hidden)]
+pub fn read_for_tests(len: usize) -> Vec<u8> {
+    with(|buf| buf[..len.min(buf.len())].to_vec())
 }
 
 /// Runs `f` on the scratch buffer.
@@ -103,6 +137,18 @@ mod tests {
         for bad in [-1.0, f64::NAN, f64::INFINITY, (MAX_SCRATCH_LEN + 1) as f64] {
             assert_eq!(scratch_reserve(bad), 0, "{bad}");
         }
+    }
+
+    #[test]
+    fn shrink_gives_a_large_buffer_back() {
+        assert_ne!(scratch_reserve((1 << 20) as f64), 0);
+        assert!(scratch_len() >= 1 << 20);
+        assert_ne!(scratch_shrink(4096.0), 0);
+        assert_eq!(scratch_len(), 4096);
+        with(|b| assert!(b.capacity() < 1 << 20));
+        assert_ne!(scratch_shrink(1e9), 0, "never grows");
+        assert_eq!(scratch_len(), 4096);
+        assert_eq!(scratch_shrink(-1.0), 0);
     }
 
     #[test]

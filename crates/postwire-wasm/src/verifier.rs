@@ -1,239 +1,221 @@
-//! [`WasmVerifier`]: the secrets of one `Webhook` object, and its verify and sign calls.
+//! Verify and sign with key schedules that JavaScript holds: no object in wasm memory.
 //!
-//! The secrets are parsed once, at construction, into postwire-core's [`Verifier`] and
-//! [`Signer`] (which keep the HMAC key schedule precomputed), so a verify costs only the
-//! hashing of the message. Inputs come through the scratch buffer (see `scratch`).
+//! A `Webhook` of the npm package turns each secret into a 64-byte key schedule once
+//! ([`key_schedule`]) and keeps the schedules in a JavaScript `Uint8Array`. Each call then
+//! writes them at the start of the scratch buffer, before the header values and the body,
+//! so every instance shares the one module instance and owns nothing in it: garbage
+//! collection frees an instance wholly, with or without `FinalizationRegistry`.
 //!
-//! On Node the wrapper may hash large bodies with node:crypto, which has SHA instructions
-//! that wasm lacks, and pass only the HMACs ([`WasmVerifier::verify_macs`]); every
-//! decision (headers, timestamp window, signature parsing and comparison) is still made
-//! here, by postwire-core.
+//! The HMACs are computed here from the schedules (or, on Node, by node:crypto for large
+//! bodies: [`verify_macs`]), and every decision is postwire-core's: the secret syntax
+//! (`Secret::parse`), the header checks (`WebhookHeaders`), the timestamp window and the
+//! constant-time comparison (`Verifier::check_computed`).
 
 use postwire_core::{
-    Error, ID_HEADER, SIGNATURE_HEADER, Secret, Signature, Signer, TIMESTAMP_HEADER, UnixTime, Verifier, WebhookHeaders,
+    Error, ID_HEADER, SIGNATURE_HEADER, Secret, Signature, TIMESTAMP_HEADER, UnixTime, Verifier, WebhookHeaders,
 };
 use wasm_bindgen::prelude::*;
 
-use crate::codes::{OK, fail, status};
+use crate::codes::{fail, status};
+use crate::schedule::{KeySchedule, SCHEDULE_LEN};
 use crate::scratch;
 
 /// Bytes in an HMAC-SHA256 output.
 const SIGNATURE_LEN: usize = 32;
 
-/// Bit of `present` in [`WasmVerifier::verify`]: a `webhook-id` header was found.
+/// Bit of `present` in [`verify`]: a `webhook-id` header was found.
 pub const HAS_ID: u32 = 1;
 /// Bit of `present`: a `webhook-timestamp` header was found.
 pub const HAS_TIMESTAMP: u32 = 2;
 /// Bit of `present`: a `webhook-signature` header was found.
 pub const HAS_SIGNATURE: u32 = 4;
 
-/// The secrets of one `Webhook` (several during a rotation) and its timestamp tolerance.
-#[wasm_bindgen]
-pub struct WasmVerifier {
-    secrets: Vec<Secret>,
-    tolerance_secs: u64,
-    verifier: Option<Verifier>,
-    signer: Option<Signer>,
-}
-
 /// A seconds value from JavaScript as `i64`: `as` saturates, and NaN becomes 0.
 fn secs(value: f64) -> i64 {
     value as i64
 }
 
-#[wasm_bindgen]
-impl WasmVerifier {
-    /// A verifier without secrets yet, with a tolerance of `tolerance_secs` each way
-    /// (negative or NaN counts as 0; the wrapper checks the option before this).
-    #[wasm_bindgen(constructor)]
-    pub fn new(tolerance_secs: f64) -> WasmVerifier {
-        WasmVerifier {
-            secrets: Vec::new(),
-            tolerance_secs: tolerance_secs as u64,
-            verifier: None,
-            signer: None,
-        }
-    }
+/// A tolerance from JavaScript: negative or NaN counts as 0 (the wrapper checks it first).
+fn tolerance(value: f64) -> u64 {
+    value as u64
+}
 
-    /// Adds the secret held in the first `len` scratch bytes: `whsec_<base64>` text, or,
-    /// when `raw`, the key bytes themselves. Returns a status (`invalid_secret` on failure).
-    #[wasm_bindgen(js_name = addSecret)]
-    pub fn add_secret(&mut self, len: u32, raw: bool) -> u32 {
-        let parsed = scratch::with(|buf| {
-            let [bytes] = scratch::split(buf, [len]).ok_or_else(scratch::overflow)?;
-            if raw {
-                Secret::from_bytes(bytes)
-            } else {
-                let text = std::str::from_utf8(bytes).map_err(|_| Error::InvalidSecret {
-                    reason: "not valid base64 after the `whsec_` prefix",
-                })?;
-                Secret::parse(text)
-            }
-        });
-        match parsed {
-            Ok(secret) => {
-                self.secrets.push(secret);
-                self.rebuild()
-            }
-            Err(e) => fail(e),
-        }
-    }
-
-    fn rebuild(&mut self) -> u32 {
-        let tolerance = self.tolerance_secs;
-        let verifier = Verifier::with_secrets(self.secrets.iter().cloned()).map(|v| v.with_tolerance_secs(tolerance));
-        let signer = Signer::with_secrets(self.secrets.iter().cloned());
-        match (verifier, signer) {
-            (Ok(v), Ok(s)) => {
-                self.verifier = Some(v);
-                self.signer = Some(s);
-                OK
-            }
-            (Err(e), _) | (_, Err(e)) => fail(e),
-        }
-    }
-
-    /// How many secrets are held.
-    #[wasm_bindgen(js_name = secretCount)]
-    pub fn secret_count(&self) -> usize {
-        self.secrets.len()
-    }
-
-    /// Verifies one delivery. The scratch buffer holds, in order, the `webhook-id`,
-    /// `webhook-timestamp` and `webhook-signature` values and the raw body, of the given
-    /// byte lengths; bit `HAS_*` of `present` says which headers were there at all.
-    /// `now_secs` is the current Unix time. Returns a status.
-    pub fn verify(
-        &self,
-        id_len: u32,
-        timestamp_len: u32,
-        signature_len: u32,
-        body_len: u32,
-        present: u32,
-        now_secs: f64,
-    ) -> u32 {
-        let lens = [id_len, timestamp_len, signature_len, body_len];
-        self.verify_scratch(
-            lens,
-            present,
-            now_secs,
-            |_| Ok(()),
-            |verifier, headers, body, now| verifier.verify_headers(headers, body, now).map(drop),
-        )
-    }
-
-    /// Verifies one delivery whose HMACs the caller computed: the runtime's native
-    /// HMAC-SHA256 (node:crypto) is several times faster than wasm on large bodies. The
-    /// scratch buffer holds the three header values, as for [`verify`](Self::verify),
-    /// then one 32-byte HMAC per secret, in the order of the secrets, each over
-    /// `<id>.<timestamp>.<body>` with the id and timestamp trimmed of spaces and tabs.
-    /// Every decision stays here: the headers, the timestamp window and the constant-time
-    /// comparison with each well-formed `v1` signature (postwire-core's
-    /// `Verifier::verify_computed`). A caller that hashes the wrong bytes can only cause a
-    /// rejection, never an acceptance. Returns a status.
-    #[wasm_bindgen(js_name = verifyMacs)]
-    pub fn verify_macs(
-        &self,
-        id_len: u32,
-        timestamp_len: u32,
-        signature_len: u32,
-        macs_len: u32,
-        present: u32,
-        now_secs: f64,
-    ) -> u32 {
-        let lens = [id_len, timestamp_len, signature_len, macs_len];
-        let one_mac_per_secret = |macs: &[u8]| {
-            if macs.len() == SIGNATURE_LEN * self.secrets.len() {
-                Ok(())
-            } else {
-                Err(scratch::overflow())
-            }
-        };
-        self.verify_scratch(
-            lens,
-            present,
-            now_secs,
-            one_mac_per_secret,
-            |verifier, headers, macs, now| {
-                let expected: Vec<Signature> = macs
-                    .chunks_exact(SIGNATURE_LEN)
-                    .filter_map(|c| <[u8; SIGNATURE_LEN]>::try_from(c).ok())
-                    .map(Signature::from_bytes)
-                    .collect();
-                verifier.verify_computed(headers, &expected, now).map(drop)
-            },
-        )
-    }
-
-    /// The key bytes of secret `index`, for the native HMAC of
-    /// [`verify_macs`](Self::verify_macs); `undefined` past the end. The wrapper turns
-    /// them into a node:crypto `KeyObject` at once and zeroes its copy.
-    #[wasm_bindgen(js_name = keyBytes)]
-    pub fn key_bytes(&self, index: usize) -> Option<Vec<u8>> {
-        self.secrets.get(index).map(|s| s.expose_bytes().to_vec())
-    }
-
-    /// The `webhook-signature` value for a delivery whose `webhook-id` and body are the
-    /// first `id_len` and next `body_len` scratch bytes, sent at `timestamp_secs`: one
-    /// `v1,<base64>` entry per secret. `undefined` on failure (then see `lastErrorMessage`).
-    pub fn sign(&self, id_len: u32, body_len: u32, timestamp_secs: f64) -> Option<String> {
-        let Some(signer) = &self.signer else {
-            fail(Error::InvalidSecret {
-                reason: "at least one secret is required",
-            });
-            return None;
-        };
-        let result = scratch::with(|buf| {
-            let [id, body] = scratch::split(buf, [id_len, body_len]).ok_or_else(scratch::overflow)?;
-            let id = std::str::from_utf8(id).map_err(|_| Error::InvalidHeader {
-                name: ID_HEADER,
-                reason: "not ASCII",
+/// Parses the secret held in the first `len` scratch bytes (`whsec_<base64>` text, or
+/// when `raw` the key bytes themselves, as postwire-core's `Secret::parse` and
+/// `Secret::from_bytes` do) and writes at the start of the scratch buffer its 64-byte key
+/// schedule, then its key bytes (for a native HMAC). Returns the key's length in bytes,
+/// or 0 when the secret is invalid (then see `lastErrorStatus`, `lastErrorMessage`).
+/// The caller reserves room for 64 bytes plus the key (at most 1024) beforehand.
+#[wasm_bindgen(js_name = keySchedule)]
+pub fn key_schedule(len: u32, raw: bool) -> u32 {
+    let result = scratch::with(|buf| {
+        let [bytes] = scratch::split(buf, [len]).ok_or_else(scratch::overflow)?;
+        let secret = if raw {
+            Secret::from_bytes(bytes)?
+        } else {
+            let text = std::str::from_utf8(bytes).map_err(|_| Error::InvalidSecret {
+                reason: "not valid base64 after the `whsec_` prefix",
             })?;
-            signer.sign(id, UnixTime::from_secs(secs(timestamp_secs)), body)
-        });
-        match result {
-            Ok(value) => Some(value.into_string()),
-            Err(e) => {
-                fail(e);
-                None
-            }
-        }
+            Secret::parse(text)?
+        };
+        let key = secret.expose_bytes();
+        let out = buf.get_mut(..SCHEDULE_LEN + key.len()).ok_or_else(scratch::overflow)?;
+        out[..SCHEDULE_LEN].copy_from_slice(&KeySchedule::new(key).to_bytes());
+        out[SCHEDULE_LEN..].copy_from_slice(key);
+        Ok(key.len() as u32)
+    });
+    result.unwrap_or_else(|e| {
+        fail(e);
+        0
+    })
+}
+
+/// The schedules of the first `count * 64` scratch bytes; `None` for a count of 0.
+fn schedules(bytes: &[u8]) -> impl Iterator<Item = KeySchedule> + '_ {
+    bytes.chunks_exact(SCHEDULE_LEN).filter_map(KeySchedule::from_bytes)
+}
+
+fn no_secret() -> Error {
+    Error::InvalidSecret {
+        reason: "at least one secret is required",
     }
 }
 
-impl WasmVerifier {
-    /// What both verify calls share, in this order: a secret is configured; the scratch
-    /// buffer holds the three header values and a last part (the body, or the MACs) of
-    /// the given lengths; `check_last` accepts that last part; the headers that were
-    /// present are picked out and checked; then `decide` gives the outcome. Returns a status.
-    fn verify_scratch(
-        &self,
-        lens: [u32; 4],
-        present: u32,
-        now_secs: f64,
-        check_last: impl FnOnce(&[u8]) -> Result<(), Error>,
-        decide: impl FnOnce(&Verifier, WebhookHeaders<'_>, &[u8], UnixTime) -> Result<(), Error>,
-    ) -> u32 {
-        let Some(verifier) = &self.verifier else {
-            return fail(Error::InvalidSecret {
-                reason: "at least one secret is required",
-            });
+/// Verifies one delivery. The scratch buffer holds, in order, `secrets` key schedules of
+/// 64 bytes, the `webhook-id`, `webhook-timestamp` and `webhook-signature` values and the
+/// raw body, of the given byte lengths; bit `HAS_*` of `present` says which headers were
+/// there at all. `now_secs` is the current Unix time, `tolerance_secs` the window each
+/// way. Returns a status.
+#[wasm_bindgen]
+#[allow(clippy::too_many_arguments)]
+pub fn verify(
+    secrets: u32,
+    id_len: u32,
+    timestamp_len: u32,
+    signature_len: u32,
+    body_len: u32,
+    present: u32,
+    now_secs: f64,
+    tolerance_secs: f64,
+) -> u32 {
+    let Some(schedules_len) = secrets.checked_mul(SCHEDULE_LEN as u32) else {
+        return fail(scratch::overflow());
+    };
+    scratch::with(|buf| {
+        let Some([keys, id, timestamp, signature, body]) =
+            scratch::split(buf, [schedules_len, id_len, timestamp_len, signature_len, body_len])
+        else {
+            return fail(scratch::overflow());
         };
-        let now = UnixTime::from_secs(secs(now_secs));
-        scratch::with(|buf| {
-            let Some([id, timestamp, signature, last]) = scratch::split(buf, lens) else {
-                return fail(scratch::overflow());
-            };
-            if let Err(e) = check_last(last) {
-                return fail(e);
+        if keys.is_empty() {
+            return fail(no_secret());
+        }
+        let pairs = match present_headers([id, timestamp, signature], present) {
+            Ok(pairs) => pairs,
+            Err(e) => return fail(e),
+        };
+        status(WebhookHeaders::from_source(&pairs).and_then(|headers| {
+            let now = UnixTime::from_secs(secs(now_secs));
+            let tolerance = tolerance(tolerance_secs);
+            // The cheap checks first, so a stale or malformed request costs no hashing.
+            Verifier::check_computed(headers, &[], now, tolerance)
+                .map(drop)
+                .or_else(|e| match e {
+                    Error::InvalidSignature { .. } => Ok(()),
+                    e => Err(e),
+                })?;
+            let macs: Vec<Signature> = schedules(keys)
+                .map(|k| {
+                    Signature::from_bytes(k.mac(&[
+                        headers.id().as_bytes(),
+                        b".",
+                        headers.timestamp_raw().as_bytes(),
+                        b".",
+                        body,
+                    ]))
+                })
+                .collect();
+            Verifier::check_computed(headers, &macs, now, tolerance).map(drop)
+        }))
+    })
+}
+
+/// Verifies one delivery whose HMACs the caller computed: the runtime's native
+/// HMAC-SHA256 (node:crypto) is several times faster than wasm on large bodies. The
+/// scratch buffer holds the three header values, as for [`verify`], then one 32-byte HMAC
+/// per secret, each over `<id>.<timestamp>.<body>` with the id and timestamp trimmed of
+/// spaces and tabs. Every decision stays here: the headers, the timestamp window and the
+/// constant-time comparison with each well-formed `v1` signature. A caller that hashes
+/// the wrong bytes can only cause a rejection, never an acceptance. Returns a status.
+#[wasm_bindgen(js_name = verifyMacs)]
+pub fn verify_macs(
+    id_len: u32,
+    timestamp_len: u32,
+    signature_len: u32,
+    macs_len: u32,
+    present: u32,
+    now_secs: f64,
+    tolerance_secs: f64,
+) -> u32 {
+    scratch::with(|buf| {
+        let Some([id, timestamp, signature, macs]) =
+            scratch::split(buf, [id_len, timestamp_len, signature_len, macs_len])
+        else {
+            return fail(scratch::overflow());
+        };
+        if macs.is_empty() || macs.len() % SIGNATURE_LEN != 0 {
+            return fail(scratch::overflow());
+        }
+        let pairs = match present_headers([id, timestamp, signature], present) {
+            Ok(pairs) => pairs,
+            Err(e) => return fail(e),
+        };
+        let expected: Vec<Signature> = macs
+            .chunks_exact(SIGNATURE_LEN)
+            .filter_map(|c| <[u8; SIGNATURE_LEN]>::try_from(c).ok())
+            .map(Signature::from_bytes)
+            .collect();
+        status(WebhookHeaders::from_source(&pairs).and_then(|headers| {
+            Verifier::check_computed(
+                headers,
+                &expected,
+                UnixTime::from_secs(secs(now_secs)),
+                tolerance(tolerance_secs),
+            )
+            .map(drop)
+        }))
+    })
+}
+
+/// The `webhook-signature` value for a delivery: the scratch buffer holds `secrets` key
+/// schedules, then the `webhook-id` (`id_len` bytes) and the body (`body_len`); it was
+/// sent at `timestamp_secs`. One `v1,<base64>` entry per secret, space-separated.
+/// `undefined` on failure (then see `lastErrorMessage`).
+#[wasm_bindgen]
+pub fn sign(secrets: u32, id_len: u32, body_len: u32, timestamp_secs: f64) -> Option<String> {
+    let result = scratch::with(|buf| {
+        let schedules_len = secrets.checked_mul(SCHEDULE_LEN as u32).ok_or_else(scratch::overflow)?;
+        let [keys, id, body] = scratch::split(buf, [schedules_len, id_len, body_len]).ok_or_else(scratch::overflow)?;
+        if keys.is_empty() {
+            return Err(no_secret());
+        }
+        let id = std::str::from_utf8(id).map_err(|_| Error::InvalidHeader {
+            name: ID_HEADER,
+            reason: "not ASCII",
+        })?;
+        postwire_core::validate_id(id)?;
+        let ts = UnixTime::from_secs(secs(timestamp_secs)).as_secs().to_string();
+        let mut out = String::with_capacity(48 * secrets as usize);
+        for (i, k) in schedules(keys).enumerate() {
+            if i > 0 {
+                out.push(' ');
             }
-            let pairs = match present_headers([id, timestamp, signature], present) {
-                Ok(pairs) => pairs,
-                Err(e) => return fail(e),
-            };
-            status(WebhookHeaders::from_source(&pairs).and_then(|h| decide(verifier, h, last, now)))
-        })
-    }
+            let mac = Signature::from_bytes(k.mac(&[id.as_bytes(), b".", ts.as_bytes(), b".", body]));
+            out.push_str(&mac.to_string());
+        }
+        Ok(out)
+    });
+    result.map_err(fail).ok()
 }
 
 /// The three header values as name/value pairs for postwire-core, which then itself
@@ -263,7 +245,6 @@ fn present_headers(values: [&[u8]; 3], present: u32) -> Result<[(&'static str, &
 mod tests {
     use super::*;
     use crate::codes::{code_name, last_error_message};
-    use postwire_core::Secret;
 
     const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
     const ID: &str = "msg_p5jXN8AQM9LWM0D4loKWxJek";
@@ -274,146 +255,149 @@ mod tests {
 
     /// Writes `parts` into the scratch buffer as the wrapper does, returning their lengths.
     fn put<const N: usize>(parts: [&[u8]; N]) -> [u32; N] {
-        let total: usize = parts.iter().map(|p| p.len()).sum();
-        assert_ne!(scratch::scratch_reserve(total as f64), 0);
-        scratch::with(|buf| {
-            let mut at = 0;
-            for p in parts {
-                buf[at..at + p.len()].copy_from_slice(p);
-                at += p.len();
-            }
-        });
+        let all: Vec<u8> = parts.concat();
+        assert!(scratch::write_for_tests(&all));
         parts.map(|p| p.len() as u32)
     }
 
-    fn verifier(secrets: &[&str]) -> WasmVerifier {
-        let mut v = WasmVerifier::new(300.0);
+    /// The key schedules of `secrets`, as the wrapper keeps them.
+    fn schedules_of(secrets: &[&str]) -> Vec<u8> {
+        let mut out = Vec::new();
         for s in secrets {
             let [len] = put([s.as_bytes()]);
-            assert_eq!(v.add_secret(len, false), OK);
+            let key_len = key_schedule(len, false);
+            assert_ne!(key_len, 0, "{s}");
+            out.extend(scratch::read_for_tests(SCHEDULE_LEN));
         }
-        v
+        out
     }
 
-    fn verify(v: &WasmVerifier, id: &str, ts: &str, sig: &str, body: &[u8], present: u32, now: f64) -> String {
-        let [a, b, c, d] = put([id.as_bytes(), ts.as_bytes(), sig.as_bytes(), body]);
-        code_name(v.verify(a, b, c, d, present, now))
+    fn check(keys: &[u8], id: &str, ts: &str, sig: &str, body: &[u8], present: u32, now: f64) -> String {
+        let n = (keys.len() / SCHEDULE_LEN) as u32;
+        let [_, a, b, c, d] = put([keys, id.as_bytes(), ts.as_bytes(), sig.as_bytes(), body]);
+        code_name(verify(n, a, b, c, d, present, now, 300.0))
     }
 
     #[test]
     fn verifies_the_reference_vector_and_reports_each_failure() {
-        let v = verifier(&[SECRET]);
+        let k = schedules_of(&[SECRET]);
         let now = 1614265330.0;
-        assert_eq!(verify(&v, ID, TS, SIG, BODY.as_bytes(), ALL, now), "ok");
-        assert_eq!(verify(&v, ID, TS, SIG, b"{}", ALL, now), "invalid_signature");
+        assert_eq!(check(&k, ID, TS, SIG, BODY.as_bytes(), ALL, now), "ok");
+        assert_eq!(check(&k, ID, TS, SIG, b"{}", ALL, now), "invalid_signature");
         assert!(last_error_message().contains("raw body"));
         assert_eq!(
-            verify(&v, ID, TS, SIG, BODY.as_bytes(), ALL, now + 301.0),
+            check(&k, ID, TS, SIG, BODY.as_bytes(), ALL, now + 301.0),
             "timestamp_too_old"
         );
         assert_eq!(
-            verify(&v, ID, TS, SIG, BODY.as_bytes(), ALL, now - 301.0),
+            check(&k, ID, TS, SIG, BODY.as_bytes(), ALL, now - 301.0),
             "timestamp_too_new"
         );
         assert_eq!(
-            verify(&v, ID, "1614265330abc", SIG, BODY.as_bytes(), ALL, now),
+            check(&k, ID, "1614265330abc", SIG, BODY.as_bytes(), ALL, now),
             "invalid_header"
         );
         assert_eq!(
-            verify(&v, ID, TS, SIG, BODY.as_bytes(), HAS_ID | HAS_SIGNATURE, now),
+            check(&k, ID, TS, SIG, BODY.as_bytes(), HAS_ID | HAS_SIGNATURE, now),
             "missing_header"
         );
         assert!(last_error_message().contains("webhook-timestamp"));
         assert_eq!(
-            verify(&v, ID, TS, &format!("{SIG},extra"), BODY.as_bytes(), ALL, now),
+            check(&k, ID, TS, &format!("{SIG},extra"), BODY.as_bytes(), ALL, now),
             "invalid_signature"
         );
         assert_eq!(
-            verify(&v, ID, TS, SIG.trim_end_matches('='), BODY.as_bytes(), ALL, now),
+            check(&k, ID, TS, SIG.trim_end_matches('='), BODY.as_bytes(), ALL, now),
             "ok"
         );
+        assert_eq!(check(&k, &format!(" {ID}\t"), TS, SIG, BODY.as_bytes(), ALL, now), "ok");
         assert_eq!(
-            verify(&v, ID, TS, SIG, BODY.as_bytes(), ALL, f64::NAN),
+            check(&k, ID, TS, SIG, BODY.as_bytes(), ALL, f64::NAN),
             "timestamp_too_new"
         );
+        assert_eq!(
+            check(&k, ID, TS, &vec![SIG; 65].join(" "), BODY.as_bytes(), ALL, now),
+            "invalid_header"
+        );
+        assert_eq!(check(&[], ID, TS, SIG, BODY.as_bytes(), ALL, now), "invalid_secret");
     }
 
-    /// HMAC-SHA256 computed by the test, as node:crypto would in the wrapper.
-    fn mac(key: &[u8], msg: &[u8]) -> [u8; 32] {
-        // Through postwire-core's signer, with the raw key: the same primitive, and an
-        // independent path from `verify_headers`.
-        let secret = Secret::from_bytes(key).unwrap();
-        let id = std::str::from_utf8(msg.split(|b| *b == b'.').next().unwrap()).unwrap();
-        let rest = &msg[id.len() + 1..];
-        let ts_len = rest.iter().position(|b| *b == b'.').unwrap();
-        let ts: i64 = std::str::from_utf8(&rest[..ts_len]).unwrap().parse().unwrap();
-        *secret
-            .sign(id, UnixTime::from_secs(ts), &rest[ts_len + 1..])
-            .unwrap()
-            .as_bytes()
-    }
-
-    fn verify_macs(v: &WasmVerifier, id: &str, ts: &str, sig: &str, macs: &[u8], present: u32, now: f64) -> String {
-        let [a, b, c, d] = put([id.as_bytes(), ts.as_bytes(), sig.as_bytes(), macs]);
-        code_name(v.verify_macs(a, b, c, d, present, now))
+    #[test]
+    fn the_schedule_holds_the_key_and_the_key_bytes_follow_it() {
+        let [len] = put([SECRET.as_bytes()]);
+        assert_eq!(key_schedule(len, false), 24);
+        let out = scratch::read_for_tests(SCHEDULE_LEN + 24);
+        let secret = Secret::parse(SECRET).unwrap();
+        assert_eq!(&out[SCHEDULE_LEN..], secret.expose_bytes());
+        let [len] = put([b"raw key"]);
+        assert_eq!(key_schedule(len, true), 7);
+        assert_eq!(&scratch::read_for_tests(SCHEDULE_LEN + 7)[SCHEDULE_LEN..], b"raw key");
     }
 
     #[test]
     fn caller_computed_macs_get_the_same_decisions() {
-        let v = verifier(&[SECRET]);
-        let key = v.key_bytes(0).unwrap();
-        assert_eq!(v.key_bytes(1), None);
-        let good = mac(&key, format!("{ID}.{TS}.{BODY}").as_bytes());
+        let secret = Secret::parse(SECRET).unwrap();
+        let h = WebhookHeaders::new(ID, TS, "").unwrap();
+        let good = *secret.sign_as_sent(&h, BODY.as_bytes()).as_bytes();
+        let bad = *secret.sign_as_sent(&h, b"{}").as_bytes();
         let now = 1614265330.0;
-        assert_eq!(verify_macs(&v, ID, TS, SIG, &good, ALL, now), "ok");
-        assert_eq!(verify_macs(&v, &format!(" {ID}\t"), TS, SIG, &good, ALL, now), "ok");
-        let bad = mac(&key, format!("{ID}.{TS}.{{}}").as_bytes());
-        assert_eq!(verify_macs(&v, ID, TS, SIG, &bad, ALL, now), "invalid_signature");
-        assert_eq!(
-            verify_macs(&v, ID, TS, SIG, &good, ALL, now + 301.0),
-            "timestamp_too_old"
-        );
-        assert_eq!(verify_macs(&v, ID, "12x", SIG, &good, ALL, now), "invalid_header");
-        assert_eq!(
-            verify_macs(&v, ID, TS, SIG, &good, HAS_ID | HAS_TIMESTAMP, now),
-            "missing_header"
-        );
-        assert_eq!(
-            verify_macs(&v, ID, TS, &vec![SIG; 65].join(" "), &good, ALL, now),
-            "invalid_header"
-        );
-        assert_eq!(verify_macs(&v, ID, TS, SIG, &good[..31], ALL, now), "invalid_payload");
+        let run = |id: &str, ts: &str, sig: &str, macs: &[u8], present: u32, now: f64| {
+            let [a, b, c, d] = put([id.as_bytes(), ts.as_bytes(), sig.as_bytes(), macs]);
+            code_name(verify_macs(a, b, c, d, present, now, 300.0))
+        };
+        assert_eq!(run(ID, TS, SIG, &good, ALL, now), "ok");
+        assert_eq!(run(&format!(" {ID}\t"), TS, SIG, &good, ALL, now), "ok");
+        assert_eq!(run(ID, TS, SIG, &bad, ALL, now), "invalid_signature");
+        assert_eq!(run(ID, TS, SIG, &[bad, good].concat(), ALL, now), "ok", "any secret");
+        assert_eq!(run(ID, TS, SIG, &good, ALL, now + 301.0), "timestamp_too_old");
+        assert_eq!(run(ID, "12x", SIG, &good, ALL, now), "invalid_header");
+        assert_eq!(run(ID, TS, SIG, &good, HAS_ID | HAS_TIMESTAMP, now), "missing_header");
+        assert_eq!(run(ID, TS, SIG, &good[..31], ALL, now), "invalid_payload");
+        assert_eq!(run(ID, TS, SIG, &[], ALL, now), "invalid_payload");
     }
 
     #[test]
     fn rotation_accepts_either_secret_and_signs_with_both() {
         let other = "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
-        let v = verifier(&[other, SECRET]);
-        assert_eq!(v.secret_count(), 2);
-        assert_eq!(verify(&v, ID, TS, SIG, BODY.as_bytes(), ALL, 1614265330.0), "ok");
-        let [a, b] = put([ID.as_bytes(), BODY.as_bytes()]);
-        let header = v.sign(a, b, 1614265330.0).unwrap();
+        let k = schedules_of(&[other, SECRET]);
+        assert_eq!(check(&k, ID, TS, SIG, BODY.as_bytes(), ALL, 1614265330.0), "ok");
+        let [_, a, b] = put([&k, ID.as_bytes(), BODY.as_bytes()]);
+        let header = sign(2, a, b, 1614265330.0).unwrap();
         assert_eq!(header.split(' ').nth(1), Some(SIG));
+        let core = postwire_core::Signer::with_secrets([Secret::parse(other).unwrap(), Secret::parse(SECRET).unwrap()])
+            .unwrap()
+            .sign(ID, UnixTime::from_secs(1614265330), BODY.as_bytes())
+            .unwrap();
+        assert_eq!(header, core.as_str());
     }
 
     #[test]
     fn bad_secrets_and_lengths_are_statuses_not_panics() {
-        let mut v = WasmVerifier::new(300.0);
-        assert_eq!(verify(&v, ID, TS, SIG, b"", ALL, 0.0), "invalid_secret");
         let [len] = put([b"whsec_!!!!"]);
-        assert_eq!(code_name(v.add_secret(len, false)), "invalid_secret");
+        assert_eq!(key_schedule(len, false), 0);
+        assert_eq!(code_name(crate::codes::last_error_status()), "invalid_secret");
         assert!(!last_error_message().contains("!!!!"));
         let [len] = put([b"\xff\xfe"]);
-        assert_eq!(code_name(v.add_secret(len, false)), "invalid_secret");
-        assert_eq!(v.add_secret(len, true), OK, "raw keys are any bytes");
-        assert_eq!(code_name(v.add_secret(0, true)), "invalid_secret");
+        assert_eq!(key_schedule(len, false), 0);
+        assert_eq!(key_schedule(len, true), 2, "raw keys are any bytes");
+        assert_eq!(key_schedule(0, true), 0);
+        assert_eq!(key_schedule(u32::MAX, true), 0);
         assert_eq!(
-            code_name(v.verify(u32::MAX, u32::MAX, 1, 1, ALL, 0.0)),
+            code_name(verify(1, u32::MAX, u32::MAX, 1, 1, ALL, 0.0, 300.0)),
             "invalid_payload"
         );
-        assert_eq!(v.sign(u32::MAX, 0, 0.0), None);
-        let [a, b] = put([b"bad id", b""]);
-        assert_eq!(v.sign(a, b, 0.0), None);
+        assert_eq!(
+            code_name(verify(u32::MAX, 0, 0, 0, 0, ALL, 0.0, 300.0)),
+            "invalid_payload"
+        );
+        assert_eq!(sign(1, u32::MAX, 0, 0.0), None);
+        assert_eq!(sign(u32::MAX, 0, 0, 0.0), None);
+        let k = schedules_of(&[SECRET]);
+        let [_, a, b] = put([&k, b"bad id", b""]);
+        assert_eq!(sign(1, a, b, 0.0), None);
         assert!(last_error_message().contains("webhook-id"));
+        let [_, a, b] = put([&k, b"", b""]);
+        assert_eq!(sign(0, a, b, 0.0), None);
+        assert_eq!(code_name(crate::codes::last_error_status()), "invalid_secret");
     }
 }

@@ -4,7 +4,7 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use postwire_wasm::codes::{code_name, last_error_message};
-use postwire_wasm::{WasmReplayGuard, WasmVerifier};
+use postwire_wasm::{WasmReplayGuard, key_schedule, sign, verify, verify_macs};
 use proptest::prelude::*;
 
 /// Puts `bytes` at the start of the scratch buffer (as the JavaScript wrapper would).
@@ -12,14 +12,18 @@ fn put(bytes: &[u8]) {
     assert!(postwire_wasm::scratch_write_for_tests(bytes));
 }
 
-fn verifier(secrets: &[Vec<u8>], raw: bool, tolerance: f64) -> WasmVerifier {
-    let mut v = WasmVerifier::new(tolerance);
+/// The key schedules of the secrets that parse (64 bytes each), as the wrapper keeps them.
+fn schedules(secrets: &[Vec<u8>], raw: bool) -> Vec<u8> {
+    let mut out = Vec::new();
     for s in secrets {
         put(s);
-        let status = v.add_secret(s.len() as u32, raw);
-        assert!(!code_name(status).is_empty());
+        if key_schedule(s.len() as u32, raw) != 0 {
+            out.extend(postwire_wasm::scratch_read_for_tests(64));
+        } else {
+            assert!(!last_error_message().is_empty());
+        }
     }
-    v
+    out
 }
 
 fn any_f64() -> impl Strategy<Value = f64> {
@@ -45,19 +49,22 @@ proptest! {
         present in 0u32..16,
         now in any_f64(),
     ) {
-        let v = verifier(&secrets, raw, tolerance);
-        put(&input);
-        let status = v.verify(lens[0], lens[1], lens[2], lens[3], present, now);
+        let keys = schedules(&secrets, raw);
+        let n = (keys.len() / 64) as u32;
+        put(&[&keys[..], &input].concat());
+        let status = verify(n, lens[0], lens[1], lens[2], lens[3], present, now, tolerance);
         prop_assert!(!code_name(status).is_empty());
         if status != 0 {
             prop_assert!(!last_error_message().is_empty());
         }
-        let status = v.verify_macs(lens[0], lens[1], lens[2], lens[3], present, now);
+        // A wrong count of schedules, or none: still only statuses.
+        let status = verify(n + lens[0] % 3, lens[1], lens[2], lens[3], lens[0], present, now, tolerance);
         prop_assert!(!code_name(status).is_empty());
-        let _ = v.sign(lens[0], lens[1], now);
-        for i in 0..4 {
-            let _ = v.key_bytes(i);
-        }
+        put(&input);
+        let status = verify_macs(lens[0], lens[1], lens[2], lens[3], present, now, tolerance);
+        prop_assert!(!code_name(status).is_empty());
+        let _ = sign(n, lens[0], lens[1], now);
+        let _ = sign(lens[2], lens[0], lens[1], now);
     }
 
     #[test]
@@ -68,13 +75,13 @@ proptest! {
         body in prop::collection::vec(any::<u8>(), 0..300),
         now in any_f64(),
     ) {
-        let v = verifier(&[b"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".to_vec()], false, 300.0);
-        let mut input = Vec::new();
+        let keys = schedules(&[b"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".to_vec()], false);
+        let mut input = keys.clone();
         for part in [id.as_bytes(), ts.as_bytes(), sig.as_bytes(), &body] {
             input.extend_from_slice(part);
         }
         put(&input);
-        let status = v.verify(id.len() as u32, ts.len() as u32, sig.len() as u32, body.len() as u32, 7, now);
+        let status = verify(1, id.len() as u32, ts.len() as u32, sig.len() as u32, body.len() as u32, 7, now, 300.0);
         prop_assert!(status != 0, "garbage verified");
         prop_assert!(!code_name(status).is_empty());
     }

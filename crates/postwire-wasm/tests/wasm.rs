@@ -8,7 +8,10 @@
 #![cfg(target_arch = "wasm32")]
 
 use postwire_wasm::codes::{code_name, last_error_message, last_error_status};
-use postwire_wasm::{WasmReplayGuard, WasmVerifier, generate_secret, scratch_reserve, wasm_memory};
+use postwire_wasm::{
+    WasmReplayGuard, generate_secret, key_schedule, scratch_len, scratch_read_for_tests, scratch_reserve,
+    scratch_shrink, sign, verify as verify_call, wasm_memory,
+};
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::*;
 
@@ -22,7 +25,8 @@ const ALL: u32 = 7;
 /// Writes `parts` at the scratch address through the exported memory, as the wrapper does.
 fn put<const N: usize>(parts: [&[u8]; N]) -> [u32; N] {
     let total: usize = parts.iter().map(|p| p.len()).sum();
-    let at = scratch_reserve(total as f64);
+    // At least 4 KiB, as the wrapper: room for a key schedule and the key after a secret.
+    let at = scratch_reserve(total.max(4096) as f64);
     assert_ne!(at, 0);
     let memory: js_sys_memory::Memory = wasm_memory().unchecked_into();
     let view = js_sys_memory::Uint8Array::new(&memory.buffer());
@@ -61,32 +65,32 @@ mod js_sys_memory {
     }
 }
 
-fn verifier(secret: &str) -> WasmVerifier {
-    let mut v = WasmVerifier::new(300.0);
+/// The 64-byte key schedule of `secret`, as the wrapper keeps it.
+fn schedule(secret: &str) -> Vec<u8> {
     let [len] = put([secret.as_bytes()]);
-    assert_eq!(v.add_secret(len, false), 0);
-    v
+    assert_ne!(key_schedule(len, false), 0);
+    scratch_read_for_tests(64)
 }
 
-fn verify(v: &WasmVerifier, sig: &str, body: &str, now: f64) -> String {
-    let [a, b, c, d] = put([ID.as_bytes(), TS.as_bytes(), sig.as_bytes(), body.as_bytes()]);
-    code_name(v.verify(a, b, c, d, ALL, now))
+fn verify(k: &[u8], sig: &str, body: &str, now: f64) -> String {
+    let [_, a, b, c, d] = put([k, ID.as_bytes(), TS.as_bytes(), sig.as_bytes(), body.as_bytes()]);
+    code_name(verify_call(1, a, b, c, d, ALL, now, 300.0))
 }
 
 #[wasm_bindgen_test]
 fn reference_vector_verifies_through_the_exported_memory() {
-    let v = verifier(SECRET);
-    assert_eq!(verify(&v, SIG, BODY, 1614265330.0), "ok");
-    assert_eq!(verify(&v, SIG, "{}", 1614265330.0), "invalid_signature");
+    let k = schedule(SECRET);
+    assert_eq!(verify(&k, SIG, BODY, 1614265330.0), "ok");
+    assert_eq!(verify(&k, SIG, "{}", 1614265330.0), "invalid_signature");
     assert!(last_error_message().contains("raw body"));
-    assert_eq!(verify(&v, SIG, BODY, 1614265631.0), "timestamp_too_old");
+    assert_eq!(verify(&k, SIG, BODY, 1614265631.0), "timestamp_too_old");
 }
 
 #[wasm_bindgen_test]
 fn signing_matches_the_reference_vector() {
-    let v = verifier(SECRET);
-    let [a, b] = put([ID.as_bytes(), BODY.as_bytes()]);
-    assert_eq!(v.sign(a, b, 1614265330.0).as_deref(), Some(SIG));
+    let k = schedule(SECRET);
+    let [_, a, b] = put([&k, ID.as_bytes(), BODY.as_bytes()]);
+    assert_eq!(sign(1, a, b, 1614265330.0).as_deref(), Some(SIG));
 }
 
 #[wasm_bindgen_test]
@@ -95,7 +99,7 @@ fn secrets_come_from_the_runtime_random_source() {
     let b = generate_secret().unwrap();
     assert!(a.starts_with("whsec_") && a.len() == 50, "{a}");
     assert_ne!(a, b);
-    let _ = verifier(&a);
+    let _ = schedule(&a);
 }
 
 #[wasm_bindgen_test]
@@ -103,21 +107,23 @@ fn hostile_sizes_are_statuses_not_traps() {
     for len in [f64::MAX, f64::INFINITY, -1.0, f64::NAN, 2_147_483_648.0] {
         assert_eq!(scratch_reserve(len), 0, "{len}");
     }
-    let v = verifier(SECRET);
+    let k = schedule(SECRET);
     assert_eq!(
-        code_name(v.verify(u32::MAX, u32::MAX, u32::MAX, u32::MAX, ALL, 0.0)),
+        code_name(verify_call(1, u32::MAX, u32::MAX, u32::MAX, u32::MAX, ALL, 0.0, 300.0)),
         "invalid_payload"
     );
-    assert_eq!(v.sign(u32::MAX, 1, 0.0), None);
+    assert_eq!(sign(1, u32::MAX, 1, 0.0), None);
     assert_eq!(code_name(last_error_status()), "invalid_payload");
     let many = vec![SIG; 5000].join(" ");
-    assert_eq!(verify(&v, &many, BODY, 1614265330.0), "invalid_header");
+    assert_eq!(verify(&k, &many, BODY, 1614265330.0), "invalid_header");
     let huge = "v".repeat(1 << 20);
-    assert_eq!(verify(&v, &huge, BODY, 1614265330.0), "invalid_header");
-    // A 16 MiB body: the buffer grows, then the module still works.
+    assert_eq!(verify(&k, &huge, BODY, 1614265330.0), "invalid_header");
+    // A 16 MiB body: the buffer grows, is given back, then the module still works.
     let big = "x".repeat(16 << 20);
-    assert_eq!(verify(&v, SIG, &big, 1614265330.0), "invalid_signature");
-    assert_eq!(verify(&v, SIG, BODY, 1614265330.0), "ok");
+    assert_eq!(verify(&k, SIG, &big, 1614265330.0), "invalid_signature");
+    assert_ne!(scratch_shrink(65536.0), 0);
+    assert_eq!(scratch_len(), 65536);
+    assert_eq!(verify(&k, SIG, BODY, 1614265330.0), "ok");
 }
 
 #[wasm_bindgen_test]

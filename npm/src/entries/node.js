@@ -4,11 +4,15 @@
 // reading a .wasm beside `__dirname` would break. Large bodies are hashed with
 // node:crypto; every decision stays in wasm. Bun and Deno never load this file (their
 // export conditions pick dist/web).
-import { createHmac, createSecretKey } from "node:crypto";
+// Nothing is compiled and node:crypto is not loaded at require time: the module on the
+// first call that needs it, node:crypto on the first body large enough to use it.
 import { WASM_BASE64 } from "../../build/web/wasm-base64.js";
 import { instantiateApi } from "./init.js";
 
-const api = instantiateApi(Buffer.from(WASM_BASE64, "base64"), { createHmac, createSecretKey });
+const api = instantiateApi(
+  () => Buffer.from(WASM_BASE64, "base64"),
+  () => require("node:crypto"),
+);
 
 export const {
   Webhook,
@@ -20,3 +24,6 @@ export const {
   EVENT_TYPES,
   ERROR_CODES,
 } = api;
+// The same object as the ESM builds' default export, so `require("postwire").default` and
+// TypeScript's default import of the CommonJS types agree with them.
+export default api;

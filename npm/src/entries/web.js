@@ -12,7 +12,7 @@ function decodeBase64(text) {
   return bytes;
 }
 
-const api = instantiateApi(decodeBase64(WASM_BASE64));
+const api = instantiateApi(() => decodeBase64(WASM_BASE64));
 
 export const {
   Webhook,

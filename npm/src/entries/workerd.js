@@ -4,7 +4,7 @@
 import wasmModule from "./postwire_wasm_bg.wasm";
 import { instantiateApi } from "./init.js";
 
-const api = instantiateApi(wasmModule);
+const api = instantiateApi(() => wasmModule);
 
 export const {
   Webhook,

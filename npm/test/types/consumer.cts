@@ -9,4 +9,5 @@ try {
 } catch (e) {
   if (e instanceof postwire.WebhookVerificationError) err = e;
 }
-export = { sig, err };
+const viaDefault: typeof postwire.Webhook = postwire.default.Webhook;
+export = { sig, err, viaDefault };

@@ -59,6 +59,26 @@ async function fetchHandler(request: Request): Promise<Response> {
   }
 }
 
+// svix's header names and type, and the default export (the ESM builds have one).
+import postwire, { type WebhookRequiredHeaders } from "postwire";
+const svixHeaders: WebhookRequiredHeaders = { "svix-id": "a", "svix-timestamp": "1", "svix-signature": "v1,x" };
+new postwire.Webhook(secret).verify("{}", svixHeaders);
+// @ts-expect-error: the default export has no such member
+postwire.verify;
+// Symbol.dispose is typed even with an older `lib` (as here: es2022).
+const disposable = new Webhook(secret);
+disposable[Symbol.dispose]();
+disposable.dispose();
+
+async function asyncForms(): Promise<string> {
+  const value: unknown = await wh.verifyAsync("{}", headers, { jsonParse: false });
+  const event = await wh.verifyEventAsync(new Uint8Array(0), headers);
+  // @ts-expect-error: verifyAsync returns a promise, not the value
+  const notAwaited: string = wh.verifyAsync("{}", headers);
+  return event.type + String(value) + notAwaited;
+}
+export { asyncForms };
+
 const guard = new ReplayGuard({ capacity: 10, ttlSeconds: 60 });
 const seen: "fresh" | "duplicate" = guard.checkAndRecord("msg_1");
 const n: number = guard.size;

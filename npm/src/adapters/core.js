@@ -1,0 +1,100 @@
+// What every framework adapter shares: verify a delivery's raw body, de-duplicate it by
+// `webhook-id` in a pluggable store, call the handler of its event type, and choose the
+// HTTP answer the sender acts on. Each adapter (express.js, hono.js, next.js) only reads
+// the raw body and headers its framework's way and writes the answer back.
+//
+// Answers, in order:
+//   400 {code, message}    the delivery did not verify (a stable code; the sender's retries will fail alike)
+//   202 {ignored: type}    it verified, but its type has no handler here or is unknown to this
+//                          version: acknowledged, so the sender does not retry it for a day
+//   200 {duplicate: true}  its webhook-id was already handled (or is being handled right now)
+//   204                    the handler returned
+//   500 {code: "handler_failed"}  the handler threw: the id is released so the retry runs it again
+// The package is imported by its own name, so each runtime's export condition picks the build.
+import { Webhook, WebhookVerificationError, ReplayGuard, EVENT_TYPES } from "postwire";
+
+const KNOWN_TYPES = new Set(EVENT_TYPES);
+
+/** The in-memory store: one per process (or isolate), ids kept 25 h (the sender's retry span). */
+export function memoryStore(options) {
+  const guard = new ReplayGuard(options);
+  return {
+    claim: (id) => guard.checkAndRecord(id) === "fresh",
+    release: (id) => guard.forget(id),
+  };
+}
+
+/**
+ * Checks the options every adapter takes and returns the function that answers one
+ * delivery: `(body: Uint8Array | string, headers) => Promise<{ status, json? }>`.
+ */
+export function createDispatcher(handlers, options) {
+  if (handlers === null || typeof handlers !== "object") {
+    throw new TypeError('createHandler expects an object of handlers by event type, e.g. { "post.published": (event) => {} }');
+  }
+  for (const [type, fn] of Object.entries(handlers)) {
+    if (!KNOWN_TYPES.has(type)) throw new TypeError(`createHandler: "${type}" is not an event type (${EVENT_TYPES.join(", ")})`);
+    if (typeof fn !== "function") throw new TypeError(`createHandler: the handler of "${type}" is not a function`);
+  }
+  const { secret, store = memoryStore(), onError = defaultOnError, toleranceInSeconds } = options ?? {};
+  if (typeof store?.claim !== "function" || typeof store?.release !== "function") {
+    throw new TypeError("createHandler: options.store must have claim(id) and release(id)");
+  }
+  const webhookOptions = toleranceInSeconds === undefined ? {} : { toleranceInSeconds };
+  // The secret may be missing when the module is evaluated (Next.js evaluates routes at
+  // build time, without the runtime's environment), or be a function (a Worker's env):
+  // it is then read at the first request. A secret given now is checked now.
+  let cached = null; // [secret value, Webhook]
+  const webhookFor = (value) => {
+    if (cached === null || cached[0] !== value) cached = [value, new Webhook(value, webhookOptions)];
+    return cached[1];
+  };
+  if (secret !== undefined && typeof secret !== "function") webhookFor(secret);
+
+  return async function dispatch(body, headers) {
+    const value = typeof secret === "function" ? secret() : secret;
+    if (value === undefined || value === null || value === "") {
+      console.error("postwire: createHandler has no secret (options.secret is empty): every delivery is answered 500");
+      return { status: 500, json: { code: "missing_secret", message: "the webhook endpoint has no secret configured" } };
+    }
+    const webhook = webhookFor(value);
+    let event;
+    try {
+      // Async: in workerd and browsers large bodies are then hashed by WebCrypto.
+      event = await webhook.verifyEventAsync(body, headers);
+    } catch (e) {
+      if (!(e instanceof WebhookVerificationError)) throw e;
+      // invalid_payload comes only after the signature verified: a type this version
+      // does not know (a newer sender) is acknowledged and ignored, not retried for a day.
+      const unknown = e.code === "invalid_payload" ? unknownType(body) : null;
+      if (unknown !== null) return { status: 202, json: { ignored: unknown } };
+      return { status: 400, json: { code: e.code, message: e.message } };
+    }
+    const handler = handlers[event.type];
+    if (handler === undefined) return { status: 202, json: { ignored: event.type } };
+    if (!(await store.claim(event.id))) return { status: 200, json: { duplicate: true } };
+    try {
+      await handler(event);
+    } catch (err) {
+      await store.release(event.id);
+      onError(err, event);
+      return { status: 500, json: { code: "handler_failed", message: `the handler of ${event.type} failed; the sender will retry` } };
+    }
+    return { status: 204 };
+  };
+}
+
+function defaultOnError(err, event) {
+  console.error(`postwire: the handler of ${event.type} (${event.id}) failed:`, err);
+}
+
+/** The `type` of a verified JSON body when it is a string that is not a known event type. */
+function unknownType(body) {
+  try {
+    const value = JSON.parse(typeof body === "string" ? body : new TextDecoder().decode(body));
+    const type = value?.type;
+    return typeof type === "string" && !KNOWN_TYPES.has(type) ? type : null;
+  } catch {
+    return null;
+  }
+}
