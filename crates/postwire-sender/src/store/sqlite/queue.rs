@@ -179,7 +179,7 @@ pub(super) fn enqueue(
         // Each event with its new pending deliveries, for their first claims.
         let mut made: Vec<(Arc<FreshEvent>, Vec<i64>)> = Vec::with_capacity(events.len());
         let mut insert_event = tx.prepare_cached(
-            "INSERT INTO events (id, workspace_id, event_type, post_id, created_at, body, external_id)
+            "INSERT INTO events (id, workspace_id, event_type, post_id, created_at, body, external_key)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?;
         let mut key_open = tx.prepare_cached(KEY_OPEN_SQL)?;
@@ -196,7 +196,10 @@ pub(super) fn enqueue(
                 built.post_id,
                 ev.created_at.unix_millis(),
                 built.body,
-                built.external_id
+                built
+                    .external_id
+                    .as_deref()
+                    .map(|ext| super::schema::external_key(&ev.workspace_id, ext))
             ])?;
             let event_seq = tx.last_insert_rowid();
             if !routes.contains_key(&ev.workspace_id) {

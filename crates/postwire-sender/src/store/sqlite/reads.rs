@@ -166,12 +166,16 @@ pub(super) fn posts_with_external_id(
     limit: usize,
 ) -> BoxFuture<'_, StoreResult<Vec<String>>> {
     store.read(move |c| {
-        // Newest event first; each post once, in the order of its newest event.
+        // Newest event first; each post once, in the order of its newest event. The
+        // index holds a hash: the body says whether the event really is about it.
         let mut stmt = c.prepare_cached(
             "SELECT post_id FROM events INDEXED BY events_external
-             WHERE workspace_id = ?1 AND external_id = ?2 AND post_id IS NOT NULL ORDER BY seq DESC",
+             WHERE external_key = ?1 AND workspace_id = ?2 AND post_id IS NOT NULL
+               AND json_extract(body, '$.data.post.externalId') = ?3
+             ORDER BY seq DESC",
         )?;
-        let mut rows = stmt.query(params![workspace_id, external_id])?;
+        let key = super::schema::external_key(&workspace_id, &external_id);
+        let mut rows = stmt.query(params![key, workspace_id, external_id])?;
         let mut posts: Vec<String> = Vec::new();
         while let Some(r) = rows.next()? {
             let post: String = r.get(0)?;

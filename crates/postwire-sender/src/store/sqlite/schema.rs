@@ -40,9 +40,9 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
     // 4 -> 5: only queue heads are pending. Every unfinished keyed delivery behind an
     // earlier unfinished one of its (subscription, key) waits (state 5), so claims never
     // read blocked rows; the index of deliveries waiting for a retry is replaced by the
-    // index of open keys, and the due index no longer needs the key. Events keep their
-    // post's external id (taken from the bodies of existing ones), which the server kept
-    // in a table of its own, written after the event's commit.
+    // index of open keys, and the due index no longer needs the key. Events keep a hash
+    // of their post's external id (`backfill_external_keys` computes it for existing
+    // ones), which the server kept in a table of its own, written after the commit.
     (
         4,
         "DROP INDEX IF EXISTS deliveries_retrying;
@@ -53,9 +53,7 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
              WHERE state = 0 AND finished_at IS NULL AND okey IS NOT NULL AND EXISTS (
                  SELECT 1 FROM deliveries p WHERE p.sub_seq = deliveries.sub_seq AND p.okey = deliveries.okey
                      AND p.finished_at IS NULL AND p.okey IS NOT NULL AND p.seq < deliveries.seq);
-         ALTER TABLE events ADD COLUMN external_id TEXT;
-         UPDATE events SET external_id = NULLIF(json_extract(body, '$.data.post.externalId'), '')
-             WHERE post_id IS NOT NULL AND json_valid(body);",
+         ALTER TABLE events ADD COLUMN external_key INTEGER;",
     ),
 ];
 
@@ -76,11 +74,12 @@ CREATE INDEX IF NOT EXISTS subscriptions_workspace ON subscriptions (workspace_i
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY, id TEXT NOT NULL, workspace_id TEXT NOT NULL,
     event_type TEXT NOT NULL, post_id TEXT, created_at INTEGER NOT NULL, body TEXT NOT NULL,
-    external_id TEXT);
+    external_key INTEGER);
 CREATE INDEX IF NOT EXISTS events_post ON events (workspace_id, post_id, seq) WHERE post_id IS NOT NULL;
--- The client's reference of a post, written with the event (posts/lookup?externalId=).
-CREATE INDEX IF NOT EXISTS events_external ON events (workspace_id, external_id, seq)
-    WHERE external_id IS NOT NULL;
+-- The client's reference of a post, written with the event (posts/lookup?externalId=),
+-- as a 64-bit hash of (workspace, external id): small entries whatever the reference's
+-- length; a look-up checks the text in the body.
+CREATE INDEX IF NOT EXISTS events_external ON events (external_key, seq) WHERE external_key IS NOT NULL;
 -- Idempotency keys, each stored in the transaction of the work it guards
 -- (`crate::idempotency`); a finished one holds the response it replays.
 CREATE TABLE IF NOT EXISTS idempotency_keys (
@@ -150,12 +149,48 @@ pub(super) fn open_migrated(path: &Path, options: &SqliteOptions) -> StoreResult
         for (_, sql) in MIGRATIONS.iter().filter(|(from, _)| *from >= version) {
             tx.execute_batch(sql).map_err(db_err)?;
         }
+        if version < 5 {
+            backfill_external_keys(&tx).map_err(db_err)?;
+        }
     }
     tx.execute_batch(SCHEMA).map_err(db_err)?;
     tx.execute_batch(&format!("PRAGMA user_version={SCHEMA_VERSION}"))
         .map_err(db_err)?;
     tx.commit().map_err(db_err)?;
     Ok((conn, sync))
+}
+
+/// The stored key of a post's external id in a workspace: a 64-bit FNV-1a hash of both,
+/// stable across releases. A collision only makes a look-up read one more event, whose
+/// body it then checks.
+pub(super) fn external_key(workspace_id: &str, external_id: &str) -> i64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in workspace_id.bytes().chain([0]).chain(external_id.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h as i64
+}
+
+/// Version 5: the external-id keys of the events stored before it, from their bodies.
+fn backfill_external_keys(tx: &Connection) -> rusqlite::Result<()> {
+    let found: Vec<(i64, String, String)> = tx
+        .prepare(
+            "SELECT seq, workspace_id, json_extract(body, '$.data.post.externalId') FROM events
+             WHERE post_id IS NOT NULL AND json_valid(body)",
+        )?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, Option<String>>(2)?)))?
+        .filter_map(|row| match row {
+            Ok((seq, ws, Some(ext))) if !ext.is_empty() => Some(Ok((seq, ws, ext))),
+            Ok(_) => None,
+            Err(e) => Some(Err(e)),
+        })
+        .collect::<rusqlite::Result<_>>()?;
+    let mut set = tx.prepare("UPDATE events SET external_key = ?2 WHERE seq = ?1")?;
+    for (seq, ws, ext) in found {
+        set.execute(rusqlite::params![seq, external_key(&ws, &ext)])?;
+    }
+    Ok(())
 }
 
 /// Registers the workspaces of `workspaces` that the SQLite file at `path` does not

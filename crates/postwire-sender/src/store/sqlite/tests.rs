@@ -249,6 +249,8 @@ fn files_of_versions_1_to_4_are_migrated() {
                      seq INTEGER PRIMARY KEY, id TEXT NOT NULL {unique}, workspace_id TEXT NOT NULL,
                      event_type TEXT NOT NULL, post_id TEXT, created_at INTEGER NOT NULL, body TEXT NOT NULL);
                  INSERT INTO events VALUES (7, 'msg_1', 'ws', 'post.published', 'p1', 1, '{{}}');
+                 INSERT INTO events VALUES (8, 'msg_2', 'ws', 'post.scheduled', 'p2', 2,
+                     '{{\"data\": {{\"post\": {{\"id\": \"p2\", \"externalId\": \"order-9\"}}}}}}');
                  -- Before version 5, every unfinished delivery was pending: two of key 42
                  -- (one retrying), one of key 43, one finished of key 42, one keyless.
                  INSERT INTO deliveries (seq, sub_seq, event_seq, okey, state, attempts, due_at, created_at, finished_at)
@@ -295,8 +297,13 @@ fn files_of_versions_1_to_4_are_migrated() {
             )
             .unwrap();
         assert_eq!(unique, 0);
+        // Events stored before version 5 are found by their external id.
+        let key: Option<i64> = conn
+            .query_row("SELECT external_key FROM events WHERE seq = 8", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(key, Some(external_key("ws", "order-9")));
         let kept: (i64, String, String) = conn
-            .query_row("SELECT seq, id, post_id FROM events", [], |r| {
+            .query_row("SELECT seq, id, post_id FROM events WHERE seq = 7", [], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })
             .unwrap();
