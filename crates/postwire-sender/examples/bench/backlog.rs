@@ -153,6 +153,8 @@ pub struct Drain {
     pub failed_attempts: usize,
     /// RSS before publishing, with the backlog queued, and after the drain.
     pub rss_kib: [u64; 3],
+    /// RSS as the backlog grew: (deliveries published, KiB) at each quarter.
+    pub rss_while_queuing: Vec<(usize, u64)>,
 }
 
 /// Publishes `deliveries` events with the endpoint down, then times the drain.
@@ -160,6 +162,8 @@ pub async fn drain(deliveries: usize, pad: usize, url: &str, arrivals: &Arc<Arri
     let dir = tempfile::tempdir_in(std::env::var("BENCH_DIR").unwrap_or("/tmp".into())).unwrap();
     let clock = Arc::new(ManualClock::new(Timestamp::from_unix_millis(1_800_000_000_000)));
     let (sender, subs): (Sender, _) = open_sender_with_clock(dir.path(), 1, url, clock.clone()).await;
+    arrivals.skip_first.store(true, Ordering::SeqCst);
+    arrivals.first.lock().unwrap().clear();
     let rss_before = rss_kib();
     arrivals.down.store(true, Ordering::SeqCst);
     let dispatcher = sender.start();
@@ -168,9 +172,16 @@ pub async fn drain(deliveries: usize, pad: usize, url: &str, arrivals: &Arc<Arri
     let posts = deliveries.div_ceil(EVENTS_PER_POST);
     let started = Instant::now();
     let mut changes = backlog_changes(posts, pad).take(deliveries).peekable();
+    let (mut published, mut rss_while_queuing) = (0, Vec::new());
+    let quarter = deliveries.div_ceil(4).max(1);
     while changes.peek().is_some() {
         let batch: Vec<_> = changes.by_ref().take(5_000).collect();
+        let n = batch.len();
         sender.publish_many(batch).await.unwrap();
+        if (published + n) / quarter > published / quarter {
+            rss_while_queuing.push((published + n, rss_kib()));
+        }
+        published += n;
     }
     // Every post's first event fails once while down; then nothing is claimable.
     tokio::time::timeout(Duration::from_secs(600), sender.wait_idle())
@@ -197,10 +208,12 @@ pub async fn drain(deliveries: usize, pad: usize, url: &str, arrivals: &Arc<Arri
     let rate = deliveries as f64 / back.elapsed().as_secs_f64();
     assert!(clock.now() > Timestamp::from_unix_millis(1_800_000_000_000));
     dispatcher.shutdown().await;
+    arrivals.skip_first.store(false, Ordering::SeqCst);
     Drain {
         rate,
         published_in,
         failed_attempts,
         rss_kib: [rss_before, rss_queued, rss_kib()],
+        rss_while_queuing,
     }
 }

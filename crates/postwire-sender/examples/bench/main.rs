@@ -76,6 +76,9 @@ struct Arrivals {
     ok: AtomicUsize,
     /// While set, the receiver is "down": it answers `503`.
     down: AtomicBool,
+    /// While set, first arrivals are not kept (the backlog case measures the sender's
+    /// memory, which a map of a million ids here would hide).
+    skip_first: AtomicBool,
 }
 
 async fn start_receiver(arrivals: Arc<Arrivals>) -> std::net::SocketAddr {
@@ -93,7 +96,9 @@ async fn start_receiver(arrivals: Arc<Arrivals>) -> std::net::SocketAddr {
                     let arrivals = arrivals.clone();
                     async move {
                         let now = Instant::now();
-                        if let Some(id) = req.headers().get("webhook-id").and_then(|v| v.to_str().ok()) {
+                        if !arrivals.skip_first.load(Ordering::Relaxed)
+                            && let Some(id) = req.headers().get("webhook-id").and_then(|v| v.to_str().ok())
+                        {
                             arrivals.first.lock().unwrap().entry(id.to_owned()).or_insert(now);
                         }
                         arrivals.count.fetch_add(1, Ordering::Relaxed);
@@ -595,6 +600,12 @@ fn main() {
                 d.rss_kib[1] as f64 / 1024.0,
                 d.rss_kib[2] as f64 / 1024.0
             );
+            let growth: Vec<String> = d
+                .rss_while_queuing
+                .iter()
+                .map(|(n, kib)| format!("{n}: {:.1} MiB", *kib as f64 / 1024.0))
+                .collect();
+            println!("backlog RSS while queuing: {}", growth.join(", "));
         }
 
         let (p50, p99) = light_load_latency(pad, &url, &arrivals).await;
