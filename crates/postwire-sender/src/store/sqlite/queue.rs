@@ -118,7 +118,7 @@ pub(super) fn resume(
     let (hints, leases) = (store.due.clone(), store.leases.clone());
     let write = move |tx: &Transaction<'_>| {
         let Some(seq) = sub_seq(tx, &id)? else { return Ok(None) };
-        let (now_ms, released_due) = (now.unix_millis(), now.unix_millis());
+        let now_ms = now.unix_millis();
         tx.execute(
             "UPDATE subscriptions SET paused_reason = NULL, consecutive_failures = 0, failing_since = NULL WHERE seq = ?1",
             [seq],
@@ -144,10 +144,10 @@ pub(super) fn resume(
         // What is left is delivered in order: per key, the earliest is the head and
         // the others wait behind it.
         let waiting = tx.execute(REQUEUE_WAITING_SQL, [seq])?;
-        let released = waiting + tx.execute(RELEASE_HELD_SQL, params![seq, released_due])?;
+        let released = waiting + tx.execute(RELEASE_HELD_SQL, params![seq, now_ms])?;
         Ok(Some((
             seq,
-            released_due,
+            now_ms,
             ResumeSummary {
                 released: released as u64,
                 expired: expired as u64,
@@ -172,7 +172,7 @@ pub(super) fn enqueue(
     let (fresh, next_delivery) = (store.fresh.clone(), store.next_delivery.clone());
     let write = move |tx: &Transaction<'_>| {
         let now_ms = now.unix_millis();
-        // The subscriptions given a pending delivery: due from `first_due`, once committed.
+        // The subscriptions given a pending delivery: due from `now`, once committed.
         let mut became_due: Vec<i64> = Vec::new();
         let mut routes: HashMap<String, Vec<(i64, Route)>> = HashMap::new();
         let mut counts = Vec::with_capacity(events.len());
