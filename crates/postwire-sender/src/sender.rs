@@ -379,12 +379,9 @@ impl Sender {
             created_at: self.inner.clock.now(),
         };
         let created = CreatedSubscription { subscription, secret };
-        let lease = match key {
-            Some(key) => match self.begin(&key).await? {
-                Begun::Replay(stored) => return Ok(Idempotent::Replayed(stored)),
-                Begun::Start(lease_until_ms) => Some((key, lease_until_ms)),
-            },
-            None => None,
+        let lease = match self.begin(key).await? {
+            Begun::Replay(stored) => return Ok(Idempotent::Replayed(stored)),
+            Begun::Start(lease) => lease,
         };
         let completion = lease.as_ref().map(|(key, lease_until_ms)| Completion {
             key: key.clone(),
@@ -608,12 +605,9 @@ impl Sender {
                 Err(reason) => results.push(Published::NoEvent(reason)),
             }
         }
-        let lease = match key {
-            Some(key) => match self.begin(&key).await? {
-                Begun::Replay(stored) => return Ok(Idempotent::Replayed(stored)),
-                Begun::Start(lease_until_ms) => Some((key, lease_until_ms)),
-            },
-            None => None,
+        let lease = match self.begin(key).await? {
+            Begun::Replay(stored) => return Ok(Idempotent::Replayed(stored)),
+            Begun::Start(lease) => lease,
         };
         if built.is_empty() && lease.is_none() {
             return Ok(Idempotent::Fresh(results));
@@ -641,15 +635,20 @@ impl Sender {
         Ok(Idempotent::Fresh(results))
     }
 
-    /// Begins `key`'s request: its stored result to replay, or the lease to do it under.
-    async fn begin<T: serde::de::DeserializeOwned>(&self, key: &IdempotencyKey) -> Result<Begun<T>, SenderError> {
+    /// Begins a request under `key`, if it has one: its stored result to replay, or the
+    /// key with the lease to do it under (`None` without a key).
+    async fn begin<T: serde::de::DeserializeOwned>(
+        &self,
+        key: Option<IdempotencyKey>,
+    ) -> Result<Begun<T>, SenderError> {
+        let Some(key) = key else { return Ok(Begun::Start(None)) };
         match self
             .inner
             .store
             .begin_idempotent(key.clone(), self.inner.clock.now())
             .await?
         {
-            Decision::Start { lease_until_ms } => Ok(Begun::Start(lease_until_ms)),
+            Decision::Start { lease_until_ms } => Ok(Begun::Start(Some((key, lease_until_ms)))),
             Decision::Replay(stored) => serde_json::from_str(&stored)
                 .map(Begun::Replay)
                 .map_err(|e| SenderError::storage(format!("a stored idempotent response is unreadable: {e}"))),
@@ -756,10 +755,10 @@ impl Sender {
     }
 }
 
-/// What beginning a keyed request found.
+/// What beginning a request found.
 enum Begun<T> {
-    /// Do it, under this lease.
-    Start(i64),
+    /// Do it, under the key's lease if it has a key.
+    Start(Option<(IdempotencyKey, i64)>),
     /// Done before: this is its result.
     Replay(T),
 }
