@@ -26,6 +26,12 @@
 //! in workerd through Miniflare (`worker/test.sh`).
 
 #![forbid(unsafe_code)]
+// Peer input never panics this crate: no unwrap, expect, panic! or unchecked indexing
+// outside tests (the workspace forbids `unsafe` everywhere).
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)
+)]
 #![deny(missing_docs)]
 
 pub mod config;

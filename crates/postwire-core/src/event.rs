@@ -556,7 +556,10 @@ fn id_randomness(out: &mut [u8; 10]) -> Result<(), getrandom::Error> {
             getrandom::fill(pool)?;
             *used = 0;
         }
-        out.copy_from_slice(&pool[*used..*used + n]);
+        match pool.get(*used..*used + n) {
+            Some(fresh) => out.copy_from_slice(fresh),
+            None => getrandom::fill(out)?, // unreachable: POOL is a multiple of n
+        }
         *used += n;
         Ok(())
     })
@@ -605,7 +608,7 @@ impl Event {
         id.extend(
             (0..26)
                 .rev()
-                .map(|i| CROCKFORD[((value >> (5 * i)) & 31) as usize] as char),
+                .filter_map(|i| CROCKFORD.get(((value >> (5 * i)) & 31) as usize).map(|&c| c as char)),
         );
         Ok(id)
     }

@@ -28,6 +28,12 @@
 //! which order it goes.
 
 #![forbid(unsafe_code)]
+// Peer input never panics this crate: no unwrap, expect, panic! or unchecked indexing
+// outside tests (the workspace forbids `unsafe` everywhere).
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)
+)]
 #![deny(missing_docs)]
 
 mod error;

@@ -64,7 +64,7 @@ impl fmt::Display for Signature {
             .map_err(|_| fmt::Error)?;
         f.write_str(SIGNATURE_VERSION)?;
         f.write_str(",")?;
-        f.write_str(std::str::from_utf8(&buf[..n]).map_err(|_| fmt::Error)?)
+        f.write_str(std::str::from_utf8(buf.get(..n).ok_or(fmt::Error)?).map_err(|_| fmt::Error)?)
     }
 }
 

@@ -31,6 +31,12 @@
 //!   wrapper parses JSON with the engine's own `JSON.parse` and checks the event shape
 //!   in JavaScript, against the same shared vectors as postwire-core.
 
+// Peer input never panics this crate: no unwrap, expect, panic! or unchecked indexing
+// outside tests (the workspace forbids `unsafe` everywhere).
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)
+)]
 #![deny(missing_docs)]
 
 pub mod codes;

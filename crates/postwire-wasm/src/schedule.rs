@@ -36,10 +36,15 @@ impl KeySchedule {
     /// The schedule of `key` (any length; keys over 64 bytes are hashed first, as HMAC says).
     pub fn new(key: &[u8]) -> KeySchedule {
         let mut block = [0u8; BLOCK];
-        if key.len() > BLOCK {
-            block[..32].copy_from_slice(&Sha256::digest(key));
+        let digest;
+        let key = if key.len() > BLOCK {
+            digest = Sha256::digest(key);
+            digest.as_slice()
         } else {
-            block[..key.len()].copy_from_slice(key);
+            key
+        };
+        for (b, k) in block.iter_mut().zip(key) {
+            *b = *k;
         }
         let mut pad = [0u8; BLOCK];
         let mut states = [IV; 2];
@@ -73,12 +78,13 @@ impl KeySchedule {
         }
         let mut words = [0u32; 16];
         for (word, chunk) in words.iter_mut().zip(bytes.chunks_exact(4)) {
-            *word = u32::from_be_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+            *word = u32::from_be_bytes(chunk.try_into().ok()?);
         }
         let mut inner = [0u32; 8];
         let mut outer = [0u32; 8];
-        inner.copy_from_slice(&words[..8]);
-        outer.copy_from_slice(&words[8..]);
+        let (first, second) = words.split_at(8);
+        inner.copy_from_slice(first);
+        outer.copy_from_slice(second);
         Some(KeySchedule { inner, outer })
     }
 
@@ -119,9 +125,12 @@ impl Mac {
         self.total += data.len() as u64;
         if self.buf_len > 0 {
             let take = (BLOCK - self.buf_len).min(data.len());
-            self.buf[self.buf_len..self.buf_len + take].copy_from_slice(&data[..take]);
+            let (head, tail) = data.split_at(take);
+            for (b, d) in self.buf.iter_mut().skip(self.buf_len).zip(head) {
+                *b = *d;
+            }
             self.buf_len += take;
-            data = &data[take..];
+            data = tail;
             if self.buf_len < BLOCK {
                 return;
             }
@@ -134,7 +143,9 @@ impl Mac {
             compress256(&mut self.state, std::slice::from_ref(GenericArray::from_slice(block)));
         }
         let rest = blocks.remainder();
-        self.buf[..rest.len()].copy_from_slice(rest);
+        for (b, r) in self.buf.iter_mut().zip(rest) {
+            *b = *r;
+        }
         self.buf_len = rest.len();
     }
 
@@ -142,13 +153,18 @@ impl Mac {
     pub fn finish(mut self) -> [u8; 32] {
         let bits = self.total.wrapping_mul(8);
         let mut block = [0u8; BLOCK];
-        block[..self.buf_len].copy_from_slice(&self.buf[..self.buf_len]);
-        block[self.buf_len] = 0x80;
+        for (b, s) in block.iter_mut().zip(&self.buf).take(self.buf_len) {
+            *b = *s;
+        }
+        // `buf_len` < BLOCK: a full buffer is compressed as soon as it fills.
+        if let Some(end) = block.get_mut(self.buf_len) {
+            *end = 0x80;
+        }
         if self.buf_len >= BLOCK - 8 {
             compress(&mut self.state, &block);
             block = [0; BLOCK];
         }
-        block[BLOCK - 8..].copy_from_slice(&bits.to_be_bytes());
+        write_length(&mut block, bits);
         compress(&mut self.state, &block);
 
         // The outer hash: the outer pad block (already in `outer`) then the inner digest.
@@ -156,8 +172,10 @@ impl Mac {
         for (chunk, word) in outer_block.chunks_exact_mut(4).zip(&self.state) {
             chunk.copy_from_slice(&word.to_be_bytes());
         }
-        outer_block[32] = 0x80;
-        outer_block[BLOCK - 8..].copy_from_slice(&(((BLOCK + 32) * 8) as u64).to_be_bytes());
+        if let Some(end) = outer_block.get_mut(32) {
+            *end = 0x80;
+        }
+        write_length(&mut outer_block, ((BLOCK + 32) * 8) as u64);
         let mut state = self.outer;
         compress(&mut state, &outer_block);
         let mut out = [0u8; 32];
@@ -166,6 +184,13 @@ impl Mac {
         }
         self.buf.fill(0);
         out
+    }
+}
+
+/// Writes SHA-256's message length (in bits, big-endian) into the last 8 bytes of a block.
+fn write_length(block: &mut [u8; BLOCK], bits: u64) {
+    for (b, l) in block.iter_mut().skip(BLOCK - 8).zip(bits.to_be_bytes()) {
+        *b = l;
     }
 }
 

@@ -89,7 +89,7 @@ pub fn write_for_tests(bytes: &[u8]) -> bool {
 /// JavaScript wrapper reads through the exported memory, for native tests.
 #[doc(hidden)]
 pub fn read_for_tests(len: usize) -> Vec<u8> {
-    with(|buf| buf[..len.min(buf.len())].to_vec())
+    with(|buf| buf.get(..len).unwrap_or(buf).to_vec())
 }
 
 /// Runs `f` on the scratch buffer.
@@ -105,14 +105,11 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
 /// Cuts the first `lens.iter().sum()` bytes of `buf` into consecutive parts of the given
 /// lengths; `None` if they do not fit.
 pub(crate) fn split<const N: usize>(buf: &[u8], lens: [u32; N]) -> Option<[&[u8]; N]> {
-    let mut parts = [&buf[..0]; N];
+    let mut parts: [&[u8]; N] = [&[]; N];
     let mut rest = buf;
     for (part, len) in parts.iter_mut().zip(lens) {
         let len = usize::try_from(len).ok()?;
-        if len > rest.len() {
-            return None;
-        }
-        let (head, tail) = rest.split_at(len);
+        let (head, tail) = rest.split_at_checked(len)?;
         *part = head;
         rest = tail;
     }

@@ -60,8 +60,9 @@ pub fn key_schedule(len: u32, raw: bool) -> u32 {
         };
         let key = secret.expose_bytes();
         let out = buf.get_mut(..SCHEDULE_LEN + key.len()).ok_or_else(scratch::overflow)?;
-        out[..SCHEDULE_LEN].copy_from_slice(&KeySchedule::new(key).to_bytes());
-        out[SCHEDULE_LEN..].copy_from_slice(key);
+        let (schedule, rest) = out.split_at_mut_checked(SCHEDULE_LEN).ok_or_else(scratch::overflow)?;
+        schedule.copy_from_slice(&KeySchedule::new(key).to_bytes());
+        rest.copy_from_slice(key);
         Ok(key.len() as u32)
     });
     result.unwrap_or_else(|e| {
