@@ -9,6 +9,9 @@ cd "$(dirname "$0")/.."
 WASM_PACK_VERSION=0.15.1
 WASM_BINDGEN_VERSION=0.2.130   # must equal the `wasm-bindgen = "=…"` pin in Cargo.toml
 WORKER_BUILD_VERSION=0.8.7
+MSRV=1.89                      # must equal `rust-version` in Cargo.toml (scripts/test.sh msrv)
+CARGO_FUZZ_VERSION=0.13.2
+CARGO_DENY_VERSION=0.20.2
 
 log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*"; }
 have_version() { command -v "$1" >/dev/null 2>&1 && "$1" --version 2>/dev/null | grep -q "$2"; }
@@ -18,6 +21,11 @@ export PATH="$HOME/.cargo/bin:$PATH"
 if ! rustup target list --installed | grep -q '^wasm32-unknown-unknown$'; then
   log "rustup target add wasm32-unknown-unknown"
   rustup target add wasm32-unknown-unknown
+fi
+
+if ! rustup toolchain list | grep -q "^$MSRV-"; then
+  log "rustup toolchain install $MSRV (the workspace's minimum Rust version)"
+  rustup toolchain install "$MSRV" --profile minimal
 fi
 
 apt_pkgs=()
@@ -46,6 +54,15 @@ fi
 if ! have_version worker-build "$WORKER_BUILD_VERSION"; then
   log "cargo install worker-build $WORKER_BUILD_VERSION"
   cargo install worker-build --version "$WORKER_BUILD_VERSION" --locked
+fi
+
+if ! have_version cargo-fuzz "$CARGO_FUZZ_VERSION"; then
+  log "cargo install cargo-fuzz $CARGO_FUZZ_VERSION"
+  cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked
+fi
+if ! have_version cargo-deny "$CARGO_DENY_VERSION"; then
+  log "cargo install cargo-deny $CARGO_DENY_VERSION"
+  cargo install cargo-deny --version "$CARGO_DENY_VERSION" --locked
 fi
 
 # JavaScript tooling (miniflare/workerd, wrangler, binaryen's wasm-opt, peers for benchmarks)

@@ -24,7 +24,7 @@
 //!
 //! ## Sending
 //! [`Signer`] produces the `webhook-signature` value (one entry per secret during a
-//! rotation); [`Event`] is the body; [`matches`] and [`OrderingKey`] decide where and in
+//! rotation); [`Event`] is the body; [`matches()`] and [`OrderingKey`] decide where and in
 //! which order it goes.
 
 #![forbid(unsafe_code)]

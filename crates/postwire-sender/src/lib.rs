@@ -45,8 +45,8 @@
 //! * Address checks against SSRF, at creation and at every attempt: [`ssrf`].
 //! * Durability and the storage interface designed for PostgreSQL next: [`store`].
 //!
-//! Time always comes from the injected [`Clock`](postwire_core::Clock); tests drive a
-//! [`ManualClock`](postwire_core::ManualClock) and [`Sender::wait_idle`].
+//! Time always comes from the injected [`Clock`]; tests drive a
+//! [`ManualClock`] and [`Sender::wait_idle`].
 //! Secrets are never logged: `Secret`'s `Debug` is redacted and no log line or error
 //! message carries one.
 

@@ -142,7 +142,7 @@ impl SqliteStore {
     }
 
     /// Opens with options. Fails with a clear error while another store (in this process
-    /// or another) has the file open: see [`lock_for_dispatch`].
+    /// or another) has the file open (see the lock in `schema.rs`).
     pub fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> StoreResult<Self> {
         let path = path.as_ref().to_path_buf();
         let lock = lock_for_dispatch(&path)?;

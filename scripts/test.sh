@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Runs postwire's tests part by part, exactly as CI does, and prints how long each took.
+# Installs nothing: run scripts/setup.sh once first (scripts/test-all.sh does both).
+#
+#   scripts/test.sh              every part, in the order below
+#   scripts/test.sh rust npm     only these parts
+#   scripts/test.sh --list       the parts, one per line
+#
+# Stops at the first failing part and says which.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# npm's binaryen wasm-opt must win over Debian's (see ../shared/TOOLCHAIN.md).
+export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+
+# The Rust version the workspace promises (`rust-version` in Cargo.toml). The Worker is
+# left out: the `worker` crate it builds on sets its own, newer minimum.
+MSRV=1.89
+# How long each cargo-fuzz target runs in CI: long enough to catch a shallow panic in a
+# parser, short enough for every run. Longer campaigns: fuzz/README.md.
+FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+
+part_vectors() { # the shared test vectors are what tests/vectors/generate.py writes
+  python3 tests/vectors/generate.py
+  git diff --exit-code -- tests/vectors || { echo "tests/vectors differ from generate.py's output" >&2; return 1; }
+}
+part_lint() { # cargo fmt --check, cargo clippy -D warnings (the workspace lints included)
+  cargo fmt --all --check
+  cargo clippy --workspace --all-targets --locked -- -D warnings
+}
+part_docs() { # rustdoc with warnings denied: no broken intra-doc links, no bare URLs
+  RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+}
+part_msrv() { # the workspace builds with its declared minimum Rust version
+  CARGO_TARGET_DIR=target/msrv cargo "+$MSRV" check --workspace --exclude postwire-worker --locked --quiet
+}
+part_deny() { # cargo deny: licenses, banned and duplicate crates, crate sources (deny.toml)
+  # Advisories are left out: their database is fetched from a git host, which this
+  # project's machines cannot reach.
+  cargo deny --locked check --hide-inclusion-graph licenses bans sources
+}
+part_rust() { # cargo test --workspace, then postwire-core with every feature
+  cargo test --workspace --locked
+  cargo test -p postwire-core --all-features --locked
+}
+part_fuzz() { # each cargo-fuzz target of fuzz/ for FUZZ_SECONDS seconds
+  local target
+  for target in $(cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz list); do
+    echo "fuzz target $target: ${FUZZ_SECONDS}s"
+    if ! (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" -- -max_total_time="$FUZZ_SECONDS" \
+      -print_final_stats=1 >"../target/fuzz-$target.log" 2>&1); then
+      tail -40 "target/fuzz-$target.log" >&2
+      echo "fuzz target $target failed (a crash is kept in fuzz/artifacts/$target)" >&2
+      return 1
+    fi
+    grep -E "^(Done|stat::number_of_executed_units)" "target/fuzz-$target.log"
+  done
+}
+part_npm() { bash npm/test.sh; }                              # wasm package in Node, Chromium and other runtimes
+part_worker() { bash worker/test.sh; }                        # the Worker in workerd (Miniflare)
+part_examples() { bash examples/test.sh; }                    # the receivers people copy
+part_e2e() { bash tests/e2e/test.sh; }                        # sender → Worker → origin
+part_contract() { bash tests/contract/test.sh; }              # the API against its OpenAPI (Schemathesis)
+part_client() { bash tests/contract/client/test.sh; }         # a generated TypeScript client
+
+ALL=(vectors lint docs msrv deny rust fuzz npm worker examples e2e contract client)
+
+if [ "${1:-}" = "--list" ]; then
+  printf '%s\n' "${ALL[@]}"
+  exit 0
+fi
+parts=("$@")
+[ ${#parts[@]} -gt 0 ] || parts=("${ALL[@]}")
+for p in "${parts[@]}"; do
+  declare -F "part_$p" >/dev/null || { echo "no test part '$p' (see scripts/test.sh --list)" >&2; exit 2; }
+done
+
+timings=()
+report() {
+  printf '\n\033[1;34m==> timings\033[0m\n'
+  printf '%s\n' "${timings[@]}"
+}
+trap report EXIT
+for p in "${parts[@]}"; do
+  printf '\n\033[1;34m==> %s\033[0m\n' "$p"
+  start=$SECONDS
+  if ! "part_$p"; then
+    timings+=("$(printf '%-9s %5ds  FAILED' "$p" $((SECONDS - start)))")
+    exit 1
+  fi
+  timings+=("$(printf '%-9s %5ds' "$p" $((SECONDS - start)))")
+done
+printf '\n\033[1;32m==> all %d parts passed\033[0m\n' "${#parts[@]}"
