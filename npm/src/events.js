@@ -18,7 +18,8 @@ export const EVENT_TYPES = Object.freeze([
   "webhook.test",
 ]);
 
-const FAILURE_CODES = new Set([
+/** `data.error.code` on `post.failed`, in the order of the spec. */
+export const FAILURE_CODES = Object.freeze([
   "quota_exceeded",
   "integration_disconnected",
   "content_rejected",
@@ -27,8 +28,15 @@ const FAILURE_CODES = new Set([
   "provider_error",
   "unknown",
 ]);
-const DISCONNECT_REASONS = new Set(["reconnect_required", "disabled", "deleted"]);
-const ACTOR_KINDS = new Set(["dashboard", "api_token", "oauth_client", "system"]);
+/** `data.reason` on `integration.disconnected`. */
+export const DISCONNECT_REASONS = Object.freeze(["reconnect_required", "disabled", "deleted"]);
+/** `data.deletedBy.kind` on `post.deleted`. */
+export const ACTOR_KINDS = Object.freeze(["dashboard", "api_token", "oauth_client", "system"]);
+// tests/vectors/catalogue.json is the source of these lists; npm/test/vectors.test.mjs
+// checks them (and the TypeScript unions in types/index.d.ts) against it.
+const FAILURE_CODE_SET = new Set(FAILURE_CODES);
+const DISCONNECT_REASON_SET = new Set(DISCONNECT_REASONS);
+const ACTOR_KIND_SET = new Set(ACTOR_KINDS);
 const TYPES = new Set(EVENT_TYPES);
 
 /** An event that does not follow the rules; the caller turns it into `invalid_payload`. */
@@ -137,7 +145,7 @@ const DATA_CHECKS = {
   "post.failed": (d, t) => {
     post(d, t);
     const e = obj(d, "error", "data");
-    oneOf(FAILURE_CODES, e, "code", "data.error", "failure code");
+    oneOf(FAILURE_CODE_SET, e, "code", "data.error", "failure code");
     str(e, "message", "data.error");
     if (typeof e.retryable !== "boolean") fail("data.error.retryable must be a boolean");
     if (e.code === "unknown" && e.retryable) {
@@ -147,12 +155,12 @@ const DATA_CHECKS = {
   "post.deleted": (d, t) => {
     post(d, t);
     const a = obj(d, "deletedBy", "data");
-    oneOf(ACTOR_KINDS, a, "kind", "data.deletedBy", "actor kind");
+    oneOf(ACTOR_KIND_SET, a, "kind", "data.deletedBy", "actor kind");
     optStr(a, "id", "data.deletedBy");
   },
   "integration.disconnected": (d) => {
     integration(d, "integration", "data");
-    oneOf(DISCONNECT_REASONS, d, "reason", "data", "disconnect reason");
+    oneOf(DISCONNECT_REASON_SET, d, "reason", "data", "disconnect reason");
   },
   "integration.reconnected": (d) => integration(d, "integration", "data"),
   "webhook.test": (d) => str(d, "message", "data"),

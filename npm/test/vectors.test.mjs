@@ -12,7 +12,44 @@ const bodyOf = (c) => (c.body_base64 !== undefined ? new Uint8Array(Buffer.from(
 
 test("every vector file has a runner here", () => {
   const files = readdirSync(dir).filter((f) => f.endsWith(".json")).sort();
-  assert.deepEqual(files, ["events.json", "matching.json", "sign.json", "verify.json"]);
+  assert.deepEqual(files, ["catalogue.json", "events.json", "matching.json", "sign.json", "verify.json"]);
+});
+
+// catalogue.json is the one source of the event catalogue; every copy in JavaScript and
+// TypeScript is checked against it here.
+test("catalogue.json: the package's lists, its TypeScript unions and the playground's samples", async () => {
+  const cat = load("catalogue.json");
+  const types = cat.eventTypes.map((t) => t.type);
+  const events = await import("../src/events.js");
+  assert.deepEqual([...events.EVENT_TYPES], types);
+  assert.deepEqual([...events.FAILURE_CODES], cat.failureCodes);
+  assert.deepEqual([...events.DISCONNECT_REASONS], cat.disconnectReasons);
+  assert.deepEqual([...events.ACTOR_KINDS], cat.actorKinds);
+
+  // `export type Name = | "a" | "b";` in the declarations, as a list.
+  const dts = readFileSync(fileURLToPath(new URL("../types/index.d.ts", import.meta.url)), "utf8");
+  const union = (name) => {
+    const m = new RegExp(`export type ${name} =([^;]*);`).exec(dts);
+    assert.ok(m, `index.d.ts declares ${name}`);
+    return [...m[1].matchAll(/"([^"]*)"/g)].map((x) => x[1]);
+  };
+  assert.deepEqual(union("EventType"), types);
+  assert.deepEqual(union("FailureCode"), cat.failureCodes);
+  assert.deepEqual(union("DisconnectReason"), cat.disconnectReasons);
+  assert.deepEqual(union("ActorKind"), cat.actorKinds);
+
+  // Every sample is a valid event of its type, as the package parses it.
+  const wh = new Webhook("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+  const now = new Date(1_700_000_000_000);
+  const check = (body, type, what) => {
+    const id = JSON.parse(body).id;
+    const headers = { "webhook-id": id, "webhook-timestamp": String(now / 1000), "webhook-signature": wh.sign(id, now, body) };
+    assert.equal(wh.verifyEvent(body, headers, { now }).type, type, what);
+  };
+  for (const { type, sample } of cat.eventTypes) check(JSON.stringify(sample), type, `catalogue sample ${type}`);
+  const playground = await import("../../examples/playground/samples.js");
+  assert.deepEqual(playground.SAMPLE_TYPES, types);
+  for (const type of types) check(playground.sampleBody(type), type, `playground sample ${type}`);
 });
 
 test("sign.json", () => {

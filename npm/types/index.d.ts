@@ -257,9 +257,12 @@ export type EventError =
 
 export type DisconnectReason = "reconnect_required" | "disabled" | "deleted";
 
+/** The kind of an {@link Actor}. */
+export type ActorKind = "dashboard" | "api_token" | "oauth_client" | "system";
+
 /** Who deleted a post. */
 export interface Actor {
-  kind: "dashboard" | "api_token" | "oauth_client" | "system";
+  kind: ActorKind;
   id?: string | null;
 }
 

@@ -1,5 +1,10 @@
 #!/usr/bin/env python3
-"""Writes the shared test vectors (sign.json, verify.json, events.json, matching.json).
+"""Writes the shared test vectors (sign.json, verify.json, events.json, matching.json) and
+the event catalogue (catalogue.json): every event type with its description and a sample,
+and every value of every enum of the events, transcribed here from the spec. It is the one
+source the other copies of the catalogue are checked against: postwire-core's enums, the
+server's OpenAPI enums, the npm package's checks and its TypeScript types, and the
+playground's samples each have a test that compares them with catalogue.json.
 
 Signatures are computed here with Python's own hmac/hashlib/base64, independently of the
 Rust code they test, so a bug in postwire-core cannot hide by agreeing with itself. The
@@ -178,6 +183,51 @@ def env(t, data, **over):
     return json.dumps(e, ensure_ascii=False)
 
 integ = {"id": "acc_1", "name": "Acme on X", "providerIdentifier": "x", "picture": None}
+
+# ---------------------------------------------------------------- the catalogue (from the spec)
+# (type, description from the spec's table, the `data` of a sample event)
+EVENT_TYPES = [
+    ("post.scheduled", "An approved post is queued, rescheduled, or edited.", {"post": post()}),
+    ("post.unscheduled", "A queued post went back to draft or to awaiting approval.", {"post": post()}),
+    ("post.publishing", "Publishing to the provider starts.", {"post": post(state="PUBLISHING")}),
+    ("post.published", "The provider accepted the post.",
+     {"post": post(state="PUBLISHED", releaseURL="https://www.linkedin.com/feed/update/1", releaseId="urn:li:share:1")}),
+    ("post.failed", "The post could not be published.",
+     {"post": post(state="ERROR", error="Rate limit reached"),
+      "error": {"code": "rate_limited", "message": "Rate limit reached", "retryable": True}}),
+    ("post.deleted", "The post was deleted.", {"post": post(), "deletedBy": {"kind": "api_token", "id": "tok_1"}}),
+    ("integration.disconnected", "An account must be reconnected, or was disabled or deleted.",
+     {"integration": integ, "reason": "reconnect_required"}),
+    ("integration.reconnected", "An account that needed reconnecting works again.", {"integration": integ}),
+    ("webhook.test", "A test event was sent.", {"message": "Hello from postwire"}),
+]
+# `data.error.code` on post.failed: the spec's list.
+FAILURE_CODES = ["quota_exceeded", "integration_disconnected", "content_rejected", "media_invalid",
+                 "rate_limited", "provider_error", "unknown"]
+# `data.reason` on integration.disconnected: the spec names three cases; these are their codes.
+DISCONNECT_REASONS = ["reconnect_required", "disabled", "deleted"]
+# `data.deletedBy.kind` on post.deleted: the spec's createdByKind values, plus `system`.
+ACTOR_KINDS = ["dashboard", "api_token", "oauth_client", "system"]
+# A subscription's `createdByKind`: the spec's list.
+CREATED_BY_KINDS = ["dashboard", "api_token", "oauth_client"]
+# Post states the sender names; any other string is carried as it is.
+POST_STATES = ["QUEUE", "PUBLISHING", "PUBLISHED", "ERROR"]
+
+with open(os.path.join(HERE, "catalogue.json"), "w", encoding="utf-8") as f:
+    json.dump({
+        "description": "The event catalogue, transcribed from the spec by generate.py: every event type with "
+                       "its description and a sample event, and the values of every enum the events carry. "
+                       "Every other copy (postwire-core, the server's OpenAPI document, the npm package's "
+                       "checks and types, the playground's samples) is tested against this file.",
+        "eventTypes": [{"type": t, "description": d, "sample": json.loads(env(t, data))} for t, d, data in EVENT_TYPES],
+        "failureCodes": FAILURE_CODES,
+        "disconnectReasons": DISCONNECT_REASONS,
+        "actorKinds": ACTOR_KINDS,
+        "createdByKinds": CREATED_BY_KINDS,
+        "postStates": POST_STATES,
+    }, f, indent=2, ensure_ascii=False)
+    f.write("\n")
+
 event_cases = []
 def ecase(name, body, ok=True, type_=None, error="invalid_payload"):
     c = {"name": name, "body": body, "ok": ok}
@@ -187,16 +237,22 @@ def ecase(name, body, ok=True, type_=None, error="invalid_payload"):
         c["error"] = error
     event_cases.append(c)
 
-ecase("post.scheduled", env("post.scheduled", {"post": post()}), type_="post.scheduled")
-ecase("post.unscheduled", env("post.unscheduled", {"post": post()}), type_="post.unscheduled")
-ecase("post.publishing", env("post.publishing", {"post": post(state="PUBLISHING")}), type_="post.publishing")
-ecase("post.published", env("post.published", {"post": post(state="PUBLISHED", releaseURL="https://www.linkedin.com/feed/update/1", releaseId="urn:li:share:1")}), type_="post.published")
-ecase("post.failed", env("post.failed", {"post": post(state="ERROR", error="Rate limit reached"),
-      "error": {"code": "rate_limited", "message": "Rate limit reached", "retryable": True}}), type_="post.failed")
-ecase("post.deleted", env("post.deleted", {"post": post(), "deletedBy": {"kind": "api_token", "id": "tok_1"}}), type_="post.deleted")
-ecase("integration.disconnected", env("integration.disconnected", {"integration": integ, "reason": "reconnect_required"}), type_="integration.disconnected")
-ecase("integration.reconnected", env("integration.reconnected", {"integration": integ}), type_="integration.reconnected")
-ecase("webhook.test", env("webhook.test", {"message": "Hello from postwire"}), type_="webhook.test")
+for t, _, data in EVENT_TYPES:
+    ecase(t, env(t, data), type_=t)
+# One valid case for every value of every enum, and one unknown value of each.
+for code in FAILURE_CODES:
+    ecase(f"failure code {code}", env("post.failed", {"post": post(state="ERROR", error="m"),
+          "error": {"code": code, "message": "m", "retryable": code != "unknown"}}), type_="post.failed")
+for reason in DISCONNECT_REASONS:
+    ecase(f"disconnect reason {reason}", env("integration.disconnected", {"integration": integ, "reason": reason}),
+          type_="integration.disconnected")
+for kind in ACTOR_KINDS:
+    ecase(f"actor kind {kind}", env("post.deleted", {"post": post(), "deletedBy": {"kind": kind, "id": "who_1"}}),
+          type_="post.deleted")
+for state in POST_STATES + ["DRAFT_SOMEDAY"]:
+    ecase(f"post state {state}", env("post.scheduled", {"post": post(state=state)}), type_="post.scheduled")
+ecase("unknown disconnect reason", env("integration.disconnected", {"integration": integ, "reason": "gone_fishing"}), ok=False)
+ecase("unknown actor kind", env("post.deleted", {"post": post(), "deletedBy": {"kind": "robot", "id": "r_1"}}), ok=False)
 ecase("unknown fields are ignored", env("post.scheduled", {"post": post(content="never carried", futureField=1), "extra": True}, newTopLevel="x"), type_="post.scheduled")
 ecase("timestamps with an offset are accepted", env("webhook.test", {"message": "m"}, createdAt="2026-11-22T10:00:00+01:00"), type_="webhook.test")
 ecase("failure with code unknown is not retryable", env("post.failed", {"post": post(state="ERROR"),
@@ -233,4 +289,5 @@ mcase("event with no account still needs its type", ["post.failed"], ["acc_1"], 
 mcase("integration events match on their account", ["integration.disconnected"], ["acc_1"], "integration.disconnected", "acc_1", True)
 write("matching.json", "Subscription matching: a subscription with `events` and `integrationIds` receives an event of "
       "`eventType` concerning `accountId` (null: none) exactly when `matches`.", match_cases)
-print(f"wrote {len(sign_cases)} sign, {len(verify_cases)} verify, {len(event_cases)} event, {len(match_cases)} matching cases")
+print(f"wrote {len(sign_cases)} sign, {len(verify_cases)} verify, {len(event_cases)} event, {len(match_cases)} matching cases"
+      f" and a catalogue of {len(EVENT_TYPES)} event types")

@@ -4,7 +4,10 @@
 use std::path::PathBuf;
 
 use base64::Engine as _;
-use postwire_core::{Event, EventType, Secret, UnixTime, Verifier, matches};
+use postwire_core::{
+    ActorKind, CreatedByKind, DisconnectReason, Event, EventType, FailureCode, PostState, Secret, UnixTime, Verifier,
+    matches,
+};
 use serde_json::Value;
 
 fn load(name: &str) -> Vec<Value> {
@@ -123,5 +126,58 @@ fn matching_vectors() {
         let event_type: EventType = case["eventType"].as_str().unwrap().parse().unwrap();
         let got = matches(&events, ids.iter().copied(), event_type, case["accountId"].as_str());
         assert_eq!(got, case["matches"].as_bool().unwrap(), "{}", name(&case));
+    }
+}
+
+/// `tests/vectors/catalogue.json`, the one source of the event catalogue.
+fn catalogue() -> Value {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors/catalogue.json");
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+fn strings(v: &Value) -> Vec<&str> {
+    v.as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect()
+}
+
+#[test]
+fn enums_are_the_catalogues() {
+    let cat = catalogue();
+    let types: Vec<&str> = cat["eventTypes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(EventType::ALL.iter().map(|t| t.as_str()).collect::<Vec<_>>(), types);
+    assert_eq!(
+        FailureCode::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
+        strings(&cat["failureCodes"])
+    );
+    assert_eq!(
+        DisconnectReason::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
+        strings(&cat["disconnectReasons"])
+    );
+    assert_eq!(
+        ActorKind::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
+        strings(&cat["actorKinds"])
+    );
+    assert_eq!(
+        CreatedByKind::ALL.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
+        strings(&cat["createdByKinds"])
+    );
+    for state in strings(&cat["postStates"]) {
+        assert!(
+            !matches!(PostState::from(state), PostState::Other(_)),
+            "post state {state} is not named by postwire-core"
+        );
+    }
+}
+
+#[test]
+fn catalogue_samples_parse_as_their_type() {
+    for entry in catalogue()["eventTypes"].as_array().unwrap() {
+        let sample = serde_json::to_vec(&entry["sample"]).unwrap();
+        let event = Event::from_json(&sample).unwrap_or_else(|e| panic!("{}: {e}", entry["type"]));
+        assert_eq!(event.event_type().as_str(), entry["type"].as_str().unwrap());
     }
 }
