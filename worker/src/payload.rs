@@ -53,7 +53,7 @@ pub fn check_payload(policy: PayloadPolicy, webhook_id: &str, body: &[u8]) -> Re
             let event = postwire_core::Event::from_json(body).map_err(|_| {
                 invalid("the body is not a postwire event: unknown `type`, or a field missing or of the wrong type")
             })?;
-            if event.id != webhook_id {
+            if event.id() != webhook_id {
                 return Err(invalid("the event's `id` is not the webhook-id header"));
             }
             Ok(())

@@ -498,14 +498,12 @@ impl Serialize for EventData {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "EventWire")]
 pub struct Event {
-    /// Event identifier; equals `webhook-id` and never changes across retries.
-    pub id: String,
-    /// Event creation time.
-    pub created_at: Timestamp,
-    /// Workspace the event belongs to.
-    pub workspace_id: String,
-    /// The type and its data.
-    pub data: EventData,
+    // Private, so that the rules [`Event::new`] checks (a valid `webhook-id`, the data's
+    // rules) hold for every `Event` there is; read them through the accessors.
+    id: String,
+    created_at: Timestamp,
+    workspace_id: String,
+    data: EventData,
 }
 
 #[derive(Deserialize)]
@@ -611,6 +609,31 @@ impl Event {
                 .filter_map(|i| CROCKFORD.get(((value >> (5 * i)) & 31) as usize).map(|&c| c as char)),
         );
         Ok(id)
+    }
+
+    /// Event identifier; equals `webhook-id` and never changes across retries.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Event creation time.
+    pub fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+
+    /// Workspace the event belongs to.
+    pub fn workspace_id(&self) -> &str {
+        &self.workspace_id
+    }
+
+    /// The type's data.
+    pub fn data(&self) -> &EventData {
+        &self.data
+    }
+
+    /// The event's parts, by value: id, creation time, workspace and data.
+    pub fn into_parts(self) -> (String, Timestamp, String, EventData) {
+        (self.id, self.created_at, self.workspace_id, self.data)
     }
 
     /// The event type.

@@ -16,8 +16,8 @@
 //! let verifier = Verifier::new(secret);
 //! let guard = MemoryReplayGuard::default();
 //! let event = verifier.verify_event(&headers, body, now)?;
-//! if guard.check_and_record(&event.id, now) == Seen::Fresh {
-//!     // handle `event.data` ...
+//! if guard.check_and_record(event.id(), now) == Seen::Fresh {
+//!     // handle `event.data()` ...
 //! }
 //! # Ok::<(), postwire_core::Error>(())
 //! ```

@@ -63,7 +63,7 @@ impl OrderingKey {
     /// assert_eq!(OrderingKey::of(&event).unwrap().to_string(), "account:acc1");
     /// ```
     pub fn of(event: &Event) -> Option<OrderingKey> {
-        match &event.data {
+        match event.data() {
             EventData::WebhookTest(_) => None,
             EventData::IntegrationDisconnected(d) => Some(OrderingKey::Account(d.integration.id.clone())),
             EventData::IntegrationReconnected(d) => Some(OrderingKey::Account(d.integration.id.clone())),

@@ -141,7 +141,7 @@ impl Subscription {
             &self.events,
             self.integrations.iter().map(|i| i.id.as_str()),
             event.event_type(),
-            event.data.account_id(),
+            event.data().account_id(),
         )
     }
 }

@@ -157,7 +157,7 @@ impl Verifier {
     ) -> Result<Event, Error> {
         let verified = self.verify(headers, body, now)?;
         let event = Event::from_json(body)?;
-        if event.id != verified.id {
+        if event.id() != verified.id {
             return Err(Error::payload("the envelope `id` differs from the webhook-id header"));
         }
         Ok(event)

@@ -310,9 +310,9 @@ pub fn build_event(
         Event::new(event_id, now, workspace_id.clone(), data).map_err(|e| SenderError::invalid(e.to_string()))?;
     let body = event.to_json();
     let ordering_key = OrderingKey::of(&event);
-    let post_id = event.data.post().map(|p| p.id.clone());
+    let post_id = event.data().post().map(|p| p.id.clone());
     let external_id = event
-        .data
+        .data()
         .post()
         .map(|p| p.external_id.clone())
         .filter(|e| !e.is_empty());

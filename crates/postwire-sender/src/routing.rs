@@ -57,7 +57,7 @@ pub fn route(event: &BuiltEvent, route: &Route) -> Option<Routed> {
             &route.events,
             route.integration_ids.iter().map(String::as_str),
             event.event.event_type(),
-            event.event.data.account_id(),
+            event.event.data().account_id(),
         ),
     };
     match (wanted, route.paused) {

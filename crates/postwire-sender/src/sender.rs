@@ -597,7 +597,7 @@ impl Sender {
             match build_event(change, id, now)? {
                 Ok(b) => {
                     results.push(Published::Event {
-                        event_id: b.event.id.clone(),
+                        event_id: b.event.id().to_owned(),
                         deliveries: 0,
                     });
                     built.push(b);

@@ -33,7 +33,7 @@ async fn a_delivery_is_one_signed_post_that_verifies_with_postwire_core() {
     assert_eq!(r.header("content-type"), Some("application/json"));
     assert!(r.header("user-agent").unwrap().starts_with("postwire-sender/"));
     let event = r.verify(&[secret]).expect("signature verifies with postwire-core");
-    assert_eq!(event.id, event_id);
+    assert_eq!(event.id(), event_id);
     assert_eq!(event.event_type(), EventType::PostScheduled);
     assert_eq!(r.json()["workspaceId"], WS);
     assert!(!String::from_utf8_lossy(&r.body).contains("CONTENT-MUST-NOT-LEAK"));

@@ -155,7 +155,7 @@ async fn receive(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
             (StatusCode::BAD_REQUEST, e.code().as_str().to_owned())
         }
         Ok(event) => {
-            let seen = inner.guard.check_and_record(&event.id, now);
+            let seen = inner.guard.check_and_record(event.id(), now);
             let lost_ack = *inner.lost_ack_plan.lock().unwrap_or_else(|p| p.into_inner());
             let mut stats = inner.stats.lock().unwrap_or_else(|p| p.into_inner());
             let handled = stats.handled;

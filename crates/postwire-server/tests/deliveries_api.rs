@@ -201,8 +201,8 @@ async fn a_test_event_is_delivered_to_that_subscription_only() {
     eventually("the test event", || rx2.stats().handled == 1).await;
     let got = rx2.stats().events[&event_id].event.clone().unwrap();
     assert_eq!(got.event_type(), EventType::WebhookTest);
-    assert_eq!(got.workspace_id, "ws_a");
-    assert_eq!(serde_json::to_value(&got.data).unwrap(), json!({"message": "ping"}));
+    assert_eq!(got.workspace_id(), "ws_a");
+    assert_eq!(serde_json::to_value(got.data()).unwrap(), json!({"message": "ping"}));
     // Without a body: the default message. Sent to s1 only.
     let r = h
         .send(

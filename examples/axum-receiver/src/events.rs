@@ -5,7 +5,7 @@ use postwire_core::{Event, EventData};
 
 /// A one-line description of an event, e.g. for a log line or a notification.
 pub fn describe(event: &Event) -> String {
-    match &event.data {
+    match event.data() {
         EventData::PostScheduled(d) | EventData::PostUnscheduled(d) | EventData::PostPublishing(d) => format!(
             "{}: post {} on {} ({})",
             event.event_type(),

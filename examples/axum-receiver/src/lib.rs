@@ -106,12 +106,12 @@ async fn receive(
         }
     };
 
-    if app.seen.check_and_record(&event.id, now) == Seen::Duplicate {
-        eprintln!("webhook {}: duplicate, acknowledged", event.id);
+    if app.seen.check_and_record(event.id(), now) == Seen::Duplicate {
+        eprintln!("webhook {}: duplicate, acknowledged", event.id());
         return (StatusCode::OK, Json(json!({ "received": true, "duplicate": true }))).into_response();
     }
 
-    let id = event.id.clone();
+    let id = event.id().to_owned();
     let summary = events::describe(&event);
     match app.handler.handle(event).await {
         Ok(()) => {

@@ -39,7 +39,7 @@ impl EventHandler for Recorder {
 
 impl Recorder {
     fn count(&self, id: &str) -> usize {
-        self.events.lock().unwrap().iter().filter(|e| e.id == id).count()
+        self.events.lock().unwrap().iter().filter(|e| e.id() == id).count()
     }
 }
 
@@ -135,7 +135,7 @@ async fn signed_delivery_is_handled_once_and_typed() {
     assert_eq!(got, (200, json!({ "received": true, "duplicate": false })));
     let events = rec.events.lock().unwrap().clone();
     assert_eq!(events.len(), 1);
-    match &events[0].data {
+    match &events[0].data() {
         EventData::PostPublished(d) => assert_eq!(d.post.release_id.as_deref(), Some("urn:li:share:1")),
         other => panic!("expected post.published, got {other:?}"),
     }

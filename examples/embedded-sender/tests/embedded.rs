@@ -240,7 +240,7 @@ async fn a_post_life_is_delivered_signed_in_order_without_drafts_or_content() {
     h.idle().await;
 
     let events = h.receiver.seen.events.lock().unwrap().clone();
-    let mut got: Vec<_> = events.iter().map(|e| e.id.clone()).collect();
+    let mut got: Vec<_> = events.iter().map(|e| e.id().to_owned()).collect();
     assert_eq!(got.len(), ids.len(), "every event verified and accepted once");
     // Per post (and per account), in the order reported.
     let order = |pred: &dyn Fn(&Event) -> bool| {
@@ -250,7 +250,7 @@ async fn a_post_life_is_delivered_signed_in_order_without_drafts_or_content() {
             .map(|e| e.event_type())
             .collect::<Vec<_>>()
     };
-    let about = |post: &'static str| move |e: &Event| e.data.post().is_some_and(|p| p.id == post);
+    let about = |post: &'static str| move |e: &Event| e.data().post().is_some_and(|p| p.id == post);
     assert_eq!(
         order(&about("post_1")),
         [
@@ -264,7 +264,7 @@ async fn a_post_life_is_delivered_signed_in_order_without_drafts_or_content() {
         [EventType::PostScheduled, EventType::PostFailed, EventType::PostDeleted]
     );
     assert_eq!(
-        order(&|e: &Event| e.data.post().is_none()),
+        order(&|e: &Event| e.data().post().is_none()),
         [EventType::IntegrationDisconnected, EventType::IntegrationReconnected]
     );
     got.sort();

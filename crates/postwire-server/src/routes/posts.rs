@@ -86,9 +86,9 @@ pub async fn lookup_post_events(
         );
     }
     if let Some(since) = since {
-        events.retain(|e| e.created_at >= since);
+        events.retain(|e| e.created_at() >= since);
     }
-    events.sort_by_key(|e| std::cmp::Reverse(e.created_at));
+    events.sort_by_key(|e| std::cmp::Reverse(e.created_at()));
     let has_more = events.len() > limit;
     events.truncate(limit);
     let data = events

@@ -190,25 +190,25 @@ pub(super) fn enqueue(
         for built in events {
             let ev = &built.event;
             insert_event.execute(params![
-                ev.id,
-                ev.workspace_id,
+                ev.id(),
+                ev.workspace_id(),
                 ev.event_type().as_str(),
                 built.post_id,
-                ev.created_at.unix_millis(),
+                ev.created_at().unix_millis(),
                 built.body,
                 built
                     .external_id
                     .as_deref()
-                    .map(|ext| super::schema::external_key(&ev.workspace_id, ext))
+                    .map(|ext| super::schema::external_key(ev.workspace_id(), ext))
             ])?;
             let event_seq = tx.last_insert_rowid();
-            if !routes.contains_key(&ev.workspace_id) {
-                routes.insert(ev.workspace_id.clone(), routes_of(tx, &ev.workspace_id)?);
+            if !routes.contains_key(ev.workspace_id()) {
+                routes.insert(ev.workspace_id().to_owned(), routes_of(tx, ev.workspace_id())?);
             }
             let key = built.ordering_key.as_ref().map(ordering_hash);
             let mut pending = Vec::new();
             let mut n = 0;
-            for (sub, route) in &routes[&ev.workspace_id] {
+            for (sub, route) in &routes[ev.workspace_id()] {
                 // The rules decide (routing, then ordering); this stores what they say.
                 let Some(routed) = routing::route(&built, route) else {
                     continue;
@@ -234,8 +234,9 @@ pub(super) fn enqueue(
             }
             counts.push(n);
             if !pending.is_empty() {
+                let (id, ..) = built.event.into_parts();
                 let event = FreshEvent {
-                    id: built.event.id,
+                    id,
                     body: Bytes::from(built.body),
                 };
                 made.push((Arc::new(event), pending));

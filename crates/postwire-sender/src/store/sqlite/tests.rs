@@ -108,7 +108,7 @@ async fn a_claimed_delivery_whose_outcome_is_never_written_is_claimed_again_when
 async fn a_retried_delivery_is_claimed_with_its_attempt_count_and_the_same_body() {
     let (_dir, store, t0) = store_with_a_subscription().await;
     let event = test_event(t0);
-    let (id, body) = (event.event.id.clone(), event.body.clone());
+    let (id, body) = (event.event.id().to_owned(), event.body.clone());
     store.enqueue(vec![event], t0, None).await.unwrap();
     let first = store.claim(claim_at(t0)).await.unwrap();
     assert_eq!(first.len(), 1);
