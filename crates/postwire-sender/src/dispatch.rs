@@ -15,7 +15,8 @@
 //! queue may hold more), or a full dispatcher, wakes the loop once a quarter of that room
 //! has come free, or at once if requests ended while the claim ran.
 //!
-//! The loop sleeps until a publish or a finished batch wakes it, the next due time comes
+//! The loop sleeps until a publish or a finished batch wakes it (or, on a store shared by
+//! several processes, another process's notice: [`Store::wakeups`](crate::store::Store::wakeups)), the next due time comes
 //! (by the clock), or `idle_poll` passes. Nothing here is needed to recover from a
 //! crash: claimed deliveries carry a lease in the store, released at start-up.
 //!
@@ -230,6 +231,8 @@ async fn run(inner: Arc<Inner>) {
     let writer = tokio::spawn(write_outcomes(inner.clone(), in_flight.clone(), rx));
     let (max_claimed, max_claimed_per_subscription) = limits.claimed();
     let all_requests = Arc::new(Semaphore::new(limits.requests));
+    // Wake-ups from other processes sharing the store (PostgreSQL's LISTEN/NOTIFY).
+    let shared_wake = inner.store.wakeups();
     loop {
         let requested = inner.idle_requested.load(Ordering::SeqCst);
         if inner.shutting_down.load(Ordering::SeqCst) {
@@ -305,6 +308,12 @@ async fn run(inner: Arc<Inner>) {
         let sleep = if sleep.is_zero() { config.idle_poll } else { sleep };
         tokio::select! {
             _ = inner.wake.notified() => {}
+            _ = async {
+                match &shared_wake {
+                    Some(wake) => wake.notified().await,
+                    None => std::future::pending().await,
+                }
+            } => {}
             _ = tokio::time::sleep(sleep) => {}
         }
     }

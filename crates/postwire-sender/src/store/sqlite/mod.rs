@@ -61,6 +61,7 @@ mod targets;
 mod tests;
 
 pub use schema::register_workspaces;
+pub(crate) use schema::external_key;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
