@@ -319,6 +319,13 @@ async fn run(inner: Arc<Inner>) {
     }
     drop(tx);
     let _ = writer.await;
+    // Every attempt of this run has ended and been recorded, or never started: release
+    // what it still holds (claimed, not started; or an outcome that could not be
+    // written), so another process, or the next start, claims it without waiting for the
+    // lease to end.
+    if let Err(e) = inner.store.recover(inner.owner.clone()).await {
+        tracing::warn!(error = %e, "releasing this run's leases failed; they end on their own");
+    }
 }
 
 /// Runs one claimed attempt once it has a request slot of its subscription and one
@@ -334,8 +341,8 @@ async fn attempt(
     let _slot = subscription_slots.acquire_owned().await;
     let _overall = all_slots.acquire_owned().await;
     if inner.shutting_down.load(Ordering::SeqCst) {
-        // Not started: it stays leased in this process's memory only, so the next start
-        // claims it again. Nothing to record.
+        // Not started: its lease is released when the dispatcher stops (see `run`), so
+        // another process or the next start claims it again. Nothing to record.
         let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
         f.remove(&d.subscription_id);
         f.unrecorded = f.unrecorded.saturating_sub(1);
