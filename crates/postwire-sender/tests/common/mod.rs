@@ -244,12 +244,23 @@ impl Db {
         }
     }
 
+    /// A SQLite file, whatever the suite's backend (tests of SQLite's own rules).
+    pub fn sqlite() -> Db {
+        Db::Sqlite(tempfile::tempdir().unwrap())
+    }
+
+    /// The SQLite file's path (panics for PostgreSQL).
+    pub fn sqlite_path(&self) -> std::path::PathBuf {
+        match self {
+            Db::Sqlite(dir) => dir.path().join("sender.db"),
+            Db::Postgres(_) => panic!("not a SQLite database"),
+        }
+    }
+
     /// Opens a sender on it (again).
     pub async fn open(&self, config: SenderConfig, clock: Arc<dyn postwire_core::Clock>) -> Sender {
         match self {
-            Db::Sqlite(dir) => Sender::open_sqlite(dir.path().join("sender.db"), config, clock)
-                .await
-                .unwrap(),
+            Db::Sqlite(_) => Sender::open_sqlite(self.sqlite_path(), config, clock).await.unwrap(),
             Db::Postgres(db) => Sender::open_postgres(db.url(), config, clock).await.unwrap(),
         }
     }
@@ -277,8 +288,12 @@ impl Harness {
     /// A harness whose dispatcher is not started yet: publishes queue up until
     /// `h.dispatcher = Some(h.sender.start())`.
     pub async fn stopped(config: SenderConfig) -> Harness {
+        Harness::stopped_on(Db::new(), config).await
+    }
+
+    /// A stopped harness on `db`.
+    pub async fn stopped_on(db: Db, config: SenderConfig) -> Harness {
         let dir = tempfile::tempdir().unwrap();
-        let db = Db::new();
         let clock = Arc::new(ManualClock::new(Timestamp::from_unix_millis(T0)));
         let sender = db.open(config, clock.clone()).await;
         sender
