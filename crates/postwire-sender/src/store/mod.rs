@@ -44,6 +44,8 @@
 //!
 //! Methods return boxed futures so the trait is object-safe (`Arc<dyn Store>`).
 
+#[cfg(test)]
+mod conformance;
 pub mod postgres;
 pub mod sqlite;
 
