@@ -21,6 +21,8 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "cargo test --workspace"
 cargo test --workspace --locked
+step "the sender's tests again, on PostgreSQL (a throwaway cluster; fails if it cannot start)"
+POSTWIRE_TEST_BACKEND=postgres cargo test -p postwire-sender --locked --test '*'
 step "cargo test -p postwire-core --all-features"
 cargo test -p postwire-core --all-features --locked
 
