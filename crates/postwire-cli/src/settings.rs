@@ -111,8 +111,14 @@ mod location_tests {
     #[test]
     fn urls_choose_the_backend_and_no_url_keeps_sqlite() {
         assert_eq!(location(None, None).unwrap(), Location::Sqlite(DEFAULT_DB.into()));
-        assert_eq!(location(None, Some("x.db".into())).unwrap(), Location::Sqlite("x.db".into()));
-        assert_eq!(location(Some("sqlite:a.db".into()), None).unwrap(), Location::Sqlite("a.db".into()));
+        assert_eq!(
+            location(None, Some("x.db".into())).unwrap(),
+            Location::Sqlite("x.db".into())
+        );
+        assert_eq!(
+            location(Some("sqlite:a.db".into()), None).unwrap(),
+            Location::Sqlite("a.db".into())
+        );
         assert_eq!(
             location(Some("postgres://u@h/d".into()), Some("x.db".into())).unwrap(),
             Location::Postgres("postgres://u@h/d".into())

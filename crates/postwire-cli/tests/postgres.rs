@@ -44,7 +44,12 @@ impl Serve {
     fn start(url: &str) -> Serve {
         let lease = LEASE_SECS.to_string();
         let mut child = postwire()
-            .args(["serve", "--listen", "127.0.0.1:0", "--dangerously-allow-insecure-local-urls"])
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--dangerously-allow-insecure-local-urls",
+            ])
             .args(["--lease-secs", &lease, "--attempt-timeout-secs", "2"])
             .env("POSTWIRE_DATABASE_URL", url)
             .env("POSTWIRE_INGEST_TOKEN", INGEST)
@@ -240,14 +245,26 @@ fn three_processes_share_one_queue_survive_a_sigkill_and_a_postgresql_restart() 
     let cluster = postwire_testpg::Cluster::start().unwrap();
     cluster.create_database("pw").unwrap();
     let url = cluster.url("pw");
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let recorder = Recorder::default();
     let hook = rt.block_on(recorder.start());
     recorder.set_delay(20);
 
     // A token through the CLI, on the database.
     let out = postwire()
-        .args(["token", "create", "--database-url", &url, "--workspace", "ws_1", "--scope", "webhooks:write"])
+        .args([
+            "token",
+            "create",
+            "--database-url",
+            &url,
+            "--workspace",
+            "ws_1",
+            "--scope",
+            "webhooks:write",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -282,7 +299,11 @@ fn three_processes_share_one_queue_survive_a_sigkill_and_a_postgresql_restart() 
             .await;
     });
     check_order_and_no_overlap(&recorder.hits());
-    eprintln!("phase 1: {} requests for {} events", recorder.hits().len(), POSTS * ROUNDS as usize);
+    eprintln!(
+        "phase 1: {} requests for {} events",
+        recorder.hits().len(),
+        POSTS * ROUNDS as usize
+    );
 
     // 2. One process left; it is killed with attempts in flight. Another one, started
     //    after, takes its deliveries over once their leases end.

@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use postwire_core::{EventType, Secret};
 use postwire_sender::{
-    AttemptErrorKind, AttemptOutcome, DeliveryState, PostChangeKind, Sender, SenderConfig, SubscriptionUpdate,
-    TestEvent,
+    AttemptErrorKind, AttemptOutcome, DeliveryState, PostChangeKind, SenderConfig, SubscriptionUpdate, TestEvent,
 };
 
 const SEC: i64 = 1000;

@@ -47,12 +47,17 @@ pub struct ServerDb {
 
 impl std::fmt::Debug for ServerDb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.pg.is_some() { "ServerDb(postgres)" } else { "ServerDb(sqlite)" })
+        f.write_str(if self.pg.is_some() {
+            "ServerDb(postgres)"
+        } else {
+            "ServerDb(sqlite)"
+        })
     }
 }
 
 /// A query on a pooled PostgreSQL connection.
-pub(crate) type PgQuery<T> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, tokio_postgres::Error>> + Send>>;
+pub(crate) type PgQuery<T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, tokio_postgres::Error>> + Send>>;
 
 impl ServerDb {
     /// Connects to the PostgreSQL database at `url` and creates the server's tables.

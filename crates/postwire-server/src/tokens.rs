@@ -240,7 +240,14 @@ impl TokenStore {
         let r = record.clone();
         if self.db.is_postgres() {
             let scopes: Vec<String> = r.scopes.iter().map(|s| s.as_str().to_owned()).collect();
-            let row = (r.id, r.name, hash.to_vec(), ids_to_json(&scopes), ids_to_json(&r.workspaces), r.created_at.unix_millis());
+            let row = (
+                r.id,
+                r.name,
+                hash.to_vec(),
+                ids_to_json(&scopes),
+                ids_to_json(&r.workspaces),
+                r.created_at.unix_millis(),
+            );
             self.db
                 .pg_run(move |c| {
                     let row = row.clone();
@@ -309,7 +316,10 @@ impl TokenStore {
                 .pg_run(|c| {
                     Box::pin(async move {
                         let rows = c
-                            .query(&format!("SELECT {COLUMNS} FROM server_api_tokens ORDER BY created_at, id"), &[])
+                            .query(
+                                &format!("SELECT {COLUMNS} FROM server_api_tokens ORDER BY created_at, id"),
+                                &[],
+                            )
                             .await?;
                         Ok(rows.iter().map(pg_row_to_token).collect())
                     })

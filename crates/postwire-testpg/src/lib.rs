@@ -91,8 +91,7 @@ impl Cluster {
             .map_err(|e| format!("temp dir: {e}"))?;
         if as_postgres {
             use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
-                .map_err(|e| e.to_string())?;
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
             run(Command::new("chown").arg("postgres").arg(dir.path()))?;
         }
         let cluster = Cluster { dir, bin, as_postgres };
@@ -158,7 +157,13 @@ impl Cluster {
         let log = self.dir.path().join("log");
         let options = format!("-k {} -p {PORT} -c listen_addresses=''", self.dir.path().display());
         self.server_command("pg_ctl", |c| {
-            c.arg("-D").arg(&data).arg("-o").arg(&options).arg("-l").arg(&log).args(["-w", "start"])
+            c.arg("-D")
+                .arg(&data)
+                .arg("-o")
+                .arg(&options)
+                .arg("-l")
+                .arg(&log)
+                .args(["-w", "start"])
         })
     }
 
@@ -200,16 +205,15 @@ impl Cluster {
 impl Drop for Cluster {
     fn drop(&mut self) {
         let data = self.data_dir();
-        let _ = self.server_command("pg_ctl", |c| c.arg("-D").arg(&data).args(["-m", "immediate", "-w", "stop"]));
+        let _ = self.server_command("pg_ctl", |c| {
+            c.arg("-D").arg(&data).args(["-m", "immediate", "-w", "stop"])
+        });
         // The TempDir removes the directory.
     }
 }
 
 fn run(cmd: &mut Command) -> Result<(), String> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("{cmd:?}: {e}"))?;
+    let out = cmd.stdin(Stdio::null()).output().map_err(|e| format!("{cmd:?}: {e}"))?;
     if out.status.success() {
         Ok(())
     } else {
@@ -267,7 +271,9 @@ pub fn database() -> TestDatabase {
     if let Err(e) = cluster.create_database(&name) {
         panic!("creating a test database: {e}");
     }
-    TestDatabase { url: cluster.url(&name) }
+    TestDatabase {
+        url: cluster.url(&name),
+    }
 }
 
 #[cfg(test)]
@@ -279,7 +285,9 @@ mod tests {
         let cluster = Cluster::start().unwrap();
         let dir = cluster.socket_dir().to_path_buf();
         cluster.create_database("x").unwrap();
-        cluster.psql("x", "CREATE TABLE t (a int); INSERT INTO t VALUES (1);").unwrap();
+        cluster
+            .psql("x", "CREATE TABLE t (a int); INSERT INTO t VALUES (1);")
+            .unwrap();
         assert!(cluster.url("x").starts_with("postgres://postgres@%2F"));
         assert!(cluster.psql("x", "SELECT nope").is_err(), "errors are reported");
         drop(cluster);

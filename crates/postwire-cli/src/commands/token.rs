@@ -112,7 +112,12 @@ async fn open_tokens(location: Location) -> Result<TokenStore, String> {
     Ok(TokenStore::new(db))
 }
 
-async fn create(path: Location, workspaces: Vec<String>, scopes: Vec<String>, name: String) -> Result<ExitCode, String> {
+async fn create(
+    path: Location,
+    workspaces: Vec<String>,
+    scopes: Vec<String>,
+    name: String,
+) -> Result<ExitCode, String> {
     let scopes: Vec<Scope> = scopes
         .iter()
         .map(|s| s.parse::<Scope>().map_err(|e| e.to_string()))

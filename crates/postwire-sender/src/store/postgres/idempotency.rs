@@ -31,7 +31,8 @@ pub(super) async fn begin(store: &PostgresStore, key: IdempotencyKey, now: Times
             Box::pin(async move {
                 let now_ms = now.unix_millis();
                 let tx = c.transaction().await?;
-                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&key_lock(&key)]).await?;
+                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&key_lock(&key)])
+                    .await?;
                 let expire = tx
                     .prepare_cached(
                         "DELETE FROM idempotency_keys WHERE (scope, key) IN (
@@ -69,7 +70,13 @@ pub(super) async fn begin(store: &PostgresStore, key: IdempotencyKey, now: Times
                         .await?;
                     tx.execute(
                         &start,
-                        &[&key.scope(), &key.key(), &&key.request_hash()[..], &now_ms, &lease_until_ms],
+                        &[
+                            &key.scope(),
+                            &key.key(),
+                            &&key.request_hash()[..],
+                            &now_ms,
+                            &lease_until_ms,
+                        ],
                     )
                     .await?;
                 }

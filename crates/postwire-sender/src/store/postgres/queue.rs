@@ -156,10 +156,7 @@ pub(super) async fn resume(
 
 /// The routes of the subscriptions of `workspaces`, locked `FOR SHARE` in row order,
 /// with their row numbers, by workspace.
-async fn lock_routes(
-    tx: &Transaction<'_>,
-    workspaces: &[String],
-) -> Result<HashMap<String, Vec<(i64, Route)>>, PgErr> {
+async fn lock_routes(tx: &Transaction<'_>, workspaces: &[String]) -> Result<HashMap<String, Vec<(i64, Route)>>, PgErr> {
     let st = tx
         .prepare_cached(
             "SELECT id, events, integrations, paused_reason IS NOT NULL, seq, workspace_id FROM subscriptions
@@ -176,10 +173,7 @@ async fn lock_routes(
             integration_ids: integrations.into_iter().map(|i| i.id).collect(),
             paused: r.try_get(3)?,
         };
-        routes
-            .entry(r.try_get(5)?)
-            .or_default()
-            .push((r.try_get(4)?, route));
+        routes.entry(r.try_get(5)?).or_default().push((r.try_get(4)?, route));
     }
     Ok(routes)
 }

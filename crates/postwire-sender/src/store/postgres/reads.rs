@@ -31,7 +31,11 @@ pub(super) async fn list_deliveries(
                 let rows = c
                     .query(
                         &list,
-                        &[&subscription_id, &before.unwrap_or(i64::MAX), &(limit.min(i64::MAX as usize) as i64)],
+                        &[
+                            &subscription_id,
+                            &before.unwrap_or(i64::MAX),
+                            &(limit.min(i64::MAX as usize) as i64),
+                        ],
                     )
                     .await?;
                 let mut out = Vec::with_capacity(rows.len());
@@ -111,7 +115,11 @@ pub(super) async fn events_for_post(
         .await
 }
 
-pub(super) async fn notifications(store: &PostgresStore, workspace_id: String, limit: usize) -> StoreResult<Vec<Notification>> {
+pub(super) async fn notifications(
+    store: &PostgresStore,
+    workspace_id: String,
+    limit: usize,
+) -> StoreResult<Vec<Notification>> {
     store
         .run("notifications", move |c: Client| {
             let ws = workspace_id.clone();
@@ -142,7 +150,10 @@ pub(super) async fn notifications(store: &PostgresStore, workspace_id: String, l
         .await
 }
 
-pub(super) async fn delivery_counts(store: &PostgresStore, subscription_id: Option<String>) -> StoreResult<DeliveryCounts> {
+pub(super) async fn delivery_counts(
+    store: &PostgresStore,
+    subscription_id: Option<String>,
+) -> StoreResult<DeliveryCounts> {
     store
         .run("delivery counts", move |c: Client| {
             let subscription_id = subscription_id.clone();

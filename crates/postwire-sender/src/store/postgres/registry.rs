@@ -65,7 +65,9 @@ pub(super) async fn workspace(store: &PostgresStore, id: String) -> StoreResult<
         .run("read workspace", move |c: Client| {
             let id = id.clone();
             Box::pin(async move {
-                let st = c.prepare_cached("SELECT id, name FROM workspaces WHERE id = $1").await?;
+                let st = c
+                    .prepare_cached("SELECT id, name FROM workspaces WHERE id = $1")
+                    .await?;
                 Ok(c.query_opt(&st, &[&id]).await?.map(|r| Workspace {
                     id: r.get(0),
                     name: r.get(1),
@@ -178,7 +180,9 @@ pub(super) async fn subscription(store: &PostgresStore, id: String) -> StoreResu
             let id = id.clone();
             Box::pin(async move {
                 let st = c
-                    .prepare_cached(&format!("SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions WHERE id = $1"))
+                    .prepare_cached(&format!(
+                        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions WHERE id = $1"
+                    ))
                     .await?;
                 c.query_opt(&st, &[&id])
                     .await?
@@ -189,7 +193,10 @@ pub(super) async fn subscription(store: &PostgresStore, id: String) -> StoreResu
         .await
 }
 
-pub(super) async fn list_subscriptions(store: &PostgresStore, workspace_id: String) -> StoreResult<Vec<StoredSubscription>> {
+pub(super) async fn list_subscriptions(
+    store: &PostgresStore,
+    workspace_id: String,
+) -> StoreResult<Vec<StoredSubscription>> {
     store
         .run("list subscriptions", move |c: Client| {
             let ws = workspace_id.clone();
@@ -205,7 +212,11 @@ pub(super) async fn list_subscriptions(store: &PostgresStore, workspace_id: Stri
         .await
 }
 
-pub(super) async fn update_subscription(store: &PostgresStore, id: String, ch: SubscriptionChanges) -> StoreResult<bool> {
+pub(super) async fn update_subscription(
+    store: &PostgresStore,
+    id: String,
+    ch: SubscriptionChanges,
+) -> StoreResult<bool> {
     store
         .run("update subscription", move |mut c: Client| {
             let (id, ch) = (id.clone(), ch.clone());
@@ -233,8 +244,11 @@ pub(super) async fn update_subscription(store: &PostgresStore, id: String, ch: S
                 }
                 if let Some(integrations) = ch.integrations {
                     let json = serde_json::to_string(&integrations).map_err(data)?;
-                    tx.execute("UPDATE subscriptions SET integrations = $2 WHERE id = $1", &[&id, &json])
-                        .await?;
+                    tx.execute(
+                        "UPDATE subscriptions SET integrations = $2 WHERE id = $1",
+                        &[&id, &json],
+                    )
+                    .await?;
                 }
                 tx.commit().await.map_err(PgErr::Commit)?;
                 Ok(true)

@@ -72,7 +72,8 @@ pub(super) async fn migrate(store: &PostgresStore) -> StoreResult<()> {
         .run("migrate", |mut c: Client| {
             Box::pin(async move {
                 let tx = c.transaction().await?;
-                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).await?;
+                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+                    .await?;
                 tx.batch_execute(
                     "CREATE TABLE IF NOT EXISTS postwire_schema (
                          id INT PRIMARY KEY CHECK (id = 1), version BIGINT NOT NULL)",

@@ -97,7 +97,11 @@ async fn stores_claiming_side_by_side_never_claim_one_delivery_twice() {
         tokio::spawn(async move {
             for chunk in 0..EVENTS / 10 {
                 let events = (0..10).map(|_| test_event(t0)).collect();
-                assert_eq!(store.enqueue(events, t0, None).await.unwrap().len(), 10, "chunk {chunk}");
+                assert_eq!(
+                    store.enqueue(events, t0, None).await.unwrap().len(),
+                    10,
+                    "chunk {chunk}"
+                );
             }
         })
     };
@@ -222,7 +226,10 @@ async fn concurrent_publishes_of_one_key_make_one_head() {
 #[tokio::test]
 async fn recover_releases_only_its_owners_leases() {
     let (_db, stores, t0) = stores_on_one_database(2).await;
-    stores[0].enqueue(vec![test_event(t0), test_event(t0)], t0, None).await.unwrap();
+    stores[0]
+        .enqueue(vec![test_event(t0), test_event(t0)], t0, None)
+        .await
+        .unwrap();
     let mut req = claim_as("a", t0, 10_000);
     req.limit = 1;
     assert_eq!(stores[0].claim(req).await.unwrap().len(), 1);

@@ -60,8 +60,8 @@ mod targets;
 #[cfg(test)]
 mod tests;
 
-pub use schema::register_workspaces;
 pub(crate) use schema::external_key;
+pub use schema::register_workspaces;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

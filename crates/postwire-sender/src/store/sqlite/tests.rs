@@ -21,7 +21,6 @@ fn a_file_of_another_schema_version_is_refused() {
     assert!(err.to_string().contains("schema version 99"));
 }
 
-
 #[test]
 fn hot_queries_use_their_indexes() {
     let dir = tempfile::tempdir().unwrap();
