@@ -30,7 +30,9 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use postwire_core::{CreatedByKind, Integration, PostState, SystemClock, Timestamp};
-use postwire_sender::{DomainChange, NewSubscription, PostChange, PostChangeKind, PostRecord, Sender, SenderConfig, Workspace};
+use postwire_sender::{
+    DomainChange, NewSubscription, PostChange, PostChangeKind, PostRecord, Sender, SenderConfig, Workspace,
+};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -49,7 +51,9 @@ async fn start_receiver(ok: Arc<AtomicUsize>) -> std::net::SocketAddr {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         loop {
-            let Ok((stream, _)) = listener.accept().await else { continue };
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
             let _ = stream.set_nodelay(true);
             let ok = ok.clone();
             tokio::spawn(async move {
@@ -62,7 +66,9 @@ async fn start_receiver(ok: Arc<AtomicUsize>) -> std::net::SocketAddr {
                         Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
                     }
                 });
-                let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
             });
         }
     });
@@ -120,7 +126,10 @@ async fn prepare(sender: &Sender, url: &str, subscriptions: usize, events: usize
     let mut i = 0;
     while i < events {
         let n = 100.min(events - i);
-        sender.publish_many((i..i + n).map(post_change).collect()).await.unwrap();
+        sender
+            .publish_many((i..i + n).map(post_change).collect())
+            .await
+            .unwrap();
         i += n;
     }
 }
@@ -145,7 +154,9 @@ fn cluster_pids(socket_dir: &std::path::Path) -> Vec<u32> {
     };
     let mut pids = vec![master];
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         let ppid = stat
             .rfind(')')
@@ -201,7 +212,9 @@ fn run_wrk(url: &str) -> Option<f64> {
 }
 
 async fn worker(url: String) {
-    let sender = Sender::open_postgres(&url, config(), Arc::new(SystemClock)).await.unwrap();
+    let sender = Sender::open_postgres(&url, config(), Arc::new(SystemClock))
+        .await
+        .unwrap();
     let _dispatcher = sender.start();
     std::future::pending::<()>().await;
 }
@@ -217,7 +230,12 @@ fn main() {
         rt.block_on(worker(args[2].clone()));
         return;
     }
-    let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let arg = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
     let deliveries: usize = arg("--deliveries").map_or(20_000, |v| v.parse().unwrap());
     let subscriptions: usize = arg("--subscriptions").map_or(10, |v| v.parse().unwrap());
     let processes: Vec<usize> = arg("--processes")

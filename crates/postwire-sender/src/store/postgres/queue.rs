@@ -23,10 +23,13 @@ const CLAIM_LOCK: i32 = 0x7077; // "pw"
 const KEY_OPEN_SQL: &str = "SELECT 1 FROM deliveries
      WHERE sub_seq = $1 AND okey = $2 AND finished_at IS NULL LIMIT 1";
 
-/// Makes the earliest waiting delivery of (subscription, key) its queue's head, due at $3.
-pub(super) const PROMOTE_SQL: &str = "UPDATE deliveries SET state = 0, due_at = $3 WHERE seq = (
-     SELECT seq FROM deliveries
-     WHERE sub_seq = $1 AND okey = $2 AND finished_at IS NULL AND state = 5 ORDER BY seq LIMIT 1)";
+/// Makes the earliest waiting delivery of each (subscription $1[i], key $2[i]) queue its
+/// head, due at $3.
+pub(super) const PROMOTE_MANY_SQL: &str = "UPDATE deliveries SET state = 0, due_at = $3 WHERE seq IN (
+     SELECT (SELECT w.seq FROM deliveries w
+             WHERE w.sub_seq = k.sub AND w.okey = k.okey AND w.finished_at IS NULL AND w.state = 5
+             ORDER BY w.seq LIMIT 1)
+     FROM unnest($1::bigint[], $2::bigint[]) AS k(sub, okey))";
 
 /// Holds a subscription's unfinished deliveries, heads and waiting ones alike (their
 /// leases stay: an attempt in flight still ends, and resume must not expire it).
