@@ -387,59 +387,75 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                     .iter()
                     .map(|r| (r.get(0), r.get(1)))
                     .collect();
-                let take = tx
-                    .prepare_cached(
-                        "WITH picked AS (
-                             SELECT seq FROM deliveries
-                             WHERE sub_seq = $1 AND state = 0 AND due_at <= $2
-                               AND (lease_until IS NULL OR lease_until <= $2)
-                             ORDER BY due_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED)
-                         UPDATE deliveries d SET lease_owner = $4, lease_until = $5
-                         FROM picked, events e
-                         WHERE d.seq = picked.seq AND e.seq = d.event_seq
-                         RETURNING d.seq, d.attempts, d.created_at, d.due_at, e.id, e.body",
-                    )
-                    .await?;
-                let mut out = Vec::new();
+                // Each subscription's room: its limit less what every process holds, and
+                // the claim's own limit shared out in order.
+                let (mut room_subs, mut rooms) = (Vec::new(), Vec::new());
+                let mut left = req.limit;
                 for cand in &candidates {
-                    let room_left = req.limit.saturating_sub(out.len());
-                    if room_left == 0 {
-                        break;
-                    }
                     let busy_here = req.in_flight.get(&cand.id).copied().unwrap_or(0);
                     let busy_anywhere = leased.get(&cand.seq).copied().unwrap_or(0).max(0) as usize;
                     let room = req
                         .per_subscription_limit
                         .saturating_sub(busy_here.max(busy_anywhere))
-                        .min(room_left);
-                    if room == 0 {
-                        continue;
+                        .min(left);
+                    if room > 0 {
+                        room_subs.push(cand.seq);
+                        rooms.push(room as i64);
+                        left -= room;
                     }
-                    let mut rows = tx
-                        .query(&take, &[&cand.seq, &now_ms, &(room as i64), &req.owner, &until_ms])
+                }
+                let mut out = Vec::new();
+                if !room_subs.is_empty() {
+                    // Every subscription's due heads in one statement: its first `room`
+                    // unleased ones, locked (SKIP LOCKED) and leased.
+                    let take = tx
+                        .prepare_cached(
+                            "WITH picked AS (
+                                 SELECT p.seq FROM unnest($1::bigint[], $2::bigint[]) AS r(sub, room)
+                                 CROSS JOIN LATERAL (
+                                     SELECT seq FROM deliveries
+                                     WHERE sub_seq = r.sub AND state = 0 AND due_at <= $3
+                                       AND (lease_until IS NULL OR lease_until <= $3)
+                                     ORDER BY due_at, seq LIMIT r.room FOR UPDATE SKIP LOCKED) p)
+                             UPDATE deliveries d SET lease_owner = $4, lease_until = $5
+                             FROM picked, events e
+                             WHERE d.seq = picked.seq AND e.seq = d.event_seq
+                             RETURNING d.sub_seq, d.seq, d.attempts, d.created_at, d.due_at, e.id, e.body",
+                        )
                         .await?;
-                    if rows.is_empty() {
-                        continue;
-                    }
-                    // In queue order (UPDATE ... RETURNING has none of its own).
-                    rows.sort_by_key(|r| (r.get::<_, i64>(3), r.get::<_, i64>(0)));
-                    let signer = signer(cand, now_ms)?;
+                    let mut rows = tx
+                        .query(&take, &[&room_subs, &rooms, &now_ms, &req.owner, &until_ms])
+                        .await?;
+                    // In queue order per subscription (UPDATE ... RETURNING has none).
+                    rows.sort_by_key(|r| (r.get::<_, i64>(0), r.get::<_, i64>(4), r.get::<_, i64>(1)));
+                    let by_seq: HashMap<i64, &Candidate> = candidates.iter().map(|c| (c.seq, c)).collect();
+                    let mut signers: HashMap<i64, Arc<Signer>> = HashMap::new();
                     let mut bodies: HashMap<String, Bytes> = HashMap::new();
                     for r in rows {
-                        let event_id: String = r.try_get(4)?;
+                        let sub: i64 = r.try_get(0)?;
+                        let Some(cand) = by_seq.get(&sub) else { continue };
+                        let signer = match signers.get(&sub) {
+                            Some(s) => s.clone(),
+                            None => {
+                                let s = signer(cand, now_ms)?;
+                                signers.insert(sub, s.clone());
+                                s
+                            }
+                        };
+                        let event_id: String = r.try_get(5)?;
                         let body = bodies
                             .entry(event_id.clone())
-                            .or_insert_with(|| Bytes::from(r.get::<_, String>(5)))
+                            .or_insert_with(|| Bytes::from(r.get::<_, String>(6)))
                             .clone();
                         out.push(ClaimedDelivery {
-                            id: DeliveryId(r.try_get(0)?),
+                            id: DeliveryId(r.try_get(1)?),
                             subscription_id: cand.id.clone(),
                             event_id,
                             body,
                             url: cand.url.clone(),
-                            signer: signer.clone(),
-                            attempt: r.try_get::<_, i64>(1)? as u32 + 1,
-                            created_at: ts(r.try_get(2)?),
+                            signer,
+                            attempt: r.try_get::<_, i64>(2)? as u32 + 1,
+                            created_at: ts(r.try_get(3)?),
                         });
                     }
                 }
