@@ -35,6 +35,9 @@ command -v wrk >/dev/null 2>&1 || apt_pkgs+=(wrk)
 command -v ip >/dev/null 2>&1 || apt_pkgs+=(iproute2)        # tests/contract: loopback in its namespace
 command -v unshare >/dev/null 2>&1 || apt_pkgs+=(util-linux)
 command -v curl >/dev/null 2>&1 || apt_pkgs+=(curl)
+# PostgreSQL's server binaries (initdb, pg_ctl): the tests start throwaway clusters of
+# their own (crates/postwire-testpg); no server is left running.
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || apt_pkgs+=(postgresql)
 if [ ${#apt_pkgs[@]} -gt 0 ]; then
   log "apt-get install ${apt_pkgs[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -42,6 +42,9 @@ part_rust() { # cargo test --workspace, then postwire-core with every feature
   cargo test --workspace --locked
   cargo test -p postwire-core --all-features --locked
 }
+part_postgres() { # the sender's tests again, on PostgreSQL (a throwaway cluster; fails if it cannot start)
+  POSTWIRE_TEST_BACKEND=postgres cargo test -p postwire-sender --locked --test '*'
+}
 part_fuzz() { # each cargo-fuzz target of fuzz/ for FUZZ_SECONDS seconds
   local target
   for target in $(cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz list); do
@@ -62,7 +65,7 @@ part_e2e() { bash tests/e2e/test.sh; }                        # sender → Worke
 part_contract() { bash tests/contract/test.sh; }              # the API against its OpenAPI (Schemathesis)
 part_client() { bash tests/contract/client/test.sh; }         # a generated TypeScript client
 
-ALL=(vectors lint docs msrv deny rust fuzz npm worker examples e2e contract client)
+ALL=(vectors lint docs msrv deny rust postgres fuzz npm worker examples e2e contract client)
 
 if [ "${1:-}" = "--list" ]; then
   printf '%s\n' "${ALL[@]}"

@@ -5,6 +5,9 @@
 //!
 //! ```toml
 //! db = "postwire.db"
+//! # database_url = "postgres://user:password@host/db"   # instead of db; or POSTWIRE_DATABASE_URL
+//! lease_secs = 120
+//! attempt_timeout_secs = 10
 //! listen = "127.0.0.1:8080"
 //! ingest_token = "a-long-random-string"   # or POSTWIRE_INGEST_TOKEN
 //! rate_limit_per_hour = 1000
@@ -28,6 +31,12 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 pub struct FileSettings {
     /// The SQLite file.
     pub db: Option<PathBuf>,
+    /// A database URL: `postgres://…` (several processes share it) or `sqlite:PATH`.
+    pub database_url: Option<String>,
+    /// How long a claimed delivery stays leased to its process, in seconds.
+    pub lease_secs: Option<u64>,
+    /// How long one attempt may take, in seconds.
+    pub attempt_timeout_secs: Option<u64>,
     /// Address to listen on.
     pub listen: Option<String>,
     /// The internal ingest token.
@@ -49,4 +58,74 @@ pub fn load(path: Option<&Path>) -> Result<FileSettings, String> {
     };
     let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
     toml::from_str(&text).map_err(|e| format!("config file {}: {e}", path.display()))
+}
+
+/// Where the data lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// An embedded SQLite file (one dispatching process).
+    Sqlite(PathBuf),
+    /// A PostgreSQL database (`postgres://…`), shared by any number of processes.
+    Postgres(String),
+}
+
+impl Location {
+    /// How to show it: the file, or the URL without its password.
+    pub fn shown(&self) -> String {
+        match self {
+            Location::Sqlite(p) => p.display().to_string(),
+            Location::Postgres(url) => match url::Url::parse(url) {
+                Ok(mut u) if u.password().is_some() => {
+                    let _ = u.set_password(Some("***"));
+                    u.to_string()
+                }
+                _ => url.clone(),
+            },
+        }
+    }
+}
+
+/// The database from `--database-url` (or its variable or config key), else `--db`:
+/// a `postgres://` or `postgresql://` URL is PostgreSQL; `sqlite:PATH` (or
+/// `sqlite://PATH`) and no URL at all are the SQLite file.
+pub fn location(url: Option<String>, db: Option<PathBuf>) -> Result<Location, String> {
+    let Some(url) = url.filter(|u| !u.trim().is_empty()) else {
+        return Ok(Location::Sqlite(db.unwrap_or_else(|| PathBuf::from(DEFAULT_DB))));
+    };
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Ok(Location::Postgres(url));
+    }
+    if let Some(path) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) {
+        if path.is_empty() {
+            return Err("--database-url sqlite: needs a file path (sqlite:postwire.db)".into());
+        }
+        return Ok(Location::Sqlite(PathBuf::from(path)));
+    }
+    Err("--database-url must start with postgres://, postgresql:// or sqlite:".into())
+}
+
+#[cfg(test)]
+mod location_tests {
+    use super::*;
+
+    #[test]
+    fn urls_choose_the_backend_and_no_url_keeps_sqlite() {
+        assert_eq!(location(None, None).unwrap(), Location::Sqlite(DEFAULT_DB.into()));
+        assert_eq!(
+            location(None, Some("x.db".into())).unwrap(),
+            Location::Sqlite("x.db".into())
+        );
+        assert_eq!(
+            location(Some("sqlite:a.db".into()), None).unwrap(),
+            Location::Sqlite("a.db".into())
+        );
+        assert_eq!(
+            location(Some("postgres://u@h/d".into()), Some("x.db".into())).unwrap(),
+            Location::Postgres("postgres://u@h/d".into())
+        );
+        assert!(location(Some("mysql://h/d".into()), None).is_err());
+        assert!(location(Some("sqlite:".into()), None).is_err());
+        let shown = Location::Postgres("postgres://u:secret@h/d".into()).shown();
+        assert!(!shown.contains("secret"), "{shown}");
+    }
 }

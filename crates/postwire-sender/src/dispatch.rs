@@ -15,7 +15,8 @@
 //! queue may hold more), or a full dispatcher, wakes the loop once a quarter of that room
 //! has come free, or at once if requests ended while the claim ran.
 //!
-//! The loop sleeps until a publish or a finished batch wakes it, the next due time comes
+//! The loop sleeps until a publish or a finished batch wakes it (or, on a store shared by
+//! several processes, another process's notice: [`Store::wakeups`](crate::store::Store::wakeups)), the next due time comes
 //! (by the clock), or `idle_poll` passes. Nothing here is needed to recover from a
 //! crash: claimed deliveries carry a lease in the store, released at start-up.
 //!
@@ -230,6 +231,8 @@ async fn run(inner: Arc<Inner>) {
     let writer = tokio::spawn(write_outcomes(inner.clone(), in_flight.clone(), rx));
     let (max_claimed, max_claimed_per_subscription) = limits.claimed();
     let all_requests = Arc::new(Semaphore::new(limits.requests));
+    // Wake-ups from other processes sharing the store (PostgreSQL's LISTEN/NOTIFY).
+    let shared_wake = inner.store.wakeups();
     loop {
         let requested = inner.idle_requested.load(Ordering::SeqCst);
         if inner.shutting_down.load(Ordering::SeqCst) {
@@ -305,11 +308,24 @@ async fn run(inner: Arc<Inner>) {
         let sleep = if sleep.is_zero() { config.idle_poll } else { sleep };
         tokio::select! {
             _ = inner.wake.notified() => {}
+            _ = async {
+                match &shared_wake {
+                    Some(wake) => wake.notified().await,
+                    None => std::future::pending().await,
+                }
+            } => {}
             _ = tokio::time::sleep(sleep) => {}
         }
     }
     drop(tx);
     let _ = writer.await;
+    // Every attempt of this run has ended and been recorded, or never started: release
+    // what it still holds (claimed, not started; or an outcome that could not be
+    // written), so another process, or the next start, claims it without waiting for the
+    // lease to end.
+    if let Err(e) = inner.store.recover(inner.owner.clone()).await {
+        tracing::warn!(error = %e, "releasing this run's leases failed; they end on their own");
+    }
 }
 
 /// Runs one claimed attempt once it has a request slot of its subscription and one
@@ -325,8 +341,8 @@ async fn attempt(
     let _slot = subscription_slots.acquire_owned().await;
     let _overall = all_slots.acquire_owned().await;
     if inner.shutting_down.load(Ordering::SeqCst) {
-        // Not started: it stays leased in this process's memory only, so the next start
-        // claims it again. Nothing to record.
+        // Not started: its lease is released when the dispatcher stops (see `run`), so
+        // another process or the next start claims it again. Nothing to record.
         let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
         f.remove(&d.subscription_id);
         f.unrecorded = f.unrecorded.saturating_sub(1);

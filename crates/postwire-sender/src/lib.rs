@@ -43,7 +43,8 @@
 //!   Held deliveries are rows in the store, so memory does not grow with them.
 //! * Secret rotation with 24 h of dual signatures: [`Sender::rotate_secret`].
 //! * Address checks against SSRF, at creation and at every attempt: [`ssrf`].
-//! * Durability and the storage interface designed for PostgreSQL next: [`store`].
+//! * Durability and the storage interface, with SQLite (embedded, one process) and
+//!   PostgreSQL (several processes on one queue) behind it: [`store`].
 //!
 //! Time always comes from the injected [`Clock`]; tests drive a
 //! [`ManualClock`] and [`Sender::wait_idle`].
@@ -91,5 +92,6 @@ pub use model::{
 };
 pub use notify::{LogNotifier, Notifier};
 pub use sender::{MAX_INTEGRATION_IDS, MAX_NAME_LEN, MAX_PAGE_SIZE, MAX_PUBLISH_BATCH, Sender};
+pub use store::postgres::{PostgresOptions, PostgresStore};
 pub use store::sqlite::{SqliteOptions, SqliteStore, register_workspaces};
 pub use store::{DeliveryCounts, Store};

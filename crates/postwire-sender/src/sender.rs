@@ -136,7 +136,9 @@ impl Sender {
         v.into_result()?;
         let deliverer = HttpDeliverer::new(&config)?;
         let schedule = RetrySchedule::new(config.jitter, config.jitter_seed);
-        let owner = format!("pid-{}", std::process::id());
+        // Unique to this process and run: on a store shared by several processes (on
+        // several machines, whose pids may be equal), each releases only its own leases.
+        let owner = random_token(&format!("pid-{}-", std::process::id()))?;
         let released = store.recover(owner.clone()).await?;
         if released > 0 {
             tracing::info!(
@@ -178,6 +180,15 @@ impl Sender {
         let store = tokio::task::spawn_blocking(move || SqliteStore::open(path))
             .await
             .map_err(SenderError::storage)??;
+        Sender::open(config, clock, Arc::new(store)).await
+    }
+
+    /// A sender over the PostgreSQL database at `url` (`postgres://…`), whose schema is
+    /// created or brought up to date. Any number of senders, in any number of processes,
+    /// may share one database: each claims with leases of its own (see
+    /// [`PostgresStore`](crate::store::postgres::PostgresStore)).
+    pub async fn open_postgres(url: &str, config: SenderConfig, clock: Arc<dyn Clock>) -> Result<Sender, SenderError> {
+        let store = crate::store::postgres::PostgresStore::connect(url).await?;
         Sender::open(config, clock, Arc::new(store)).await
     }
 

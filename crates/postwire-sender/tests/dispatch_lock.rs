@@ -66,13 +66,15 @@ async fn reopen(db: &std::path::Path, clock: Arc<postwire_core::ManualClock>) ->
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sender_dropped_without_shutdown_stops_dispatching_and_releases_its_file() {
-    let mut h = Harness::new().await;
+    // SQLite's file lock, whatever backend the rest of the suite runs on.
+    let mut h = Harness::stopped_on(Db::sqlite(), test_config()).await;
+    h.dispatcher = Some(h.sender.start());
     let rx = Receiver::succeeding().await;
     h.subscribe(&rx.url).await;
     h.sender.publish(scheduled("p1")).await.unwrap();
     h.idle().await;
     assert_eq!(rx.count(), 1);
-    let db = h.dir.path().join("sender.db");
+    let db = h.db.sqlite_path();
 
     // Dropped, handle and sender, without shutdown().
     let (sender, dispatcher) = (h.sender.clone(), h.dispatcher.take());

@@ -8,8 +8,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use postwire_core::{EventType, Secret};
 use postwire_sender::{
-    AttemptErrorKind, AttemptOutcome, DeliveryState, PostChangeKind, Sender, SenderConfig, SubscriptionUpdate,
-    TestEvent,
+    AttemptErrorKind, AttemptOutcome, DeliveryState, PostChangeKind, SenderConfig, SubscriptionUpdate, TestEvent,
 };
 
 const SEC: i64 = 1000;
@@ -455,9 +454,7 @@ async fn attempts_claimed_ahead_are_not_started_after_shutdown_and_go_out_after_
     let counts = h.sender.delivery_counts(None).await.unwrap();
     assert_eq!((counts.delivered, counts.pending), (1, 1));
     drop(h.sender);
-    let again = Sender::open_sqlite(h.dir.path().join("sender.db"), config, h.clock.clone())
-        .await
-        .unwrap();
+    let again = h.db.open(config, h.clock.clone()).await;
     let dispatcher = again.start();
     tokio::time::timeout(Duration::from_secs(30), again.wait_idle())
         .await
@@ -905,15 +902,12 @@ async fn after_a_rotation_deliveries_carry_both_signatures_for_24_hours_then_onl
 async fn the_address_is_checked_again_at_every_attempt() {
     // A subscription to a loopback receiver, made and published to while the dangerous
     // setting was on (no dispatcher running)...
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("sender.db");
+    let db = Db::new();
     let rx = Receiver::succeeding().await;
     let clock = std::sync::Arc::new(postwire_core::ManualClock::new(
         postwire_core::Timestamp::from_unix_millis(T0),
     ));
-    let lax = postwire_sender::Sender::open_sqlite(&db, test_config(), clock.clone())
-        .await
-        .unwrap();
+    let lax = db.open(test_config(), clock.clone()).await;
     lax.upsert_workspace(postwire_sender::Workspace {
         id: WS.into(),
         name: "w".into(),
@@ -953,7 +947,7 @@ async fn the_address_is_checked_again_at_every_attempt() {
         jitter: postwire_sender::schedule::Jitter::None,
         ..SenderConfig::default()
     };
-    let sender = postwire_sender::Sender::open_sqlite(&db, strict, clock).await.unwrap();
+    let sender = db.open(strict, clock).await;
     let dispatcher = sender.start();
     sender.wait_idle().await.unwrap();
     assert_eq!(rx.count(), 0);

@@ -1,6 +1,6 @@
 //! A property test of the store's queue against a model: random sequences of publish,
 //! claim, succeed, fail (retry or for good), pause, resume (with expiry) and rotate, on
-//! a real SQLite store, checking after every claim that only queue heads come out and
+//! a real store (SQLite, or PostgreSQL with `POSTWIRE_TEST_BACKEND=postgres`), checking after every claim that only queue heads come out and
 //! that no ordering key has two attempts at once; then a drain in which every accepted
 //! delivery ends delivered, failed or expired, each key's in publish order. The store
 //! applies the health rules too (a retry 72 h after the first failure pauses the
@@ -12,7 +12,7 @@ use postwire_core::{CreatedByKind, Event, Secret, Subscription, SubscriptionStat
 use postwire_sender::model::{AttemptOutcome, StoredSubscription};
 use postwire_sender::store::{ClaimRequest, ClaimedDelivery, FinishedAttempt, NextState};
 use postwire_sender::{
-    DomainChange, Integration, PostChange, PostChangeKind, PostRecord, SqliteStore, Store, Workspace,
+    DomainChange, Integration, PostChange, PostChangeKind, PostRecord, PostgresStore, SqliteStore, Store, Workspace,
 };
 use proptest::prelude::*;
 
@@ -63,7 +63,7 @@ struct Modeled {
 }
 
 struct Run {
-    store: SqliteStore,
+    store: Box<dyn Store>,
     now: i64,
     paused: bool,
     /// In publish order.
@@ -250,9 +250,24 @@ impl Run {
     }
 }
 
-async fn open() -> (tempfile::TempDir, Run) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(dir.path().join("model.db")).unwrap();
+/// A new store of the suite's backend, with what keeps its database alive.
+async fn open_store() -> (Box<dyn std::any::Any>, Box<dyn Store>) {
+    match std::env::var("POSTWIRE_TEST_BACKEND").as_deref() {
+        Ok("postgres") => {
+            let db = postwire_testpg::database();
+            let store = PostgresStore::connect(db.url()).await.unwrap();
+            (Box::new(db), Box::new(store))
+        }
+        _ => {
+            let dir = tempfile::tempdir().unwrap();
+            let store = SqliteStore::open(dir.path().join("model.db")).unwrap();
+            (Box::new(dir), Box::new(store))
+        }
+    }
+}
+
+async fn open() -> (Box<dyn std::any::Any>, Run) {
+    let (dir, store) = open_store().await;
     let t0 = Timestamp::from_unix_millis(T0);
     store
         .upsert_workspace(Workspace {

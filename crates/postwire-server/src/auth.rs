@@ -97,7 +97,10 @@ pub async fn authenticate(State(state): State<AppState>, mut request: Request, n
         Ok(None) => return ApiError::Unauthorized("the bearer token is invalid or has been revoked").into_response(),
         Err(e) => return e.into_response(),
     };
-    let allowance = state.limiter.check(&record.id);
+    let allowance = match state.limiter.count(&record.id).await {
+        Ok(a) => a,
+        Err(e) => return e.into_response(),
+    };
     if !allowance.allowed {
         tracing::info!(token_id = %record.id, "hourly API limit exceeded");
         let mut response = ApiError::RateLimited {

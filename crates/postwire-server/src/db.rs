@@ -1,4 +1,6 @@
-//! The server's own tables, kept in the sender's SQLite file.
+//! The server's own tables, kept in the sender's database: its SQLite file, or its
+//! PostgreSQL database (`--database-url`), so that every API process of a deployment
+//! agrees on tokens and on the hourly limit.
 //!
 //! The sender owns its schema and the server never touches it; the server adds a
 //! table of its own next to them — API tokens (only their SHA-256 hashes) — through a
@@ -22,15 +24,102 @@ CREATE TABLE IF NOT EXISTS server_api_tokens (
 DROP TABLE IF EXISTS server_post_external_ids;
 "#;
 
+/// The server's tables on PostgreSQL: tokens as in SQLite, and the hourly rate-limit
+/// windows (one row per token), which in SQLite deployments (one process) stay in memory.
+const PG_SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS server_api_tokens (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL, hash BYTEA NOT NULL UNIQUE,
+    scopes TEXT NOT NULL, workspaces TEXT NOT NULL,
+    created_at BIGINT NOT NULL, revoked_at BIGINT);
+CREATE TABLE IF NOT EXISTS server_rate_windows (
+    token_id TEXT PRIMARY KEY, window_start BIGINT NOT NULL, calls BIGINT NOT NULL);
+"#;
+
+/// How long a query on PostgreSQL is tried again while the connection is lost.
+const PG_RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// A connection to the server's tables. Cheap to clone.
 #[derive(Clone)]
 pub struct ServerDb {
-    conn: Arc<Mutex<Connection>>,
+    conn: Option<Arc<Mutex<Connection>>>,
+    pg: Option<deadpool_postgres::Pool>,
 }
 
 impl std::fmt::Debug for ServerDb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ServerDb")
+        f.write_str(if self.pg.is_some() {
+            "ServerDb(postgres)"
+        } else {
+            "ServerDb(sqlite)"
+        })
+    }
+}
+
+/// A query on a pooled PostgreSQL connection.
+pub(crate) type PgQuery<T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, tokio_postgres::Error>> + Send>>;
+
+impl ServerDb {
+    /// Connects to the PostgreSQL database at `url` and creates the server's tables.
+    pub async fn connect_postgres(url: &str) -> Result<ServerDb, ApiError> {
+        let config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| ApiError::Internal(format!("not a PostgreSQL URL: {e}")))?;
+        let manager = deadpool_postgres::Manager::from_config(
+            config,
+            tokio_postgres::NoTls,
+            deadpool_postgres::ManagerConfig {
+                recycling_method: deadpool_postgres::RecyclingMethod::Fast,
+            },
+        );
+        let pool = deadpool_postgres::Pool::builder(manager)
+            .max_size(8)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .create_timeout(Some(std::time::Duration::from_secs(10)))
+            .wait_timeout(Some(std::time::Duration::from_secs(30)))
+            .build()
+            .map_err(|e| ApiError::Internal(format!("server database: {e}")))?;
+        let db = ServerDb {
+            conn: None,
+            pg: Some(pool),
+        };
+        db.pg_run(|c| Box::pin(async move { c.batch_execute(PG_SCHEMA).await }))
+            .await?;
+        Ok(db)
+    }
+
+    /// Whether the tables are on PostgreSQL.
+    pub(crate) fn is_postgres(&self) -> bool {
+        self.pg.is_some()
+    }
+
+    /// Runs `f` on a pooled PostgreSQL connection, again while the connection is lost
+    /// (PostgreSQL restarting), for up to 30 s.
+    pub(crate) async fn pg_run<T: Send + 'static>(
+        &self,
+        f: impl Fn(deadpool_postgres::Object) -> PgQuery<T>,
+    ) -> Result<T, ApiError> {
+        let Some(pool) = &self.pg else {
+            return Err(ApiError::Internal("the server database is not PostgreSQL".into()));
+        };
+        let started = std::time::Instant::now();
+        loop {
+            let outcome = match pool.get().await {
+                Ok(c) => f(c).await.map_err(|e| {
+                    let lost = e.is_closed() || e.as_db_error().is_none();
+                    (lost, e.to_string())
+                }),
+                Err(e) => Err((true, e.to_string())),
+            };
+            match outcome {
+                Ok(v) => return Ok(v),
+                Err((true, e)) if started.elapsed() < PG_RETRY_FOR => {
+                    tracing::warn!(error = %e, "server database unavailable; trying again");
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+                Err((_, e)) => return Err(ApiError::Internal(format!("server database: {e}"))),
+            }
+        }
     }
 }
 
@@ -46,7 +135,8 @@ impl ServerDb {
         conn.execute_batch("PRAGMA synchronous=NORMAL;").map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
         Ok(ServerDb {
-            conn: Arc::new(Mutex::new(conn)),
+            conn: Some(Arc::new(Mutex::new(conn))),
+            pg: None,
         })
     }
 
@@ -55,7 +145,9 @@ impl ServerDb {
         &self,
         f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, ApiError> {
-        let conn = self.conn.clone();
+        let Some(conn) = self.conn.clone() else {
+            return Err(ApiError::Internal("the server database is not SQLite".into()));
+        };
         tokio::task::spawn_blocking(move || {
             let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
             f(&mut guard).map_err(|e| ApiError::Internal(format!("server database: {e}")))

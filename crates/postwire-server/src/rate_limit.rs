@@ -5,8 +5,10 @@
 //! fixed one-hour window that starts at the token's first call; the 429 carries
 //! `Retry-After` (seconds until the window ends) and every response carries
 //! `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset` (Unix seconds),
-//! the headers GitHub and others use. Counters live in memory: a restart gives every
-//! token a fresh window, which errs on the side of the client. Time comes from the
+//! the headers GitHub and others use. Counters live in memory (a restart gives every
+//! token a fresh window, which errs on the side of the client), or, when the server runs
+//! on PostgreSQL ([`RateLimiter::shared`]), in a table of the database, so that every API
+//! process of a deployment counts against one window per token. Time comes from the
 //! injected [`Clock`], so tests move it instead of waiting an hour.
 
 use std::collections::HashMap;
@@ -40,6 +42,8 @@ pub struct RateLimiter {
     limit: u32,
     clock: Arc<dyn Clock>,
     windows: Arc<Mutex<HashMap<String, (i64, u32)>>>,
+    /// The windows' table, when they are shared by several processes.
+    shared: Option<crate::db::ServerDb>,
 }
 
 impl std::fmt::Debug for RateLimiter {
@@ -57,7 +61,58 @@ impl RateLimiter {
             limit,
             clock,
             windows: Arc::new(Mutex::new(HashMap::new())),
+            shared: None,
         }
+    }
+
+    /// Like [`new`](Self::new), with the windows in `db`'s table when it is PostgreSQL
+    /// (shared by every process on that database); in memory otherwise.
+    pub fn shared(limit: u32, clock: Arc<dyn Clock>, db: &crate::db::ServerDb) -> RateLimiter {
+        RateLimiter {
+            shared: db.is_postgres().then(|| db.clone()),
+            ..RateLimiter::new(limit, clock)
+        }
+    }
+
+    /// Counts one call by `token_id`, in the shared table if there is one.
+    pub async fn count(&self, token_id: &str) -> Result<Allowance, crate::errors::ApiError> {
+        let Some(db) = &self.shared else {
+            return Ok(self.check(token_id));
+        };
+        let now = self.clock.now().unix_millis();
+        let token = token_id.to_owned();
+        // One statement: a new window when the old one ended (or the clock went back),
+        // else one more call in it.
+        let (start, calls): (i64, i64) = db
+            .pg_run(move |c| {
+                let token = token.clone();
+                Box::pin(async move {
+                    let st = c
+                        .prepare_cached(
+                            "INSERT INTO server_rate_windows AS w (token_id, window_start, calls) VALUES ($1, $2, 1)
+                             ON CONFLICT (token_id) DO UPDATE SET
+                               window_start = CASE WHEN $2 >= w.window_start + $3 OR $2 < w.window_start
+                                              THEN $2 ELSE w.window_start END,
+                               calls = CASE WHEN $2 >= w.window_start + $3 OR $2 < w.window_start
+                                       THEN 1 ELSE w.calls + 1 END
+                             RETURNING window_start, calls",
+                        )
+                        .await?;
+                    let row = c.query_one(&st, &[&token, &now, &WINDOW_MS]).await?;
+                    Ok((row.get(0), row.get(1)))
+                })
+            })
+            .await?;
+        let used = calls.clamp(0, u32::MAX as i64) as u32;
+        let end = start + WINDOW_MS;
+        let retry_after_ms = (end - now).max(1000);
+        Ok(Allowance {
+            limit: self.limit,
+            remaining: self.limit.saturating_sub(used),
+            reset_unix_secs: end.div_euclid(1000),
+            retry_after_secs: (retry_after_ms as u64).div_ceil(1000),
+            allowed: used <= self.limit,
+        })
     }
 
     /// The hourly limit.

@@ -47,6 +47,10 @@ pub enum ServerError {
 pub struct ServerOptions {
     /// The SQLite file (created on first run).
     pub db_path: PathBuf,
+    /// A PostgreSQL database (`postgres://…`) instead of the SQLite file at `db_path`:
+    /// the sender's queue and the server's tables (tokens, rate-limit windows) go there,
+    /// and any number of server processes may share it. `None` (the default): SQLite.
+    pub database_url: Option<String>,
     /// The sender's settings (timeouts, address policy, …).
     pub sender_config: SenderConfig,
     /// The sender's clock: delivery times, retries, event times.
@@ -67,6 +71,7 @@ impl std::fmt::Debug for ServerOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServerOptions")
             .field("db_path", &self.db_path)
+            .field("database_url", &self.database_url.as_ref().map(|_| "postgres://…"))
             .field("sender_config", &self.sender_config)
             .field("rate_limit_per_hour", &self.rate_limit_per_hour)
             .field("max_body_bytes", &self.max_body_bytes)
@@ -81,6 +86,7 @@ impl ServerOptions {
     pub fn new(db_path: impl Into<PathBuf>) -> ServerOptions {
         ServerOptions {
             db_path: db_path.into(),
+            database_url: None,
             sender_config: SenderConfig::default(),
             sender_clock: Arc::new(SystemClock),
             api_clock: Arc::new(SystemClock),
@@ -103,15 +109,24 @@ impl Server {
     /// deliver yet.
     pub async fn open(options: ServerOptions) -> Result<Server, ServerError> {
         let ingest = crate::ingest::auth_from(options.ingest_token.as_deref())?;
-        let sender = Sender::open_sqlite(&options.db_path, options.sender_config, options.sender_clock).await?;
-        let path = options.db_path.clone();
-        let db = tokio::task::spawn_blocking(move || ServerDb::open(path))
-            .await
-            .map_err(|e| ApiError::Internal(format!("opening the database: {e}")))??;
+        let (sender, db) = match &options.database_url {
+            Some(url) => (
+                Sender::open_postgres(url, options.sender_config, options.sender_clock).await?,
+                ServerDb::connect_postgres(url).await?,
+            ),
+            None => {
+                let sender = Sender::open_sqlite(&options.db_path, options.sender_config, options.sender_clock).await?;
+                let path = options.db_path.clone();
+                let db = tokio::task::spawn_blocking(move || ServerDb::open(path))
+                    .await
+                    .map_err(|e| ApiError::Internal(format!("opening the database: {e}")))??;
+                (sender, db)
+            }
+        };
         let state = AppState {
             sender,
+            limiter: RateLimiter::shared(options.rate_limit_per_hour, options.api_clock.clone(), &db),
             tokens: TokenStore::new(db),
-            limiter: RateLimiter::new(options.rate_limit_per_hour, options.api_clock.clone()),
             ingest,
             max_body_bytes: options.max_body_bytes,
             max_ingest_body_bytes: options.max_ingest_body_bytes,

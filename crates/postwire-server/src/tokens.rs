@@ -161,6 +161,19 @@ fn row_to_token(r: &rusqlite::Row<'_>) -> rusqlite::Result<ApiToken> {
     })
 }
 
+/// [`row_to_token`] for a PostgreSQL row (same columns).
+fn pg_row_to_token(r: &tokio_postgres::Row) -> ApiToken {
+    let scopes: Vec<String> = serde_json::from_str(r.get::<_, &str>(2)).unwrap_or_default();
+    ApiToken {
+        id: r.get(0),
+        name: r.get(1),
+        scopes: scopes.iter().filter_map(|s| s.parse().ok()).collect(),
+        workspaces: serde_json::from_str(r.get::<_, &str>(3)).unwrap_or_default(),
+        created_at: Timestamp::from_unix_millis(r.get(4)),
+        revoked_at: r.get::<_, Option<i64>>(5).map(Timestamp::from_unix_millis),
+    }
+}
+
 const COLUMNS: &str = "id, name, scopes, workspaces, created_at, revoked_at";
 
 impl TokenStore {
@@ -225,6 +238,31 @@ impl TokenStore {
         };
         let hash = token_hash(&token);
         let r = record.clone();
+        if self.db.is_postgres() {
+            let scopes: Vec<String> = r.scopes.iter().map(|s| s.as_str().to_owned()).collect();
+            let row = (
+                r.id,
+                r.name,
+                hash.to_vec(),
+                ids_to_json(&scopes),
+                ids_to_json(&r.workspaces),
+                r.created_at.unix_millis(),
+            );
+            self.db
+                .pg_run(move |c| {
+                    let row = row.clone();
+                    Box::pin(async move {
+                        c.execute(
+                            "INSERT INTO server_api_tokens (id, name, hash, scopes, workspaces, created_at)
+                             VALUES ($1, $2, $3, $4, $5, $6)",
+                            &[&row.0, &row.1, &row.2, &row.3, &row.4, &row.5],
+                        )
+                        .await
+                    })
+                })
+                .await?;
+            return Ok(CreatedToken { record, token });
+        }
         self.db
             .run(move |c| {
                 let scopes: Vec<String> = r.scopes.iter().map(|s| s.as_str().to_owned()).collect();
@@ -243,6 +281,21 @@ impl TokenStore {
             return Ok(None);
         }
         let hash = token_hash(bearer);
+        if self.db.is_postgres() {
+            return self
+                .db
+                .pg_run(move |c| {
+                    Box::pin(async move {
+                        let st = c
+                            .prepare_cached(&format!(
+                                "SELECT {COLUMNS} FROM server_api_tokens WHERE hash = $1 AND revoked_at IS NULL"
+                            ))
+                            .await?;
+                        Ok(c.query_opt(&st, &[&&hash[..]]).await?.map(|r| pg_row_to_token(&r)))
+                    })
+                })
+                .await;
+        }
         self.db
             .run(move |c| {
                 c.query_row(
@@ -257,6 +310,22 @@ impl TokenStore {
 
     /// Every token, oldest first (revoked ones included).
     pub async fn list(&self) -> Result<Vec<ApiToken>, ApiError> {
+        if self.db.is_postgres() {
+            return self
+                .db
+                .pg_run(|c| {
+                    Box::pin(async move {
+                        let rows = c
+                            .query(
+                                &format!("SELECT {COLUMNS} FROM server_api_tokens ORDER BY created_at, id"),
+                                &[],
+                            )
+                            .await?;
+                        Ok(rows.iter().map(pg_row_to_token).collect())
+                    })
+                })
+                .await;
+        }
         self.db
             .run(|c| {
                 let mut st = c.prepare(&format!(
@@ -271,20 +340,39 @@ impl TokenStore {
     /// Revokes a token by id; `not_found` when there is none, and revoking twice is fine.
     pub async fn revoke(&self, id: &str, now: Timestamp) -> Result<(), ApiError> {
         let id_owned = id.to_owned();
-        let n = self
-            .db
+        let n = if self.db.is_postgres() {
+            let id_owned = id_owned.clone();
+            self.db
+                .pg_run(move |c| {
+                    let id = id_owned.clone();
+                    Box::pin(async move {
+                        c.execute(
+                            "UPDATE server_api_tokens SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1",
+                            &[&id, &now.unix_millis()],
+                        )
+                        .await
+                    })
+                })
+                .await? as usize
+        } else {
+            self.run_revoke(id_owned, now).await?
+        };
+        if n == 0 {
+            let shown: String = id.chars().take(64).collect();
+            return Err(ApiError::NotFound(format!("token `{shown}` not found")));
+        }
+        Ok(())
+    }
+
+    async fn run_revoke(&self, id_owned: String, now: Timestamp) -> Result<usize, ApiError> {
+        self.db
             .run(move |c| {
                 c.execute(
                     "UPDATE server_api_tokens SET revoked_at = COALESCE(revoked_at, ?2) WHERE id = ?1",
                     params![id_owned, now.unix_millis()],
                 )
             })
-            .await?;
-        if n == 0 {
-            let shown: String = id.chars().take(64).collect();
-            return Err(ApiError::NotFound(format!("token `{shown}` not found")));
-        }
-        Ok(())
+            .await
     }
 }
 

@@ -1,5 +1,6 @@
 //! `postwire serve`: the webhooks HTTP API and the dispatcher on an embedded SQLite
-//! file (created on first run), until SIGTERM or Ctrl-C.
+//! file (created on first run), or on a PostgreSQL database shared by any number of
+//! `postwire serve` processes (`--database-url`), until SIGTERM or Ctrl-C.
 //!
 //! Settings come from flags, then `POSTWIRE_*` variables, then `--config FILE` (see
 //! [`crate::settings`]). On a signal it stops accepting requests, lets the ones in
@@ -21,6 +22,19 @@ pub struct ServeArgs {
     /// The SQLite file (created on first run) [default: postwire.db].
     #[arg(long, env = "POSTWIRE_DB")]
     db: Option<PathBuf>,
+    /// A PostgreSQL database, `postgres://user:password@host:port/db`, instead of the
+    /// SQLite file: any number of `postwire serve` processes may share it (the queue,
+    /// tokens and hourly limits are in the database). `sqlite:PATH` is the same as --db.
+    #[arg(long, env = "POSTWIRE_DATABASE_URL", hide_env_values = true)]
+    database_url: Option<String>,
+    /// How long a claimed delivery stays leased to this process, in seconds [default:
+    /// 120]. If the process dies, another one attempts its deliveries again once their
+    /// leases end. Must be longer than --attempt-timeout-secs.
+    #[arg(long, env = "POSTWIRE_LEASE_SECS")]
+    lease_secs: Option<u64>,
+    /// How long one delivery attempt may take, in seconds [default: 10].
+    #[arg(long, env = "POSTWIRE_ATTEMPT_TIMEOUT_SECS")]
+    attempt_timeout_secs: Option<u64>,
     /// Address to listen on [default: 127.0.0.1:8080]; port 0 picks a free port.
     #[arg(long, env = "POSTWIRE_LISTEN")]
     listen: Option<String>,
@@ -49,6 +63,9 @@ pub struct ServeArgs {
 /// The merged settings.
 struct Resolved {
     db: PathBuf,
+    location: settings::Location,
+    lease_secs: Option<u64>,
+    attempt_timeout_secs: Option<u64>,
     listen: String,
     ingest_token: Option<String>,
     rate_limit_per_hour: u32,
@@ -59,8 +76,16 @@ struct Resolved {
 
 fn resolve(args: ServeArgs) -> Result<Resolved, String> {
     let file = settings::load(args.config.as_deref())?;
+    let db = args.db.or(file.db);
+    let location = settings::location(args.database_url.or(file.database_url), db.clone())?;
     Ok(Resolved {
-        db: args.db.or(file.db).unwrap_or_else(|| PathBuf::from(DEFAULT_DB)),
+        db: match &location {
+            settings::Location::Sqlite(path) => path.clone(),
+            settings::Location::Postgres(_) => db.unwrap_or_else(|| PathBuf::from(DEFAULT_DB)),
+        },
+        location,
+        lease_secs: args.lease_secs.or(file.lease_secs),
+        attempt_timeout_secs: args.attempt_timeout_secs.or(file.attempt_timeout_secs),
         listen: args.listen.or(file.listen).unwrap_or_else(|| DEFAULT_LISTEN.to_owned()),
         ingest_token: args.ingest_token.or(file.ingest_token),
         rate_limit_per_hour: args
@@ -139,7 +164,10 @@ pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
 }
 
 async fn serve(s: Resolved) -> Result<ExitCode, String> {
-    let existed = s.db.exists();
+    let existed = match &s.location {
+        settings::Location::Sqlite(path) => path.exists(),
+        settings::Location::Postgres(_) => true,
+    };
     let (ingest_token, ingest_source) = match s.ingest_token.clone() {
         Some(t) => (t, "from POSTWIRE_INGEST_TOKEN / --ingest-token / config".to_owned()),
         None => {
@@ -151,7 +179,16 @@ async fn serve(s: Resolved) -> Result<ExitCode, String> {
     if s.insecure_local {
         sender_config = sender_config.dangerously_allow_insecure_local_urls();
     }
+    if let Some(secs) = s.lease_secs {
+        sender_config.lease = std::time::Duration::from_secs(secs);
+    }
+    if let Some(secs) = s.attempt_timeout_secs {
+        sender_config.attempt_timeout = std::time::Duration::from_secs(secs);
+    }
     let mut options = ServerOptions::new(&s.db);
+    if let settings::Location::Postgres(url) = &s.location {
+        options.database_url = Some(url.clone());
+    }
     options.sender_config = sender_config;
     options.rate_limit_per_hour = s.rate_limit_per_hour;
     options.max_body_bytes = s.max_body_bytes;
@@ -161,7 +198,11 @@ async fn serve(s: Resolved) -> Result<ExitCode, String> {
     let live_tokens = tokens.iter().filter(|t| t.revoked_at.is_none()).count();
     let running = server.start(&s.listen).await.map_err(|e| e.to_string())?;
     let base = running.base_url();
-    let db_shown = s.db.display();
+    let db_shown = s.location.shown();
+    let db_flag = match &s.location {
+        settings::Location::Sqlite(_) => format!("--db {db_shown}"),
+        settings::Location::Postgres(_) => "--database-url $POSTWIRE_DATABASE_URL".to_owned(),
+    };
     println!("postwire serve");
     println!("  database  {db_shown}{}", if existed { "" } else { " (created)" });
     println!("  API       {base}/public/v1   (OpenAPI: {base}/public/v1/openapi.json)");
@@ -177,10 +218,10 @@ async fn serve(s: Resolved) -> Result<ExitCode, String> {
     }
     if live_tokens == 0 {
         println!("  tokens    none yet. Create one (shown once):");
-        println!("            postwire token create --db {db_shown} --workspace ws_1 --scope webhooks:write");
+        println!("            postwire token create {db_flag} --workspace ws_1 --scope webhooks:write");
     } else {
         println!(
-            "  tokens    {live_tokens} active (postwire token list --db {db_shown}; new: postwire token create --db {db_shown} --workspace ID --scope webhooks:write)"
+            "  tokens    {live_tokens} active (postwire token list {db_flag}; new: postwire token create {db_flag} --workspace ID --scope webhooks:write)"
         );
     }
     println!("  docs      docs/api.md in the repository: endpoints, scopes, errors, the ingest API, settings");

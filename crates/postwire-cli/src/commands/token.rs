@@ -15,7 +15,7 @@ use postwire_sender::{Workspace, register_workspaces};
 use postwire_server::db::ServerDb;
 use postwire_server::{NewToken, Scope, TokenStore};
 
-use crate::settings;
+use crate::settings::{self, Location};
 
 /// Where the database is.
 #[derive(Debug, Args)]
@@ -23,18 +23,22 @@ pub struct DbArgs {
     /// The SQLite file of `postwire serve` [default: postwire.db].
     #[arg(long, env = "POSTWIRE_DB")]
     db: Option<PathBuf>,
+    /// The PostgreSQL database of `postwire serve --database-url` (`postgres://…`), or
+    /// `sqlite:PATH`.
+    #[arg(long, env = "POSTWIRE_DATABASE_URL", hide_env_values = true)]
+    database_url: Option<String>,
     /// TOML config file (its `db` is used when --db and POSTWIRE_DB are absent).
     #[arg(long, env = "POSTWIRE_CONFIG")]
     config: Option<PathBuf>,
 }
 
 impl DbArgs {
-    fn path(&self) -> Result<PathBuf, String> {
-        if let Some(db) = &self.db {
-            return Ok(db.clone());
-        }
+    fn path(&self) -> Result<Location, String> {
         let file = settings::load(self.config.as_deref())?;
-        Ok(file.db.unwrap_or_else(|| PathBuf::from(settings::DEFAULT_DB)))
+        settings::location(
+            self.database_url.clone().or(file.database_url),
+            self.db.clone().or(file.db),
+        )
     }
 }
 
@@ -97,15 +101,23 @@ pub fn run(cmd: TokenCommand) -> Result<ExitCode, String> {
     })
 }
 
-async fn open_tokens(path: PathBuf) -> Result<TokenStore, String> {
-    let db = tokio::task::spawn_blocking(move || ServerDb::open(path))
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
+async fn open_tokens(location: Location) -> Result<TokenStore, String> {
+    let db = match location {
+        Location::Sqlite(path) => tokio::task::spawn_blocking(move || ServerDb::open(path))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?,
+        Location::Postgres(url) => ServerDb::connect_postgres(&url).await.map_err(|e| e.to_string())?,
+    };
     Ok(TokenStore::new(db))
 }
 
-async fn create(path: PathBuf, workspaces: Vec<String>, scopes: Vec<String>, name: String) -> Result<ExitCode, String> {
+async fn create(
+    path: Location,
+    workspaces: Vec<String>,
+    scopes: Vec<String>,
+    name: String,
+) -> Result<ExitCode, String> {
     let scopes: Vec<Scope> = scopes
         .iter()
         .map(|s| s.parse::<Scope>().map_err(|e| e.to_string()))
@@ -130,11 +142,18 @@ async fn create(path: PathBuf, workspaces: Vec<String>, scopes: Vec<String>, nam
             name: w.clone(),
         })
         .collect();
-    let store_path = path.clone();
-    let added = tokio::task::spawn_blocking(move || register_workspaces(store_path, &register))
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
+    let added = match &path {
+        Location::Sqlite(file) => {
+            let file = file.clone();
+            tokio::task::spawn_blocking(move || register_workspaces(file, &register))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?
+        }
+        Location::Postgres(url) => postwire_sender::store::postgres::register_workspaces(url, &register)
+            .await
+            .map_err(|e| e.to_string())?,
+    };
     for w in added {
         eprintln!("registered workspace {w}");
     }
@@ -145,13 +164,13 @@ async fn create(path: PathBuf, workspaces: Vec<String>, scopes: Vec<String>, nam
         r.id,
         r.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" "),
         r.workspaces.join(" "),
-        path.display()
+        path.shown()
     );
     eprintln!("This is the only time the token is shown: the database keeps only its SHA-256 hash.");
     Ok(ExitCode::SUCCESS)
 }
 
-async fn list(path: PathBuf) -> Result<ExitCode, String> {
+async fn list(path: Location) -> Result<ExitCode, String> {
     let tokens = open_tokens(path).await?;
     let all = tokens.list().await.map_err(|e| e.to_string())?;
     println!(

@@ -35,12 +35,18 @@
 //! Backends:
 //! * [`SqliteStore`](sqlite::SqliteStore), the embedded default: one file in WAL mode,
 //!   one store per file (leases in memory).
-//! * PostgreSQL (next): [`Store::claim`] maps to `SELECT … FOR UPDATE SKIP LOCKED` on the
-//!   due heads, with `lease_owner`/`lease_until` columns, so several sender processes
-//!   share one queue; [`Store::recover`] releases only the given owner's leases.
+//! * [`PostgresStore`](postgres::PostgresStore), for several sender processes on one
+//!   queue: [`Store::claim`] takes due heads with `SELECT … FOR UPDATE SKIP LOCKED`,
+//!   leases live in `lease_owner`/`lease_until` columns (a dead process's leases end and
+//!   others take its deliveries over), the per-subscription in-flight limit is counted
+//!   from the table, wake-ups travel by `LISTEN/NOTIFY`; [`Store::recover`] releases
+//!   only the given owner's leases.
 //!
 //! Methods return boxed futures so the trait is object-safe (`Arc<dyn Store>`).
 
+#[cfg(test)]
+mod conformance;
+pub mod postgres;
 pub mod sqlite;
 
 use std::collections::HashMap;
@@ -247,6 +253,13 @@ pub trait Store: Send + Sync + 'static {
     fn notifications(&self, workspace_id: String, limit: usize) -> BoxFuture<'_, StoreResult<Vec<Notification>>>;
     /// How many deliveries are in each state (for tests, metrics and the benchmark).
     fn delivery_counts(&self, subscription_id: Option<String>) -> BoxFuture<'_, StoreResult<DeliveryCounts>>;
+
+    /// Notified when another process may have made a delivery due (a store shared by
+    /// several processes); the dispatcher then claims without waiting for its poll.
+    /// `None` (the default) for a store only this process writes.
+    fn wakeups(&self) -> Option<Arc<tokio::sync::Notify>> {
+        None
+    }
 }
 
 pub use crate::ordering::ordering_hash;

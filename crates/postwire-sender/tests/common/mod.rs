@@ -1,5 +1,6 @@
-//! Shared test parts: real HTTP receivers on loopback, a sender on a real SQLite file
-//! with a manual clock, and domain-change builders.
+//! Shared test parts: real HTTP receivers on loopback, a sender on a real database (a
+//! SQLite file, or with `POSTWIRE_TEST_BACKEND=postgres` a fresh database in a throwaway
+//! PostgreSQL cluster) with a manual clock, and domain-change builders.
 #![allow(dead_code)]
 
 use std::convert::Infallible;
@@ -223,10 +224,53 @@ pub fn test_config() -> SenderConfig {
     .dangerously_allow_insecure_local_urls()
 }
 
+/// Where a test's sender keeps its state: the backend the suite runs against, chosen by
+/// `POSTWIRE_TEST_BACKEND` (`sqlite`, the default, or `postgres`). The same tests run
+/// against both (`scripts/test-all.sh` runs them twice).
+pub enum Db {
+    /// A SQLite file in a temp dir.
+    Sqlite(tempfile::TempDir),
+    /// A fresh database in the test process's throwaway cluster.
+    Postgres(postwire_testpg::TestDatabase),
+}
+
+impl Db {
+    /// A new, empty database of the suite's backend.
+    pub fn new() -> Db {
+        match std::env::var("POSTWIRE_TEST_BACKEND").as_deref() {
+            Ok("postgres") => Db::Postgres(postwire_testpg::database()),
+            Ok("sqlite") | Err(_) => Db::Sqlite(tempfile::tempdir().unwrap()),
+            Ok(other) => panic!("POSTWIRE_TEST_BACKEND={other}: expected sqlite or postgres"),
+        }
+    }
+
+    /// A SQLite file, whatever the suite's backend (tests of SQLite's own rules).
+    pub fn sqlite() -> Db {
+        Db::Sqlite(tempfile::tempdir().unwrap())
+    }
+
+    /// The SQLite file's path (panics for PostgreSQL).
+    pub fn sqlite_path(&self) -> std::path::PathBuf {
+        match self {
+            Db::Sqlite(dir) => dir.path().join("sender.db"),
+            Db::Postgres(_) => panic!("not a SQLite database"),
+        }
+    }
+
+    /// Opens a sender on it (again).
+    pub async fn open(&self, config: SenderConfig, clock: Arc<dyn postwire_core::Clock>) -> Sender {
+        match self {
+            Db::Sqlite(_) => Sender::open_sqlite(self.sqlite_path(), config, clock).await.unwrap(),
+            Db::Postgres(db) => Sender::open_postgres(db.url(), config, clock).await.unwrap(),
+        }
+    }
+}
+
 pub struct Harness {
     pub sender: Sender,
     pub clock: Arc<ManualClock>,
     pub dir: tempfile::TempDir,
+    pub db: Db,
     pub dispatcher: Option<postwire_sender::DispatcherHandle>,
 }
 
@@ -244,11 +288,14 @@ impl Harness {
     /// A harness whose dispatcher is not started yet: publishes queue up until
     /// `h.dispatcher = Some(h.sender.start())`.
     pub async fn stopped(config: SenderConfig) -> Harness {
+        Harness::stopped_on(Db::new(), config).await
+    }
+
+    /// A stopped harness on `db`.
+    pub async fn stopped_on(db: Db, config: SenderConfig) -> Harness {
         let dir = tempfile::tempdir().unwrap();
         let clock = Arc::new(ManualClock::new(Timestamp::from_unix_millis(T0)));
-        let sender = Sender::open_sqlite(dir.path().join("sender.db"), config, clock.clone())
-            .await
-            .unwrap();
+        let sender = db.open(config, clock.clone()).await;
         sender
             .upsert_workspace(Workspace {
                 id: WS.into(),
@@ -263,6 +310,7 @@ impl Harness {
             sender,
             clock,
             dir,
+            db,
             dispatcher: None,
         }
     }

@@ -60,6 +60,7 @@ mod targets;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use schema::external_key;
 pub use schema::register_workspaces;
 
 use std::collections::HashMap;

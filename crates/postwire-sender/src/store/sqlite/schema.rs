@@ -163,7 +163,7 @@ pub(super) fn open_migrated(path: &Path, options: &SqliteOptions) -> StoreResult
 /// The stored key of a post's external id in a workspace: a 64-bit FNV-1a hash of both,
 /// stable across releases. A collision only makes a look-up read one more event, whose
 /// body it then checks.
-pub(super) fn external_key(workspace_id: &str, external_id: &str) -> i64 {
+pub(crate) fn external_key(workspace_id: &str, external_id: &str) -> i64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in workspace_id.bytes().chain([0]).chain(external_id.bytes()) {
         h ^= u64::from(b);

@@ -1,0 +1,334 @@
+//! Deliveries per second with 1, 2 and 4 sender processes on one PostgreSQL database,
+//! beside the embedded SQLite store and `wrk` on the same loopback receiver, in one run.
+//!
+//! ```text
+//! cargo run --release -p postwire-sender --example pg_scale -- [--deliveries N] [--subscriptions N]
+//!     [--processes 1,2,4] [--skip-wrk]
+//! ```
+//!
+//! Each case publishes every event first (10 subscriptions by default, 1 KiB events each
+//! about another post), then starts the dispatchers and times the drain, from their
+//! start to the last `2xx`: what is measured is dispatching, the part that scales out.
+//! The PostgreSQL cases run each dispatcher in a process of its own (this example,
+//! started again with `--worker URL`) on a throwaway cluster (`postwire-testpg`, socket
+//! only); the receiver and the publisher stay in this process. **CPU per delivery** is
+//! the user + system time of this process, the worker processes and the cluster's
+//! server processes over the drain, divided by the deliveries: on a machine with fewer
+//! cores than processes, it is the figure to compare, since the rate is bounded by the
+//! cores. `wrk -t2 -c64 -d5s` runs before and after, against the same receiver.
+
+use std::convert::Infallible;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use postwire_core::{CreatedByKind, Integration, PostState, SystemClock, Timestamp};
+use postwire_sender::{
+    DomainChange, NewSubscription, PostChange, PostChangeKind, PostRecord, Sender, SenderConfig, Workspace,
+};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn config() -> SenderConfig {
+    SenderConfig {
+        max_in_flight: 256,
+        max_in_flight_per_subscription: 32,
+        ..SenderConfig::default()
+    }
+    .dangerously_allow_insecure_local_urls()
+}
+
+async fn start_receiver(ok: Arc<AtomicUsize>) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            let ok = ok.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |req: Request<hyper::body::Incoming>| {
+                    let ok = ok.clone();
+                    async move {
+                        use http_body_util::BodyExt;
+                        let _ = req.into_body().collect().await;
+                        ok.fetch_add(1, Ordering::Relaxed);
+                        Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
+                    }
+                });
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+fn post_change(i: usize) -> DomainChange {
+    PostChange {
+        workspace_id: "ws_bench".into(),
+        post: PostRecord {
+            id: format!("post-{i}"),
+            external_id: format!("ext-{i}-{}", "x".repeat(700)),
+            group: "group-1".into(),
+            state: PostState::Queue,
+            is_draft: false,
+            publish_date: Timestamp::from_unix_millis(1_800_000_000_000),
+            integration: Integration {
+                id: "acc-1".into(),
+                name: "Bench account".into(),
+                provider_identifier: "x".into(),
+                picture: None,
+            },
+            release_url: None,
+            release_id: None,
+            error: None,
+            content: String::new(),
+        },
+        kind: PostChangeKind::Scheduled,
+    }
+    .into()
+}
+
+/// Subscriptions to the receiver, then every event, published before any dispatching.
+async fn prepare(sender: &Sender, url: &str, subscriptions: usize, events: usize) {
+    sender
+        .upsert_workspace(Workspace {
+            id: "ws_bench".into(),
+            name: "bench".into(),
+        })
+        .await
+        .unwrap();
+    for i in 0..subscriptions {
+        sender
+            .create_subscription(NewSubscription {
+                workspace_id: "ws_bench".into(),
+                name: format!("s{i}"),
+                url: url.to_owned(),
+                events: vec![],
+                integration_ids: vec![],
+                created_by_kind: CreatedByKind::ApiToken,
+            })
+            .await
+            .unwrap();
+    }
+    let mut i = 0;
+    while i < events {
+        let n = 100.min(events - i);
+        sender
+            .publish_many((i..i + n).map(post_change).collect())
+            .await
+            .unwrap();
+        i += n;
+    }
+}
+
+/// User + system CPU ticks of process `pid` (0 when it is gone).
+fn ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let Some(close) = stat.rfind(')') else { return 0 };
+    let f: Vec<&str> = stat[close + 2..].split_whitespace().collect();
+    let field = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    field(11) + field(12)
+}
+
+/// The cluster's server processes: the postmaster (first line of `postmaster.pid`) and
+/// its children.
+fn cluster_pids(socket_dir: &std::path::Path) -> Vec<u32> {
+    let Some(master) = std::fs::read_to_string(socket_dir.join("data/postmaster.pid"))
+        .ok()
+        .and_then(|s| s.lines().next().and_then(|l| l.trim().parse::<u32>().ok()))
+    else {
+        return Vec::new();
+    };
+    let mut pids = vec![master];
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let ppid = stat
+            .rfind(')')
+            .and_then(|c| stat[c + 2..].split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(master) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+fn total_ticks(pids: &[u32]) -> u64 {
+    pids.iter().map(|p| ticks(*p)).sum()
+}
+
+async fn wait_for(ok: &AtomicUsize, target: usize) {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while ok.load(Ordering::Relaxed) < target {
+        assert!(Instant::now() < deadline, "not drained in 10 minutes");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+struct Row {
+    case: String,
+    rate: f64,
+    cpu_us: f64,
+}
+
+fn run_wrk(url: &str) -> Option<f64> {
+    let dir = tempfile::tempdir().ok()?;
+    let script = dir.path().join("post.lua");
+    std::fs::write(
+        &script,
+        format!(
+            "wrk.method = \"POST\"\nwrk.body = \"{}\"\nwrk.headers[\"content-type\"] = \"application/json\"\n",
+            "x".repeat(1024)
+        ),
+    )
+    .ok()?;
+    let out = Command::new("wrk")
+        .args(["-t2", "-c64", "-d5s", "-s", script.to_str()?, url])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find(|l| l.starts_with("Requests/sec:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+async fn worker(url: String) {
+    let sender = Sender::open_postgres(&url, config(), Arc::new(SystemClock))
+        .await
+        .unwrap();
+    let _dispatcher = sender.start();
+    std::future::pending::<()>().await;
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    if args.get(1).map(String::as_str) == Some("--worker") {
+        rt.block_on(worker(args[2].clone()));
+        return;
+    }
+    let arg = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let deliveries: usize = arg("--deliveries").map_or(20_000, |v| v.parse().unwrap());
+    let subscriptions: usize = arg("--subscriptions").map_or(10, |v| v.parse().unwrap());
+    let processes: Vec<usize> = arg("--processes")
+        .unwrap_or_else(|| "1,2,4".into())
+        .split(',')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let skip_wrk = args.iter().any(|a| a == "--skip-wrk");
+    let events = deliveries / subscriptions;
+    let deliveries = events * subscriptions;
+    rt.block_on(async move {
+        let ok = Arc::new(AtomicUsize::new(0));
+        let addr = start_receiver(ok.clone()).await;
+        let url = format!("http://{addr}/hook");
+        let wrk_before = if skip_wrk { None } else { run_wrk(&url) };
+        let mut rows = Vec::new();
+
+        // SQLite: one process (this one).
+        {
+            let dir = tempfile::tempdir().unwrap();
+            let sender = Sender::open_sqlite(dir.path().join("b.db"), config(), Arc::new(SystemClock))
+                .await
+                .unwrap();
+            prepare(&sender, &url, subscriptions, events).await;
+            let base = ok.load(Ordering::Relaxed);
+            let cpu0 = ticks(std::process::id());
+            let t0 = Instant::now();
+            let dispatcher = sender.start();
+            wait_for(&ok, base + deliveries).await;
+            let elapsed = t0.elapsed();
+            let cpu = ticks(std::process::id()) - cpu0;
+            dispatcher.shutdown().await;
+            rows.push(Row {
+                case: "SQLite, 1 process".into(),
+                rate: deliveries as f64 / elapsed.as_secs_f64(),
+                cpu_us: cpu as f64 * 10_000.0 / deliveries as f64,
+            });
+        }
+
+        let cluster = postwire_testpg::Cluster::start().expect("a throwaway PostgreSQL cluster");
+        for (i, n) in processes.iter().enumerate() {
+            let name = format!("b{i}");
+            cluster.create_database(&name).unwrap();
+            let db_url = cluster.url(&name);
+            let publisher = Sender::open_postgres(&db_url, config(), Arc::new(SystemClock)).await.unwrap();
+            prepare(&publisher, &url, subscriptions, events).await;
+            let base = ok.load(Ordering::Relaxed);
+            let pg_pids = cluster_pids(cluster.socket_dir());
+            let pg0 = total_ticks(&pg_pids);
+            let me0 = ticks(std::process::id());
+            let t0 = Instant::now();
+            let mut children: Vec<Child> = (0..*n)
+                .map(|_| {
+                    Command::new(std::env::current_exe().unwrap())
+                        .args(["--worker", &db_url])
+                        .stdout(Stdio::null())
+                        .spawn()
+                        .unwrap()
+                })
+                .collect();
+            wait_for(&ok, base + deliveries).await;
+            let elapsed = t0.elapsed();
+            let child_ticks: u64 = children.iter().map(|c| ticks(c.id())).sum();
+            // Backends started during the drain are the workers' connections.
+            let pg_now = cluster_pids(cluster.socket_dir());
+            let pg = total_ticks(&pg_now).saturating_sub(pg0);
+            let me = ticks(std::process::id()) - me0;
+            for c in &mut children {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            drop(publisher);
+            let cpu = child_ticks + pg + me;
+            rows.push(Row {
+                case: format!("PostgreSQL, {n} process{}", if *n == 1 { "" } else { "es" }),
+                rate: deliveries as f64 / elapsed.as_secs_f64(),
+                cpu_us: cpu as f64 * 10_000.0 / deliveries as f64,
+            });
+            eprintln!("  {} done", rows.last().unwrap().case);
+        }
+        let wrk_after = if skip_wrk { None } else { run_wrk(&url) };
+
+        println!(
+            "{deliveries} deliveries ({events} events x {subscriptions} subscriptions, 1 KiB), drained after publishing; {} cores",
+            std::thread::available_parallelism().map_or(0, |n| n.get())
+        );
+        println!("{:<26} {:>14} {:>20}", "case", "deliveries/s", "CPU us/delivery");
+        for r in &rows {
+            println!("{:<26} {:>14.0} {:>20.0}", r.case, r.rate, r.cpu_us);
+        }
+        match (wrk_before, wrk_after) {
+            (Some(a), Some(b)) => println!("wrk -t2 -c64 -d5s, same receiver: {a:.0} req/s before, {b:.0} after"),
+            _ => println!("wrk: skipped or not installed"),
+        }
+    });
+}

@@ -1,0 +1,266 @@
+//! The store conformance suite: the same tests against every backend (SQLite, and
+//! PostgreSQL in a throwaway cluster), so both keep the invariants of [`super`] alike.
+//! Backend-specific tests (schema versions, query plans, several processes on one
+//! database) live beside each backend.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use postwire_core::{CreatedByKind, Event, Secret, SubscriptionStatus, Timestamp};
+
+use super::postgres::PostgresStore;
+use super::sqlite::SqliteStore;
+use super::{ClaimRequest, DeliveryCounts, FinishedAttempt, NextState, Store};
+use crate::events::BuiltEvent;
+use crate::model::{AttemptErrorKind, AttemptOutcome, StoredSubscription, Workspace};
+
+/// Which backend a test runs against.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// What keeps a test's database alive (a temp dir, or a database in the test cluster).
+pub(crate) type Guard = Box<dyn std::any::Any + Send>;
+
+impl Backend {
+    /// A new, empty store.
+    pub(crate) async fn open(self) -> (Guard, Arc<dyn Store>) {
+        match self {
+            Backend::Sqlite => {
+                let dir = tempfile::tempdir().unwrap();
+                let store = SqliteStore::open(dir.path().join("s.db")).unwrap();
+                (Box::new(dir), Arc::new(store))
+            }
+            Backend::Postgres => {
+                let db = postwire_testpg::database();
+                let store = PostgresStore::connect(db.url()).await.unwrap();
+                (Box::new(db), Arc::new(store))
+            }
+        }
+    }
+}
+
+/// Runs each named test against every backend: `sqlite::<name>` and `postgres::<name>`.
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::Backend::Sqlite).await
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::Backend::Postgres).await
+                }
+            )*
+        }
+    };
+}
+
+/// A store with workspace `ws` and one subscription, and the time of the tests.
+pub(crate) async fn store_with_a_subscription(backend: Backend) -> (Guard, Arc<dyn Store>, Timestamp) {
+    use postwire_core::Subscription;
+    let (dir, store) = backend.open().await;
+    let t0 = Timestamp::from_unix_millis(1_800_000_000_000);
+    store
+        .upsert_workspace(Workspace {
+            id: "ws".into(),
+            name: "ws".into(),
+        })
+        .await
+        .unwrap();
+    store
+        .insert_subscription(
+            StoredSubscription {
+                workspace_id: "ws".into(),
+                subscription: Subscription {
+                    id: "wh_1".into(),
+                    name: "s".into(),
+                    url: "https://example.com/hook".into(),
+                    events: vec![],
+                    integrations: vec![],
+                    status: SubscriptionStatus::Enabled,
+                    created_by_kind: CreatedByKind::ApiToken,
+                    consecutive_failures: 0,
+                    last_success_at: None,
+                    created_at: t0,
+                },
+                secret: Secret::generate().unwrap(),
+                previous_secret: None,
+                failing_since: None,
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    (dir, store, t0)
+}
+
+pub(crate) fn test_event(at: Timestamp) -> BuiltEvent {
+    let change = crate::events::TestEvent {
+        workspace_id: "ws".into(),
+        subscription_id: None,
+        message: "m".into(),
+    }
+    .into();
+    crate::events::build_event(&change, Event::generate_id(at).unwrap(), at)
+        .unwrap()
+        .unwrap()
+}
+
+pub(crate) fn claim_at(now: Timestamp) -> ClaimRequest {
+    ClaimRequest {
+        now,
+        limit: 10_000,
+        lease_until: now.add_millis(120_000),
+        owner: "test".into(),
+        per_subscription_limit: 10_000,
+        in_flight: HashMap::new(),
+    }
+}
+
+async fn a_claimed_delivery_whose_outcome_is_never_written_is_claimed_again_when_its_lease_ends(backend: Backend) {
+    let (_dir, store, t0) = store_with_a_subscription(backend).await;
+    assert_eq!(store.enqueue(vec![test_event(t0)], t0, None).await.unwrap(), vec![1]);
+    let first = store.claim(claim_at(t0)).await.unwrap();
+    assert_eq!(first.len(), 1);
+    // Nothing recorded (as if the outcome's write failed): leased, so not claimable...
+    assert!(store.claim(claim_at(t0.add_millis(119_999))).await.unwrap().is_empty());
+    // ...until the lease ends, with no other write to the subscription in between.
+    let again = store.claim(claim_at(t0.add_millis(120_000))).await.unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].id, first[0].id);
+    assert_eq!(again[0].body, first[0].body);
+}
+
+/// A first claim takes what it needs from memory (`fresh.rs`); a retry must read the
+/// row, with its attempt count, from the file.
+async fn a_retried_delivery_is_claimed_with_its_attempt_count_and_the_same_body(backend: Backend) {
+    let (_dir, store, t0) = store_with_a_subscription(backend).await;
+    let event = test_event(t0);
+    let (id, body) = (event.event.id().to_owned(), event.body.clone());
+    store.enqueue(vec![event], t0, None).await.unwrap();
+    let first = store.claim(claim_at(t0)).await.unwrap();
+    assert_eq!(first.len(), 1);
+    assert_eq!((first[0].attempt, first[0].event_id.as_str()), (1, id.as_str()));
+    assert_eq!(first[0].body, body.as_bytes());
+    store
+        .record_attempts(
+            vec![FinishedAttempt {
+                delivery: first[0].id,
+                subscription_id: first[0].subscription_id.clone(),
+                attempt: 1,
+                started_at: t0,
+                duration_ms: 1,
+                outcome: AttemptOutcome::Error {
+                    error: AttemptErrorKind::Connection,
+                },
+                next: NextState::RetryAt(t0.add_millis(30_000)),
+            }],
+            t0,
+        )
+        .await
+        .unwrap();
+    let retry = store.claim(claim_at(t0.add_millis(30_000))).await.unwrap();
+    assert_eq!(retry.len(), 1);
+    assert_eq!((retry[0].id, retry[0].attempt), (first[0].id, 2));
+    assert_eq!(
+        (retry[0].event_id.as_str(), &retry[0].body),
+        (id.as_str(), &first[0].body)
+    );
+}
+
+/// In-memory state is keyed by delivery row (leases, `fresh.rs`): SQLite would give
+/// the row numbers of deleted deliveries again, the store does not.
+async fn delivery_rows_are_never_numbered_twice_while_the_store_is_open(backend: Backend) {
+    let (_dir, store, t0) = store_with_a_subscription(backend).await;
+    store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
+    let before = store.claim(claim_at(t0)).await.unwrap()[0].id;
+    let sub = store.subscription("wh_1".into()).await.unwrap().unwrap();
+    assert!(store.delete_subscription("wh_1".into()).await.unwrap());
+    // The same subscription again, with none of its old deliveries left.
+    store.insert_subscription(sub, None).await.unwrap();
+    store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
+    let after = store.claim(claim_at(t0)).await.unwrap()[0].id;
+    assert!(after.0 > before.0, "{after:?} after {before:?}");
+}
+
+/// Claims read a snapshot on their own connection while writes commit: a claim whose
+/// snapshot missed a commit must not leave that commit's deliveries unclaimable.
+async fn claims_beside_commits_leave_no_published_delivery_unclaimable(backend: Backend) {
+    const EVENTS: usize = 400;
+    let (_dir, store, t0) = store_with_a_subscription(backend).await;
+    let publisher = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            for _ in 0..EVENTS {
+                store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
+            }
+        })
+    };
+    let mut claimed = 0;
+    while !publisher.is_finished() {
+        claimed += store.claim(claim_at(t0)).await.unwrap().len();
+    }
+    publisher.await.unwrap();
+    // What is left is claimable now, by the store's own hints.
+    claimed += store.claim(claim_at(t0)).await.unwrap().len();
+    assert_eq!(claimed, EVENTS);
+}
+/// A first request that died after beginning its key (no work committed) holds the key
+/// for the lease only; then a retry starts it afresh, and the dead request's lease can
+/// no longer complete it, so its work could never commit beside the retry's.
+async fn an_idempotency_key_whose_request_died_is_taken_over_after_its_lease_and_fenced(backend: Backend) {
+    use crate::idempotency::{Completion, Decision, IN_PROGRESS_LEASE_MS, IdempotencyKey, Response};
+    let (_dir, store, t0) = store_with_a_subscription(backend).await;
+    let key = IdempotencyKey::new("tok", "k", b"request").unwrap();
+    let Decision::Start { lease_until_ms: dead } = store.begin_idempotent(key.clone(), t0).await.unwrap() else {
+        panic!("a new key starts")
+    };
+    let retry_early = store.begin_idempotent(key.clone(), t0.add_millis(1_000)).await.unwrap();
+    assert_eq!(retry_early, Decision::InProgress);
+    let later = t0.add_millis(IN_PROGRESS_LEASE_MS);
+    let Decision::Start { lease_until_ms: live } = store.begin_idempotent(key.clone(), later).await.unwrap() else {
+        panic!("taken over once the lease ended")
+    };
+    let completion = |lease_until_ms| Completion {
+        key: key.clone(),
+        lease_until_ms,
+        response: Response::FromCounts(Box::new(|counts| format!("{counts:?}"))),
+        created: None,
+    };
+    // The dead request's commit fails, and takes its events with it.
+    assert!(
+        store
+            .enqueue(vec![test_event(later)], later, Some(completion(dead)))
+            .await
+            .is_err()
+    );
+    assert_eq!(store.delivery_counts(None).await.unwrap(), DeliveryCounts::default());
+    assert_eq!(
+        store
+            .enqueue(vec![test_event(later)], later, Some(completion(live)))
+            .await
+            .unwrap(),
+        vec![1]
+    );
+    assert_eq!(
+        store.begin_idempotent(key.clone(), later.add_millis(1)).await.unwrap(),
+        Decision::Replay("[1]".into())
+    );
+}
+
+conformance!(
+    a_claimed_delivery_whose_outcome_is_never_written_is_claimed_again_when_its_lease_ends,
+    a_retried_delivery_is_claimed_with_its_attempt_count_and_the_same_body,
+    delivery_rows_are_never_numbered_twice_while_the_store_is_open,
+    claims_beside_commits_leave_no_published_delivery_unclaimable,
+    an_idempotency_key_whose_request_died_is_taken_over_after_its_lease_and_fenced,
+);

@@ -1,0 +1,413 @@
+//! The shared store: PostgreSQL, so that several sender processes (on one machine or
+//! many) dispatch from one queue.
+//!
+//! **Driver.** `tokio-postgres` with the `deadpool-postgres` pool: the plain async
+//! protocol driver the Rust ecosystem builds on, with per-connection prepared-statement
+//! caches (one round trip per statement after the first), pipelining, and `LISTEN` through
+//! the connection's message stream, and no compile-time query checking that would need a
+//! database at build time (sqlx's macros). It adds a handful of small crates, where sqlx
+//! would add its own runtime layer.
+//!
+//! **Same behaviour as SQLite.** The tables, delivery states (0 pending head, 1 held,
+//! 2 delivered, 3 failed, 4 expired, 5 waiting) and statements mirror `store/sqlite`;
+//! the decisions are the same pure functions ([`crate::routing`], [`crate::ordering`],
+//! [`crate::health`], [`crate::idempotency`]) called inside the transactions. What
+//! differs is what several processes need:
+//!
+//! * **Leases in the table.** A claim sets `lease_owner` and `lease_until` on the rows
+//!   it takes; a row is claimable when it heads its queue, is due, and has no lease or
+//!   one that has ended. Recording the outcome clears the lease. A process that dies
+//!   (SIGKILL, lost network) loses its leases when they end, and another process claims
+//!   the deliveries again (at least once, same `webhook-id`). [`Store::recover`] releases
+//!   only the given owner's leases.
+//! * **Claims** pick due heads with `FOR UPDATE SKIP LOCKED`, one subscription at a
+//!   time, under a transaction-scoped advisory lock of that subscription taken with
+//!   `pg_try_advisory_xact_lock` (a subscription another process is claiming right now is
+//!   skipped, not waited for). Under that lock the subscription's leased, unfinished rows
+//!   are counted, so the per-subscription in-flight limit holds across processes.
+//! * **Serialisation of the queue moves.** Every write that changes a subscription's
+//!   queues takes its subscription rows' locks first, in row order: publishes `FOR SHARE`
+//!   (publishes run side by side), recording outcomes, pause and resume `FOR UPDATE`
+//!   (they exclude publishes to the same subscriptions). Two publishes to one (subscription,
+//!   ordering key) also take a transaction advisory lock of that key, in key order, so
+//!   they cannot both see the key free and make two queue heads. The result: at most
+//!   one head per queue, whatever the processes do.
+//! * **Wake-ups.** A write that makes a delivery due sends `NOTIFY postwire_due` in its
+//!   transaction; each store listens on a connection of its own (`listen.rs`) and wakes
+//!   its dispatcher, which otherwise polls (`idle_poll`) as with SQLite.
+//! * **Connection loss.** A transaction that fails because the connection broke or the
+//!   server is restarting (or on a deadlock or serialisation failure) is run again from
+//!   the start, with a backoff, for up to [`PostgresOptions::retry_for`]; a failure while
+//!   committing is not retried (its outcome is unknown) and is returned as an error, so a
+//!   publish is acknowledged only when committed. Nothing accepted is lost.
+//!
+//! Files: `schema.rs` (tables, version, migrations), `queue.rs` (enqueue, claim, pause,
+//! resume, recover), `outcomes.rs` (recording attempts), `registry.rs`, `reads.rs`,
+//! `idempotency.rs`, `listen.rs`.
+
+mod idempotency;
+mod listen;
+mod outcomes;
+mod queue;
+mod reads;
+mod registry;
+mod schema;
+#[cfg(test)]
+mod tests;
+
+pub use schema::{SCHEMA_VERSION, register_workspaces};
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use postwire_core::{Event, Integration, Secret, Timestamp};
+use tokio_postgres::NoTls;
+use tokio_postgres::error::SqlState;
+
+use super::{
+    BoxFuture, ClaimRequest, ClaimedDelivery, DeliveryCounts, FinishedAttempt, PausedByFailures, Store, StoreResult,
+};
+use crate::error::SenderError;
+use crate::events::BuiltEvent;
+use crate::idempotency::{Completion, Decision, IdempotencyKey};
+use crate::model::{DeliveryRecord, Notification, ResumeSummary, StoredSubscription, SubscriptionChanges, Workspace};
+
+const PENDING: i64 = 0;
+const HELD: i64 = 1;
+const DELIVERED: i64 = 2;
+const FAILED: i64 = 3;
+const EXPIRED: i64 = 4;
+const WAITING: i64 = 5;
+
+/// The channel of the wake-ups.
+const CHANNEL: &str = "postwire_due";
+
+/// Default of [`PostgresOptions::pool_size`].
+pub const DEFAULT_POOL_SIZE: usize = 16;
+/// Default of [`PostgresOptions::retry_for`].
+pub const DEFAULT_RETRY_FOR: Duration = Duration::from_secs(60);
+
+/// How to connect.
+#[derive(Debug, Clone)]
+pub struct PostgresOptions {
+    /// Most connections in the pool (default [`DEFAULT_POOL_SIZE`]); the wake-up listener
+    /// uses one more.
+    pub pool_size: usize,
+    /// How long a transaction that failed on a lost connection (or a deadlock) is tried
+    /// again before the error is returned (default [`DEFAULT_RETRY_FOR`]).
+    pub retry_for: Duration,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        PostgresOptions {
+            pool_size: DEFAULT_POOL_SIZE,
+            retry_for: DEFAULT_RETRY_FOR,
+        }
+    }
+}
+
+/// The PostgreSQL store. Cheap to clone; clones share the pool and the listener.
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: Pool,
+    retry_for: Duration,
+    wake: Arc<tokio::sync::Notify>,
+    _listener: Arc<listen::Listener>,
+    description: Arc<str>,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("database", &self.description)
+            .finish()
+    }
+}
+
+/// Why a transaction failed, and so whether it may be run again.
+#[derive(Debug)]
+pub(crate) enum PgErr {
+    /// A statement failed.
+    Db(tokio_postgres::Error),
+    /// The commit failed: whether it took effect is unknown, so it is not retried.
+    Commit(tokio_postgres::Error),
+    /// No connection could be had.
+    Pool(deadpool_postgres::PoolError),
+    /// A stored value could not be read, or a rule refused the write.
+    Data(String),
+}
+
+impl From<tokio_postgres::Error> for PgErr {
+    fn from(e: tokio_postgres::Error) -> Self {
+        PgErr::Db(e)
+    }
+}
+
+impl std::fmt::Display for PgErr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PgErr::Db(e) => write!(f, "{}", describe(e)),
+            PgErr::Commit(e) => write!(f, "commit failed: {}", describe(e)),
+            PgErr::Pool(e) => write!(f, "no database connection: {e}"),
+            PgErr::Data(e) => f.write_str(e),
+        }
+    }
+}
+
+/// The server's message when there is one (the driver's own `Display` says only "db
+/// error").
+fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{}: {}", db.code().code(), db.message()),
+        None => e.to_string(),
+    }
+}
+
+/// A value read from a row that is not what the schema says.
+pub(crate) fn data(e: impl std::fmt::Display) -> PgErr {
+    PgErr::Data(e.to_string())
+}
+
+impl PgErr {
+    /// Failures that running the whole transaction again can cure.
+    fn retryable(&self) -> bool {
+        match self {
+            PgErr::Pool(_) => true,
+            PgErr::Db(e) => {
+                if e.is_closed() {
+                    return true;
+                }
+                match e.code() {
+                    Some(code) => {
+                        [
+                            SqlState::T_R_SERIALIZATION_FAILURE,
+                            SqlState::T_R_DEADLOCK_DETECTED,
+                            SqlState::ADMIN_SHUTDOWN,
+                            SqlState::CRASH_SHUTDOWN,
+                            SqlState::CANNOT_CONNECT_NOW,
+                        ]
+                        .contains(code)
+                            || code.code().starts_with("08")
+                    }
+                    // No server error: the socket failed (io), or the connection ended.
+                    None => std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>()),
+                }
+            }
+            PgErr::Commit(_) | PgErr::Data(_) => false,
+        }
+    }
+}
+
+/// A pooled connection, owned by one transaction's future.
+pub(crate) type Client = deadpool_postgres::Object;
+
+impl PostgresStore {
+    /// Connects to the database at `url` (`postgres://user:password@host:port/db`, or
+    /// a socket directory as a percent-encoded host), brings its schema up to date, and
+    /// starts listening for wake-ups.
+    pub async fn connect(url: &str) -> StoreResult<Self> {
+        Self::connect_with(url, PostgresOptions::default()).await
+    }
+
+    /// Connects with options. A URL that is not a PostgreSQL URL is `invalid_request`;
+    /// a database of a newer schema version is refused.
+    pub async fn connect_with(url: &str, options: PostgresOptions) -> StoreResult<Self> {
+        let config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| SenderError::invalid(format!("not a PostgreSQL URL: {e}")))?;
+        let description: Arc<str> = describe_config(&config).into();
+        let manager = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(options.pool_size.max(1))
+            .runtime(Runtime::Tokio1)
+            .create_timeout(Some(Duration::from_secs(10)))
+            .wait_timeout(Some(Duration::from_secs(30)))
+            .build()
+            .map_err(SenderError::storage)?;
+        let wake = Arc::new(tokio::sync::Notify::new());
+        let store = PostgresStore {
+            pool,
+            retry_for: options.retry_for,
+            wake: wake.clone(),
+            _listener: Arc::new(listen::Listener::start(config, wake)),
+            description,
+        };
+        schema::migrate(&store).await?;
+        Ok(store)
+    }
+
+    /// Runs `f` (one transaction, on a pooled connection) until it succeeds, fails for
+    /// good, or failures that a new connection could cure have gone on for `retry_for`.
+    pub(crate) async fn run<T: Send + 'static>(
+        &self,
+        what: &'static str,
+        f: impl Fn(Client) -> BoxFuture<'static, Result<T, PgErr>> + Send + Sync,
+    ) -> StoreResult<T> {
+        let started = Instant::now();
+        let mut backoff = Duration::from_millis(20);
+        loop {
+            let result = match self.pool.get().await {
+                Ok(client) => f(client).await,
+                Err(e) => Err(PgErr::Pool(e)),
+            };
+            match result {
+                Ok(v) => return Ok(v),
+                Err(e) if e.retryable() && started.elapsed() < self.retry_for => {
+                    tracing::warn!(operation = what, error = %e, "database unavailable; trying again");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                }
+                Err(e) => return Err(SenderError::storage(format!("{what}: {e}"))),
+            }
+        }
+    }
+}
+
+/// Where the store is connected, without the password (for `Debug` and logs).
+fn describe_config(config: &tokio_postgres::Config) -> String {
+    let host = config
+        .get_hosts()
+        .first()
+        .map(|h| match h {
+            tokio_postgres::config::Host::Tcp(h) => h.clone(),
+            tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+        })
+        .unwrap_or_default();
+    format!(
+        "{}@{host}/{}",
+        config.get_user().unwrap_or(""),
+        config.get_dbname().unwrap_or("")
+    )
+}
+
+pub(crate) fn ts(millis: i64) -> Timestamp {
+    Timestamp::from_unix_millis(millis)
+}
+
+pub(crate) fn opt_ts(millis: Option<i64>) -> Option<Timestamp> {
+    millis.map(ts)
+}
+
+impl Store for PostgresStore {
+    fn recover(&self, owner: String) -> BoxFuture<'_, StoreResult<u64>> {
+        Box::pin(queue::recover(self, owner))
+    }
+    fn upsert_workspace(&self, workspace: Workspace) -> BoxFuture<'_, StoreResult<()>> {
+        Box::pin(registry::upsert_workspace(self, workspace))
+    }
+    fn workspace(&self, id: String) -> BoxFuture<'_, StoreResult<Option<Workspace>>> {
+        Box::pin(registry::workspace(self, id))
+    }
+    fn upsert_integration(&self, workspace_id: String, integration: Integration) -> BoxFuture<'_, StoreResult<()>> {
+        Box::pin(registry::upsert_integration(self, workspace_id, integration))
+    }
+    fn integrations(&self, workspace_id: String, ids: Vec<String>) -> BoxFuture<'_, StoreResult<Vec<Integration>>> {
+        Box::pin(registry::integrations(self, workspace_id, ids))
+    }
+    fn insert_subscription(
+        &self,
+        subscription: StoredSubscription,
+        completion: Option<Completion>,
+    ) -> BoxFuture<'_, StoreResult<()>> {
+        Box::pin(registry::insert_subscription(self, subscription, completion))
+    }
+    fn subscription(&self, id: String) -> BoxFuture<'_, StoreResult<Option<StoredSubscription>>> {
+        Box::pin(registry::subscription(self, id))
+    }
+    fn list_subscriptions(&self, workspace_id: String) -> BoxFuture<'_, StoreResult<Vec<StoredSubscription>>> {
+        Box::pin(registry::list_subscriptions(self, workspace_id))
+    }
+    fn update_subscription(&self, id: String, changes: SubscriptionChanges) -> BoxFuture<'_, StoreResult<bool>> {
+        Box::pin(registry::update_subscription(self, id, changes))
+    }
+    fn delete_subscription(&self, id: String) -> BoxFuture<'_, StoreResult<bool>> {
+        Box::pin(registry::delete_subscription(self, id))
+    }
+    fn pause(&self, id: String, reason: String) -> BoxFuture<'_, StoreResult<bool>> {
+        Box::pin(queue::pause(self, id, reason))
+    }
+    fn resume(
+        &self,
+        id: String,
+        now: Timestamp,
+        hold_cutoff: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Option<ResumeSummary>>> {
+        Box::pin(queue::resume(self, id, now, hold_cutoff))
+    }
+    fn rotate_secret(
+        &self,
+        id: String,
+        new_secret: Secret,
+        previous_until: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<bool>> {
+        Box::pin(registry::rotate_secret(self, id, new_secret, previous_until))
+    }
+    fn enqueue(
+        &self,
+        events: Vec<BuiltEvent>,
+        now: Timestamp,
+        completion: Option<Completion>,
+    ) -> BoxFuture<'_, StoreResult<Vec<usize>>> {
+        Box::pin(queue::enqueue(self, events, now, completion))
+    }
+    fn begin_idempotent(&self, key: IdempotencyKey, now: Timestamp) -> BoxFuture<'_, StoreResult<Decision>> {
+        Box::pin(idempotency::begin(self, key, now))
+    }
+    fn abandon_idempotent(&self, key: IdempotencyKey, lease_until_ms: i64) -> BoxFuture<'_, StoreResult<()>> {
+        Box::pin(idempotency::abandon(self, key, lease_until_ms))
+    }
+    fn claim(&self, request: ClaimRequest) -> BoxFuture<'_, StoreResult<Vec<ClaimedDelivery>>> {
+        Box::pin(queue::claim(self, request))
+    }
+    fn next_due_at(&self) -> BoxFuture<'_, StoreResult<Option<Timestamp>>> {
+        Box::pin(queue::next_due_at(self))
+    }
+    fn record_attempts(
+        &self,
+        attempts: Vec<FinishedAttempt>,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Vec<PausedByFailures>>> {
+        Box::pin(outcomes::record_attempts(self, attempts, now))
+    }
+    fn list_deliveries(
+        &self,
+        subscription_id: String,
+        before: Option<i64>,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<Vec<DeliveryRecord>>> {
+        Box::pin(reads::list_deliveries(self, subscription_id, before, limit))
+    }
+    fn posts_with_external_id(
+        &self,
+        workspace_id: String,
+        external_id: String,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<Vec<String>>> {
+        Box::pin(reads::posts_with_external_id(self, workspace_id, external_id, limit))
+    }
+    fn events_for_post(
+        &self,
+        workspace_id: String,
+        post_id: String,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<Vec<Event>>> {
+        Box::pin(reads::events_for_post(self, workspace_id, post_id, limit))
+    }
+    fn notifications(&self, workspace_id: String, limit: usize) -> BoxFuture<'_, StoreResult<Vec<Notification>>> {
+        Box::pin(reads::notifications(self, workspace_id, limit))
+    }
+    fn delivery_counts(&self, subscription_id: Option<String>) -> BoxFuture<'_, StoreResult<DeliveryCounts>> {
+        Box::pin(reads::delivery_counts(self, subscription_id))
+    }
+    fn wakeups(&self) -> Option<Arc<tokio::sync::Notify>> {
+        Some(self.wake.clone())
+    }
+}

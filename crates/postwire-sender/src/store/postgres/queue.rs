@@ -1,0 +1,484 @@
+//! The delivery queue: enqueue (an event and its deliveries, one transaction), claim
+//! (due queue heads, leased in the table), and the moves of a whole subscription's
+//! queue (pause holds it, resume expires and re-sorts it). The statements are the SQLite
+//! store's; the locks that make them safe between processes are described in the module
+//! doc of `postgres`.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use deadpool_postgres::Transaction;
+use postwire_core::{EventType, Integration, Secret, Signer};
+
+use super::*;
+use crate::model::DeliveryId;
+use crate::ordering::{self, Placement, ordering_hash};
+use crate::routing::{self, Route, Routed};
+
+/// The namespace (first key) of the two-key advisory locks claims take per subscription.
+const CLAIM_LOCK: i32 = 0x7077; // "pw"
+
+/// Does (subscription, key) have an unfinished delivery? Then a new one waits behind it.
+const KEY_OPEN_SQL: &str = "SELECT 1 FROM deliveries
+     WHERE sub_seq = $1 AND okey = $2 AND finished_at IS NULL LIMIT 1";
+
+/// Makes the earliest waiting delivery of each (subscription $1[i], key $2[i]) queue its
+/// head, due at $3.
+pub(super) const PROMOTE_MANY_SQL: &str = "UPDATE deliveries SET state = 0, due_at = $3 WHERE seq IN (
+     SELECT (SELECT w.seq FROM deliveries w
+             WHERE w.sub_seq = k.sub AND w.okey = k.okey AND w.finished_at IS NULL AND w.state = 5
+             ORDER BY w.seq LIMIT 1)
+     FROM unnest($1::bigint[], $2::bigint[]) AS k(sub, okey))";
+
+/// Holds a subscription's unfinished deliveries, heads and waiting ones alike (their
+/// leases stay: an attempt in flight still ends, and resume must not expire it).
+const HOLD_SQL: &str = "UPDATE deliveries SET state = 1 WHERE sub_seq = $1 AND state IN (0, 5)";
+
+/// The advisory lock of one (subscription, ordering key) queue, taken by publishes.
+fn queue_lock(sub_seq: i64, okey: i64) -> i64 {
+    okey ^ sub_seq.wrapping_mul(0x9e37_79b9_7f4a_7c15_u64 as i64)
+}
+
+/// Holds every unfinished delivery of a subscription (it is being paused).
+pub(super) async fn hold_unfinished(tx: &Transaction<'_>, sub_seq: i64) -> Result<(), PgErr> {
+    let st = tx.prepare_cached(HOLD_SQL).await?;
+    tx.execute(&st, &[&sub_seq]).await?;
+    Ok(())
+}
+
+/// Tells every listening process that something may be claimable (sent on commit).
+pub(super) async fn notify_due(tx: &Transaction<'_>) -> Result<(), PgErr> {
+    let st = tx.prepare_cached("SELECT pg_notify($1, '')").await?;
+    tx.execute(&st, &[&CHANNEL]).await?;
+    Ok(())
+}
+
+pub(super) async fn recover(store: &PostgresStore, owner: String) -> StoreResult<u64> {
+    store
+        .run("release leases", move |c: Client| {
+            let owner = owner.clone();
+            Box::pin(async move {
+                Ok(c.execute(
+                    "UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
+                     WHERE lease_owner = $1 AND lease_until IS NOT NULL",
+                    &[&owner],
+                )
+                .await?)
+            })
+        })
+        .await
+}
+
+pub(super) async fn pause(store: &PostgresStore, id: String, reason: String) -> StoreResult<bool> {
+    store
+        .run("pause", move |mut c: Client| {
+            let (id, reason) = (id.clone(), reason.clone());
+            Box::pin(async move {
+                let tx = c.transaction().await?;
+                let Some(row) = tx
+                    .query_opt(
+                        "UPDATE subscriptions SET paused_reason = $2 WHERE id = $1 RETURNING seq",
+                        &[&id, &reason],
+                    )
+                    .await?
+                else {
+                    return Ok(false);
+                };
+                hold_unfinished(&tx, row.get(0)).await?;
+                tx.commit().await.map_err(PgErr::Commit)?;
+                Ok(true)
+            })
+        })
+        .await
+}
+
+pub(super) async fn resume(
+    store: &PostgresStore,
+    id: String,
+    now: Timestamp,
+    cutoff: Timestamp,
+) -> StoreResult<Option<ResumeSummary>> {
+    store
+        .run("resume", move |mut c: Client| {
+            let id = id.clone();
+            Box::pin(async move {
+                let now_ms = now.unix_millis();
+                let tx = c.transaction().await?;
+                let Some(row) = tx
+                    .query_opt(
+                        "UPDATE subscriptions SET paused_reason = NULL, consecutive_failures = 0, failing_since = NULL
+                         WHERE id = $1 RETURNING seq",
+                        &[&id],
+                    )
+                    .await?
+                else {
+                    return Ok(None);
+                };
+                let seq: i64 = row.get(0);
+                // A delivery whose attempt is still in flight (in any process) is not
+                // expired under it: its outcome decides, and its successor must not
+                // start before that.
+                let expired = tx
+                    .execute(
+                        "UPDATE deliveries SET state = $4, finished_at = $2, lease_owner = NULL, lease_until = NULL
+                         WHERE sub_seq = $1 AND state = 1 AND created_at < $3
+                           AND NOT (lease_until IS NOT NULL AND lease_until > $2)",
+                        &[&seq, &now_ms, &cutoff.unix_millis(), &EXPIRED],
+                    )
+                    .await?;
+                // What is left is delivered in order: per key, the earliest is the head
+                // and the others wait behind it.
+                let waiting = tx
+                    .execute(
+                        "UPDATE deliveries d SET state = 5
+                         WHERE d.sub_seq = $1 AND d.state = 1 AND d.okey IS NOT NULL AND EXISTS (
+                             SELECT 1 FROM deliveries p
+                             WHERE p.sub_seq = $1 AND p.okey = d.okey AND p.finished_at IS NULL AND p.seq < d.seq)",
+                        &[&seq],
+                    )
+                    .await?;
+                let heads = tx
+                    .execute(
+                        "UPDATE deliveries SET state = 0, due_at = $2 WHERE sub_seq = $1 AND state = 1",
+                        &[&seq, &now_ms],
+                    )
+                    .await?;
+                if heads > 0 {
+                    notify_due(&tx).await?;
+                }
+                tx.commit().await.map_err(PgErr::Commit)?;
+                Ok(Some(ResumeSummary {
+                    released: waiting + heads,
+                    expired,
+                }))
+            })
+        })
+        .await
+}
+
+/// The routes of the subscriptions of `workspaces`, locked `FOR SHARE` in row order,
+/// with their row numbers, by workspace.
+async fn lock_routes(tx: &Transaction<'_>, workspaces: &[String]) -> Result<HashMap<String, Vec<(i64, Route)>>, PgErr> {
+    let st = tx
+        .prepare_cached(
+            "SELECT id, events, integrations, paused_reason IS NOT NULL, seq, workspace_id FROM subscriptions
+             WHERE workspace_id = ANY($1) ORDER BY seq FOR SHARE",
+        )
+        .await?;
+    let mut routes: HashMap<String, Vec<(i64, Route)>> = workspaces.iter().map(|w| (w.clone(), Vec::new())).collect();
+    for r in tx.query(&st, &[&workspaces]).await? {
+        let events: Vec<EventType> = serde_json::from_str(r.try_get::<_, &str>(1)?).map_err(data)?;
+        let integrations: Vec<Integration> = serde_json::from_str(r.try_get::<_, &str>(2)?).map_err(data)?;
+        let route = Route {
+            id: r.try_get(0)?,
+            events,
+            integration_ids: integrations.into_iter().map(|i| i.id).collect(),
+            paused: r.try_get(3)?,
+        };
+        routes.entry(r.try_get(5)?).or_default().push((r.try_get(4)?, route));
+    }
+    Ok(routes)
+}
+
+pub(super) async fn enqueue(
+    store: &PostgresStore,
+    events: Vec<BuiltEvent>,
+    now: Timestamp,
+    completion: Option<Completion>,
+) -> StoreResult<Vec<usize>> {
+    let events = Arc::new(events);
+    let completion = super::idempotency::Once::new(completion);
+    store
+        .run("enqueue", move |mut c: Client| {
+            let (events, completion) = (events.clone(), completion.clone());
+            Box::pin(async move {
+                let now_ms = now.unix_millis();
+                let tx = c.transaction().await?;
+                let mut workspaces: Vec<String> = events.iter().map(|b| b.event.workspace_id().to_owned()).collect();
+                workspaces.sort();
+                workspaces.dedup();
+                let routes = lock_routes(&tx, &workspaces).await?;
+                // Route first (the rules decide), then lock the ordering queues that get a
+                // delivery, in one order for every process, then place and insert.
+                let mut routed: Vec<Vec<(i64, Routed)>> = Vec::with_capacity(events.len());
+                let mut queues: BTreeSet<i64> = BTreeSet::new();
+                for built in events.iter() {
+                    let key = built.ordering_key.as_ref().map(ordering_hash);
+                    let mut these = Vec::new();
+                    for (sub, route) in &routes[built.event.workspace_id()] {
+                        let Some(r) = routing::route(built, route) else { continue };
+                        if let (Some(k), Routed::Deliver) = (key, r) {
+                            queues.insert(queue_lock(*sub, k));
+                        }
+                        these.push((*sub, r));
+                    }
+                    routed.push(these);
+                }
+                if !queues.is_empty() {
+                    let locks: Vec<i64> = queues.into_iter().collect();
+                    let st = tx
+                        .prepare_cached("SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) WITH ORDINALITY AS t(k, n) ORDER BY n")
+                        .await?;
+                    tx.query(&st, &[&locks]).await?;
+                }
+                let insert_event = tx
+                    .prepare_cached(
+                        "INSERT INTO events (id, workspace_id, event_type, post_id, created_at, body, external_key)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq",
+                    )
+                    .await?;
+                let key_open = tx.prepare_cached(KEY_OPEN_SQL).await?;
+                let insert_delivery = tx
+                    .prepare_cached(
+                        "INSERT INTO deliveries (sub_seq, event_seq, okey, state, due_at, created_at)
+                         VALUES ($1, $2, $3, $4, $5, $5)",
+                    )
+                    .await?;
+                let mut counts = Vec::with_capacity(events.len());
+                let mut any_pending = false;
+                for (built, these) in events.iter().zip(routed) {
+                    let ev = &built.event;
+                    let external_key = built
+                        .external_id
+                        .as_deref()
+                        .map(|ext| crate::store::sqlite::external_key(ev.workspace_id(), ext));
+                    let event_seq: i64 = tx
+                        .query_one(
+                            &insert_event,
+                            &[
+                                &ev.id(),
+                                &ev.workspace_id(),
+                                &ev.event_type().as_str(),
+                                &built.post_id,
+                                &ev.created_at().unix_millis(),
+                                &built.body,
+                                &external_key,
+                            ],
+                        )
+                        .await?
+                        .get(0);
+                    let key = built.ordering_key.as_ref().map(ordering_hash);
+                    for (sub, r) in &these {
+                        let has_unfinished = match key {
+                            Some(k) if *r == Routed::Deliver => tx.query_opt(&key_open, &[sub, &k]).await?.is_some(),
+                            _ => false,
+                        };
+                        let state = match ordering::place(*r, has_unfinished) {
+                            Placement::Head => PENDING,
+                            Placement::Waiting => WAITING,
+                            Placement::Held => HELD,
+                        };
+                        any_pending |= state == PENDING;
+                        tx.execute(&insert_delivery, &[sub, &event_seq, &key, &state, &now_ms])
+                            .await?;
+                    }
+                    counts.push(these.len());
+                }
+                super::idempotency::complete(&tx, &completion, &counts).await?;
+                if any_pending {
+                    notify_due(&tx).await?;
+                }
+                tx.commit().await.map_err(PgErr::Commit)?;
+                Ok(counts)
+            })
+        })
+        .await
+}
+
+/// A subscription a claim may take deliveries from.
+struct Candidate {
+    seq: i64,
+    id: String,
+    url: String,
+    secret: String,
+    previous: Option<(String, i64)>,
+}
+
+fn signer(c: &Candidate, now_ms: i64) -> Result<Arc<Signer>, PgErr> {
+    let mut secrets = vec![Secret::parse(&c.secret).map_err(data)?];
+    if let Some((previous, until)) = &c.previous
+        && *until > now_ms
+    {
+        secrets.push(Secret::parse(previous).map_err(data)?);
+    }
+    Ok(Arc::new(Signer::with_secrets(secrets).map_err(data)?))
+}
+
+/// Most subscriptions one claim looks at (earliest due first); the others wait for the
+/// next claim.
+const MAX_SUBSCRIPTIONS_PER_CLAIM: i64 = 256;
+
+pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResult<Vec<ClaimedDelivery>> {
+    let req = Arc::new(req);
+    store
+        .run("claim", move |mut c: Client| {
+            let req = req.clone();
+            Box::pin(async move {
+                let now_ms = req.now.unix_millis();
+                let until_ms = req.lease_until.unix_millis();
+                if req.limit == 0 {
+                    return Ok(Vec::new());
+                }
+                let tx = c.transaction().await?;
+                // Subscriptions (not paused) with a claimable head, earliest due first.
+                let candidates = tx
+                    .prepare_cached(
+                        "SELECT s.seq, s.id, s.url, s.secret, s.previous_secret, s.previous_secret_until
+                         FROM subscriptions s CROSS JOIN LATERAL (
+                             SELECT d.due_at FROM deliveries d
+                             WHERE d.sub_seq = s.seq AND d.state = 0 AND d.due_at <= $1
+                               AND (d.lease_until IS NULL OR d.lease_until <= $1)
+                             ORDER BY d.due_at LIMIT 1) h
+                         WHERE s.paused_reason IS NULL
+                         ORDER BY h.due_at, s.seq LIMIT $2",
+                    )
+                    .await?;
+                let rows = tx.query(&candidates, &[&now_ms, &MAX_SUBSCRIPTIONS_PER_CLAIM]).await?;
+                let mut candidates = Vec::with_capacity(rows.len());
+                for r in rows {
+                    let previous = match (r.try_get::<_, Option<String>>(4)?, r.try_get::<_, Option<i64>>(5)?) {
+                        (Some(s), Some(until)) => Some((s, until)),
+                        _ => None,
+                    };
+                    candidates.push(Candidate {
+                        seq: r.try_get(0)?,
+                        id: r.try_get(1)?,
+                        url: r.try_get(2)?,
+                        secret: r.try_get(3)?,
+                        previous,
+                    });
+                }
+                if candidates.is_empty() {
+                    tx.commit().await.map_err(PgErr::Commit)?;
+                    return Ok(Vec::new());
+                }
+                // Take the claim lock of each subscription; one that another process is
+                // claiming right now is left to it.
+                let seqs: Vec<i32> = candidates.iter().map(|c| c.seq as i32).collect();
+                let lock = tx
+                    .prepare_cached(
+                        "SELECT pg_try_advisory_xact_lock($1, s) FROM unnest($2::int[]) WITH ORDINALITY AS t(s, n) ORDER BY n",
+                    )
+                    .await?;
+                let locked: Vec<bool> = tx
+                    .query(&lock, &[&CLAIM_LOCK, &seqs])
+                    .await?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                let candidates: Vec<Candidate> = candidates
+                    .into_iter()
+                    .zip(locked)
+                    .filter_map(|(c, ok)| ok.then_some(c))
+                    .collect();
+                // Leased, unfinished deliveries per subscription, in every process: read
+                // under the claim locks, so the limit holds across processes.
+                let leased_sql = tx
+                    .prepare_cached(
+                        "SELECT sub_seq, count(*) FROM deliveries
+                         WHERE sub_seq = ANY($1) AND state = 0 AND lease_until > $2 GROUP BY sub_seq",
+                    )
+                    .await?;
+                let subs: Vec<i64> = candidates.iter().map(|c| c.seq).collect();
+                let leased: HashMap<i64, i64> = tx
+                    .query(&leased_sql, &[&subs, &now_ms])
+                    .await?
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1)))
+                    .collect();
+                // Each subscription's room: its limit less what every process holds, and
+                // the claim's own limit shared out in order.
+                let (mut room_subs, mut rooms) = (Vec::new(), Vec::new());
+                let mut left = req.limit;
+                for cand in &candidates {
+                    let busy_here = req.in_flight.get(&cand.id).copied().unwrap_or(0);
+                    let busy_anywhere = leased.get(&cand.seq).copied().unwrap_or(0).max(0) as usize;
+                    let room = req
+                        .per_subscription_limit
+                        .saturating_sub(busy_here.max(busy_anywhere))
+                        .min(left);
+                    if room > 0 {
+                        room_subs.push(cand.seq);
+                        rooms.push(room as i64);
+                        left -= room;
+                    }
+                }
+                let mut out = Vec::new();
+                if !room_subs.is_empty() {
+                    // Every subscription's due heads in one statement: its first `room`
+                    // unleased ones, locked (SKIP LOCKED) and leased.
+                    let take = tx
+                        .prepare_cached(
+                            "WITH picked AS (
+                                 SELECT p.seq FROM unnest($1::bigint[], $2::bigint[]) AS r(sub, room)
+                                 CROSS JOIN LATERAL (
+                                     SELECT seq FROM deliveries
+                                     WHERE sub_seq = r.sub AND state = 0 AND due_at <= $3
+                                       AND (lease_until IS NULL OR lease_until <= $3)
+                                     ORDER BY due_at, seq LIMIT r.room FOR UPDATE SKIP LOCKED) p)
+                             UPDATE deliveries d SET lease_owner = $4, lease_until = $5
+                             FROM picked, events e
+                             WHERE d.seq = picked.seq AND e.seq = d.event_seq
+                             RETURNING d.sub_seq, d.seq, d.attempts, d.created_at, d.due_at, e.id, e.body",
+                        )
+                        .await?;
+                    let mut rows = tx
+                        .query(&take, &[&room_subs, &rooms, &now_ms, &req.owner, &until_ms])
+                        .await?;
+                    // In queue order per subscription (UPDATE ... RETURNING has none).
+                    rows.sort_by_key(|r| (r.get::<_, i64>(0), r.get::<_, i64>(4), r.get::<_, i64>(1)));
+                    let by_seq: HashMap<i64, &Candidate> = candidates.iter().map(|c| (c.seq, c)).collect();
+                    let mut signers: HashMap<i64, Arc<Signer>> = HashMap::new();
+                    let mut bodies: HashMap<String, Bytes> = HashMap::new();
+                    for r in rows {
+                        let sub: i64 = r.try_get(0)?;
+                        let Some(cand) = by_seq.get(&sub) else { continue };
+                        let signer = match signers.get(&sub) {
+                            Some(s) => s.clone(),
+                            None => {
+                                let s = signer(cand, now_ms)?;
+                                signers.insert(sub, s.clone());
+                                s
+                            }
+                        };
+                        let event_id: String = r.try_get(5)?;
+                        let body = bodies
+                            .entry(event_id.clone())
+                            .or_insert_with(|| Bytes::from(r.get::<_, String>(6)))
+                            .clone();
+                        out.push(ClaimedDelivery {
+                            id: DeliveryId(r.try_get(1)?),
+                            subscription_id: cand.id.clone(),
+                            event_id,
+                            body,
+                            url: cand.url.clone(),
+                            signer,
+                            attempt: r.try_get::<_, i64>(2)? as u32 + 1,
+                            created_at: ts(r.try_get(3)?),
+                        });
+                    }
+                }
+                tx.commit().await.map_err(PgErr::Commit)?;
+                Ok(out)
+            })
+        })
+        .await
+}
+
+pub(super) async fn next_due_at(store: &PostgresStore) -> StoreResult<Option<Timestamp>> {
+    store
+        .run("next due time", |c: Client| {
+            Box::pin(async move {
+                let st = c
+                    .prepare_cached(
+                        "SELECT LEAST(
+                             (SELECT MIN(due_at) FROM deliveries WHERE state = 0 AND lease_until IS NULL),
+                             (SELECT MIN(lease_until) FROM deliveries WHERE lease_until IS NOT NULL AND state = 0))",
+                    )
+                    .await?;
+                Ok(c.query_one(&st, &[]).await?.get::<_, Option<i64>>(0).map(ts))
+            })
+        })
+        .await
+}

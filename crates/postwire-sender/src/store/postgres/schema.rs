@@ -1,0 +1,149 @@
+//! The database's layout: the tables (the SQLite store's, with lease columns), the
+//! schema version row, the migrations run at start-up, and the registration of
+//! workspaces without a store.
+
+use super::*;
+
+/// The layout's version, kept in the `postwire_schema` row; a database of a newer
+/// version is refused rather than misread.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Serialises start-ups: concurrent processes migrate one at a time.
+const MIGRATION_LOCK: i64 = 0x706f_7374_7769_7265; // "postwire"
+
+/// What turns a database of an older version into the next one, by version.
+const MIGRATIONS: &[(i64, &str)] = &[];
+
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS workspaces (id TEXT PRIMARY KEY, name TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS integrations (
+    workspace_id TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL,
+    provider_identifier TEXT NOT NULL, picture TEXT, PRIMARY KEY (workspace_id, id));
+CREATE TABLE IF NOT EXISTS subscriptions (
+    seq BIGSERIAL PRIMARY KEY, id TEXT NOT NULL UNIQUE, workspace_id TEXT NOT NULL,
+    name TEXT NOT NULL, url TEXT NOT NULL, events TEXT NOT NULL, integrations TEXT NOT NULL,
+    paused_reason TEXT, created_by_kind TEXT NOT NULL,
+    consecutive_failures BIGINT NOT NULL DEFAULT 0, last_success_at BIGINT, failing_since BIGINT,
+    created_at BIGINT NOT NULL, secret TEXT NOT NULL, previous_secret TEXT, previous_secret_until BIGINT);
+CREATE INDEX IF NOT EXISTS subscriptions_workspace ON subscriptions (workspace_id, seq);
+CREATE TABLE IF NOT EXISTS events (
+    seq BIGSERIAL PRIMARY KEY, id TEXT NOT NULL, workspace_id TEXT NOT NULL,
+    event_type TEXT NOT NULL, post_id TEXT, created_at BIGINT NOT NULL, body TEXT NOT NULL,
+    external_key BIGINT);
+CREATE INDEX IF NOT EXISTS events_post ON events (workspace_id, post_id, seq) WHERE post_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_external ON events (external_key, seq) WHERE external_key IS NOT NULL;
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+    scope TEXT NOT NULL, key TEXT NOT NULL, request_hash BYTEA NOT NULL,
+    created_at BIGINT NOT NULL, lease_until BIGINT NOT NULL, response TEXT, resource TEXT,
+    PRIMARY KEY (scope, key));
+CREATE INDEX IF NOT EXISTS idempotency_keys_created ON idempotency_keys (created_at);
+CREATE INDEX IF NOT EXISTS idempotency_keys_resource ON idempotency_keys (resource) WHERE resource IS NOT NULL;
+-- lease_owner/lease_until: the process attempting the delivery, and until when
+-- (cleared when its outcome is recorded).
+CREATE TABLE IF NOT EXISTS deliveries (
+    seq BIGSERIAL PRIMARY KEY, sub_seq BIGINT NOT NULL, event_seq BIGINT NOT NULL,
+    okey BIGINT, state BIGINT NOT NULL, attempts BIGINT NOT NULL DEFAULT 0,
+    due_at BIGINT NOT NULL, created_at BIGINT NOT NULL, finished_at BIGINT,
+    lease_owner TEXT, lease_until BIGINT);
+-- Queue heads (state 0), by due time: all that a claim reads.
+CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (sub_seq, due_at, seq) WHERE state = 0;
+-- Unleased heads by due time, and leases by end: when something is next claimable.
+CREATE INDEX IF NOT EXISTS deliveries_next ON deliveries (due_at) WHERE state = 0 AND lease_until IS NULL;
+CREATE INDEX IF NOT EXISTS deliveries_leased ON deliveries (lease_owner, lease_until) WHERE lease_until IS NOT NULL;
+-- Unfinished deliveries by ordering key (see the SQLite schema).
+CREATE INDEX IF NOT EXISTS deliveries_open ON deliveries (sub_seq, okey, seq)
+    WHERE finished_at IS NULL AND okey IS NOT NULL;
+CREATE INDEX IF NOT EXISTS deliveries_held ON deliveries (sub_seq, seq) WHERE state = 1;
+CREATE INDEX IF NOT EXISTS deliveries_subscription ON deliveries (sub_seq, seq);
+CREATE TABLE IF NOT EXISTS attempts (
+    delivery_seq BIGINT NOT NULL, number BIGINT NOT NULL, started_at BIGINT NOT NULL,
+    duration_ms BIGINT NOT NULL, status BIGINT, error TEXT, body_prefix TEXT,
+    PRIMARY KEY (delivery_seq, number));
+CREATE TABLE IF NOT EXISTS notifications (
+    id BIGSERIAL PRIMARY KEY, workspace_id TEXT NOT NULL, subscription_id TEXT NOT NULL,
+    cause TEXT NOT NULL, message TEXT NOT NULL, created_at BIGINT NOT NULL);
+CREATE INDEX IF NOT EXISTS notifications_workspace ON notifications (workspace_id, id);
+"#;
+
+/// Brings the database up to [`SCHEMA_VERSION`] in one transaction (concurrent
+/// start-ups wait for each other); refuses a newer one.
+pub(super) async fn migrate(store: &PostgresStore) -> StoreResult<()> {
+    store
+        .run("migrate", |mut c: Client| {
+            Box::pin(async move {
+                let tx = c.transaction().await?;
+                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+                    .await?;
+                tx.batch_execute(
+                    "CREATE TABLE IF NOT EXISTS postwire_schema (
+                         id INT PRIMARY KEY CHECK (id = 1), version BIGINT NOT NULL)",
+                )
+                .await?;
+                let version: Option<i64> = tx
+                    .query_opt("SELECT version FROM postwire_schema WHERE id = 1", &[])
+                    .await?
+                    .map(|r| r.get(0));
+                match version {
+                    Some(v) if v > SCHEMA_VERSION => {
+                        return Err(PgErr::Data(format!(
+                            "the database has schema version {v}; this sender reads version {SCHEMA_VERSION} \
+                             (a newer postwire wrote it: upgrade this one)"
+                        )));
+                    }
+                    Some(v) => {
+                        for (_, sql) in MIGRATIONS.iter().filter(|(from, _)| *from >= v) {
+                            tx.batch_execute(sql).await?;
+                        }
+                    }
+                    None => {}
+                }
+                tx.batch_execute(SCHEMA).await?;
+                tx.execute(
+                    "INSERT INTO postwire_schema (id, version) VALUES (1, $1)
+                     ON CONFLICT (id) DO UPDATE SET version = excluded.version",
+                    &[&SCHEMA_VERSION],
+                )
+                .await?;
+                tx.commit().await.map_err(PgErr::Commit)?;
+                Ok(())
+            })
+        })
+        .await
+}
+
+/// Registers the workspaces of `workspaces` that the database at `url` does not have yet
+/// (registered ones keep their name); returns the ids it added. Works beside running
+/// stores (`postwire token create` beside `postwire serve`).
+pub async fn register_workspaces(url: &str, workspaces: &[Workspace]) -> StoreResult<Vec<String>> {
+    let store = PostgresStore::connect_with(
+        url,
+        PostgresOptions {
+            pool_size: 1,
+            ..PostgresOptions::default()
+        },
+    )
+    .await?;
+    let workspaces = workspaces.to_vec();
+    store
+        .run("register workspaces", move |mut c: Client| {
+            let workspaces = workspaces.clone();
+            Box::pin(async move {
+                let tx = c.transaction().await?;
+                let mut added = Vec::new();
+                for w in &workspaces {
+                    let n = tx
+                        .execute(
+                            "INSERT INTO workspaces (id, name) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING",
+                            &[&w.id, &w.name],
+                        )
+                        .await?;
+                    if n > 0 {
+                        added.push(w.id.clone());
+                    }
+                }
+                tx.commit().await.map_err(PgErr::Commit)?;
+                Ok(added)
+            })
+        })
+        .await
+}

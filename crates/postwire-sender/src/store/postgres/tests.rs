@@ -1,0 +1,289 @@
+//! Tests of the PostgreSQL store that the shared suite (`store/conformance.rs`) cannot
+//! express: several stores (as several processes would have) on one database, schema
+//! versions, wake-ups, and PostgreSQL restarting under a running store.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use postwire_core::OrderingKey;
+
+use super::*;
+use crate::store::conformance::{Backend, claim_at, store_with_a_subscription, test_event};
+use crate::store::{NextState, Store};
+
+/// A keyed event (all of one post).
+fn post_event(at: Timestamp, post: &str) -> BuiltEvent {
+    let mut e = test_event(at);
+    e.ordering_key = Some(OrderingKey::Post(post.into()));
+    e
+}
+
+/// A database with one subscription, and `n` stores on it (as `n` processes).
+async fn stores_on_one_database(n: usize) -> (postwire_testpg::TestDatabase, Vec<PostgresStore>, Timestamp) {
+    let db = postwire_testpg::database();
+    let first = PostgresStore::connect(db.url()).await.unwrap();
+    let t0 = Timestamp::from_unix_millis(1_800_000_000_000);
+    first
+        .upsert_workspace(Workspace {
+            id: "ws".into(),
+            name: "ws".into(),
+        })
+        .await
+        .unwrap();
+    let (_g, template, _) = store_with_a_subscription(Backend::Sqlite).await;
+    let sub = template.subscription("wh_1".into()).await.unwrap().unwrap();
+    first.insert_subscription(sub, None).await.unwrap();
+    let mut stores = vec![first];
+    for _ in 1..n {
+        stores.push(PostgresStore::connect(db.url()).await.unwrap());
+    }
+    (db, stores, t0)
+}
+
+fn claim_as(owner: &str, now: Timestamp, per_subscription: usize) -> ClaimRequest {
+    ClaimRequest {
+        owner: owner.into(),
+        per_subscription_limit: per_subscription,
+        ..claim_at(now)
+    }
+}
+
+fn delivered(d: &ClaimedDelivery, at: Timestamp) -> FinishedAttempt {
+    FinishedAttempt {
+        delivery: d.id,
+        subscription_id: d.subscription_id.clone(),
+        attempt: d.attempt,
+        started_at: at,
+        duration_ms: 1,
+        outcome: crate::model::AttemptOutcome::Response {
+            status: 200,
+            body_prefix: String::new(),
+        },
+        next: NextState::Delivered,
+    }
+}
+
+#[tokio::test]
+async fn a_database_of_a_newer_schema_version_is_refused_and_a_bad_url_is_invalid() {
+    let db = postwire_testpg::database();
+    drop(PostgresStore::connect(db.url()).await.unwrap());
+    // Connecting again to a database of this version works (migrations are idempotent).
+    drop(PostgresStore::connect(db.url()).await.unwrap());
+    let store = PostgresStore::connect(db.url()).await.unwrap();
+    store
+        .run("bump", |c: Client| {
+            Box::pin(async move {
+                c.execute("UPDATE postwire_schema SET version = 99", &[]).await?;
+                Ok(())
+            })
+        })
+        .await
+        .unwrap();
+    let err = PostgresStore::connect(db.url()).await.unwrap_err();
+    assert_eq!(err.code(), crate::SenderErrorCode::Internal);
+    assert!(err.to_string().contains("schema version 99"), "{err}");
+    let err = PostgresStore::connect("mysql://nope").await.unwrap_err();
+    assert_eq!(err.code(), crate::SenderErrorCode::InvalidRequest, "{err}");
+}
+
+/// Three stores claim side by side while one publishes: every delivery is claimed by
+/// exactly one of them (SKIP LOCKED and the leases), and none is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stores_claiming_side_by_side_never_claim_one_delivery_twice() {
+    const EVENTS: usize = 300;
+    let (_db, stores, t0) = stores_on_one_database(3).await;
+    let publisher = {
+        let store = stores[0].clone();
+        tokio::spawn(async move {
+            for chunk in 0..EVENTS / 10 {
+                let events = (0..10).map(|_| test_event(t0)).collect();
+                assert_eq!(
+                    store.enqueue(events, t0, None).await.unwrap().len(),
+                    10,
+                    "chunk {chunk}"
+                );
+            }
+        })
+    };
+    let claimers: Vec<_> = stores
+        .iter()
+        .enumerate()
+        .map(|(i, store)| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let mut mine = Vec::new();
+                let mut empty_rounds = 0;
+                while empty_rounds < 20 {
+                    let got = store.claim(claim_as(&format!("p{i}"), t0, 10_000)).await.unwrap();
+                    if got.is_empty() {
+                        empty_rounds += 1;
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    } else {
+                        empty_rounds = 0;
+                        mine.extend(got.into_iter().map(|d| d.id));
+                    }
+                }
+                mine
+            })
+        })
+        .collect();
+    publisher.await.unwrap();
+    let mut all = Vec::new();
+    for c in claimers {
+        all.extend(c.await.unwrap());
+    }
+    let unique: HashSet<_> = all.iter().copied().collect();
+    assert_eq!(all.len(), unique.len(), "a delivery was claimed twice while leased");
+    assert_eq!(unique.len(), EVENTS, "every published delivery was claimed");
+}
+
+/// The per-subscription limit counts the leases of every process.
+#[tokio::test]
+async fn the_per_subscription_limit_holds_across_stores() {
+    let (_db, stores, t0) = stores_on_one_database(2).await;
+    let events = (0..10).map(|_| test_event(t0)).collect();
+    stores[0].enqueue(events, t0, None).await.unwrap();
+    let a = stores[0].claim(claim_as("a", t0, 4)).await.unwrap();
+    assert_eq!(a.len(), 4);
+    let b = stores[1].claim(claim_as("b", t0, 4)).await.unwrap();
+    assert!(b.is_empty(), "the subscription has 4 leased already: {}", b.len());
+    stores[0].record_attempts(vec![delivered(&a[0], t0)], t0).await.unwrap();
+    let b = stores[1].claim(claim_as("b", t0, 4)).await.unwrap();
+    assert_eq!(b.len(), 1, "one lease ended with its outcome");
+    // Leases that ended (a dead process) do not count.
+    let later = t0.add_millis(120_000);
+    assert_eq!(stores[1].claim(claim_as("b", later, 4)).await.unwrap().len(), 4);
+}
+
+/// Publishes of one post through several stores at once make one queue with one head,
+/// drained one delivery at a time in publish order through all of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_publishes_of_one_key_make_one_head() {
+    let (_db, stores, t0) = stores_on_one_database(3).await;
+    // Event id -> its post.
+    let mut post_of: HashMap<String, &'static str> = HashMap::new();
+    let mut batches = Vec::new();
+    for _ in &stores {
+        let mut mine = Vec::new();
+        for _ in 0..20 {
+            let pair = vec![post_event(t0, "p1"), post_event(t0, "p2")];
+            post_of.insert(pair[0].event.id().to_owned(), "p1");
+            post_of.insert(pair[1].event.id().to_owned(), "p2");
+            mine.push(pair);
+        }
+        batches.push(mine);
+    }
+    let tasks: Vec<_> = stores
+        .iter()
+        .zip(batches)
+        .map(|(s, mine)| {
+            let s = s.clone();
+            tokio::spawn(async move {
+                for pair in mine {
+                    s.enqueue(pair, t0, None).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let counts = stores[0].delivery_counts(None).await.unwrap();
+    assert_eq!((counts.pending, counts.waiting), (2, 118), "{counts:?}");
+    // Per post, the delivery rows in the order they were attempted: within one key a
+    // publish's row is numbered after every earlier publish's (the key's lock).
+    let mut attempted: HashMap<&str, Vec<i64>> = HashMap::new();
+    let mut now = t0;
+    for round in 0.. {
+        assert!(round < 1_000, "drained in time");
+        let mut batch = Vec::new();
+        for (i, s) in stores.iter().enumerate() {
+            batch.extend(s.claim(claim_as(&format!("p{i}"), now, 10_000)).await.unwrap());
+        }
+        if batch.is_empty() {
+            break;
+        }
+        let posts: HashSet<&str> = batch.iter().map(|d| post_of[&d.event_id]).collect();
+        assert_eq!(posts.len(), batch.len(), "two deliveries of one post at once");
+        for d in &batch {
+            attempted.entry(post_of[&d.event_id]).or_default().push(d.id.0);
+        }
+        stores[round % 3]
+            .record_attempts(batch.iter().map(|d| delivered(d, now)).collect(), now)
+            .await
+            .unwrap();
+        now = now.add_millis(1);
+    }
+    for (post, rows) in &attempted {
+        assert_eq!(rows.len(), 60, "{post}");
+        assert!(rows.windows(2).all(|w| w[0] < w[1]), "{post} out of order: {rows:?}");
+    }
+    let counts = stores[0].delivery_counts(None).await.unwrap();
+    assert_eq!(counts.delivered, 120, "{counts:?}");
+}
+
+/// `recover` releases the leases of its owner only.
+#[tokio::test]
+async fn recover_releases_only_its_owners_leases() {
+    let (_db, stores, t0) = stores_on_one_database(2).await;
+    stores[0]
+        .enqueue(vec![test_event(t0), test_event(t0)], t0, None)
+        .await
+        .unwrap();
+    let mut req = claim_as("a", t0, 10_000);
+    req.limit = 1;
+    assert_eq!(stores[0].claim(req).await.unwrap().len(), 1);
+    let mut req = claim_as("b", t0, 10_000);
+    req.limit = 1;
+    assert_eq!(stores[1].claim(req).await.unwrap().len(), 1);
+    assert_eq!(stores[1].recover("a".into()).await.unwrap(), 1);
+    let again = stores[1].claim(claim_as("c", t0, 10_000)).await.unwrap();
+    assert_eq!(again.len(), 1, "a's delivery is claimable again, b's is still leased");
+}
+
+/// A publish through one store wakes the others' dispatchers (LISTEN/NOTIFY).
+#[tokio::test]
+async fn a_publish_wakes_the_other_stores() {
+    let (_db, stores, t0) = stores_on_one_database(2).await;
+    let wake = stores[1].wakeups().expect("a shared store has wake-ups");
+    // The listener's first notice (it catches up after connecting) may be pending.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let _ = tokio::time::timeout(Duration::from_millis(10), wake.notified()).await;
+    stores[0].enqueue(vec![test_event(t0)], t0, None).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), wake.notified())
+        .await
+        .expect("woken by the other store's publish");
+}
+
+/// PostgreSQL restarts under a running store: a publish made while it is down waits and
+/// succeeds once it is back, and what was accepted before is all still there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_of_postgresql_is_ridden_out_and_nothing_accepted_is_lost() {
+    let cluster = postwire_testpg::Cluster::start().unwrap();
+    cluster.create_database("r").unwrap();
+    let store = PostgresStore::connect(&cluster.url("r")).await.unwrap();
+    let (_g, template, t0) = store_with_a_subscription(Backend::Sqlite).await;
+    store
+        .upsert_workspace(Workspace {
+            id: "ws".into(),
+            name: "ws".into(),
+        })
+        .await
+        .unwrap();
+    store
+        .insert_subscription(template.subscription("wh_1".into()).await.unwrap().unwrap(), None)
+        .await
+        .unwrap();
+    store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
+    cluster.stop_server().unwrap();
+    let publish = {
+        let store = store.clone();
+        tokio::spawn(async move { store.enqueue(vec![test_event(t0)], t0, None).await })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!publish.is_finished(), "the publish waits for the database");
+    cluster.start_server().unwrap();
+    assert_eq!(publish.await.unwrap().unwrap(), vec![1]);
+    let claimed = store.claim(claim_at(t0)).await.unwrap();
+    assert_eq!(claimed.len(), 2, "both publishes are there");
+}

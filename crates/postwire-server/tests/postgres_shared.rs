@@ -1,0 +1,83 @@
+//! Two API servers on one PostgreSQL database (as two processes of a deployment would
+//! be): a token made through one works on the other, a revocation holds on both, and
+//! the hourly limit counts the calls made through both against one window.
+
+use std::sync::Arc;
+
+use postwire_core::{Clock, ManualClock, Timestamp};
+use postwire_server::{NewToken, Scope, Server, ServerOptions};
+
+async fn open(url: &str, clock: Arc<ManualClock>) -> postwire_server::RunningServer {
+    let mut options = ServerOptions::new("unused.db");
+    options.database_url = Some(url.to_owned());
+    options.api_clock = clock.clone();
+    options.sender_clock = clock;
+    options.rate_limit_per_hour = 3;
+    Server::open(options).await.unwrap().start("127.0.0.1:0").await.unwrap()
+}
+
+async fn get(base: &str, token: &str) -> (u16, Option<String>) {
+    let resp = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap()
+        .get(format!("{base}/public/v1/workspaces"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    let remaining = resp
+        .headers()
+        .get("x-ratelimit-remaining")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (resp.status().as_u16(), remaining)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_on_one_database_share_tokens_and_the_hourly_limit() {
+    let db = postwire_testpg::database();
+    let clock = Arc::new(ManualClock::new(Timestamp::from_unix_millis(1_800_000_000_000)));
+    let a = open(db.url(), clock.clone()).await;
+    let b = open(db.url(), clock.clone()).await;
+    let created = a
+        .state()
+        .tokens
+        .create(
+            NewToken {
+                name: "t".into(),
+                scopes: vec![Scope::WebhooksRead],
+                workspaces: vec!["ws_1".into()],
+            },
+            clock.now(),
+        )
+        .await
+        .unwrap();
+    let token = created.token;
+    assert_eq!(get(&a.base_url(), &token).await, (200, Some("2".into())));
+    assert_eq!(
+        get(&b.base_url(), &token).await,
+        (200, Some("1".into())),
+        "b knows a's token and its count"
+    );
+    assert_eq!(get(&a.base_url(), &token).await.0, 200);
+    assert_eq!(
+        get(&b.base_url(), &token).await.0,
+        429,
+        "the fourth call in the hour, through either"
+    );
+    clock.advance_millis(3_600_000);
+    assert_eq!(
+        get(&b.base_url(), &token).await,
+        (200, Some("2".into())),
+        "a new window"
+    );
+    assert_eq!(b.state().tokens.list().await.unwrap().len(), 1);
+    b.state().tokens.revoke(&created.record.id, clock.now()).await.unwrap();
+    assert_eq!(
+        get(&a.base_url(), &token).await.0,
+        401,
+        "revoked through b, refused by a"
+    );
+    a.shutdown().await;
+    b.shutdown().await;
+}
