@@ -247,6 +247,40 @@ pub trait Store: Send + Sync + 'static {
     fn notifications(&self, workspace_id: String, limit: usize) -> BoxFuture<'_, StoreResult<Vec<Notification>>>;
     /// How many deliveries are in each state (for tests, metrics and the benchmark).
     fn delivery_counts(&self, subscription_id: Option<String>) -> BoxFuture<'_, StoreResult<DeliveryCounts>>;
+
+    /// Resend: a new delivery of finished delivery `delivery`'s event (same event row,
+    /// so the same `webhook-id` and body) to subscription `subscription_id`, with the
+    /// same ordering key, placed like a new delivery by [`crate::ordering::place`]
+    /// (held while paused, waiting behind unfinished deliveries of its key), in one
+    /// transaction that also marks the old delivery as resent. Returns the new delivery.
+    fn resend(
+        &self,
+        subscription_id: String,
+        delivery: DeliveryId,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Result<DeliveryId, RequeueError>>>;
+    /// Recover: [`resend`](Store::resend) for each failed delivery of the subscription
+    /// finished at or after `since` and not resent yet, in publish order, at most
+    /// `limit`, in one transaction; returns how many were queued (`None` when there is
+    /// no such subscription).
+    fn recover_failed(
+        &self,
+        subscription_id: String,
+        since: Timestamp,
+        now: Timestamp,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<Option<u64>>>;
+}
+
+/// Why [`Store::resend`] queued nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequeueError {
+    /// No such subscription.
+    NoSubscription,
+    /// No such delivery of that subscription.
+    NoDelivery,
+    /// The delivery is not finished (pending, waiting or held): it will be attempted anyway.
+    Unfinished,
 }
 
 pub use crate::ordering::ordering_hash;
