@@ -91,5 +91,5 @@ pub use model::{
 };
 pub use notify::{LogNotifier, Notifier};
 pub use sender::{MAX_INTEGRATION_IDS, MAX_NAME_LEN, MAX_PAGE_SIZE, MAX_PUBLISH_BATCH, MAX_RECOVER, Sender};
-pub use store::sqlite::{SqliteOptions, SqliteStore, register_workspaces};
+pub use store::sqlite::{SqliteOptions, SqliteStore, has_workspace, register_workspaces};
 pub use store::{DeliveryCounts, RequeueError, Store};

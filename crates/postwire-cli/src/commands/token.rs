@@ -29,7 +29,8 @@ pub struct DbArgs {
 }
 
 impl DbArgs {
-    fn path(&self) -> Result<PathBuf, String> {
+    /// The database file: `--db`, `POSTWIRE_DB`, the config file's `db`, or the default.
+    pub fn path(&self) -> Result<PathBuf, String> {
         if let Some(db) = &self.db {
             return Ok(db.clone());
         }

@@ -61,7 +61,7 @@ mod targets;
 #[cfg(test)]
 mod tests;
 
-pub use schema::register_workspaces;
+pub use schema::{has_workspace, register_workspaces};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

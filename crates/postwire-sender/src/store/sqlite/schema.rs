@@ -222,6 +222,17 @@ pub fn register_workspaces(path: impl AsRef<Path>, workspaces: &[Workspace]) -> 
     Ok(added)
 }
 
+/// Whether the SQLite file at `path` has workspace `id`, read without opening a store,
+/// so it works while a store has the file open in another process (`postwire portal
+/// link` beside `postwire serve`).
+pub fn has_workspace(path: impl AsRef<Path>, id: &str) -> StoreResult<bool> {
+    let (conn, _) = open_migrated(path.as_ref(), &SqliteOptions::default())?;
+    conn.query_row("SELECT EXISTS (SELECT 1 FROM workspaces WHERE id = ?1)", [id], |r| {
+        r.get(0)
+    })
+    .map_err(db_err)
+}
+
 pub(super) const UPSERT_WORKSPACE_SQL: &str =
     "INSERT INTO workspaces (id, name) VALUES (?1, ?2) ON CONFLICT (id) DO UPDATE SET name = excluded.name";
 
