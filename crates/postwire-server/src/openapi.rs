@@ -129,12 +129,13 @@ fn link(target: &str, id_at: &str, which: &str) -> Link {
 ///   takes a `webhookId`, so clients and tools (Schemathesis' stateful phase) can chain
 ///   "create, then read / update / pause / test / rotate / list deliveries / delete";
 ///   and from the workspace list (`200`, the first workspace's `id`) to the operations
-///   that take only a `workspaceId` (create, list, post look-up).
+///   that take only a `workspaceId` (create, list, post look-up, portal link).
+///   Operations with another path parameter (`deliveryId`, `sessionId`) get no link.
 pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
     let (mut takes_webhook_id, mut takes_workspace_id) = (Vec::new(), Vec::new());
     for item in doc.paths.paths.values_mut() {
         for op in operations_mut(item) {
-            let (mut has_workspace_id, mut has_webhook_id) = (false, false);
+            let (mut has_workspace_id, mut has_webhook_id, mut has_other) = (false, false, false);
             for param in op.parameters.iter_mut().flatten() {
                 if param.parameter_in == ParameterIn::Path
                     && ["workspaceId", "webhookId"].contains(&param.name.as_str())
@@ -142,9 +143,16 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
                     param.schema = Some(RefOr::T(id_schema()));
                     has_workspace_id |= param.name == "workspaceId";
                     has_webhook_id |= param.name == "webhookId";
+                } else if param.parameter_in == ParameterIn::Path {
+                    has_other = true;
                 }
             }
             let Some(id) = &op.operation_id else { continue };
+            // A link can only fill the ids a response has: operations that need another
+            // path parameter (a delivery, a portal session) get none.
+            if has_other {
+                continue;
+            }
             if has_webhook_id {
                 takes_webhook_id.push(id.clone());
             } else if has_workspace_id {
