@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of postwire: installs what is missing (scripts/setup.sh), then the Rust
 # workspace's tests, then each part's own test script (wasm in Node and Chromium, the
-# Worker in workerd, the examples, the end-to-end test, the API contract with Schemathesis
+# Worker in workerd, the examples, the end-to-end test, the Settings screen in Chromium, the API contract with Schemathesis
 # and a generated TypeScript client). Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +24,7 @@ cargo test --workspace --locked
 step "cargo test -p postwire-core --all-features"
 cargo test -p postwire-core --all-features --locked
 
-for part in npm/test.sh worker/test.sh examples/test.sh tests/e2e/test.sh tests/contract/test.sh tests/contract/client/test.sh; do
+for part in npm/test.sh worker/test.sh examples/test.sh tests/e2e/test.sh tests/settings/test.sh tests/contract/test.sh tests/contract/client/test.sh; do
   if [ -f "$part" ]; then
     step "$part"
     bash "$part"

@@ -121,7 +121,7 @@ async fn a_magic_link_opens_one_workspace_once_and_revocation_ends_the_session()
     for (name, value) in [
         ("x-content-type-options", "nosniff"),
         ("x-frame-options", "DENY"),
-        ("referrer-policy", "no-referrer"),
+        ("referrer-policy", "same-origin"),
         ("cache-control", "no-store"),
     ] {
         assert_eq!(home.headers[name], value);

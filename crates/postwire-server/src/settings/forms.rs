@@ -34,11 +34,16 @@ impl Form {
 }
 
 /// Whether the request comes from this server's own pages: its `Origin` names this
-/// host (or the configured public URL), or, when a browser sends no `Origin`,
-/// `Sec-Fetch-Site` says `same-origin`. A request with neither is refused.
+/// host (or the configured public URL), or, when a browser sends no `Origin` (or the
+/// opaque `null`), `Sec-Fetch-Site` says `same-origin`. A request with neither is
+/// refused.
 pub fn same_origin(state: &AppState, headers: &HeaderMap) -> bool {
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    match headers.get(header::ORIGIN).and_then(|o| o.to_str().ok()) {
+    let origin = headers
+        .get(header::ORIGIN)
+        .and_then(|o| o.to_str().ok())
+        .filter(|o| *o != "null");
+    match origin {
         Some(origin) => {
             if let Some(public) = state.portal.public_url()
                 && origin.eq_ignore_ascii_case(public.trim_end_matches('/'))

@@ -14,11 +14,13 @@
 //!   to one workspace; anything of another workspace is `not_found`;
 //! * every state-changing request is a `POST` that must carry the session's CSRF token
 //!   in a hidden field (compared in constant time) **and** come from this origin
-//!   (`Origin`, or `Sec-Fetch-Site: same-origin` when a browser sends no `Origin`);
+//!   (`Origin`, or `Sec-Fetch-Site: same-origin` when a browser sends no `Origin` or
+//!   `Origin: null`);
 //! * every response carries a strict Content-Security-Policy (no inline script or
 //!   style; `'wasm-unsafe-eval'` only for the verifier's WebAssembly), `nosniff`,
-//!   `frame-ancestors 'none'` and `Referrer-Policy: no-referrer` (the login URL holds a
-//!   link token);
+//!   `frame-ancestors 'none'` and `Referrer-Policy: same-origin` (the login URL holds a
+//!   link token, which must not reach another site; `no-referrer` would make browsers
+//!   send `Origin: null` on the screen's own form posts);
 //! * receiver response bodies are shown as text (escaped, in `<pre>`); secrets appear
 //!   only in the one response that creates or rotates them.
 
@@ -88,7 +90,7 @@ async fn security_headers(request: axum::extract::Request, next: Next) -> Respon
     h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     h.insert("cross-origin-opener-policy", HeaderValue::from_static("same-origin"));
     response
 }
