@@ -248,8 +248,8 @@ test("the Settings screen, end to end in Chromium", { timeout: 240_000 }, async 
     await page.reload();
     return (await page.locator("tr.attempt:has-text('HTTP 500')").count()) >= 1;
   });
-  await page.locator("details:has(pre.body) summary").first().click();
-  const shown = await page.locator("pre.body").first().textContent();
+  await page.locator("tr.attempt details summary").first().click();
+  const shown = await page.locator("tr.attempt pre.body").first().textContent();
   assert.ok(shown.includes("<script>window.__owned = 1</script>"), shown);
   assert.equal(await page.evaluate(() => window.__owned), undefined, "the receiver's markup never ran");
   assert.equal(await page.locator("main script, main img").count(), 0);
@@ -280,6 +280,11 @@ test("the Settings screen, end to end in Chromium", { timeout: 240_000 }, async 
     return (await page.locator("li.delivery[data-state=delivered]").count()) === 1;
   });
   assert.equal(await page.locator("li.delivery").count(), 1);
+  await page.locator("details.payload summary").first().click();
+  const payload = JSON.parse(await page.locator("details.payload pre.body").first().textContent());
+  assert.equal(payload.id, eventId);
+  assert.equal(payload.data.post.id, "post_1");
+  assert.ok(!("content" in payload.data.post), "events never carry the post's content");
 
   // ---- resend a delivered one: the same webhook-id arrives again
   await page.locator(`li.delivery[data-event="${eventId}"] button:has-text('Resend')`).click();

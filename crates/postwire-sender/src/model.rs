@@ -289,6 +289,9 @@ pub struct DeliveryRecord {
     pub finished_at: Option<Timestamp>,
     /// Its attempts, newest first.
     pub attempts: Vec<AttemptRecord>,
+    /// The event's JSON body, exactly as every attempt sends it (the Settings screen
+    /// shows it; the API's deliveries list leaves it out).
+    pub payload: String,
 }
 
 /// A page of results, newest first, and the cursor of the next page.

@@ -150,11 +150,16 @@ async fn recover_resends_the_failures_since_a_time_once_in_order() {
         use postwire_core::Clock;
         h.clock.now()
     };
+    // Two events about one post: the second waits behind the first, then fails in turn.
     let a = h.sender.publish(scheduled("p1")).await.unwrap();
-    let b = h.sender.publish(scheduled("p2")).await.unwrap();
+    let b = h
+        .sender
+        .publish(change("p1", "acc-1", PostChangeKind::PublishingStarted))
+        .await
+        .unwrap();
     h.idle().await;
-    for d in SCHEDULE {
-        h.advance(d).await;
+    for d in SCHEDULE.iter().chain(SCHEDULE.iter()) {
+        h.advance(*d).await;
     }
     let counts = h.sender.delivery_counts(Some(&sub)).await.unwrap();
     assert_eq!(counts.failed, 3);
@@ -166,7 +171,8 @@ async fn recover_resends_the_failures_since_a_time_once_in_order() {
     let got: Vec<String> = rx.requests()[before..].iter().map(|r| r.id()).collect();
     assert_eq!(
         got,
-        vec![a.event_id().unwrap().to_owned(), b.event_id().unwrap().to_owned()]
+        vec![a.event_id().unwrap().to_owned(), b.event_id().unwrap().to_owned()],
+        "in the post's order"
     );
     assert!(!got.contains(&old.event_id().unwrap().to_owned()));
     assert_eq!(h.sender.recover(&sub, since).await.unwrap(), 0, "recovered already");

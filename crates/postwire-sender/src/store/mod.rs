@@ -222,7 +222,8 @@ pub trait Store: Send + Sync + 'static {
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Vec<PausedByFailures>>>;
 
-    /// Deliveries of a subscription, newest first, older than `before` (a delivery id).
+    /// Deliveries of a subscription, newest first, older than `before` (a delivery id),
+    /// each with its attempts and its event's body.
     fn list_deliveries(
         &self,
         subscription_id: String,

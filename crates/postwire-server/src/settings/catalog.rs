@@ -19,6 +19,42 @@ pub struct Sample {
     pub about: &'static str,
     /// A pretty-printed sample body.
     pub body: String,
+    /// Every field of the sample, as (dotted path, JSON type), in document order.
+    pub fields: Vec<(String, &'static str)>,
+}
+
+/// The fields of `value` under `prefix`, depth first (array items as `[]`).
+fn fields_of(prefix: &str, value: &serde_json::Value, out: &mut Vec<(String, &'static str)>) {
+    use serde_json::Value;
+    let kind = match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    if !prefix.is_empty() {
+        out.push((prefix.to_owned(), kind));
+    }
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                let path = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                fields_of(&path, v, out);
+            }
+        }
+        Value::Array(items) => {
+            if let Some(first) = items.first() {
+                fields_of(&format!("{prefix}[]"), first, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn integration() -> Integration {
@@ -149,16 +185,19 @@ pub fn samples() -> Vec<Sample> {
     let now = Timestamp::from_unix_millis(1_795_856_400_000);
     let mut out = Vec::new();
     for (event_type, about, change) in changes() {
-        let body = match build_event(&change, "msg_01MCC5RM00X7Q2W9KD3FTB8N4P".into(), now) {
-            Ok(Ok(built)) => serde_json::from_str::<serde_json::Value>(&built.body)
-                .and_then(|v| serde_json::to_string_pretty(&v))
-                .unwrap_or(built.body),
-            _ => continue,
+        let Ok(Ok(built)) = build_event(&change, "msg_01MCC5RM00X7Q2W9KD3FTB8N4P".into(), now) else {
+            continue;
         };
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(&built.body) else {
+            continue;
+        };
+        let mut fields = Vec::new();
+        fields_of("", &value, &mut fields);
         out.push(Sample {
             event_type,
             about,
-            body,
+            body: serde_json::to_string_pretty(&value).unwrap_or(built.body),
+            fields,
         });
     }
     out.sort_by_key(|s| EventType::ALL.iter().position(|t| *t == s.event_type));
@@ -177,6 +216,10 @@ mod tests {
             assert_eq!(s.event_type, *t);
             let event = postwire_core::Event::from_json(s.body.as_bytes()).unwrap();
             assert_eq!(event.event_type(), *t);
+            assert!(s.fields.iter().any(|(p, k)| p == "id" && *k == "string"));
+            assert!(s.fields.iter().any(|(p, _)| p.starts_with("data.")), "{:?}", s.fields);
         }
+        let failed = &samples[4];
+        assert!(failed.fields.contains(&("data.error.retryable".to_owned(), "boolean")));
     }
 }

@@ -378,6 +378,13 @@ pub fn secret_shown(session: &Session, id: &str, name: &str, secret: &str, rotat
     )
 }
 
+/// A JSON body, indented for reading (as it is when it is not JSON).
+fn pretty(body: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(body)
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .unwrap_or_else(|_| body.to_owned())
+}
+
 fn outcome(o: &AttemptOutcome) -> Markup {
     match o {
         AttemptOutcome::Response { status, body_prefix } => html! {
@@ -505,6 +512,10 @@ pub fn detail(
                             @if let Some(next) = d.next_attempt_at {
                                 p.muted { "Next attempt at " (time(next)) }
                             }
+                            details.payload {
+                                summary { "Payload" }
+                                pre.body { (pretty(&d.payload)) }
+                            }
                             @if d.attempts.is_empty() {
                                 p.muted { "No attempt yet." }
                             } @else {
@@ -586,6 +597,18 @@ pub fn events(session: &Session) -> Markup {
                 section.card id={ "type-" (s.event_type.as_str().replace('.', "-")) } {
                     h2 { code { (s.event_type.as_str()) } }
                     p { (s.about) }
+                    details {
+                        summary { "Fields" }
+                        table.fields {
+                            caption.visually-hidden { "Fields of " (s.event_type.as_str()) }
+                            thead { tr { th scope="col" { "Field" } th scope="col" { "Type" } } }
+                            tbody {
+                                @for (path, kind) in &s.fields {
+                                    tr { td { code { (path) } } td { (kind) } }
+                                }
+                            }
+                        }
+                    }
                     details {
                         summary { "Sample payload" }
                         pre.body { (s.body) }
