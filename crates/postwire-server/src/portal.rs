@@ -127,6 +127,12 @@ fn random_id() -> Result<String, ApiError> {
     ))
 }
 
+/// Whether `id` has the form of a portal session id: `ps_` and 16 lowercase hex digits.
+pub fn is_session_id(id: &str) -> bool {
+    id.strip_prefix("ps_")
+        .is_some_and(|h| h.len() == 16 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+}
+
 /// The CSRF token of the session whose token is `session_token`.
 pub fn csrf_token(session_token: &str) -> String {
     let mut h = Sha256::new();
@@ -296,6 +302,7 @@ mod tests {
         let store = PortalStore::new(ServerDb::open(&path).unwrap(), DEFAULT_LINK_TTL, DEFAULT_SESSION_TTL);
         let t0 = Timestamp::from_unix_millis(1_800_000_000_000);
         let link = store.create_link("ws_a", t0).await.unwrap();
+        assert!(is_session_id(&link.id) && !is_session_id("ps_x") && !is_session_id("ps_0123456789ABCDEF"));
         assert!(link.token.starts_with("pwl_") && !format!("{link:?}").contains(&link.token[4..]));
         let opened = store.exchange(&link.token, t0.add_millis(1000)).await.unwrap().unwrap();
         assert_eq!(opened.workspace_id, "ws_a");

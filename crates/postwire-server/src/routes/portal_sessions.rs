@@ -76,11 +76,11 @@ pub async fn create_portal_session(
     operation_id = "revokePortalSession",
     params(
         ("workspaceId" = String, Path, description = "Workspace id."),
-        ("sessionId" = String, Path, description = "The `id` returned with the link.", example = "ps_0123456789abcdef"),
+        ("sessionId" = String, Path, description = "The `id` returned with the link.", pattern = "^ps_[0-9a-f]{16}$", example = "ps_0123456789abcdef"),
     ),
     responses(
         (status = 204, description = "Revoked (revoking twice is fine)."),
-        (status = 400, description = "`invalid_request`: an invalid `workspaceId` or `sessionId`.", body = ValidationErrorBody),
+        (status = 400, description = "`invalid_request`: an invalid `workspaceId`, or a `sessionId` not of the form `ps_` + 16 hex digits.", body = ValidationErrorBody),
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace, or no such portal session of it (`not_found`).", body = ErrorBody),
@@ -93,7 +93,11 @@ pub async fn revoke_portal_session(
     caller: Caller,
     ApiPath((workspace_id, session_id)): ApiPath<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    check_id_param("sessionId", &session_id)?;
+    if !crate::portal::is_session_id(&session_id) {
+        return Err(crate::errors::ApiError::invalid(
+            "`sessionId` must be `ps_` and 16 hex digits, as returned with the link",
+        ));
+    }
     caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
     state
         .portal
