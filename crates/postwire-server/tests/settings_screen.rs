@@ -417,3 +417,82 @@ async fn a_receiver_body_is_shown_as_text_and_a_failed_delivery_can_be_resent() 
     );
     h.stop().await;
 }
+
+/// Ingest batches of `n` post events for `ws_a` (distinct posts).
+async fn publish_many(h: &Harness, n: usize) {
+    for chunk in 0..n.div_ceil(1000) {
+        let changes: Vec<serde_json::Value> = (chunk * 1000..((chunk + 1) * 1000).min(n))
+            .map(|i| {
+                json!({"kind": "post", "workspaceId": "ws_a", "change": "scheduled", "post": {
+                    "id": format!("post_{i}"), "externalId": format!("ext_{i}"), "group": "g", "state": "QUEUE",
+                    "publishDate": "2026-12-01T09:00:00Z",
+                    "integration": {"id": "acc_a1", "name": "Account acc_a1", "providerIdentifier": "x"},
+                    "content": "x"}})
+            })
+            .collect();
+        let r = h
+            .ingest("POST", "/internal/v1/events", json!({"changes": changes}))
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_stay_bounded_with_thousands_of_deliveries() {
+    let h = Harness::start().await;
+    let t = h.writer().await;
+    let sub = h.subscribe(&t, "https://93.184.216.34/hooks").await;
+    let id = sub["id"].as_str().unwrap().to_owned();
+    // Paused: 5,000 deliveries are held, nothing is attempted.
+    let r = h
+        .json(
+            "PUT",
+            &format!("/public/v1/workspaces/ws_a/webhooks/{id}/enabled"),
+            &t,
+            json!({"enabled": false}),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    publish_many(&h, 5000).await;
+    let (url, _) = link(&h, &t, "ws_a").await;
+    let (cookie, _) = sign_in(&url).await;
+
+    let started = std::time::Instant::now();
+    let home = get(&h, "/settings/", Some(&cookie)).await;
+    let home_ms = started.elapsed().as_millis();
+    assert_eq!(home.status, 200);
+    assert!(
+        home.text.contains("most recent 1000 deliveries"),
+        "the 24-hour summary reads a bounded number of deliveries"
+    );
+
+    // Unfiltered: one page of 20, and a cursor to the next.
+    let started = std::time::Instant::now();
+    let page = get(&h, &format!("/settings/webhooks/{id}"), Some(&cookie)).await;
+    let page_ms = started.elapsed().as_millis();
+    assert_eq!(page.text.matches("<li class=\"delivery\"").count(), 20);
+    assert!(page.text.contains("rel=\"next\""));
+
+    // A filter that matches nothing reads at most 500 deliveries, then offers to go on.
+    let started = std::time::Instant::now();
+    let none = get(&h, &format!("/settings/webhooks/{id}?type=post.failed"), Some(&cookie)).await;
+    let filtered_ms = started.elapsed().as_millis();
+    assert_eq!(none.status, 200);
+    assert!(none.text.contains("No deliveries match."));
+    let next = none
+        .text
+        .split("?cursor=")
+        .nth(1)
+        .expect("a cursor to older deliveries");
+    let cursor: String = next
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    let n: i64 = cursor.trim_start_matches("c_").parse().unwrap();
+    assert!(n > 4000, "stopped after about 500 of 5000: {cursor}");
+    println!("5,000 deliveries: list {home_ms} ms, log page {page_ms} ms, filtered page {filtered_ms} ms");
+    for ms in [home_ms, page_ms, filtered_ms] {
+        assert!(ms < 5_000, "a page took {ms} ms");
+    }
+    h.stop().await;
+}
