@@ -180,14 +180,15 @@ test("the Settings screen, end to end in Chromium", { timeout: 240_000 }, async 
   assert.equal(created.status, 201, created.text);
   const link = created.json.url;
   await page.goto(link);
-  assert.equal(await page.locator("h1").textContent(), "Signed in");
+  assert.equal(await page.locator("h1").textContent(), "Sign in");
+  assert.deepEqual(await context.cookies(), [], "opening the link uses nothing up");
+  await check(page, "01-sign-in");
+  await page.click("#continue");
+  await page.waitForURL(`${base}/settings/`);
   const cookies = await context.cookies();
   const session = cookies.find((c) => c.name === "pw_settings");
   assert.ok(session && session.httpOnly && session.secure && session.sameSite === "Strict", JSON.stringify(cookies));
   assert.ok(session.expires > Date.now() / 1000, "the cookie has an expiry");
-  await check(page, "01-signed-in");
-  await page.click("#continue");
-  await page.waitForURL(`${base}/settings/`);
   assert.equal(await page.locator("h1").textContent(), "Subscriptions");
   await check(page, "02-empty-list");
 
@@ -384,6 +385,7 @@ test("the Settings screen, end to end in Chromium", { timeout: 240_000 }, async 
   await new Promise((r) => cli.on("exit", r));
   await page.goto(cliOut.trim());
   await page.click("#continue");
+  await page.waitForURL(`${base}/settings/`);
   assert.equal(await page.locator("h1").textContent(), "Subscriptions");
 
   assert.deepEqual(pageErrors, [], "no script errors or CSP violations");

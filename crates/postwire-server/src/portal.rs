@@ -3,8 +3,10 @@
 //!
 //! A portal session starts as a **link** (`pwl_` + 32 random bytes, base64url), made by
 //! `POST /public/v1/workspaces/{id}/portal-sessions` or `postwire portal link`. It is
-//! short-lived ([`DEFAULT_LINK_TTL`]) and single-use: exchanging it
-//! ([`PortalStore::exchange`]) atomically marks it used and binds a **session token**
+//! short-lived ([`DEFAULT_LINK_TTL`]) and single-use: opening it only shows a sign-in
+//! button ([`PortalStore::link_is_live`] reads, so link previews spend nothing), whose
+//! `POST` exchanges it ([`PortalStore::exchange`]): that atomically marks it used and
+//! binds a **session token**
 //! (`pws_` + 32 random bytes) to the same row, which the browser keeps as a
 //! `Secure; HttpOnly; SameSite=Strict` cookie until it expires
 //! ([`DEFAULT_SESSION_TTL`]). Both tokens are stored as SHA-256 hashes only (like API
@@ -242,6 +244,26 @@ impl PortalStore {
         }))
     }
 
+    /// Whether `link_token` would open a session now (unused, unexpired, not revoked),
+    /// without using it up.
+    pub async fn link_is_live(&self, link_token: &str, now: Timestamp) -> Result<bool, ApiError> {
+        if !link_token.starts_with(LINK_PREFIX) || link_token.len() > MAX_TOKEN_LEN {
+            return Ok(false);
+        }
+        let hash = token_hash(link_token);
+        let now_ms = now.unix_millis();
+        self.db
+            .run(move |c| {
+                c.query_row(
+                    "SELECT EXISTS (SELECT 1 FROM server_portal_sessions WHERE link_hash = ?1
+                         AND session_hash IS NULL AND revoked_at IS NULL AND link_expires_at > ?2)",
+                    params![&hash[..], now_ms],
+                    |r| r.get(0),
+                )
+            })
+            .await
+    }
+
     /// The live session with this token, if any.
     pub async fn session(&self, session_token: &str, now: Timestamp) -> Result<Option<PortalSession>, ApiError> {
         if !session_token.starts_with(SESSION_PREFIX) || session_token.len() > MAX_TOKEN_LEN {
@@ -304,7 +326,13 @@ mod tests {
         let link = store.create_link("ws_a", t0).await.unwrap();
         assert!(is_session_id(&link.id) && !is_session_id("ps_x") && !is_session_id("ps_0123456789ABCDEF"));
         assert!(link.token.starts_with("pwl_") && !format!("{link:?}").contains(&link.token[4..]));
+        assert!(
+            store.link_is_live(&link.token, t0).await.unwrap(),
+            "looking uses nothing up"
+        );
+        assert!(store.link_is_live(&link.token, t0).await.unwrap());
         let opened = store.exchange(&link.token, t0.add_millis(1000)).await.unwrap().unwrap();
+        assert!(!store.link_is_live(&link.token, t0.add_millis(1000)).await.unwrap());
         assert_eq!(opened.workspace_id, "ws_a");
         assert!(!format!("{opened:?}").contains(&opened.token[4..]));
         assert!(

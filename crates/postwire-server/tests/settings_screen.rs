@@ -77,10 +77,29 @@ async fn link(h: &Harness, token: &str, ws: &str) -> (String, String) {
     (url, r.json["id"].as_str().unwrap().to_owned())
 }
 
-/// Opens `url` (a magic link); returns the session cookie's value and its header.
+/// Opens `url` (a magic link) and presses its sign-in button; returns the session
+/// cookie's value and its header.
 async fn sign_in(url: &str) -> (String, String) {
-    let r = browser().get(url).send().await.unwrap();
-    assert_eq!(r.status(), 200);
+    let page = browser().get(url).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(
+        page.headers().get("set-cookie").is_none(),
+        "opening the link uses nothing up"
+    );
+    let base = url.split("/settings/").next().unwrap().to_owned();
+    let link = url.split("link=").nth(1).unwrap().to_owned();
+    let html = page.text().await.unwrap();
+    assert!(html.contains(&format!("name=\"link\" value=\"{link}\"")));
+    let r = browser()
+        .post(format!("{base}/settings/login"))
+        .header("origin", &base)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("link={link}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    assert_eq!(r.headers()["location"], "/settings/");
     let set = r.headers()["set-cookie"].to_str().unwrap().to_owned();
     let value = set
         .strip_prefix("pw_settings=")
@@ -110,10 +129,33 @@ async fn a_magic_link_opens_one_workspace_once_and_revocation_ends_the_session()
     ] {
         assert!(set.contains(attribute), "{set}");
     }
-    // Used once: the same link is refused.
+    // Used once: the same link is refused, opened or posted.
     let again = browser().get(&url).send().await.unwrap();
     assert_eq!(again.status(), 403);
     assert!(again.headers().get("set-cookie").is_none());
+    let link_token = url.split("link=").nth(1).unwrap();
+    let reposted = browser()
+        .post(format!("{}/settings/login", h.base))
+        .header("origin", &h.base)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("link={link_token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reposted.status(), 403);
+    assert!(reposted.headers().get("set-cookie").is_none());
+    // A sign-in posted from another site is refused before the link is looked at.
+    let (fresh, _) = link(&h, &t, "ws_a").await;
+    let cross = browser()
+        .post(format!("{}/settings/login", h.base))
+        .header("origin", "http://evil.example")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("link={}", fresh.split("link=").nth(1).unwrap()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross.status(), 403);
+    sign_in(&fresh).await; // still unused
 
     let home = get(&h, "/settings/", Some(&cookie)).await;
     assert_eq!(home.status, 200, "{}", home.text);

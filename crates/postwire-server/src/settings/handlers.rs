@@ -32,18 +32,41 @@ fn html(markup: maud::Markup) -> Response {
     Html(markup.into_string()).into_response()
 }
 
-/// `GET /settings/login?link=…`: exchanges a magic link for a session cookie, once.
-pub async fn login(State(state): State<AppState>, uri: Uri) -> PageResult {
+fn link_refused() -> Response {
+    tracing::info!("a settings link was refused (unknown, used, expired or revoked)");
+    let page = pages::error_page(
+        StatusCode::FORBIDDEN,
+        "link_invalid",
+        &["This link has expired, was already used, or was revoked. Ask for a new one.".to_owned()],
+    );
+    (StatusCode::FORBIDDEN, Html(page.into_string())).into_response()
+}
+
+/// `GET /settings/login?link=…`: a page with one button that signs in. Opening the link
+/// uses nothing up, so a mail scanner or chat preview that fetches it cannot spend the
+/// single use; a link that no longer works is refused here already.
+pub async fn login_page(State(state): State<AppState>, uri: Uri) -> PageResult {
     let query = QueryParams::parse(uri.query(), &["link"])?;
     let link = query.get("link").unwrap_or("");
-    let Some(opened) = state.portal.exchange(link, state.clock.now()).await? else {
-        tracing::info!("a settings link was refused (unknown, used, expired or revoked)");
-        let page = pages::error_page(
-            StatusCode::FORBIDDEN,
-            "link_invalid",
-            &["This link has expired, was already used, or was revoked. Ask for a new one.".to_owned()],
-        );
-        return Ok((StatusCode::FORBIDDEN, Html(page.into_string())).into_response());
+    if !state.portal.link_is_live(link, state.clock.now()).await? {
+        return Ok(link_refused());
+    }
+    Ok(html(pages::sign_in(link)))
+}
+
+/// `POST /settings/login` (`link=…`, from that page): exchanges the magic link for a
+/// session cookie, once, and goes to the screen (303).
+pub async fn login(State(state): State<AppState>, headers: HeaderMap, body: Body) -> PageResult {
+    if !forms::same_origin(&state, &headers) {
+        return Err(PageError::Refused("Sign in from the link's own page."));
+    }
+    let bytes = crate::validation::read_body(body, state.max_body_bytes).await?;
+    let link: String = url::form_urlencoded::parse(&bytes)
+        .find(|(k, _)| k == "link")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    let Some(opened) = state.portal.exchange(&link, state.clock.now()).await? else {
+        return Ok(link_refused());
     };
     tracing::info!(portal_session = %opened.id, workspace_id = %opened.workspace_id, "settings session opened");
     let cookie = format!(
@@ -51,7 +74,7 @@ pub async fn login(State(state): State<AppState>, uri: Uri) -> PageResult {
         opened.token,
         state.portal.session_ttl_secs()
     );
-    let mut response = html(pages::signed_in());
+    let mut response = see_other("/settings/");
     response.headers_mut().insert(
         header::SET_COOKIE,
         HeaderValue::from_str(&cookie).map_err(|_| ApiError::Internal("a session cookie was not a header".into()))?,

@@ -54,7 +54,7 @@ pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/settings", get(handlers::home))
         .route("/settings/", get(handlers::home))
-        .route("/settings/login", get(handlers::login))
+        .route("/settings/login", get(handlers::login_page).post(handlers::login))
         .route("/settings/logout", post(handlers::logout))
         .route("/settings/new", get(handlers::new_form))
         .route("/settings/webhooks", post(handlers::create))

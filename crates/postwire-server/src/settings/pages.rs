@@ -193,16 +193,19 @@ pub fn error_page(status: StatusCode, code: &str, messages: &[String]) -> Markup
     )
 }
 
-/// After a magic link was exchanged: the browser moves on to the screen (a link, so it
-/// works without script; the session cookie is `SameSite=Strict`, so this first
-/// same-site navigation is the one that carries it).
-pub fn signed_in() -> Markup {
+/// The page a magic link opens: one button signs in (a `POST` from this origin, which
+/// spends the link; the redirect that follows is same-site, so the `SameSite=Strict`
+/// cookie goes with it).
+pub fn sign_in(link: &str) -> Markup {
     layout(
-        "Signed in",
+        "Sign in",
         None,
         html! {
-            p { "You are signed in to this workspace's webhook settings." }
-            p { a.button #continue href="/settings/" { "Open the Settings screen" } }
+            p { "This link signs you in to a workspace's webhook settings. It works once." }
+            form method="post" action="/settings/login" {
+                input type="hidden" name="link" value=(link);
+                button #continue type="submit" { "Sign in" }
+            }
         },
     )
 }
