@@ -3,7 +3,8 @@
 //!
 //! Why this shape (see ARCHITECTURE.md): HTML rendered on the server with `maud`
 //! (templates are Rust, checked at compile time, and every interpolated value is
-//! escaped), a little progressive JavaScript (copy buttons, the verify box) and one
+//! escaped), a little progressive JavaScript (copy buttons, a delivery log that
+//! refreshes itself while a delivery is pending, the verify box) and one
 //! stylesheet, all embedded in the binary ([`assets`]). Every page works without
 //! JavaScript. The handlers call the same [`Sender`](postwire_sender::Sender) methods
 //! as the API's handlers, after the same ownership check

@@ -436,6 +436,8 @@ pub fn detail(
 ) -> Markup {
     let s = &r.subscription;
     let base = format!("/settings/webhooks/{}", s.id);
+    // Something may still change on its own: the script refreshes the log while so.
+    let live = deliveries.iter().any(|d| d.state == DeliveryState::Pending);
     let day_ago = now.add_millis(-24 * 3_600_000).to_string();
     let since_default: String = day_ago.chars().take(16).collect();
     layout(
@@ -479,8 +481,9 @@ pub fn detail(
                     button type="submit" { "Recover" }
                 }
             }
-            section aria-labelledby="log-h" {
+            section #log aria-labelledby="log-h" data-live=[live.then_some("true")] {
                 h2 #log-h { "Delivery log" }
+                p.muted #log-status aria-live="polite" {}
                 form.filters method="get" action=(base) {
                     label for="f-state" { "State" }
                     select #f-state name="state" {

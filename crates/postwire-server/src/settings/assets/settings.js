@@ -51,3 +51,32 @@ if (verifyForm) {
     }
   });
 }
+
+// The delivery log refreshes itself while something in it may still change (a pending
+// delivery, a test event just sent): every 2 s for at most 2 minutes it fetches this
+// page again and swaps in the new log, so a test event can be watched arriving. The
+// HTML comes from this server, which escaped every value in it.
+const log = document.getElementById("log");
+if (log && log.dataset.live === "true") {
+  let rounds = 0;
+  const timer = setInterval(async () => {
+    rounds += 1;
+    if (rounds > 60 || log.contains(document.activeElement)) {
+      if (rounds > 60) clearInterval(timer);
+      return;
+    }
+    try {
+      const res = await fetch(location.href, { credentials: "same-origin", headers: { accept: "text/html" } });
+      if (!res.ok) return;
+      const doc = new DOMParser().parseFromString(await res.text(), "text/html");
+      const fresh = doc.getElementById("log");
+      if (!fresh) return;
+      log.querySelector("ol.log").replaceWith(fresh.querySelector("ol.log"));
+      const status = document.getElementById("log-status");
+      if (status) status.textContent = `Updated ${new Date().toLocaleTimeString()}`;
+      if (fresh.dataset.live !== "true") clearInterval(timer);
+    } catch {
+      // The next round tries again.
+    }
+  }, 2000);
+}
