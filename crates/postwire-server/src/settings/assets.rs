@@ -1,7 +1,7 @@
 //! The Settings screen's static files, embedded in the binary (no CDN; works offline):
 //! one stylesheet, one script, and the postwire npm package's browser build for the
 //! verify box when it was built before this crate (`npm/build.sh`; see `build.rs`).
-//! Each is served with its type and a content hash in its URL-independent `ETag`.
+//! Each is served with its content type (and, like every response, `no-store`).
 
 use axum::extract::Path;
 use axum::http::{HeaderValue, StatusCode, header};
