@@ -538,3 +538,214 @@ async fn pages_stay_bounded_with_thousands_of_deliveries() {
     }
     h.stop().await;
 }
+
+/// A real receiver on loopback that answers 500 while `down` is set, 200 otherwise, and
+/// counts the requests it got.
+async fn switchable_receiver(
+    down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    count: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> String {
+    use std::sync::atomic::Ordering;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move || {
+            let (down, count) = (down.clone(), count.clone());
+            async move {
+                count.fetch_add(1, Ordering::SeqCst);
+                if down.load(Ordering::SeqCst) {
+                    axum::http::StatusCode::INTERNAL_SERVER_ERROR
+                } else {
+                    axum::http::StatusCode::OK
+                }
+            }
+        }),
+    );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    format!("http://{addr}/hook")
+}
+
+/// The whole failure story on a manual sender clock: 50 deliveries fail for good (22 h
+/// of retries each, in milliseconds), the sender pauses the subscription and notifies;
+/// the screen shows the notice and the pause, recovers the 50 (held, since paused) and
+/// resumes, and the receiver gets all 50.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_failures_are_noticed_recovered_and_delivered_from_the_screen() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use postwire_core::{ManualClock, Timestamp};
+    use postwire_sender::{DomainChange, SenderConfig, TestEvent, Workspace};
+    use postwire_server::{NewToken, Server, ServerOptions};
+
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(Timestamp::from_unix_millis(1_800_000_000_000)));
+    let mut options = ServerOptions::new(dir.path().join("p.db"));
+    options.sender_config = SenderConfig {
+        jitter: postwire_sender::schedule::Jitter::None,
+        attempt_timeout: std::time::Duration::from_secs(3),
+        idle_poll: std::time::Duration::from_millis(20),
+        ..SenderConfig::default()
+    }
+    .dangerously_allow_insecure_local_urls();
+    options.sender_clock = clock.clone();
+    let server = Server::open(options).await.unwrap();
+    let sender = server.state().sender.clone();
+    sender
+        .upsert_workspace(Workspace {
+            id: "ws_a".into(),
+            name: "Workspace ws_a".into(),
+        })
+        .await
+        .unwrap();
+    let token = server
+        .state()
+        .tokens
+        .create(
+            NewToken {
+                name: "t".into(),
+                scopes: vec![Scope::WebhooksWrite],
+                workspaces: vec!["ws_a".into()],
+            },
+            Timestamp::from_unix_millis(1_800_000_000_000),
+        )
+        .await
+        .unwrap()
+        .token;
+    let running = server.start("127.0.0.1:0").await.unwrap();
+    let base = running.base_url();
+    let (down, count) = (Arc::new(AtomicBool::new(true)), Arc::new(AtomicUsize::new(0)));
+    let url = switchable_receiver(down.clone(), count.clone()).await;
+    let api = reqwest::Client::builder().no_proxy().build().unwrap();
+    let created: serde_json::Value = serde_json::from_str(
+        &api.post(format!("{base}/public/v1/workspaces/ws_a/webhooks"))
+            .bearer_auth(&token)
+            .header("content-type", "application/json")
+            .body(json!({"name": "flaky", "url": url}).to_string())
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let id = created["id"].as_str().unwrap().to_owned();
+
+    let tests: Vec<DomainChange> = (0..50)
+        .map(|i| {
+            TestEvent {
+                workspace_id: "ws_a".into(),
+                subscription_id: Some(id.clone()),
+                message: format!("test {i}"),
+            }
+            .into()
+        })
+        .collect();
+    sender.publish_many(tests).await.unwrap();
+    sender.wait_idle().await.unwrap();
+    for minutes in [1, 2, 10, 30, 60, 180, 360, 720] {
+        clock.advance_millis(minutes * 60_000);
+        sender.wait_idle().await.unwrap();
+    }
+    assert_eq!(count.load(Ordering::SeqCst), 50 * 9, "nine attempts each");
+    let record = sender.subscription(&id).await.unwrap();
+    assert!(
+        record.subscription.status.is_paused(),
+        "paused after 50 failures in a row"
+    );
+
+    // The screen.
+    let link: serde_json::Value = serde_json::from_str(
+        &api.post(format!("{base}/public/v1/workspaces/ws_a/portal-sessions"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let (cookie, _) = sign_in(link["url"].as_str().unwrap()).await;
+    let h = Harness {
+        server: None,
+        base: base.clone(),
+        http: api.clone(),
+        api_clock: Arc::new(ManualClock::new(Timestamp::from_unix_millis(0))),
+        dir: tempfile::tempdir().unwrap(),
+    };
+    let notices = get(&h, "/settings/notifications", Some(&cookie)).await;
+    assert!(notices.text.contains("50"), "{}", notices.text);
+    assert!(notices.text.contains(&format!("/settings/webhooks/{id}")));
+    let home = get(&h, "/settings/", Some(&cookie)).await;
+    assert!(home.text.contains("Paused") && home.text.contains("Notifications: 1 recent"));
+    assert!(home.text.contains("50 failed"), "the 24-hour chart counts them");
+
+    let page = get(&h, &format!("/settings/webhooks/{id}?state=failed"), Some(&cookie)).await;
+    assert_eq!(
+        page.text.matches("<li class=\"delivery\"").count(),
+        20,
+        "a page of the 50 failed"
+    );
+    let csrf = csrf_of(&page.text);
+    down.store(false, Ordering::SeqCst);
+    let recovered = post(
+        &h,
+        &format!("/settings/webhooks/{id}/recover"),
+        &cookie,
+        Some(&base),
+        &[("csrf", &csrf), ("since", "2020-01-01T00:00")],
+    )
+    .await;
+    assert_eq!(recovered.status, 303, "{}", recovered.text);
+    assert_eq!(
+        recovered.headers["location"],
+        format!("/settings/webhooks/{id}?done=recovered&recovered=50")
+    );
+    let shown = get(
+        &h,
+        &format!("/settings/webhooks/{id}?done=recovered&recovered=50"),
+        Some(&cookie),
+    )
+    .await;
+    assert!(shown.text.contains("Recover queued 50 failed deliveries."));
+    sender.wait_idle().await.unwrap();
+    assert_eq!(
+        count.load(Ordering::SeqCst),
+        450,
+        "held: the subscription is still paused"
+    );
+
+    let resumed = post(
+        &h,
+        &format!("/settings/webhooks/{id}/resume"),
+        &cookie,
+        Some(&base),
+        &[("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(
+        resumed.headers["location"],
+        format!("/settings/webhooks/{id}?done=resumed&released=50&expired=0")
+    );
+    sender.wait_idle().await.unwrap();
+    assert_eq!(count.load(Ordering::SeqCst), 500, "all 50 delivered");
+    let again = post(
+        &h,
+        &format!("/settings/webhooks/{id}/recover"),
+        &cookie,
+        Some(&base),
+        &[("csrf", &csrf), ("since", "2020-01-01T00:00")],
+    )
+    .await;
+    assert!(
+        again.headers["location"].to_str().unwrap().ends_with("recovered=0"),
+        "each failure once"
+    );
+    drop(h);
+    running.shutdown().await;
+}
