@@ -2,7 +2,7 @@
 # Runs every test of postwire, as CI does: installs what is missing (scripts/setup.sh),
 # then every part of scripts/test.sh (vectors, lints, docs, MSRV, cargo deny, the Rust
 # workspace, fuzzing, wasm in Node and Chromium, the Worker in workerd, the examples, the
-# end-to-end test, the API contract with Schemathesis and a generated TypeScript client),
+# end-to-end test, the Settings screen in Chromium, the API contract with Schemathesis and a generated TypeScript client),
 # with a timing per part. Exits non-zero on any failure.
 #
 # One part alone, with the same command CI uses: scripts/test.sh <part> (--list for names).

@@ -62,10 +62,11 @@ part_npm() { bash npm/test.sh; }                              # wasm package in 
 part_worker() { bash worker/test.sh; }                        # the Worker in workerd (Miniflare)
 part_examples() { bash examples/test.sh; }                    # the receivers people copy
 part_e2e() { bash tests/e2e/test.sh; }                        # sender → Worker → origin
+part_settings() { bash tests/settings/test.sh; }             # the Settings screen in Chromium (playwright-core, axe-core)
 part_contract() { bash tests/contract/test.sh; }              # the API against its OpenAPI (Schemathesis)
 part_client() { bash tests/contract/client/test.sh; }         # a generated TypeScript client
 
-ALL=(vectors lint docs msrv deny rust postgres fuzz npm worker examples e2e contract client)
+ALL=(vectors lint docs msrv deny rust postgres fuzz npm worker examples e2e settings contract client)
 
 if [ "${1:-}" = "--list" ]; then
   printf '%s\n' "${ALL[@]}"

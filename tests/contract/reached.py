@@ -99,7 +99,7 @@ def main():
         statuses = stateful.get(op_id, Counter())
         shown = ", ".join(f"{s}: {n}" for s, n in sorted(statuses.items())) or "not called"
         if op_id in not_tested:
-            print(f"    {op_id:<28} (not tested: Schemathesis leaves out the document's own URL)")
+            print(f"    {op_id:<28} (no 2xx required here, see tests/contract/test.sh) {shown}")
             continue
         reached = any(200 <= s < 300 for s in statuses)
         print(f"    {op_id:<28} {'ok ' if reached else 'NO '} {shown}")

@@ -72,8 +72,10 @@ curl -sf -X PUT -H "Authorization: Bearer $ingest_token" "$base/internal/v1/work
 seed_args=()
 [ -n "${CONTRACT_SEED:-}" ] && seed_args=(--seed "$CONTRACT_SEED")
 failed=0
-run() { # name config document-url token not-tested-operation
-  local name="$1" config="$2" url="$3" bearer="$4" not_tested="$5" doc="$6"
+run() { # name config document-url token document not-tested-operations...
+  local name="$1" config="$2" url="$3" bearer="$4" doc="$5"
+  shift 5
+  local not_tested=("$@")
   step "Schemathesis: $name document, every phase, every check"
   local t0; t0=$(date +%s)
   # A bound in case something hangs: a run takes about half a minute per document.
@@ -83,10 +85,12 @@ run() { # name config document-url token not-tested-operation
     failed=1
   fi
   echo "$name: Schemathesis took $(( $(date +%s) - t0 )) s"
-  python3 tests/contract/reached.py "$doc" "$work/$name.yaml" "$not_tested" || failed=1
+  python3 tests/contract/reached.py "$doc" "$work/$name.yaml" "${not_tested[@]}" || failed=1
 }
-run public tests/contract/public.toml "$base/public/v1/openapi.json" "$token" getOpenApiDocument docs/openapi.json
-run ingest tests/contract/ingest.toml "$base/internal/v1/openapi.json" "$ingest_token" getIngestOpenApiDocument docs/ingest-openapi.json
+# resendDelivery needs a finished delivery, and in this network namespace every delivery
+# waits for its next retry (hours away): its 2xx is tested in crates/postwire-server/tests/replay_api.rs.
+run public tests/contract/public.toml "$base/public/v1/openapi.json" "$token" docs/openapi.json getOpenApiDocument resendDelivery
+run ingest tests/contract/ingest.toml "$base/internal/v1/openapi.json" "$ingest_token" docs/ingest-openapi.json getIngestOpenApiDocument
 
 if [ "$failed" != 0 ]; then
   echo "contract test FAILED (server log: $work/serve.log; set CONTRACT_KEEP=1 to keep it)" >&2

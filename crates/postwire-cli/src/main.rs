@@ -2,7 +2,8 @@
 //!
 //! `postwire demo` shows the whole sender working in seconds; `postwire serve` runs the
 //! webhooks HTTP API and the dispatcher on an embedded SQLite file; `postwire token`
-//! manages API tokens; `postwire openapi` prints the API description. It also makes
+//! manages API tokens; `postwire portal link` prints a magic link to a workspace's
+//! Settings screen; `postwire openapi` prints the API description. It also makes
 //! secrets, signs and verifies deliveries from the shell, which is handy for debugging a
 //! receiver (`postwire verify` says exactly why a delivery fails) and for scripting
 //! tests. Each subcommand lives in its own module under `commands/`.
@@ -37,6 +38,9 @@ enum Command {
     /// API tokens: create (shown once), list, revoke.
     #[command(subcommand)]
     Token(commands::token::TokenCommand),
+    /// The Settings screen: `portal link --workspace ID` prints a magic link to it.
+    #[command(subcommand)]
+    Portal(commands::portal::PortalCommand),
     /// Print the OpenAPI 3.1 document of the HTTP API (`--ingest`: of the internal ingest API).
     Openapi(commands::openapi::OpenapiArgs),
     /// Signing secrets.
@@ -57,6 +61,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => commands::demo::run(args),
         Command::Serve(args) => commands::serve::run(args),
         Command::Token(cmd) => commands::token::run(cmd),
+        Command::Portal(cmd) => commands::portal::run(cmd),
         Command::Openapi(args) => commands::openapi::run(args),
         Command::Secret(cmd) => commands::secret::run(cmd),
         Command::Sign(args) => commands::sign::run(args),

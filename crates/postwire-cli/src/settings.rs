@@ -14,6 +14,9 @@
 //! max_body_bytes = 65536
 //! log = "info"
 //! dangerously_allow_insecure_local_urls = false
+//! public_url = "https://webhooks.example.com"   # for Settings magic links
+//! portal_link_ttl_secs = 300
+//! portal_session_ttl_secs = 3600
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -49,6 +52,12 @@ pub struct FileSettings {
     pub log: Option<String>,
     /// DANGEROUS: allow `http` and loopback subscription URLs.
     pub dangerously_allow_insecure_local_urls: Option<bool>,
+    /// The server's public URL, for Settings magic links.
+    pub public_url: Option<String>,
+    /// Life of an unused Settings magic link, in seconds.
+    pub portal_link_ttl_secs: Option<u64>,
+    /// Life of a Settings session, in seconds.
+    pub portal_session_ttl_secs: Option<u64>,
 }
 
 /// Reads the config file, or nothing when there is none.

@@ -66,6 +66,8 @@ pub enum Resource {
     Subscription,
     /// A connected account (integration) of a workspace.
     Integration,
+    /// A delivery of a subscription.
+    Delivery,
 }
 
 impl fmt::Display for Resource {
@@ -74,6 +76,7 @@ impl fmt::Display for Resource {
             Resource::Workspace => "workspace",
             Resource::Subscription => "webhook subscription",
             Resource::Integration => "integration",
+            Resource::Delivery => "delivery",
         })
     }
 }

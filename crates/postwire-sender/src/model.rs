@@ -124,6 +124,23 @@ impl fmt::Display for DeliveryId {
     }
 }
 
+impl FromStr for DeliveryId {
+    type Err = SenderError;
+    /// ```
+    /// use postwire_sender::DeliveryId;
+    /// assert_eq!("dlv_42".parse::<DeliveryId>().unwrap(), DeliveryId(42));
+    /// assert!("42".parse::<DeliveryId>().is_err() && "dlv_042".parse::<DeliveryId>().is_err());
+    /// ```
+    /// The form the API shows: `^dlv_[1-9][0-9]{0,17}$`.
+    fn from_str(s: &str) -> Result<Self, SenderError> {
+        s.strip_prefix("dlv_")
+            .filter(|n| (1..=18).contains(&n.len()) && !n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|n| n.parse::<i64>().ok())
+            .map(DeliveryId)
+            .ok_or_else(|| SenderError::invalid("`deliveryId` is not a delivery id (`dlv_<n>`)"))
+    }
+}
+
 impl Serialize for DeliveryId {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
@@ -272,6 +289,9 @@ pub struct DeliveryRecord {
     pub finished_at: Option<Timestamp>,
     /// Its attempts, newest first.
     pub attempts: Vec<AttemptRecord>,
+    /// The event's JSON body, exactly as every attempt sends it (the Settings screen
+    /// shows it; the API's deliveries list leaves it out).
+    pub payload: String,
 }
 
 /// A page of results, newest first, and the cursor of the next page.

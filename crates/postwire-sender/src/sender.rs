@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use postwire_core::{
-    Clock, CreatedSubscription, Event, EventType, Integration, Secret, Subscription, SubscriptionStatus,
+    Clock, CreatedSubscription, Event, EventType, Integration, Secret, Subscription, SubscriptionStatus, Timestamp,
 };
 
 use crate::config::{DUAL_SIGNATURE_WINDOW_MS, HOLD_LIMIT_MS, SenderConfig};
@@ -18,13 +18,14 @@ use crate::error::{Resource, SenderError, Violations};
 use crate::events::{DomainChange, build_event, check_id, check_text};
 use crate::idempotency::{Completion, Decision, IdempotencyKey, Idempotent, Response};
 use crate::model::{
-    DeliveryCursor, DeliveryRecord, NewSubscription, Notification, PAUSED_BY_REQUEST, Page, Published, ResumeSummary,
-    RotatedSecret, StoredSubscription, SubscriptionChanges, SubscriptionRecord, SubscriptionUpdate, Workspace,
+    DeliveryCursor, DeliveryId, DeliveryRecord, NewSubscription, Notification, PAUSED_BY_REQUEST, Page, Published,
+    ResumeSummary, RotatedSecret, StoredSubscription, SubscriptionChanges, SubscriptionRecord, SubscriptionUpdate,
+    Workspace,
 };
 use crate::schedule::RetrySchedule;
 use crate::ssrf::{Blocked, resolve_checked};
 use crate::store::sqlite::SqliteStore;
-use crate::store::{DeliveryCounts, Store};
+use crate::store::{DeliveryCounts, RequeueError, Store};
 
 /// Longest subscription name, in characters.
 pub const MAX_NAME_LEN: usize = 200;
@@ -32,6 +33,8 @@ pub const MAX_NAME_LEN: usize = 200;
 pub const MAX_INTEGRATION_IDS: usize = 100;
 /// Largest page of deliveries.
 pub const MAX_PAGE_SIZE: usize = 100;
+/// Most deliveries one [`Sender::recover`] call queues; call again for more.
+pub const MAX_RECOVER: usize = 1_000;
 /// Most changes in one [`Sender::publish_many`] call.
 pub const MAX_PUBLISH_BATCH: usize = 10_000;
 
@@ -755,6 +758,62 @@ impl Sender {
         check_limit(&mut v, limit);
         v.into_result()?;
         self.inner.store.notifications(workspace_id.to_owned(), limit).await
+    }
+
+    /// Resends a finished delivery (delivered, failed or expired): a new attempt series
+    /// of the same event to the same subscription, with the same `webhook-id` and body.
+    /// It respects ordering like a new delivery: it waits behind unfinished deliveries of
+    /// its post or account, and is held while the subscription is paused. Returns the
+    /// new delivery's id. A delivery still pending or held is `invalid_request` (it will
+    /// be attempted anyway); one of another subscription is `not_found`.
+    pub async fn resend(&self, subscription_id: &str, delivery: DeliveryId) -> Result<DeliveryId, SenderError> {
+        if self.inner.shutting_down.load(Ordering::SeqCst) {
+            return Err(SenderError::Unavailable);
+        }
+        self.load(subscription_id).await?;
+        let now = self.inner.clock.now();
+        match self
+            .inner
+            .store
+            .resend(subscription_id.to_owned(), delivery, now)
+            .await?
+        {
+            Ok(id) => {
+                self.inner.wake.notify_one();
+                Ok(id)
+            }
+            Err(RequeueError::NoSubscription) => Err(SenderError::not_found(Resource::Subscription, subscription_id)),
+            Err(RequeueError::NoDelivery) => Err(SenderError::not_found(Resource::Delivery, &delivery.to_string())),
+            Err(RequeueError::Unfinished) => Err(SenderError::invalid(format!(
+                "delivery `{delivery}` is not finished yet; it will be attempted without a resend"
+            ))),
+        }
+    }
+
+    /// Recovers a subscription's failures: resends (see [`resend`](Self::resend)) every
+    /// delivery that failed for good at or after `since` and was not resent already, in
+    /// publish order, at most [`MAX_RECOVER`] per call; returns how many it queued (0
+    /// when there is nothing left to recover, so calling until 0 recovers everything).
+    /// `since` may not be in the future.
+    pub async fn recover(&self, subscription_id: &str, since: Timestamp) -> Result<u64, SenderError> {
+        if self.inner.shutting_down.load(Ordering::SeqCst) {
+            return Err(SenderError::Unavailable);
+        }
+        self.load(subscription_id).await?;
+        let now = self.inner.clock.now();
+        if since > now {
+            return Err(SenderError::invalid("`since` must not be in the future"));
+        }
+        let queued = self
+            .inner
+            .store
+            .recover_failed(subscription_id.to_owned(), since, now, MAX_RECOVER)
+            .await?
+            .ok_or_else(|| SenderError::not_found(Resource::Subscription, subscription_id))?;
+        if queued > 0 {
+            self.inner.wake.notify_one();
+        }
+        Ok(queued)
     }
 
     /// Deliveries per state, for one subscription or all.

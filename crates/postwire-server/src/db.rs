@@ -3,7 +3,8 @@
 //! agrees on tokens and on the hourly limit.
 //!
 //! The sender owns its schema and the server never touches it; the server adds a
-//! table of its own next to them — API tokens (only their SHA-256 hashes) — through a
+//! table of its own next to them — API tokens and portal sessions (only their SHA-256
+//! hashes) — through a
 //! second connection to the same file. SQLite in WAL mode lets both connections (and a `postwire token create`
 //! run from another process while the server is up) work at once; writes here are rare.
 
@@ -19,6 +20,13 @@ CREATE TABLE IF NOT EXISTS server_api_tokens (
     id TEXT PRIMARY KEY, name TEXT NOT NULL, hash BLOB NOT NULL UNIQUE,
     scopes TEXT NOT NULL, workspaces TEXT NOT NULL,
     created_at INTEGER NOT NULL, revoked_at INTEGER);
+-- Portal sessions of the Settings screen (`crate::portal`): a single-use magic link and
+-- the session it opened, both as SHA-256 hashes only.
+CREATE TABLE IF NOT EXISTS server_portal_sessions (
+    id TEXT PRIMARY KEY, workspace_id TEXT NOT NULL,
+    link_hash BLOB NOT NULL UNIQUE, link_expires_at INTEGER NOT NULL,
+    session_hash BLOB UNIQUE, session_expires_at INTEGER,
+    created_at INTEGER NOT NULL, revoked_at INTEGER);
 -- The external-id index of older versions: events now carry their post's external id
 -- in the sender's own tables, written in the event's transaction.
 DROP TABLE IF EXISTS server_post_external_ids;
@@ -33,6 +41,11 @@ CREATE TABLE IF NOT EXISTS server_api_tokens (
     created_at BIGINT NOT NULL, revoked_at BIGINT);
 CREATE TABLE IF NOT EXISTS server_rate_windows (
     token_id TEXT PRIMARY KEY, window_start BIGINT NOT NULL, calls BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS server_portal_sessions (
+    id TEXT PRIMARY KEY, workspace_id TEXT NOT NULL,
+    link_hash BYTEA NOT NULL UNIQUE, link_expires_at BIGINT NOT NULL,
+    session_hash BYTEA UNIQUE, session_expires_at BIGINT,
+    created_at BIGINT NOT NULL, revoked_at BIGINT);
 "#;
 
 /// How long a query on PostgreSQL is tried again while the connection is lost.

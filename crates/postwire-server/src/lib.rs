@@ -20,7 +20,9 @@
 //! One concept per module: [`auth`] (bearer tokens on requests), [`tokens`] (the token
 //! table), [`errors`] (the spec's error bodies), [`validation`] (shape checks),
 //! [`rate_limit`], [`routes`] (the handlers), [`schemas`] (JSON shapes), [`openapi`],
-//! [`ingest`] (the internal API) and [`ingest_openapi`] (its own document), [`server`] (start and graceful stop), and for demos
+//! [`ingest`] (the internal API) and [`ingest_openapi`] (its own document), [`portal`]
+//! (magic links and sessions of the Settings screen), [`settings`] (the Settings
+//! screen's pages), [`server`] (start and graceful stop), and for demos
 //! and tests [`receiver`] (a verifying receiver) and [`clock`] (a fast clock).
 //! The full API description is in `docs/api.md` and `docs/openapi.json`.
 
@@ -35,11 +37,13 @@ pub mod idempotency;
 pub mod ingest;
 pub mod ingest_openapi;
 pub mod openapi;
+pub mod portal;
 pub mod rate_limit;
 pub mod receiver;
 pub mod routes;
 pub mod schemas;
 pub mod server;
+pub mod settings;
 pub mod state;
 pub mod tokens;
 pub mod validation;

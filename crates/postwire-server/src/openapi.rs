@@ -129,12 +129,15 @@ fn link(target: &str, id_at: &str, which: &str) -> Link {
 ///   takes a `webhookId`, so clients and tools (Schemathesis' stateful phase) can chain
 ///   "create, then read / update / pause / test / rotate / list deliveries / delete";
 ///   and from the workspace list (`200`, the first workspace's `id`) to the operations
-///   that take only a `workspaceId` (create, list, post look-up).
+///   that take only a `workspaceId` (create, list, post look-up, portal link).
+///   Operations with another path parameter get theirs from the response that has that
+///   id ([`add_id_links`]): a portal session's revocation from its creation, a resend
+///   from the deliveries list.
 pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
     let (mut takes_webhook_id, mut takes_workspace_id) = (Vec::new(), Vec::new());
     for item in doc.paths.paths.values_mut() {
         for op in operations_mut(item) {
-            let (mut has_workspace_id, mut has_webhook_id) = (false, false);
+            let (mut has_workspace_id, mut has_webhook_id, mut has_other) = (false, false, false);
             for param in op.parameters.iter_mut().flatten() {
                 if param.parameter_in == ParameterIn::Path
                     && ["workspaceId", "webhookId"].contains(&param.name.as_str())
@@ -142,9 +145,16 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
                     param.schema = Some(RefOr::T(id_schema()));
                     has_workspace_id |= param.name == "workspaceId";
                     has_webhook_id |= param.name == "webhookId";
+                } else if param.parameter_in == ParameterIn::Path {
+                    has_other = true;
                 }
             }
             let Some(id) = &op.operation_id else { continue };
+            // A link can only fill the ids a response has: operations that need another
+            // path parameter (a delivery, a portal session) get none.
+            if has_other {
+                continue;
+            }
             if has_webhook_id {
                 takes_webhook_id.push(id.clone());
             } else if has_workspace_id {
@@ -175,6 +185,51 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
                     link(target, id_at, which)
                 };
                 response.links.insert(target.clone(), RefOr::T(link));
+            }
+        }
+    }
+    add_id_links(doc);
+}
+
+/// The links that hand an id other than a subscription's to the next operation: a new
+/// portal session's `id` to its revocation, and the newest delivery listed to a resend.
+fn add_id_links(doc: &mut utoipa::openapi::OpenApi) {
+    let specific = [
+        (
+            "createPortalSession",
+            "201",
+            "revokePortalSession",
+            "sessionId",
+            "$response.body#/id",
+            "the new portal session",
+        ),
+        (
+            "listDeliveries",
+            "200",
+            "resendDelivery",
+            "deliveryId",
+            "$response.body#/data/0/id",
+            "the newest delivery listed",
+        ),
+    ];
+    for item in doc.paths.paths.values_mut() {
+        for op in operations_mut(item) {
+            for (from, status, target, param, at, which) in specific {
+                if op.operation_id.as_deref() != Some(from) {
+                    continue;
+                }
+                let Some(RefOr::T(response)) = op.responses.responses.get_mut(status) else {
+                    continue;
+                };
+                let mut builder = LinkBuilder::new()
+                    .parameter("workspaceId", "$request.path.workspaceId")
+                    .parameter(param, at)
+                    .description(format!("`{target}` on {which}."))
+                    .extensions(Some(operation_id_extension(target)));
+                if from == "listDeliveries" {
+                    builder = builder.parameter("webhookId", "$request.path.webhookId");
+                }
+                response.links.insert(target.to_owned(), RefOr::T(builder.build()));
             }
         }
     }

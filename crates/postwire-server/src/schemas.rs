@@ -250,6 +250,53 @@ pub struct TestEventQueued {
     pub event_type: EventTypeName,
 }
 
+/// A delivery was queued again: a new attempt series of the same event.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ResentDelivery {
+    /// The new delivery; its attempts appear under it in the deliveries list.
+    #[schema(example = "dlv_43")]
+    pub delivery_id: String,
+    /// The delivery that was resent.
+    #[schema(example = "dlv_42")]
+    pub resent_from: String,
+}
+
+/// The body of `POST …/recover`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RecoverRequest {
+    /// Resend deliveries that failed for good at or after this time (RFC 3339, not in
+    /// the future).
+    #[schema(example = "2026-11-22T00:00:00Z", format = DateTime)]
+    pub since: String,
+}
+
+/// What a recover queued.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecoverResult {
+    /// How many failed deliveries were queued again (at most 1000 per call; call again
+    /// until it returns 0 to recover more).
+    #[schema(example = 3, minimum = 0, maximum = 1000)]
+    pub queued: u64,
+}
+
+/// A magic link to a workspace's Settings screen.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PortalLink {
+    /// The portal session's id, to revoke it.
+    #[schema(example = "ps_0123456789abcdef")]
+    pub id: String,
+    /// Open once, before `expiresAt`.
+    #[schema(example = "https://webhooks.example.com/settings/login?link=pwl_…")]
+    pub url: String,
+    /// When the link stops working if unused (5 minutes by default).
+    #[schema(format = DateTime)]
+    pub expires_at: String,
+}
+
 /// A new signing secret.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

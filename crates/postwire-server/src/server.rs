@@ -19,6 +19,7 @@ use tokio::sync::oneshot;
 
 use crate::db::ServerDb;
 use crate::errors::ApiError;
+use crate::portal::PortalStore;
 use crate::rate_limit::RateLimiter;
 use crate::state::{AppState, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_INGEST_BODY_BYTES, DEFAULT_RATE_LIMIT_PER_HOUR};
 use crate::tokens::TokenStore;
@@ -65,6 +66,13 @@ pub struct ServerOptions {
     pub max_ingest_body_bytes: usize,
     /// The internal ingest token; `None` disables ingest over HTTP.
     pub ingest_token: Option<String>,
+    /// How long a Settings magic link works if unused.
+    pub portal_link_ttl: Duration,
+    /// How long a Settings session lasts.
+    pub portal_session_ttl: Duration,
+    /// The server's public URL (e.g. `https://webhooks.example.com`) for magic links;
+    /// `None`: `http://` and the request's `Host`.
+    pub public_url: Option<String>,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -82,7 +90,8 @@ impl std::fmt::Debug for ServerOptions {
 
 impl ServerOptions {
     /// Defaults for the file at `db_path`: the spec's sender settings, the system clock,
-    /// 1000 calls per hour, 64 KiB bodies, no ingest.
+    /// 1000 calls per hour, 64 KiB bodies, no ingest, 5-minute magic links and 1-hour
+    /// Settings sessions.
     pub fn new(db_path: impl Into<PathBuf>) -> ServerOptions {
         ServerOptions {
             db_path: db_path.into(),
@@ -94,6 +103,9 @@ impl ServerOptions {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_ingest_body_bytes: DEFAULT_MAX_INGEST_BODY_BYTES,
             ingest_token: None,
+            portal_link_ttl: crate::portal::DEFAULT_LINK_TTL,
+            portal_session_ttl: crate::portal::DEFAULT_SESSION_TTL,
+            public_url: None,
         }
     }
 }
@@ -126,7 +138,9 @@ impl Server {
         let state = AppState {
             sender,
             limiter: RateLimiter::shared(options.rate_limit_per_hour, options.api_clock.clone(), &db),
-            tokens: TokenStore::new(db),
+            tokens: TokenStore::new(db.clone()),
+            portal: PortalStore::new(db, options.portal_link_ttl, options.portal_session_ttl)
+                .with_public_url(options.public_url),
             ingest,
             max_body_bytes: options.max_body_bytes,
             max_ingest_body_bytes: options.max_ingest_body_bytes,

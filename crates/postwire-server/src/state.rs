@@ -8,6 +8,7 @@ use postwire_sender::Sender;
 
 use crate::errors::{ApiError, ApiResult};
 use crate::ingest::IngestAuth;
+use crate::portal::PortalStore;
 use crate::rate_limit::RateLimiter;
 use crate::tokens::TokenStore;
 
@@ -25,6 +26,8 @@ pub struct AppState {
     pub sender: Sender,
     /// API tokens.
     pub tokens: TokenStore,
+    /// Portal sessions of the Settings screen.
+    pub portal: PortalStore,
     /// The hourly limit per token.
     pub limiter: RateLimiter,
     /// The internal ingest token (its hash); `None` disables ingest.

@@ -264,6 +264,26 @@ pub fn parse_test_message(body: Option<&Value>) -> ApiResult<Option<String>> {
     done(message, problems)
 }
 
+/// Checks the body of `POST …/recover`: `{"since": "<RFC 3339 date-time>"}`.
+pub fn parse_recover(body: Option<&Value>) -> ApiResult<postwire_core::Timestamp> {
+    let mut problems = Vec::new();
+    let Some(map) = object(body, &["since"], &mut problems) else {
+        return Err(ApiError::Invalid(problems));
+    };
+    let since = string_field(map, "since", Presence::Required, &mut problems);
+    let parsed = since.and_then(|s| match s.parse::<postwire_core::Timestamp>() {
+        Ok(t) => Some(t),
+        Err(_) => {
+            problems.push("`since` must be an RFC 3339 date-time, e.g. 2026-11-22T00:00:00Z".to_owned());
+            None
+        }
+    });
+    match parsed {
+        Some(t) if problems.is_empty() => Ok(t),
+        _ => Err(ApiError::Invalid(problems)),
+    }
+}
+
 /// The parameters of a query string, refusing unknown and repeated ones.
 #[derive(Debug, Default)]
 pub struct QueryParams(HashMap<String, String>);

@@ -11,7 +11,9 @@
 //! half a second and two seconds. A live table (redrawn in place on a terminal, one line
 //! per attempt otherwise) shows deliveries and attempts as the API reports them, and the
 //! last line sums up: `N events, N delivered, N verified, 0 lost`. Exit status 0 means
-//! every event was delivered and verified.
+//! every event was delivered and verified. Run in a terminal, it then prints a magic
+//! link to the workspace's Settings screen and keeps serving until Ctrl-C; otherwise
+//! (CI, a pipe) it exits at once.
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
@@ -235,9 +237,36 @@ async fn demo(args: DemoArgs, dir: PathBuf) -> Result<ExitCode, String> {
     println!();
 
     let outcome = story(&demo, &receiver, clock.clone(), &args, started).await;
+    if outcome.is_ok() {
+        if std::io::stdout().is_terminal() {
+            settings_until_ctrl_c(&demo).await?;
+        } else {
+            println!("(In a terminal, the demo keeps serving and prints a link to its Settings screen.)");
+        }
+    }
     running.shutdown().await;
     receiver.stop().await;
     outcome
+}
+
+/// Prints a magic link to the demo workspace's Settings screen and keeps serving (the
+/// receiver too, so test events sent from the screen arrive) until Ctrl-C or SIGTERM.
+async fn settings_until_ctrl_c(demo: &Demo) -> Result<(), String> {
+    let link = demo
+        .api(
+            reqwest::Method::POST,
+            &format!("/public/v1/workspaces/{WORKSPACE}/portal-sessions"),
+            None,
+            201,
+        )
+        .await?;
+    println!();
+    println!("Settings screen of this workspace (the link works once, for 5 minutes):");
+    println!("  {}", link["url"].as_str().unwrap_or_default());
+    println!("Serving until Ctrl-C.");
+    postwire_server::shutdown_signal().await;
+    println!("stopping…");
+    Ok(())
 }
 
 async fn story(

@@ -2,6 +2,7 @@
 
 pub mod demo;
 pub mod openapi;
+pub mod portal;
 pub mod secret;
 pub mod serve;
 pub mod sign;

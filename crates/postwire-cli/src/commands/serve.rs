@@ -58,6 +58,16 @@ pub struct ServeArgs {
     /// URLs. Never in production: it lets API clients make the server call local services.
     #[arg(long, env = "POSTWIRE_DANGEROUSLY_ALLOW_INSECURE_LOCAL_URLS", num_args = 0..=1, default_missing_value = "true")]
     dangerously_allow_insecure_local_urls: Option<bool>,
+    /// The server's public URL (e.g. https://webhooks.example.com), for Settings magic
+    /// links [default: http:// and the request's Host].
+    #[arg(long, env = "POSTWIRE_PUBLIC_URL")]
+    public_url: Option<String>,
+    /// How long an unused Settings magic link works, in seconds [default: 300].
+    #[arg(long, env = "POSTWIRE_PORTAL_LINK_TTL_SECS")]
+    portal_link_ttl_secs: Option<u64>,
+    /// How long a Settings session lasts, in seconds [default: 3600].
+    #[arg(long, env = "POSTWIRE_PORTAL_SESSION_TTL_SECS")]
+    portal_session_ttl_secs: Option<u64>,
 }
 
 /// The merged settings.
@@ -72,6 +82,9 @@ struct Resolved {
     max_body_bytes: usize,
     log: String,
     insecure_local: bool,
+    public_url: Option<String>,
+    portal_link_ttl_secs: u64,
+    portal_session_ttl_secs: u64,
 }
 
 fn resolve(args: ServeArgs) -> Result<Resolved, String> {
@@ -101,6 +114,17 @@ fn resolve(args: ServeArgs) -> Result<Resolved, String> {
             .dangerously_allow_insecure_local_urls
             .or(file.dangerously_allow_insecure_local_urls)
             .unwrap_or(false),
+        public_url: args.public_url.or(file.public_url),
+        portal_link_ttl_secs: args
+            .portal_link_ttl_secs
+            .or(file.portal_link_ttl_secs)
+            .unwrap_or(postwire_server::portal::DEFAULT_LINK_TTL_SECS)
+            .clamp(1, 86_400),
+        portal_session_ttl_secs: args
+            .portal_session_ttl_secs
+            .or(file.portal_session_ttl_secs)
+            .unwrap_or(postwire_server::portal::DEFAULT_SESSION_TTL_SECS)
+            .clamp(1, 30 * 86_400),
     })
 }
 
@@ -193,6 +217,9 @@ async fn serve(s: Resolved) -> Result<ExitCode, String> {
     options.rate_limit_per_hour = s.rate_limit_per_hour;
     options.max_body_bytes = s.max_body_bytes;
     options.ingest_token = Some(ingest_token);
+    options.public_url = s.public_url.clone();
+    options.portal_link_ttl = std::time::Duration::from_secs(s.portal_link_ttl_secs);
+    options.portal_session_ttl = std::time::Duration::from_secs(s.portal_session_ttl_secs);
     let server = Server::open(options).await.map_err(|e| e.to_string())?;
     let tokens = server.state().tokens.list().await.map_err(|e| e.to_string())?;
     let live_tokens = tokens.iter().filter(|t| t.revoked_at.is_none()).count();
@@ -224,6 +251,9 @@ async fn serve(s: Resolved) -> Result<ExitCode, String> {
             "  tokens    {live_tokens} active (postwire token list {db_flag}; new: postwire token create {db_flag} --workspace ID --scope webhooks:write)"
         );
     }
+    println!(
+        "  settings  {base}/settings/   (sign in with a magic link: postwire portal link --db {db_shown} --workspace ID)"
+    );
     println!("  docs      docs/api.md in the repository: endpoints, scopes, errors, the ingest API, settings");
     println!("listening on {base}");
     tracing::info!(addr = %running.local_addr(), "serving; Ctrl-C or SIGTERM stops gracefully");

@@ -33,7 +33,9 @@ pub struct DbArgs {
 }
 
 impl DbArgs {
-    fn path(&self) -> Result<Location, String> {
+    /// The database: `--database-url`, `--db`, their environment variables, the config
+    /// file, or the default SQLite file.
+    pub fn path(&self) -> Result<Location, String> {
         let file = settings::load(self.config.as_deref())?;
         settings::location(
             self.database_url.clone().or(file.database_url),

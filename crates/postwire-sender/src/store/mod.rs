@@ -228,7 +228,8 @@ pub trait Store: Send + Sync + 'static {
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Vec<PausedByFailures>>>;
 
-    /// Deliveries of a subscription, newest first, older than `before` (a delivery id).
+    /// Deliveries of a subscription, newest first, older than `before` (a delivery id),
+    /// each with its attempts and its event's body.
     fn list_deliveries(
         &self,
         subscription_id: String,
@@ -260,6 +261,39 @@ pub trait Store: Send + Sync + 'static {
     fn wakeups(&self) -> Option<Arc<tokio::sync::Notify>> {
         None
     }
+    /// Resend: a new delivery of finished delivery `delivery`'s event (same event row,
+    /// so the same `webhook-id` and body) to subscription `subscription_id`, with the
+    /// same ordering key, placed like a new delivery by [`crate::ordering::place`]
+    /// (held while paused, waiting behind unfinished deliveries of its key), in one
+    /// transaction that also marks the old delivery as resent. Returns the new delivery.
+    fn resend(
+        &self,
+        subscription_id: String,
+        delivery: DeliveryId,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Result<DeliveryId, RequeueError>>>;
+    /// Recover: [`resend`](Store::resend) for each failed delivery of the subscription
+    /// finished at or after `since` and not resent yet, in publish order, at most
+    /// `limit`, in one transaction; returns how many were queued (`None` when there is
+    /// no such subscription).
+    fn recover_failed(
+        &self,
+        subscription_id: String,
+        since: Timestamp,
+        now: Timestamp,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<Option<u64>>>;
+}
+
+/// Why [`Store::resend`] queued nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequeueError {
+    /// No such subscription.
+    NoSubscription,
+    /// No such delivery of that subscription.
+    NoDelivery,
+    /// The delivery is not finished (pending, waiting or held): it will be attempted anyway.
+    Unfinished,
 }
 
 pub use crate::ordering::ordering_hash;

@@ -8,7 +8,9 @@
 
 pub mod deliveries;
 pub mod docs;
+pub mod portal_sessions;
 pub mod posts;
+pub mod replay;
 pub mod webhooks;
 pub mod workspaces;
 
@@ -40,6 +42,10 @@ pub fn authenticated_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(webhooks::send_test_event))
         .routes(routes!(webhooks::rotate_webhook_secret))
         .routes(routes!(deliveries::list_deliveries))
+        .routes(routes!(replay::resend_delivery))
+        .routes(routes!(replay::recover_failed))
+        .routes(routes!(portal_sessions::create_portal_session))
+        .routes(routes!(portal_sessions::revoke_portal_session))
         .routes(routes!(posts::lookup_post_events))
 }
 
@@ -98,6 +104,7 @@ pub fn app(state: AppState) -> Router {
         .merge(authenticated)
         .merge(open)
         .merge(crate::ingest::router(state.clone()))
+        .merge(crate::settings::router(state.clone()))
         .route("/healthz", get(healthz))
         .fallback(route_not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -51,6 +51,7 @@ mod outcomes;
 mod queue;
 mod reads;
 mod registry;
+mod requeue;
 mod schema;
 #[cfg(test)]
 mod tests;
@@ -406,6 +407,23 @@ impl Store for PostgresStore {
     }
     fn delivery_counts(&self, subscription_id: Option<String>) -> BoxFuture<'_, StoreResult<DeliveryCounts>> {
         Box::pin(reads::delivery_counts(self, subscription_id))
+    }
+    fn resend(
+        &self,
+        subscription_id: String,
+        delivery: crate::model::DeliveryId,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Result<crate::model::DeliveryId, crate::store::RequeueError>>> {
+        Box::pin(requeue::resend(self, subscription_id, delivery, now))
+    }
+    fn recover_failed(
+        &self,
+        subscription_id: String,
+        since: Timestamp,
+        now: Timestamp,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<Option<u64>>> {
+        Box::pin(requeue::recover_failed(self, subscription_id, since, now, limit))
     }
     fn wakeups(&self) -> Option<Arc<tokio::sync::Notify>> {
         Some(self.wake.clone())

@@ -20,7 +20,7 @@ use crate::routing::{self, Route, Routed};
 const CLAIM_LOCK: i32 = 0x7077; // "pw"
 
 /// Does (subscription, key) have an unfinished delivery? Then a new one waits behind it.
-const KEY_OPEN_SQL: &str = "SELECT 1 FROM deliveries
+pub(super) const KEY_OPEN_SQL: &str = "SELECT 1 FROM deliveries
      WHERE sub_seq = $1 AND okey = $2 AND finished_at IS NULL LIMIT 1";
 
 /// Makes the earliest waiting delivery of each (subscription $1[i], key $2[i]) queue its
@@ -36,7 +36,7 @@ pub(super) const PROMOTE_MANY_SQL: &str = "UPDATE deliveries SET state = 0, due_
 const HOLD_SQL: &str = "UPDATE deliveries SET state = 1 WHERE sub_seq = $1 AND state IN (0, 5)";
 
 /// The advisory lock of one (subscription, ordering key) queue, taken by publishes.
-fn queue_lock(sub_seq: i64, okey: i64) -> i64 {
+pub(super) fn queue_lock(sub_seq: i64, okey: i64) -> i64 {
     okey ^ sub_seq.wrapping_mul(0x9e37_79b9_7f4a_7c15_u64 as i64)
 }
 

@@ -16,7 +16,7 @@ pub(super) async fn list_deliveries(
             Box::pin(async move {
                 let list = c
                     .prepare_cached(
-                        "SELECT d.seq, e.id, e.event_type, d.state, d.due_at, d.created_at, d.finished_at
+                        "SELECT d.seq, e.id, e.event_type, d.state, d.due_at, d.created_at, d.finished_at, e.body
                          FROM deliveries d JOIN events e ON e.seq = d.event_seq
                          WHERE d.sub_seq = (SELECT seq FROM subscriptions WHERE id = $1) AND d.seq < $2
                          ORDER BY d.seq DESC LIMIT $3",
@@ -58,6 +58,7 @@ pub(super) async fn list_deliveries(
                         created_at: ts(r.try_get(5)?),
                         finished_at: opt_ts(r.try_get(6)?),
                         attempts: Vec::new(),
+                        payload: r.try_get(7)?,
                     });
                 }
                 let ids: Vec<i64> = out.iter().map(|d| d.id.0).collect();

@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS deliveries (
     seq BIGSERIAL PRIMARY KEY, sub_seq BIGINT NOT NULL, event_seq BIGINT NOT NULL,
     okey BIGINT, state BIGINT NOT NULL, attempts BIGINT NOT NULL DEFAULT 0,
     due_at BIGINT NOT NULL, created_at BIGINT NOT NULL, finished_at BIGINT,
-    lease_owner TEXT, lease_until BIGINT);
+    lease_owner TEXT, lease_until BIGINT, resent_as BIGINT);
 -- Queue heads (state 0), by due time: all that a claim reads.
 CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (sub_seq, due_at, seq) WHERE state = 0;
 -- Unleased heads by due time, and leases by end: when something is next claimable.
@@ -55,6 +55,8 @@ CREATE INDEX IF NOT EXISTS deliveries_open ON deliveries (sub_seq, okey, seq)
     WHERE finished_at IS NULL AND okey IS NOT NULL;
 CREATE INDEX IF NOT EXISTS deliveries_held ON deliveries (sub_seq, seq) WHERE state = 1;
 CREATE INDEX IF NOT EXISTS deliveries_subscription ON deliveries (sub_seq, seq);
+-- Failed deliveries by finish time: what recover reads (`requeue.rs`).
+CREATE INDEX IF NOT EXISTS deliveries_failed ON deliveries (sub_seq, finished_at, seq) WHERE state = 3;
 CREATE TABLE IF NOT EXISTS attempts (
     delivery_seq BIGINT NOT NULL, number BIGINT NOT NULL, started_at BIGINT NOT NULL,
     duration_ms BIGINT NOT NULL, status BIGINT, error TEXT, body_prefix TEXT,

@@ -55,13 +55,14 @@ mod outcomes;
 mod queue;
 mod reads;
 mod registry;
+mod requeue;
 mod schema;
 mod targets;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use schema::external_key;
-pub use schema::register_workspaces;
+pub use schema::{has_workspace, register_workspaces};
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -78,12 +79,15 @@ use self::fresh::{FreshDeliveries, FreshEvent};
 use self::schema::{lock_for_dispatch, open_claim_connection, open_migrated};
 use self::targets::{Target, TargetCache};
 use super::{
-    BoxFuture, ClaimRequest, ClaimedDelivery, DeliveryCounts, FinishedAttempt, PausedByFailures, Store, StoreResult,
+    BoxFuture, ClaimRequest, ClaimedDelivery, DeliveryCounts, FinishedAttempt, PausedByFailures, RequeueError, Store,
+    StoreResult,
 };
 use crate::error::SenderError;
 use crate::events::BuiltEvent;
 use crate::idempotency::{Completion, Decision, IdempotencyKey};
-use crate::model::{DeliveryRecord, Notification, ResumeSummary, StoredSubscription, SubscriptionChanges, Workspace};
+use crate::model::{
+    DeliveryId, DeliveryRecord, Notification, ResumeSummary, StoredSubscription, SubscriptionChanges, Workspace,
+};
 
 const PENDING: i64 = 0;
 const HELD: i64 = 1;
@@ -356,5 +360,22 @@ impl Store for SqliteStore {
     }
     fn delivery_counts(&self, subscription_id: Option<String>) -> BoxFuture<'_, StoreResult<DeliveryCounts>> {
         reads::delivery_counts(self, subscription_id)
+    }
+    fn resend(
+        &self,
+        subscription_id: String,
+        delivery: DeliveryId,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Result<DeliveryId, RequeueError>>> {
+        requeue::resend(self, subscription_id, delivery, now)
+    }
+    fn recover_failed(
+        &self,
+        subscription_id: String,
+        since: Timestamp,
+        now: Timestamp,
+        limit: usize,
+    ) -> BoxFuture<'_, StoreResult<Option<u64>>> {
+        requeue::recover_failed(self, subscription_id, since, now, limit)
     }
 }

@@ -18,7 +18,7 @@ pub(super) fn list_deliveries(
 ) -> BoxFuture<'_, StoreResult<Vec<DeliveryRecord>>> {
     store.read(move |c| {
         let mut stmt = c.prepare_cached(
-            "SELECT d.seq, ?1, e.id, e.event_type, d.state, d.due_at, d.created_at, d.finished_at
+            "SELECT d.seq, ?1, e.id, e.event_type, d.state, d.due_at, d.created_at, d.finished_at, e.body
              FROM deliveries d JOIN events e ON e.seq = d.event_seq
              WHERE d.sub_seq = (SELECT seq FROM subscriptions WHERE id = ?1) AND d.seq < ?2
              ORDER BY d.seq DESC LIMIT ?3",
@@ -49,6 +49,7 @@ pub(super) fn list_deliveries(
                     created_at: ts(r.get(6)?),
                     finished_at: opt_ts(r.get(7)?),
                     attempts: Vec::new(),
+                    payload: r.get(8)?,
                 })
             },
         )?;

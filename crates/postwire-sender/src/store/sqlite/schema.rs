@@ -13,7 +13,7 @@ use crate::store::StoreResult;
 
 /// The layout of the file, kept in `PRAGMA user_version`; a file of another version is
 /// refused rather than misread.
-pub(super) const SCHEMA_VERSION: i64 = 5;
+pub(super) const SCHEMA_VERSION: i64 = 6;
 
 /// What turns a file of an older version into the next one, by version; a file is
 /// brought up to date by every step from its version on, then by `SCHEMA`.
@@ -55,6 +55,9 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
                      AND p.finished_at IS NULL AND p.okey IS NOT NULL AND p.seq < deliveries.seq);
          ALTER TABLE events ADD COLUMN external_key INTEGER;",
     ),
+    // 5 -> 6: a delivery that was resent (or recovered) names its new delivery, so
+    // recover skips it; failed deliveries get an index of their own (`requeue.rs`).
+    (5, "ALTER TABLE deliveries ADD COLUMN resent_as INTEGER;"),
 ];
 
 pub(super) const SCHEMA: &str = r#"
@@ -92,7 +95,7 @@ CREATE TABLE IF NOT EXISTS deliveries (
     seq INTEGER PRIMARY KEY, sub_seq INTEGER NOT NULL, event_seq INTEGER NOT NULL,
     okey INTEGER, state INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
     due_at INTEGER NOT NULL,
-    created_at INTEGER NOT NULL, finished_at INTEGER);
+    created_at INTEGER NOT NULL, finished_at INTEGER, resent_as INTEGER);
 -- Queue heads (state 0), by due time: all that a claim reads.
 CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (sub_seq, due_at, seq) WHERE state = 0;
 -- Unfinished deliveries by ordering key: is a key open (a new delivery waits), and which
@@ -101,6 +104,9 @@ CREATE INDEX IF NOT EXISTS deliveries_open ON deliveries (sub_seq, okey, seq)
     WHERE finished_at IS NULL AND okey IS NOT NULL;
 CREATE INDEX IF NOT EXISTS deliveries_held ON deliveries (sub_seq, seq) WHERE state = 1;
 CREATE INDEX IF NOT EXISTS deliveries_subscription ON deliveries (sub_seq, seq);
+-- Failed deliveries by finish time: what recover reads (`requeue.rs`). Only failed
+-- rows are in it, so it costs publishes nothing.
+CREATE INDEX IF NOT EXISTS deliveries_failed ON deliveries (sub_seq, finished_at, seq) WHERE state = 3;
 CREATE TABLE IF NOT EXISTS attempts (
     delivery_seq INTEGER NOT NULL, number INTEGER NOT NULL, started_at INTEGER NOT NULL,
     duration_ms INTEGER NOT NULL, status INTEGER, error TEXT, body_prefix TEXT,
@@ -214,6 +220,17 @@ pub fn register_workspaces(path: impl AsRef<Path>, workspaces: &[Workspace]) -> 
     }
     tx.commit().map_err(db_err)?;
     Ok(added)
+}
+
+/// Whether the SQLite file at `path` has workspace `id`, read without opening a store,
+/// so it works while a store has the file open in another process (`postwire portal
+/// link` beside `postwire serve`).
+pub fn has_workspace(path: impl AsRef<Path>, id: &str) -> StoreResult<bool> {
+    let (conn, _) = open_migrated(path.as_ref(), &SqliteOptions::default())?;
+    conn.query_row("SELECT EXISTS (SELECT 1 FROM workspaces WHERE id = ?1)", [id], |r| {
+        r.get(0)
+    })
+    .map_err(db_err)
 }
 
 pub(super) const UPSERT_WORKSPACE_SQL: &str =

@@ -1,0 +1,53 @@
+//! The Settings screen's static files, embedded in the binary (no CDN; works offline):
+//! one stylesheet, one script, and the postwire npm package's browser build for the
+//! verify box when it was built before this crate (`npm/build.sh`; see `build.rs`).
+//! Each is served with its content type (and, like every response, `no-store`).
+
+use axum::extract::Path;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+/// The stylesheet's URL.
+pub const CSS_PATH: &str = "/settings/assets/settings.css";
+/// The script's URL.
+pub const JS_PATH: &str = "/settings/assets/settings.js";
+
+const CSS: &str = include_str!("assets/settings.css");
+const JS: &str = include_str!("assets/settings.js");
+
+/// The npm package's browser build (ES module) and its WebAssembly, if embedded.
+#[cfg(postwire_verifier)]
+const VERIFIER: Option<(&[u8], &[u8])> = Some((
+    include_bytes!(concat!(env!("OUT_DIR"), "/verifier/index.js")),
+    include_bytes!(concat!(env!("OUT_DIR"), "/verifier/postwire_wasm_bg.wasm")),
+));
+#[cfg(not(postwire_verifier))]
+const VERIFIER: Option<(&[u8], &[u8])> = None;
+
+/// Whether this binary carries the browser verifier.
+pub fn has_verifier() -> bool {
+    VERIFIER.is_some()
+}
+
+/// `GET /settings/assets/{name}`.
+pub async fn serve(Path(name): Path<String>) -> Response {
+    let (body, kind): (&'static [u8], &str) = match name.as_str() {
+        "settings.css" => (CSS.as_bytes(), "text/css; charset=utf-8"),
+        "settings.js" => (JS.as_bytes(), "text/javascript; charset=utf-8"),
+        "postwire.js" => match VERIFIER {
+            Some((js, _)) => (js, "text/javascript; charset=utf-8"),
+            None => return StatusCode::NOT_FOUND.into_response(),
+        },
+        "postwire_wasm_bg.wasm" => match VERIFIER {
+            Some((_, wasm)) => (wasm, "application/wasm"),
+            None => return StatusCode::NOT_FOUND.into_response(),
+        },
+        _ => return StatusCode::NOT_FOUND.into_response(),
+    };
+    let mut r = body.into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_str(kind).unwrap_or(HeaderValue::from_static("application/octet-stream")),
+    );
+    r
+}

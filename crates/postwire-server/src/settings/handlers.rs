@@ -1,0 +1,559 @@
+//! The Settings screen's handlers: each checks the session (and, for a post, the CSRF
+//! rules in [`forms`]), calls the same [`Sender`](postwire_sender::Sender) method as the
+//! API's handler after the same ownership check ([`load`]), and renders a page from
+//! [`pages`] or redirects (303) to one.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use axum::response::{Html, IntoResponse, Response};
+use postwire_core::{CreatedByKind, EventType, Timestamp};
+use postwire_sender::{
+    DeliveryCursor, DeliveryId, DeliveryRecord, DeliveryState, NewSubscription, SubscriptionUpdate, TestEvent,
+};
+
+use super::forms::{self, Form};
+use super::pages::{self, DayCounts, DeliveryFilter, Flash};
+use super::{COOKIE, PageError, PageResult, Session, see_other};
+use crate::errors::ApiError;
+use crate::routes::webhooks::{DEFAULT_TEST_MESSAGE, load};
+use crate::state::AppState;
+use crate::validation::{ApiPath, QueryParams};
+
+/// Deliveries shown per page of the log.
+pub const LOG_PAGE: usize = 20;
+/// Most deliveries a filtered log page reads to fill itself (then it offers the next
+/// page from where it stopped).
+pub const LOG_SCAN: usize = 500;
+/// Most deliveries the 24-hour summary of a subscription reads.
+pub const DAY_SCAN: usize = 1000;
+
+fn html(markup: maud::Markup) -> Response {
+    Html(markup.into_string()).into_response()
+}
+
+fn link_refused() -> Response {
+    tracing::info!("a settings link was refused (unknown, used, expired or revoked)");
+    let page = pages::error_page(
+        StatusCode::FORBIDDEN,
+        "link_invalid",
+        &["This link has expired, was already used, or was revoked. Ask for a new one.".to_owned()],
+    );
+    (StatusCode::FORBIDDEN, Html(page.into_string())).into_response()
+}
+
+/// `GET /settings/login?link=…`: a page with one button that signs in. Opening the link
+/// uses nothing up, so a mail scanner or chat preview that fetches it cannot spend the
+/// single use; a link that no longer works is refused here already.
+pub async fn login_page(State(state): State<AppState>, uri: Uri) -> PageResult {
+    let query = QueryParams::parse(uri.query(), &["link"])?;
+    let link = query.get("link").unwrap_or("");
+    if !state.portal.link_is_live(link, state.clock.now()).await? {
+        return Ok(link_refused());
+    }
+    Ok(html(pages::sign_in(link)))
+}
+
+/// `POST /settings/login` (`link=…`, from that page): exchanges the magic link for a
+/// session cookie, once, and goes to the screen (303).
+pub async fn login(State(state): State<AppState>, headers: HeaderMap, body: Body) -> PageResult {
+    if !forms::same_origin(&state, &headers) {
+        return Err(PageError::Refused("Sign in from the link's own page."));
+    }
+    let bytes = crate::validation::read_body(body, state.max_body_bytes).await?;
+    let link: String = url::form_urlencoded::parse(&bytes)
+        .find(|(k, _)| k == "link")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    let Some(opened) = state.portal.exchange(&link, state.clock.now()).await? else {
+        return Ok(link_refused());
+    };
+    tracing::info!(portal_session = %opened.id, workspace_id = %opened.workspace_id, "settings session opened");
+    let cookie = format!(
+        "{COOKIE}={}; Path=/settings; Max-Age={}; Secure; HttpOnly; SameSite=Strict",
+        opened.token,
+        state.portal.session_ttl_secs()
+    );
+    let mut response = see_other("/settings/");
+    response.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_str(&cookie).map_err(|_| ApiError::Internal("a session cookie was not a header".into()))?,
+    );
+    Ok(response)
+}
+
+/// `POST /settings/logout`: revokes the session and clears the cookie.
+pub async fn logout(State(state): State<AppState>, session: Session, headers: HeaderMap, body: Body) -> PageResult {
+    forms::read(&state, &session, &headers, body).await?;
+    state
+        .portal
+        .revoke(&session.portal.workspace_id, &session.portal.id, state.clock.now())
+        .await?;
+    let mut response = html(pages::signed_out());
+    response.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_static("pw_settings=; Path=/settings; Max-Age=0; Secure; HttpOnly; SameSite=Strict"),
+    );
+    Ok(response)
+}
+
+/// What the last 24 hours of deliveries of `subscription_id` look like (at most
+/// [`DAY_SCAN`] read, newest first).
+async fn day_counts(state: &AppState, subscription_id: &str) -> Result<DayCounts, PageError> {
+    let since = state.sender.clock().now().add_millis(-24 * 3_600_000);
+    let mut counts = DayCounts::default();
+    let mut cursor: Option<DeliveryCursor> = None;
+    let mut read = 0;
+    loop {
+        let page = state
+            .sender
+            .list_deliveries(subscription_id, cursor, postwire_sender::MAX_PAGE_SIZE)
+            .await?;
+        for d in &page.items {
+            read += 1;
+            if d.created_at < since {
+                return Ok(counts);
+            }
+            match d.state {
+                DeliveryState::Delivered => counts.delivered += 1,
+                DeliveryState::Failed => counts.failed += 1,
+                DeliveryState::Pending if !d.attempts.is_empty() => counts.retrying += 1,
+                _ => counts.waiting += 1,
+            }
+        }
+        match page.next_cursor {
+            Some(c) if read < DAY_SCAN => cursor = Some(c),
+            Some(_) => {
+                counts.truncated = true;
+                return Ok(counts);
+            }
+            None => return Ok(counts),
+        }
+    }
+}
+
+/// `GET /settings/`: the workspace's subscriptions.
+pub async fn home(State(state): State<AppState>, session: Session) -> PageResult {
+    let subs = state.sender.list_subscriptions(&session.portal.workspace_id).await?;
+    let mut rows = Vec::with_capacity(subs.len());
+    for s in subs {
+        let counts = day_counts(&state, &s.subscription.id).await?;
+        rows.push((s, counts));
+    }
+    let notices = state.sender.notifications(&session.portal.workspace_id, 5).await?;
+    Ok(html(pages::home(&session, &rows, notices.len())))
+}
+
+/// `GET /settings/new`: the form to create a subscription.
+pub async fn new_form(session: Session) -> PageResult {
+    Ok(html(pages::subscription_form(
+        &session,
+        None,
+        &pages::FormValues::default(),
+        &[],
+    )))
+}
+
+/// The subscription fields of a create or edit form.
+fn form_values(form: &Form) -> pages::FormValues {
+    pages::FormValues {
+        name: form.get("name").unwrap_or("").to_owned(),
+        url: form.get("url").unwrap_or("").to_owned(),
+        events: form.all("events"),
+        integration_ids: form
+            .get("integrationIds")
+            .unwrap_or("")
+            .split([',', ' ', '\n'])
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    }
+}
+
+/// The event types checked in a form; unknown names are a validation error.
+fn event_types(values: &pages::FormValues) -> Result<Vec<EventType>, Vec<String>> {
+    let mut out = Vec::new();
+    let mut problems = Vec::new();
+    for name in &values.events {
+        match EventType::ALL.iter().find(|t| t.as_str() == name) {
+            Some(t) => out.push(*t),
+            None => problems.push("an unknown event type was checked".to_owned()),
+        }
+    }
+    if problems.is_empty() { Ok(out) } else { Err(problems) }
+}
+
+/// `POST /settings/webhooks`: creates a subscription (`createdByKind: dashboard`) and
+/// shows its secret, this once.
+pub async fn create(State(state): State<AppState>, session: Session, headers: HeaderMap, body: Body) -> PageResult {
+    let form = forms::read(&state, &session, &headers, body).await?;
+    let values = form_values(&form);
+    let events = match event_types(&values) {
+        Ok(e) => e,
+        Err(problems) => return Ok(invalid_form(&session, None, &values, &problems)),
+    };
+    let created = state
+        .sender
+        .create_subscription(NewSubscription {
+            workspace_id: session.portal.workspace_id.clone(),
+            name: values.name.clone(),
+            url: values.url.clone(),
+            events,
+            integration_ids: values.integration_ids.clone(),
+            created_by_kind: CreatedByKind::Dashboard,
+        })
+        .await;
+    match created {
+        Ok(c) => {
+            tracing::info!(subscription_id = %c.subscription.id, portal_session = %session.portal.id, "subscription created on the settings screen");
+            Ok(html(pages::secret_shown(
+                &session,
+                &c.subscription.id,
+                &c.subscription.name,
+                &c.secret.expose(),
+                None,
+            )))
+        }
+        Err(e) if e.code() == postwire_sender::SenderErrorCode::InvalidRequest => {
+            Ok(invalid_form(&session, None, &values, &e.messages()))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn invalid_form(session: &Session, id: Option<&str>, values: &pages::FormValues, problems: &[String]) -> Response {
+    let page = pages::subscription_form(session, id, values, problems);
+    (StatusCode::BAD_REQUEST, Html(page.into_string())).into_response()
+}
+
+/// The optional filters, cursor and outcome notices of the detail page's query.
+fn detail_query(uri: &Uri) -> Result<(DeliveryFilter, Option<DeliveryCursor>, Flash), ApiError> {
+    let q = QueryParams::parse(
+        uri.query(),
+        &[
+            "state",
+            "type",
+            "cursor",
+            "done",
+            "released",
+            "expired",
+            "recovered",
+            "resent",
+        ],
+    )?;
+    let state = match q.get("state").filter(|s| !s.is_empty()) {
+        None => None,
+        Some(s) => Some(
+            pages::DELIVERY_STATES
+                .iter()
+                .copied()
+                .find(|d| d.as_str() == s)
+                .ok_or_else(|| ApiError::invalid("`state` is not a delivery state"))?,
+        ),
+    };
+    let event_type = match q.get("type").filter(|s| !s.is_empty()) {
+        None => None,
+        Some(s) => Some(
+            EventType::ALL
+                .iter()
+                .copied()
+                .find(|t| t.as_str() == s)
+                .ok_or_else(|| ApiError::invalid("`type` is not an event type"))?,
+        ),
+    };
+    let cursor = q.get("cursor").map(str::parse::<DeliveryCursor>).transpose()?;
+    let count = |name: &str| q.get(name).and_then(|v| v.parse::<u64>().ok());
+    let flash = match q.get("done") {
+        Some("updated") => Flash::Updated,
+        Some("paused") => Flash::Paused,
+        Some("resumed") => Flash::Resumed {
+            released: count("released").unwrap_or(0),
+            expired: count("expired").unwrap_or(0),
+        },
+        Some("test") => Flash::TestSent,
+        Some("recovered") => Flash::Recovered(count("recovered").unwrap_or(0)),
+        Some("resent") => match q.get("resent").map(str::parse::<DeliveryId>) {
+            Some(Ok(id)) => Flash::Resent(id),
+            _ => Flash::None,
+        },
+        _ => Flash::None,
+    };
+    Ok((DeliveryFilter { state, event_type }, cursor, flash))
+}
+
+/// One page of the delivery log, filtered: reads at most [`LOG_SCAN`] deliveries to
+/// find [`LOG_PAGE`] that match; the cursor continues from the last one read.
+async fn log_page(
+    state: &AppState,
+    subscription_id: &str,
+    filter: &DeliveryFilter,
+    mut cursor: Option<DeliveryCursor>,
+) -> Result<(Vec<DeliveryRecord>, Option<DeliveryCursor>), PageError> {
+    let mut found = Vec::new();
+    let mut read = 0;
+    loop {
+        let want = if filter.is_empty() {
+            LOG_PAGE
+        } else {
+            postwire_sender::MAX_PAGE_SIZE
+        };
+        let page = state.sender.list_deliveries(subscription_id, cursor, want).await?;
+        let n = page.items.len();
+        for (i, d) in page.items.into_iter().enumerate() {
+            read += 1;
+            if filter.matches(&d) {
+                found.push(d);
+                if found.len() == LOG_PAGE {
+                    let more = i + 1 < n || page.next_cursor.is_some();
+                    let last = found.last().map(|d| d.id.0);
+                    let next = if more {
+                        last.and_then(|id| format!("c_{id}").parse().ok())
+                    } else {
+                        None
+                    };
+                    return Ok((found, next));
+                }
+            }
+        }
+        match page.next_cursor {
+            Some(c) if read < LOG_SCAN => cursor = Some(c),
+            other => return Ok((found, other)),
+        }
+    }
+}
+
+/// `GET /settings/webhooks/{id}`: one subscription, its actions and its delivery log.
+pub async fn detail(
+    State(state): State<AppState>,
+    session: Session,
+    ApiPath(id): ApiPath<String>,
+    uri: Uri,
+) -> PageResult {
+    let record = load(&state, &session.portal.workspace_id, &id).await?;
+    let (filter, cursor, flash) = detail_query(&uri)?;
+    let (deliveries, next) = log_page(&state, &id, &filter, cursor).await?;
+    let counts = day_counts(&state, &id).await?;
+    Ok(html(pages::detail(
+        &session,
+        &record,
+        &counts,
+        &filter,
+        &deliveries,
+        next,
+        &flash,
+        state.sender.clock().now(),
+    )))
+}
+
+/// `GET /settings/webhooks/{id}/edit`.
+pub async fn edit_form(State(state): State<AppState>, session: Session, ApiPath(id): ApiPath<String>) -> PageResult {
+    let record = load(&state, &session.portal.workspace_id, &id).await?;
+    let s = &record.subscription;
+    let values = pages::FormValues {
+        name: s.name.clone(),
+        url: s.url.clone(),
+        events: s.events.iter().map(|e| e.as_str().to_owned()).collect(),
+        integration_ids: s.integrations.iter().map(|i| i.id.clone()).collect(),
+    };
+    Ok(html(pages::subscription_form(&session, Some(&id), &values, &[])))
+}
+
+/// `POST /settings/webhooks/{id}/edit`.
+pub async fn edit(
+    State(state): State<AppState>,
+    session: Session,
+    ApiPath(id): ApiPath<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> PageResult {
+    let form = forms::read(&state, &session, &headers, body).await?;
+    load(&state, &session.portal.workspace_id, &id).await?;
+    let values = form_values(&form);
+    let events = match event_types(&values) {
+        Ok(e) => e,
+        Err(problems) => return Ok(invalid_form(&session, Some(&id), &values, &problems)),
+    };
+    let update = SubscriptionUpdate {
+        name: Some(values.name.clone()),
+        url: Some(values.url.clone()),
+        events: Some(events),
+        integration_ids: Some(values.integration_ids.clone()),
+    };
+    match state.sender.update_subscription(&id, update).await {
+        Ok(_) => Ok(see_other(&format!("/settings/webhooks/{id}?done=updated"))),
+        Err(e) if e.code() == postwire_sender::SenderErrorCode::InvalidRequest => {
+            Ok(invalid_form(&session, Some(&id), &values, &e.messages()))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `GET /settings/webhooks/{id}/delete`: asks for confirmation.
+pub async fn delete_form(State(state): State<AppState>, session: Session, ApiPath(id): ApiPath<String>) -> PageResult {
+    let record = load(&state, &session.portal.workspace_id, &id).await?;
+    Ok(html(pages::confirm_delete(&session, &record)))
+}
+
+/// `POST /settings/webhooks/{id}/delete`.
+pub async fn delete(
+    State(state): State<AppState>,
+    session: Session,
+    ApiPath(id): ApiPath<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> PageResult {
+    forms::read(&state, &session, &headers, body).await?;
+    load(&state, &session.portal.workspace_id, &id).await?;
+    state.sender.delete_subscription(&id).await?;
+    tracing::info!(subscription_id = %id, portal_session = %session.portal.id, "subscription deleted on the settings screen");
+    Ok(see_other("/settings/"))
+}
+
+/// `POST /settings/webhooks/{id}/pause`.
+pub async fn pause(
+    State(state): State<AppState>,
+    session: Session,
+    ApiPath(id): ApiPath<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> PageResult {
+    forms::read(&state, &session, &headers, body).await?;
+    load(&state, &session.portal.workspace_id, &id).await?;
+    state.sender.pause(&id).await?;
+    Ok(see_other(&format!("/settings/webhooks/{id}?done=paused")))
+}
+
+/// `POST /settings/webhooks/{id}/resume`: shows how many held events go out and how
+/// many expired.
+pub async fn resume(
+    State(state): State<AppState>,
+    session: Session,
+    ApiPath(id): ApiPath<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> PageResult {
+    forms::read(&state, &session, &headers, body).await?;
+    load(&state, &session.portal.workspace_id, &id).await?;
+    let (_, summary) = state.sender.resume(&id).await?;
+    Ok(see_other(&format!(
+        "/settings/webhooks/{id}?done=resumed&released={}&expired={}",
+        summary.released, summary.expired
+    )))
+}
+
+/// `POST /settings/webhooks/{id}/rotate`: the new secret, shown this once.
+pub async fn rotate(
+    State(state): State<AppState>,
+    session: Session,
+    ApiPath(id): ApiPath<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> PageResult {
+    forms::read(&state, &session, &headers, body).await?;
+    let record = load(&state, &session.portal.workspace_id, &id).await?;
+    let rotated = state.sender.rotate_secret(&id).await?;
+    tracing::info!(subscription_id = %id, portal_session = %session.portal.id, "signing secret rotated on the settings screen");
+    Ok(html(pages::secret_shown(
+        &session,
+        &id,
+        &record.subscription.name,
+        &rotated.secret.expose(),
+        Some(rotated.previous_valid_until),
+    )))
+}
+
+/// `POST /settings/webhooks/{id}/test`: a `webhook.test` event to this subscription.
+pub async fn send_test(
+    State(state): State<AppState>,
+    session: Session,
+    ApiPath(id): ApiPath<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> PageResult {
+    forms::read(&state, &session, &headers, body).await?;
+    load(&state, &session.portal.workspace_id, &id).await?;
+    state
+        .sender
+        .publish(TestEvent {
+            workspace_id: session.portal.workspace_id.clone(),
+            subscription_id: Some(id.clone()),
+            message: DEFAULT_TEST_MESSAGE.to_owned(),
+        })
+        .await?;
+    Ok(see_other(&format!("/settings/webhooks/{id}?done=test")))
+}
+
+/// `POST /settings/webhooks/{id}/deliveries/{delivery}/resend`.
+pub async fn resend(
+    State(state): State<AppState>,
+    session: Session,
+    ApiPath((id, delivery)): ApiPath<(String, String)>,
+    headers: HeaderMap,
+    body: Body,
+) -> PageResult {
+    forms::read(&state, &session, &headers, body).await?;
+    load(&state, &session.portal.workspace_id, &id).await?;
+    let delivery: DeliveryId = delivery.parse()?;
+    let new = state.sender.resend(&id, delivery).await?;
+    Ok(see_other(&format!("/settings/webhooks/{id}?done=resent&resent={new}")))
+}
+
+/// The `since` of the recover form: `YYYY-MM-DDTHH:MM` (a `datetime-local` input, read
+/// as UTC), with optional seconds, or a full RFC 3339 date-time.
+fn parse_since(value: &str) -> Result<Timestamp, ApiError> {
+    let value = value.trim();
+    let candidates = [value.to_owned(), format!("{value}Z"), format!("{value}:00Z")];
+    candidates
+        .iter()
+        .find_map(|c| c.parse::<Timestamp>().ok())
+        .ok_or_else(|| ApiError::invalid("`since` must be a date and time, e.g. 2026-11-22T09:00 (UTC)"))
+}
+
+/// `POST /settings/webhooks/{id}/recover`: resends the failures since a time.
+pub async fn recover(
+    State(state): State<AppState>,
+    session: Session,
+    ApiPath(id): ApiPath<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> PageResult {
+    let form = forms::read(&state, &session, &headers, body).await?;
+    load(&state, &session.portal.workspace_id, &id).await?;
+    let since = parse_since(form.get("since").unwrap_or(""))?;
+    let queued = state.sender.recover(&id, since).await?;
+    Ok(see_other(&format!(
+        "/settings/webhooks/{id}?done=recovered&recovered={queued}"
+    )))
+}
+
+/// `GET /settings/notifications`.
+pub async fn notifications(State(state): State<AppState>, session: Session) -> PageResult {
+    let list = state
+        .sender
+        .notifications(&session.portal.workspace_id, postwire_sender::MAX_PAGE_SIZE)
+        .await?;
+    Ok(html(pages::notifications(&session, &list)))
+}
+
+/// `GET /settings/events`: the event catalogue and the verify box.
+pub async fn events(session: Session) -> PageResult {
+    Ok(html(pages::events(&session)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_accepts_the_browser_form_and_rfc_3339() {
+        let t = parse_since("2026-11-22T09:30").unwrap();
+        assert_eq!(t.to_string(), "2026-11-22T09:30:00.000Z");
+        assert_eq!(
+            parse_since("2026-11-22T09:30:15").unwrap().unix_millis() - t.unix_millis(),
+            15_000
+        );
+        assert!(parse_since("2026-11-22T09:30:00+01:00").is_ok());
+        assert_eq!(parse_since("yesterday").unwrap_err().code(), "invalid_request");
+    }
+}

@@ -1,0 +1,640 @@
+//! The Settings screen's HTML, as `maud` templates: every `(value)` is escaped, so
+//! names, URLs, receiver bodies and messages are always text, never markup. No inline
+//! script or style (the CSP forbids both): behaviour comes from `/settings/assets/settings.js`,
+//! looks from `/settings/assets/settings.css`, and the small 24-hour chart is an SVG
+//! whose bar widths are attributes.
+
+use axum::http::StatusCode;
+use maud::{DOCTYPE, Markup, html};
+use postwire_core::{EventType, Timestamp};
+use postwire_sender::{
+    AttemptOutcome, DeliveryCursor, DeliveryId, DeliveryRecord, DeliveryState, Notification, SubscriptionRecord,
+    SubscriptionStatus,
+};
+
+use super::Session;
+use super::assets;
+use super::catalog;
+use super::forms::CSRF_FIELD;
+
+/// The delivery states a log can be filtered by.
+pub const DELIVERY_STATES: [DeliveryState; 5] = [
+    DeliveryState::Pending,
+    DeliveryState::Held,
+    DeliveryState::Delivered,
+    DeliveryState::Failed,
+    DeliveryState::Expired,
+];
+
+/// What a subscription's last 24 hours of deliveries look like.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DayCounts {
+    /// Delivered.
+    pub delivered: u64,
+    /// Waiting for a retry after a failed attempt.
+    pub retrying: u64,
+    /// Failed for good.
+    pub failed: u64,
+    /// Not attempted yet, held or expired.
+    pub waiting: u64,
+    /// More deliveries than were read.
+    pub truncated: bool,
+}
+
+/// The delivery log's filters.
+#[derive(Debug, Clone, Default)]
+pub struct DeliveryFilter {
+    /// Only this state.
+    pub state: Option<DeliveryState>,
+    /// Only this event type.
+    pub event_type: Option<EventType>,
+}
+
+impl DeliveryFilter {
+    /// No filter.
+    pub fn is_empty(&self) -> bool {
+        self.state.is_none() && self.event_type.is_none()
+    }
+
+    /// Whether `d` passes.
+    pub fn matches(&self, d: &DeliveryRecord) -> bool {
+        self.state.is_none_or(|s| s == d.state) && self.event_type.is_none_or(|t| t == d.event_type)
+    }
+
+    fn query(&self) -> String {
+        let mut q = String::new();
+        if let Some(s) = self.state {
+            q.push_str("&state=");
+            q.push_str(s.as_str());
+        }
+        if let Some(t) = self.event_type {
+            q.push_str("&type=");
+            q.push_str(t.as_str());
+        }
+        q
+    }
+}
+
+/// What the last action on a subscription's page did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Flash {
+    /// Nothing to say.
+    None,
+    /// Saved.
+    Updated,
+    /// Paused.
+    Paused,
+    /// Resumed: held events released and expired.
+    Resumed {
+        /// Held events that will be delivered.
+        released: u64,
+        /// Held events older than 7 days, not delivered.
+        expired: u64,
+    },
+    /// A test event was queued.
+    TestSent,
+    /// Recover queued this many.
+    Recovered(u64),
+    /// A delivery was resent as this one.
+    Resent(DeliveryId),
+}
+
+/// The fields of the create and edit forms.
+#[derive(Debug, Clone, Default)]
+pub struct FormValues {
+    /// Name.
+    pub name: String,
+    /// Endpoint URL.
+    pub url: String,
+    /// Checked event types (wire names).
+    pub events: Vec<String>,
+    /// Account ids.
+    pub integration_ids: Vec<String>,
+}
+
+fn layout(title: &str, session: Option<&Session>, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="color-scheme" content="light dark";
+                title { (title) " · postwire settings" }
+                link rel="stylesheet" href=(assets::CSS_PATH);
+                script src=(assets::JS_PATH) defer {}
+            }
+            body {
+                a.skip href="#main" { "Skip to content" }
+                header.top {
+                    @if let Some(s) = session {
+                        nav aria-label="Settings" {
+                            span.brand { "Webhooks · " (s.workspace_name) }
+                            ul {
+                                li { a href="/settings/" { "Subscriptions" } }
+                                li { a href="/settings/notifications" { "Notifications" } }
+                                li { a href="/settings/events" { "Event catalogue" } }
+                            }
+                            form method="post" action="/settings/logout" {
+                                (csrf(s))
+                                button.link type="submit" { "Sign out" }
+                            }
+                        }
+                    } @else {
+                        span.brand { "Webhooks" }
+                    }
+                }
+                main #main tabindex="-1" {
+                    h1 { (title) }
+                    (body)
+                }
+            }
+        }
+    }
+}
+
+fn csrf(session: &Session) -> Markup {
+    html! { input type="hidden" name=(CSRF_FIELD) value=(session.portal.csrf); }
+}
+
+/// A post button: a small form with the CSRF field.
+fn action(session: &Session, path: &str, label: &str, class: &str) -> Markup {
+    html! {
+        form.inline method="post" action=(path) {
+            (csrf(session))
+            button type="submit" class=(class) { (label) }
+        }
+    }
+}
+
+fn time(t: Timestamp) -> Markup {
+    let s = t.to_string();
+    html! { time datetime=(s) { (s.replace('T', " ").trim_end_matches('Z')) " UTC" } }
+}
+
+/// An error page.
+pub fn error_page(status: StatusCode, code: &str, messages: &[String]) -> Markup {
+    let title = match status {
+        StatusCode::UNAUTHORIZED => "Signed out",
+        StatusCode::FORBIDDEN => "Not allowed",
+        StatusCode::NOT_FOUND => "Not found",
+        StatusCode::BAD_REQUEST => "Please check the request",
+        _ => "Something went wrong",
+    };
+    layout(
+        title,
+        None,
+        html! {
+            div.notice.error role="alert" {
+                @for m in messages { p { (m) } }
+                p.code { "Code: " code { (code) } }
+            }
+        },
+    )
+}
+
+/// The page a magic link opens: one button signs in (a `POST` from this origin, which
+/// spends the link; the redirect that follows is same-site, so the `SameSite=Strict`
+/// cookie goes with it).
+pub fn sign_in(link: &str) -> Markup {
+    layout(
+        "Sign in",
+        None,
+        html! {
+            p { "This link signs you in to a workspace's webhook settings. It works once." }
+            form method="post" action="/settings/login" {
+                input type="hidden" name="link" value=(link);
+                button #continue type="submit" { "Sign in" }
+            }
+        },
+    )
+}
+
+/// After sign-out.
+pub fn signed_out() -> Markup {
+    layout(
+        "Signed out",
+        None,
+        html! { p { "Your session has ended. Open a new link to sign in again." } },
+    )
+}
+
+fn state_badge(status: &SubscriptionStatus) -> Markup {
+    match status {
+        SubscriptionStatus::Enabled => html! { span.badge.ok { "Enabled" } },
+        SubscriptionStatus::Paused { reason } => html! {
+            span.badge.warn { "Paused" }
+            " " span.reason { (reason) }
+        },
+    }
+}
+
+fn chart(c: &DayCounts) -> Markup {
+    let total = (c.delivered + c.retrying + c.failed).max(1);
+    let width = |n: u64| (n * 120 / total).to_string();
+    let (d, r) = (c.delivered * 120 / total, c.retrying * 120 / total);
+    let label = format!(
+        "Last 24 hours: {} delivered, {} retrying, {} failed{}",
+        c.delivered,
+        c.retrying,
+        c.failed,
+        if c.truncated {
+            " (most recent 1000 deliveries)"
+        } else {
+            ""
+        }
+    );
+    html! {
+        figure.chart {
+            svg width="120" height="10" viewBox="0 0 120 10" role="img" aria-label=(label) {
+                rect.bg x="0" y="0" width="120" height="10" {}
+                rect.delivered x="0" y="0" width=(width(c.delivered)) height="10" {}
+                rect.retrying x=(d.to_string()) y="0" width=(width(c.retrying)) height="10" {}
+                rect.failed x=((d + r).to_string()) y="0" width=(width(c.failed)) height="10" {}
+            }
+            figcaption {
+                span.delivered-text { (c.delivered) " delivered" } " · "
+                span.retrying-text { (c.retrying) " retrying" } " · "
+                span.failed-text { (c.failed) " failed" }
+            }
+        }
+    }
+}
+
+fn events_text(events: &[EventType]) -> String {
+    if events.is_empty() {
+        "all event types".to_owned()
+    } else {
+        events.iter().map(|e| e.as_str()).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// The list of subscriptions.
+pub fn home(session: &Session, rows: &[(SubscriptionRecord, DayCounts)], notices: usize) -> Markup {
+    layout(
+        "Subscriptions",
+        Some(session),
+        html! {
+            @if notices > 0 {
+                p.notice.warn { a href="/settings/notifications" { "Notifications: " (notices) " recent" } }
+            }
+            p { a.button href="/settings/new" { "Add a subscription" } }
+            @if rows.is_empty() {
+                p { "No subscriptions yet." }
+            } @else {
+                ul.cards {
+                    @for (r, counts) in rows {
+                        @let s = &r.subscription;
+                        li.card {
+                            h2 { a href={ "/settings/webhooks/" (s.id) } { (s.name) } }
+                            p.url { code { (s.url) } }
+                            dl {
+                                dt { "State" } dd { (state_badge(&s.status)) }
+                                dt { "Events" } dd { (events_text(&s.events)) }
+                                dt { "Accounts" } dd {
+                                    @if s.integrations.is_empty() { "all accounts" }
+                                    @else { (s.integrations.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", ")) }
+                                }
+                                dt { "Failures in a row" } dd.failures { (s.consecutive_failures) }
+                                dt { "Last success" } dd {
+                                    @match s.last_success_at { Some(t) => (time(t)), None => "never" }
+                                }
+                                dt { "Last 24 h" } dd { (chart(counts)) }
+                            }
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// The create or edit form (`id` for an edit), with the problems of a refused post.
+pub fn subscription_form(session: &Session, id: Option<&str>, v: &FormValues, problems: &[String]) -> Markup {
+    let (title, action_path) = match id {
+        Some(id) => ("Edit subscription", format!("/settings/webhooks/{id}/edit")),
+        None => ("Add a subscription", "/settings/webhooks".to_owned()),
+    };
+    layout(
+        title,
+        Some(session),
+        html! {
+            @if !problems.is_empty() {
+                div.notice.error role="alert" #problems {
+                    p { "Please fix:" }
+                    ul { @for p in problems { li { (p) } } }
+                }
+            }
+            form.stack method="post" action=(action_path) {
+                (csrf(session))
+                label for="name" { "Name" }
+                input #name type="text" name="name" required maxlength="200" value=(v.name);
+                label for="url" { "Endpoint URL (https)" }
+                input #url type="url" name="url" required value=(v.url) placeholder="https://example.com/webhooks";
+                fieldset {
+                    legend { "Event types (none checked: all)" }
+                    @for t in EventType::ALL {
+                        @let checked = v.events.iter().any(|e| e == t.as_str());
+                        label.check {
+                            input type="checkbox" name="events" value=(t.as_str()) checked[checked];
+                            " " (t.as_str())
+                        }
+                    }
+                }
+                label for="integrationIds" { "Only these account ids (comma-separated; empty: all accounts)" }
+                input #integrationIds type="text" name="integrationIds" value=(v.integration_ids.join(", "));
+                div.actions {
+                    button type="submit" { @if id.is_some() { "Save" } @else { "Create" } }
+                    a href=(id.map_or("/settings/".to_owned(), |i| format!("/settings/webhooks/{i}"))) { "Cancel" }
+                }
+            }
+        },
+    )
+}
+
+/// A new secret, shown this once (`rotated_until`: after a rotation).
+pub fn secret_shown(session: &Session, id: &str, name: &str, secret: &str, rotated_until: Option<Timestamp>) -> Markup {
+    let title = if rotated_until.is_some() {
+        "New signing secret"
+    } else {
+        "Subscription created"
+    };
+    layout(
+        title,
+        Some(session),
+        html! {
+            p { "Subscription " strong { (name) } ": its signing secret is below." }
+            div.notice.warn role="alert" {
+                p { strong { "Copy it now: it will not be shown again." } }
+                @if let Some(until) = rotated_until {
+                    p { "Until " (time(until)) " every delivery is signed with both the old and the new secret, so your receiver can switch without missing one." }
+                }
+            }
+            div.secret {
+                label for="secret" { "Signing secret" }
+                input #secret type="text" readonly value=(secret) autocomplete="off" spellcheck="false";
+                button type="button" data-copy="secret" { "Copy" }
+                span.copied aria-live="polite" {}
+            }
+            p { a.button href={ "/settings/webhooks/" (id) } { "Done" } }
+        },
+    )
+}
+
+/// A JSON body, indented for reading (as it is when it is not JSON).
+fn pretty(body: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(body)
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .unwrap_or_else(|_| body.to_owned())
+}
+
+fn outcome(o: &AttemptOutcome) -> Markup {
+    match o {
+        AttemptOutcome::Response { status, body_prefix } => html! {
+            span class=(if (200..300).contains(status) { "badge ok" } else { "badge bad" }) { "HTTP " (status) }
+            @if !body_prefix.is_empty() {
+                details {
+                    summary { "Response body (start)" }
+                    pre.body { (body_prefix) }
+                }
+            }
+        },
+        AttemptOutcome::Error { error } => html! { span.badge.bad { (error.as_str()) } },
+    }
+}
+
+fn flash(f: &Flash) -> Markup {
+    let text = match f {
+        Flash::None => return html! {},
+        Flash::Updated => "Saved.".to_owned(),
+        Flash::Paused => "Paused: new events are held until you resume.".to_owned(),
+        Flash::Resumed { released, expired } => format!(
+            "Resumed: {released} held event{} will be delivered; {expired} expired (held over 7 days).",
+            if *released == 1 { "" } else { "s" }
+        ),
+        Flash::TestSent => "Test event queued: watch it arrive in the delivery log.".to_owned(),
+        Flash::Recovered(n) => format!(
+            "Recover queued {n} failed deliver{}.",
+            if *n == 1 { "y" } else { "ies" }
+        ),
+        Flash::Resent(id) => format!("Resent: the new delivery is {id}."),
+    };
+    html! { p.notice.ok role="status" #flash { (text) } }
+}
+
+/// One subscription with its actions and delivery log.
+#[allow(clippy::too_many_arguments)]
+pub fn detail(
+    session: &Session,
+    r: &SubscriptionRecord,
+    counts: &DayCounts,
+    filter: &DeliveryFilter,
+    deliveries: &[DeliveryRecord],
+    next: Option<DeliveryCursor>,
+    f: &Flash,
+    now: Timestamp,
+) -> Markup {
+    let s = &r.subscription;
+    let base = format!("/settings/webhooks/{}", s.id);
+    // Something may still change on its own: the script refreshes the log while so.
+    let live = deliveries.iter().any(|d| d.state == DeliveryState::Pending);
+    let day_ago = now.add_millis(-24 * 3_600_000).to_string();
+    let since_default: String = day_ago.chars().take(16).collect();
+    layout(
+        &s.name,
+        Some(session),
+        html! {
+            (flash(f))
+            dl.facts {
+                dt { "Endpoint" } dd { code { (s.url) } }
+                dt { "State" } dd #state { (state_badge(&s.status)) }
+                dt { "Events" } dd { (events_text(&s.events)) }
+                dt { "Accounts" } dd {
+                    @if s.integrations.is_empty() { "all accounts" }
+                    @else { (s.integrations.iter().map(|i| format!("{} ({})", i.name, i.id)).collect::<Vec<_>>().join(", ")) }
+                }
+                dt { "Failures in a row" } dd { (s.consecutive_failures) }
+                dt { "Last success" } dd { @match s.last_success_at { Some(t) => (time(t)), None => "never" } }
+                dt { "Created" } dd { (time(s.created_at)) " (" (s.created_by_kind.as_str()) ")" }
+                @if let Some(until) = r.previous_secret_valid_until {
+                    dt { "Previous secret" } dd { "also signs until " (time(until)) }
+                }
+                dt { "Last 24 h" } dd { (chart(counts)) }
+            }
+            div.actions {
+                a.button href={ (base) "/edit" } { "Edit" }
+                @if s.status.is_paused() {
+                    (action(session, &format!("{base}/resume"), "Resume", "primary"))
+                } @else {
+                    (action(session, &format!("{base}/pause"), "Pause", ""))
+                }
+                (action(session, &format!("{base}/test"), "Send test event", ""))
+                (action(session, &format!("{base}/rotate"), "Rotate secret", ""))
+                a.button.danger href={ (base) "/delete" } { "Delete" }
+            }
+            section aria-labelledby="recover-h" {
+                h2 #recover-h { "Recover failed deliveries" }
+                form.inline method="post" action={ (base) "/recover" } {
+                    (csrf(session))
+                    label for="since" { "Failed since (UTC)" }
+                    input #since type="datetime-local" name="since" required value=(since_default);
+                    button type="submit" { "Recover" }
+                }
+            }
+            section #log aria-labelledby="log-h" data-live=[live.then_some("true")] {
+                h2 #log-h { "Delivery log" }
+                p.muted #log-status aria-live="polite" {}
+                form.filters method="get" action=(base) {
+                    label for="f-state" { "State" }
+                    select #f-state name="state" {
+                        option value="" { "any" }
+                        @for st in DELIVERY_STATES {
+                            option value=(st.as_str()) selected[filter.state == Some(st)] { (st.as_str()) }
+                        }
+                    }
+                    label for="f-type" { "Event type" }
+                    select #f-type name="type" {
+                        option value="" { "any" }
+                        @for t in EventType::ALL {
+                            option value=(t.as_str()) selected[filter.event_type == Some(*t)] { (t.as_str()) }
+                        }
+                    }
+                    button type="submit" { "Filter" }
+                }
+                @if deliveries.is_empty() {
+                    p #no-deliveries { "No deliveries match." }
+                }
+                ol.log {
+                    @for d in deliveries {
+                        li.delivery data-state=(d.state.as_str()) data-event=(d.event_id) {
+                            div.head {
+                                span class={ "badge state-" (d.state.as_str()) } { (d.state.as_str()) }
+                                " " code { (d.event_type.as_str()) }
+                                " " span.muted { (d.id.to_string()) " · " (d.event_id) " · " (time(d.created_at)) }
+                                @if d.state.is_final() {
+                                    (action(session, &format!("{base}/deliveries/{}/resend", d.id), "Resend", "small"))
+                                }
+                            }
+                            @if let Some(next) = d.next_attempt_at {
+                                p.muted { "Next attempt at " (time(next)) }
+                            }
+                            details.payload {
+                                summary { "Payload" }
+                                pre.body { (pretty(&d.payload)) }
+                            }
+                            @if d.attempts.is_empty() {
+                                p.muted { "No attempt yet." }
+                            } @else {
+                                table.attempts {
+                                    caption.visually-hidden { "Attempts of " (d.id.to_string()) }
+                                    thead { tr { th scope="col" { "#" } th scope="col" { "Sent" } th scope="col" { "Duration" } th scope="col" { "Outcome" } } }
+                                    tbody {
+                                        @for a in &d.attempts {
+                                            tr.attempt {
+                                                td { (a.number) }
+                                                td { (time(a.started_at)) }
+                                                td { (a.duration_ms) " ms" }
+                                                td { (outcome(&a.outcome)) }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                nav.pager aria-label="Delivery log pages" {
+                    @if let Some(c) = next {
+                        a href={ (base) "?cursor=" (c.to_string()) (filter.query()) } rel="next" { "Older deliveries" }
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// Asks before deleting.
+pub fn confirm_delete(session: &Session, r: &SubscriptionRecord) -> Markup {
+    let s = &r.subscription;
+    layout(
+        "Delete subscription?",
+        Some(session),
+        html! {
+            p { "Delete " strong { (s.name) } " (" code { (s.url) } ")? Its deliveries and their records go with it. This cannot be undone." }
+            div.actions {
+                (action(session, &format!("/settings/webhooks/{}/delete", s.id), "Delete for good", "danger"))
+                a href={ "/settings/webhooks/" (s.id) } { "Cancel" }
+            }
+        },
+    )
+}
+
+/// The workspace's admin notifications.
+pub fn notifications(session: &Session, list: &[Notification]) -> Markup {
+    layout(
+        "Notifications",
+        Some(session),
+        html! {
+            @if list.is_empty() {
+                p { "No notifications. A subscription is paused, and noted here, after 50 failed deliveries in a row or 72 hours of failures without a success." }
+            } @else {
+                ul.cards {
+                    @for n in list {
+                        li.card {
+                            p { (time(n.created_at)) }
+                            p { (n.message) }
+                            p { a href={ "/settings/webhooks/" (n.subscription_id) } { "Open the subscription" } }
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// The event catalogue, and the verify box.
+pub fn events(session: &Session) -> Markup {
+    layout(
+        "Event catalogue",
+        Some(session),
+        html! {
+            p { "Every delivery is a signed POST with " code { "webhook-id" } ", " code { "webhook-timestamp" } " and " code { "webhook-signature" } " headers and one of these bodies. De-duplicate on " code { "id" } " (it equals " code { "webhook-id" } ")." }
+            @for s in catalog::samples() {
+                section.card id={ "type-" (s.event_type.as_str().replace('.', "-")) } {
+                    h2 { code { (s.event_type.as_str()) } }
+                    p { (s.about) }
+                    details {
+                        summary { "Fields" }
+                        table.fields {
+                            caption.visually-hidden { "Fields of " (s.event_type.as_str()) }
+                            thead { tr { th scope="col" { "Field" } th scope="col" { "Type" } } }
+                            tbody {
+                                @for (path, kind) in &s.fields {
+                                    tr { td { code { (path) } } td { (kind) } }
+                                }
+                            }
+                        }
+                    }
+                    details {
+                        summary { "Sample payload" }
+                        pre.body { (s.body) }
+                    }
+                }
+            }
+            section.card #verify aria-labelledby="verify-h" {
+                h2 #verify-h { "Verify a delivery" }
+                p { "Paste a delivery's headers, body and your secret: it is checked here in your browser with the postwire npm package (nothing is sent to the server)." }
+                form.stack #verify-form {
+                    label for="v-headers" { "Headers (one per line, name: value)" }
+                    textarea #v-headers rows="4" spellcheck="false" {}
+                    label for="v-body" { "Body (exactly as received)" }
+                    textarea #v-body rows="6" spellcheck="false" {}
+                    label for="v-secret" { "Secret (whsec_…)" }
+                    input #v-secret type="password" autocomplete="off";
+                    button type="submit" { "Verify" }
+                    output #v-result aria-live="polite" {}
+                }
+            }
+        },
+    )
+}

@@ -1,0 +1,751 @@
+//! The Settings screen over real HTTP (no browser; `tests/settings/` drives Chromium):
+//! magic links (single use, expiry on the API's clock, revocation), the session
+//! cookie's attributes, the CSRF rules of every form post, workspace isolation, the
+//! security headers, and that user and receiver text is escaped.
+
+mod common;
+
+use common::Harness;
+use postwire_server::tokens::Scope;
+use serde_json::json;
+
+/// A client that does not follow redirects (303 after a form post is the answer).
+fn browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+struct Page {
+    status: u16,
+    headers: reqwest::header::HeaderMap,
+    text: String,
+}
+
+async fn get(h: &Harness, path: &str, cookie: Option<&str>) -> Page {
+    let mut req = browser().get(format!("{}{path}", h.base));
+    if let Some(c) = cookie {
+        req = req.header("cookie", format!("pw_settings={c}"));
+    }
+    let r = req.send().await.unwrap();
+    Page {
+        status: r.status().as_u16(),
+        headers: r.headers().clone(),
+        text: r.text().await.unwrap(),
+    }
+}
+
+/// A form post as a page of this origin sends it, with `fields` (url-encoded here).
+async fn post(h: &Harness, path: &str, cookie: &str, origin: Option<&str>, fields: &[(&str, &str)]) -> Page {
+    let body: String = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(fields)
+        .finish();
+    let mut req = browser()
+        .post(format!("{}{path}", h.base))
+        .header("cookie", format!("pw_settings={cookie}"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(body);
+    if let Some(o) = origin {
+        req = req.header("origin", o);
+    }
+    let r = req.send().await.unwrap();
+    Page {
+        status: r.status().as_u16(),
+        headers: r.headers().clone(),
+        text: r.text().await.unwrap(),
+    }
+}
+
+/// The magic link of a new portal session of `ws`, through the API.
+async fn link(h: &Harness, token: &str, ws: &str) -> (String, String) {
+    let r = h
+        .send(
+            "POST",
+            &format!("/public/v1/workspaces/{ws}/portal-sessions"),
+            Some(token),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let url = r.json["url"].as_str().unwrap().to_owned();
+    assert!(
+        url.starts_with(&format!("{}/settings/login?link=pwl_", h.base)),
+        "{url}"
+    );
+    (url, r.json["id"].as_str().unwrap().to_owned())
+}
+
+/// Opens `url` (a magic link) and presses its sign-in button; returns the session
+/// cookie's value and its header.
+async fn sign_in(url: &str) -> (String, String) {
+    let page = browser().get(url).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(
+        page.headers().get("set-cookie").is_none(),
+        "opening the link uses nothing up"
+    );
+    let base = url.split("/settings/").next().unwrap().to_owned();
+    let link = url.split("link=").nth(1).unwrap().to_owned();
+    let html = page.text().await.unwrap();
+    assert!(html.contains(&format!("name=\"link\" value=\"{link}\"")));
+    let r = browser()
+        .post(format!("{base}/settings/login"))
+        .header("origin", &base)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("link={link}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    assert_eq!(r.headers()["location"], "/settings/");
+    let set = r.headers()["set-cookie"].to_str().unwrap().to_owned();
+    let value = set
+        .strip_prefix("pw_settings=")
+        .and_then(|s| s.split(';').next())
+        .unwrap()
+        .to_owned();
+    (value, set)
+}
+
+fn csrf_of(html: &str) -> String {
+    let at = html.find("name=\"csrf\" value=\"").expect("a CSRF field") + 19;
+    html[at..].split('"').next().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_magic_link_opens_one_workspace_once_and_revocation_ends_the_session() {
+    let h = Harness::start().await;
+    let t = h.writer().await;
+    let (url, id) = link(&h, &t, "ws_a").await;
+    let (cookie, set) = sign_in(&url).await;
+    for attribute in [
+        "Secure",
+        "HttpOnly",
+        "SameSite=Strict",
+        "Path=/settings",
+        "Max-Age=3600",
+    ] {
+        assert!(set.contains(attribute), "{set}");
+    }
+    // Used once: the same link is refused, opened or posted.
+    let again = browser().get(&url).send().await.unwrap();
+    assert_eq!(again.status(), 403);
+    assert!(again.headers().get("set-cookie").is_none());
+    let link_token = url.split("link=").nth(1).unwrap();
+    let reposted = browser()
+        .post(format!("{}/settings/login", h.base))
+        .header("origin", &h.base)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("link={link_token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reposted.status(), 403);
+    assert!(reposted.headers().get("set-cookie").is_none());
+    // A sign-in posted from another site is refused before the link is looked at.
+    let (fresh, _) = link(&h, &t, "ws_a").await;
+    let cross = browser()
+        .post(format!("{}/settings/login", h.base))
+        .header("origin", "http://evil.example")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("link={}", fresh.split("link=").nth(1).unwrap()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cross.status(), 403);
+    sign_in(&fresh).await; // still unused
+
+    let home = get(&h, "/settings/", Some(&cookie)).await;
+    assert_eq!(home.status, 200, "{}", home.text);
+    assert!(home.text.contains("Workspace ws_a"));
+    for (name, value) in [
+        ("x-content-type-options", "nosniff"),
+        ("x-frame-options", "DENY"),
+        ("referrer-policy", "same-origin"),
+        ("cache-control", "no-store"),
+    ] {
+        assert_eq!(home.headers[name], value);
+    }
+    let csp = home.headers["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains("script-src 'self' 'wasm-unsafe-eval';") && !csp.contains("unsafe-inline"),
+        "{csp}"
+    );
+    assert!(
+        !home.text.contains("<script>") && !home.text.contains(" style="),
+        "no inline script or style"
+    );
+
+    // No cookie, or a made-up one: signed out.
+    assert_eq!(get(&h, "/settings/", None).await.status, 401);
+    assert_eq!(get(&h, "/settings/", Some("pws_forged")).await.status, 401);
+
+    // Revoked through the API: the session ends at once.
+    let other = h.token(&[Scope::WebhooksWrite], &["ws_b"]).await;
+    let foreign = h
+        .send(
+            "DELETE",
+            &format!("/public/v1/workspaces/ws_b/portal-sessions/{id}"),
+            Some(&other),
+            None,
+        )
+        .await;
+    foreign.assert_error(404, "not_found");
+    let revoked = h
+        .send(
+            "DELETE",
+            &format!("/public/v1/workspaces/ws_a/portal-sessions/{id}"),
+            Some(&t),
+            None,
+        )
+        .await;
+    assert_eq!(revoked.status, 204, "{}", revoked.text);
+    assert_eq!(get(&h, "/settings/", Some(&cookie)).await.status, 401);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn links_need_write_scope_and_expire_on_the_clock() {
+    let h = Harness::start().await;
+    let reader = h.token(&[Scope::WebhooksRead], &["ws_a"]).await;
+    h.send(
+        "POST",
+        "/public/v1/workspaces/ws_a/portal-sessions",
+        Some(&reader),
+        None,
+    )
+    .await
+    .assert_error(403, "insufficient_scope");
+    let t = h.writer().await;
+    h.send("POST", "/public/v1/workspaces/ws_b/portal-sessions", Some(&t), None)
+        .await
+        .assert_error(403, "forbidden");
+    h.send("POST", "/public/v1/workspaces/ws_a/portal-sessions", None, None)
+        .await
+        .assert_error(401, "unauthorized");
+
+    let (url, _) = link(&h, &t, "ws_a").await;
+    h.api_clock.advance_millis(5 * 60 * 1000);
+    let late = browser().get(&url).send().await.unwrap();
+    assert_eq!(late.status(), 403, "expired after 5 minutes");
+    assert!(late.text().await.unwrap().contains("expired"));
+    let bad = browser()
+        .get(format!("{}/settings/login?link=pwl_nope", h.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 403);
+
+    // A session ends after an hour.
+    let (url, _) = link(&h, &t, "ws_a").await;
+    let (cookie, _) = sign_in(&url).await;
+    assert_eq!(get(&h, "/settings/", Some(&cookie)).await.status, 200);
+    h.api_clock.advance_millis(3600 * 1000);
+    assert_eq!(get(&h, "/settings/", Some(&cookie)).await.status, 401);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn every_form_post_needs_this_origin_and_the_session_csrf_token() {
+    let h = Harness::start().await;
+    let t = h.writer().await;
+    let sub = h.subscribe(&t, "https://93.184.216.34/hooks").await;
+    let id = sub["id"].as_str().unwrap();
+    let (url, _) = link(&h, &t, "ws_a").await;
+    let (cookie, _) = sign_in(&url).await;
+    let page = get(&h, &format!("/settings/webhooks/{id}"), Some(&cookie)).await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    let csrf = csrf_of(&page.text);
+    let origin = h.base.clone();
+    let path = format!("/settings/webhooks/{id}/pause");
+
+    // Another site's form: refused whatever it carries.
+    let cross = post(&h, &path, &cookie, Some("http://evil.example"), &[("csrf", &csrf)]).await;
+    assert_eq!(cross.status, 403);
+    // This origin, but no or a wrong token.
+    assert_eq!(post(&h, &path, &cookie, Some(&origin), &[]).await.status, 403);
+    assert_eq!(
+        post(&h, &path, &cookie, Some(&origin), &[("csrf", "x")]).await.status,
+        403
+    );
+    // No Origin and no Sec-Fetch-Site: refused.
+    assert_eq!(post(&h, &path, &cookie, None, &[("csrf", &csrf)]).await.status, 403);
+    let state = h
+        .send(
+            "GET",
+            &format!("/public/v1/workspaces/ws_a/webhooks/{id}"),
+            Some(&t),
+            None,
+        )
+        .await;
+    assert_eq!(state.json["disabled"], false, "nothing changed");
+
+    // A token of another session does not work either.
+    let (url2, _) = link(&h, &t, "ws_a").await;
+    let (cookie2, _) = sign_in(&url2).await;
+    assert_eq!(
+        post(&h, &path, &cookie2, Some(&origin), &[("csrf", &csrf)])
+            .await
+            .status,
+        403
+    );
+
+    let ok = post(&h, &path, &cookie, Some(&origin), &[("csrf", &csrf)]).await;
+    assert_eq!(ok.status, 303, "{}", ok.text);
+    assert_eq!(ok.headers["location"], format!("/settings/webhooks/{id}?done=paused"));
+    let state = h
+        .send(
+            "GET",
+            &format!("/public/v1/workspaces/ws_a/webhooks/{id}"),
+            Some(&t),
+            None,
+        )
+        .await;
+    assert_eq!(state.json["disabledReason"], "paused by request");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_session_sees_only_its_workspace_and_text_is_escaped() {
+    let h = Harness::start().await;
+    let ta = h.writer().await;
+    let tb = h.token(&[Scope::WebhooksWrite], &["ws_b"]).await;
+    let r = h
+        .json(
+            "POST",
+            "/public/v1/workspaces/ws_b/webhooks",
+            &tb,
+            json!({"name": "b's", "url": "https://93.184.216.34/b"}),
+        )
+        .await;
+    let b_id = r.json["id"].as_str().unwrap().to_owned();
+    let (url, _) = link(&h, &ta, "ws_a").await;
+    let (cookie, _) = sign_in(&url).await;
+    assert_eq!(
+        get(&h, &format!("/settings/webhooks/{b_id}"), Some(&cookie))
+            .await
+            .status,
+        404
+    );
+    let page = get(&h, "/settings/new", Some(&cookie)).await;
+    let csrf = csrf_of(&page.text);
+    let del = post(
+        &h,
+        &format!("/settings/webhooks/{b_id}/delete"),
+        &cookie,
+        Some(&h.base),
+        &[("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(del.status, 404, "another workspace's subscription is not found");
+
+    // Created on the screen: createdByKind dashboard, the secret shown in this response
+    // only, the name escaped wherever it appears.
+    let name = "<script>alert(1)</script>";
+    let created = post(
+        &h,
+        "/settings/webhooks",
+        &cookie,
+        Some(&h.base),
+        &[
+            ("csrf", &csrf),
+            ("name", name),
+            ("url", "https://93.184.216.34/a"),
+            ("events", "post.failed"),
+        ],
+    )
+    .await;
+    assert_eq!(created.status, 200, "{}", created.text);
+    assert!(created.text.contains("whsec_") && created.text.contains("will not be shown again"));
+    assert!(!created.text.contains(name) && created.text.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    let list = h
+        .send("GET", "/public/v1/workspaces/ws_a/webhooks", Some(&ta), None)
+        .await;
+    let sub = &list.json["data"][0];
+    assert_eq!(sub["createdByKind"], "dashboard");
+    assert_eq!(sub["events"], json!(["post.failed"]));
+    let home = get(&h, "/settings/", Some(&cookie)).await;
+    assert!(!home.text.contains(name) && !home.text.contains("whsec_"));
+
+    // Invalid input comes back as the form with every reason.
+    let invalid = post(
+        &h,
+        "/settings/webhooks",
+        &cookie,
+        Some(&h.base),
+        &[("csrf", &csrf), ("name", ""), ("url", "ftp://x")],
+    )
+    .await;
+    assert_eq!(invalid.status, 400);
+    assert!(invalid.text.contains("`name` must not be empty"), "{}", invalid.text);
+    h.stop().await;
+}
+
+/// A real HTTP receiver on loopback that answers 500 with an HTML body.
+async fn hostile_receiver() -> String {
+    use axum::http::StatusCode;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(|| async {
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                [("content-type", "text/html")],
+                "<script>alert('owned')</script><b>bold</b>",
+            )
+        }),
+    );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    format!("http://{addr}/hook")
+}
+
+#[tokio::test]
+async fn a_receiver_body_is_shown_as_text_and_a_failed_delivery_can_be_resent() {
+    let h = Harness::start().await;
+    let t = h.writer().await;
+    let url = hostile_receiver().await;
+    let sub = h.subscribe(&t, &url).await;
+    let id = sub["id"].as_str().unwrap();
+    let (link_url, _) = link(&h, &t, "ws_a").await;
+    let (cookie, _) = sign_in(&link_url).await;
+    let page = get(&h, &format!("/settings/webhooks/{id}"), Some(&cookie)).await;
+    let csrf = csrf_of(&page.text);
+    let sent = post(
+        &h,
+        &format!("/settings/webhooks/{id}/test"),
+        &cookie,
+        Some(&h.base),
+        &[("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(sent.status, 303);
+    let path = format!("/public/v1/workspaces/ws_a/webhooks/{id}/deliveries");
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let (base, token) = (h.base.clone(), t.clone());
+    let attempted = move || {
+        let (http, base, token, path) = (http.clone(), base.clone(), token.clone(), path.clone());
+        async move {
+            let text = http
+                .get(format!("{base}{path}"))
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            let r: serde_json::Value = serde_json::from_str(&text).unwrap();
+            !r["data"][0]["attempts"].as_array().unwrap().is_empty()
+        }
+    };
+    for _ in 0..250 {
+        if attempted().await {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(attempted().await, "the test event was attempted");
+    let page = get(&h, &format!("/settings/webhooks/{id}"), Some(&cookie)).await;
+    assert!(page.text.contains("HTTP 500"));
+    assert!(!page.text.contains("<script>alert('owned')"), "never markup");
+    assert!(
+        page.text
+            .contains("&lt;script&gt;alert('owned')&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt;")
+    );
+    h.stop().await;
+}
+
+/// Ingest batches of `n` post events for `ws_a` (distinct posts).
+async fn publish_many(h: &Harness, n: usize) {
+    for chunk in 0..n.div_ceil(1000) {
+        let changes: Vec<serde_json::Value> = (chunk * 1000..((chunk + 1) * 1000).min(n))
+            .map(|i| {
+                json!({"kind": "post", "workspaceId": "ws_a", "change": "scheduled", "post": {
+                    "id": format!("post_{i}"), "externalId": format!("ext_{i}"), "group": "g", "state": "QUEUE",
+                    "publishDate": "2026-12-01T09:00:00Z",
+                    "integration": {"id": "acc_a1", "name": "Account acc_a1", "providerIdentifier": "x"},
+                    "content": "x"}})
+            })
+            .collect();
+        let r = h
+            .ingest("POST", "/internal/v1/events", json!({"changes": changes}))
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_stay_bounded_with_thousands_of_deliveries() {
+    let h = Harness::start().await;
+    let t = h.writer().await;
+    let sub = h.subscribe(&t, "https://93.184.216.34/hooks").await;
+    let id = sub["id"].as_str().unwrap().to_owned();
+    // Paused: 5,000 deliveries are held, nothing is attempted.
+    let r = h
+        .json(
+            "PUT",
+            &format!("/public/v1/workspaces/ws_a/webhooks/{id}/enabled"),
+            &t,
+            json!({"enabled": false}),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    publish_many(&h, 5000).await;
+    let (url, _) = link(&h, &t, "ws_a").await;
+    let (cookie, _) = sign_in(&url).await;
+
+    let started = std::time::Instant::now();
+    let home = get(&h, "/settings/", Some(&cookie)).await;
+    let home_ms = started.elapsed().as_millis();
+    assert_eq!(home.status, 200);
+    assert!(
+        home.text.contains("most recent 1000 deliveries"),
+        "the 24-hour summary reads a bounded number of deliveries"
+    );
+
+    // Unfiltered: one page of 20, and a cursor to the next.
+    let started = std::time::Instant::now();
+    let page = get(&h, &format!("/settings/webhooks/{id}"), Some(&cookie)).await;
+    let page_ms = started.elapsed().as_millis();
+    assert_eq!(page.text.matches("<li class=\"delivery\"").count(), 20);
+    assert!(page.text.contains("rel=\"next\""));
+
+    // A filter that matches nothing reads at most 500 deliveries, then offers to go on.
+    let started = std::time::Instant::now();
+    let none = get(&h, &format!("/settings/webhooks/{id}?type=post.failed"), Some(&cookie)).await;
+    let filtered_ms = started.elapsed().as_millis();
+    assert_eq!(none.status, 200);
+    assert!(none.text.contains("No deliveries match."));
+    let next = none
+        .text
+        .split("?cursor=")
+        .nth(1)
+        .expect("a cursor to older deliveries");
+    let cursor: String = next
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    let n: i64 = cursor.trim_start_matches("c_").parse().unwrap();
+    assert!(n > 4000, "stopped after about 500 of 5000: {cursor}");
+    println!("5,000 deliveries: list {home_ms} ms, log page {page_ms} ms, filtered page {filtered_ms} ms");
+    for ms in [home_ms, page_ms, filtered_ms] {
+        assert!(ms < 5_000, "a page took {ms} ms");
+    }
+    h.stop().await;
+}
+
+/// A real receiver on loopback that answers 500 while `down` is set, 200 otherwise, and
+/// counts the requests it got.
+async fn switchable_receiver(
+    down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    count: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> String {
+    use std::sync::atomic::Ordering;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move || {
+            let (down, count) = (down.clone(), count.clone());
+            async move {
+                count.fetch_add(1, Ordering::SeqCst);
+                if down.load(Ordering::SeqCst) {
+                    axum::http::StatusCode::INTERNAL_SERVER_ERROR
+                } else {
+                    axum::http::StatusCode::OK
+                }
+            }
+        }),
+    );
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    format!("http://{addr}/hook")
+}
+
+/// The whole failure story on a manual sender clock: 50 deliveries fail for good (22 h
+/// of retries each, in milliseconds), the sender pauses the subscription and notifies;
+/// the screen shows the notice and the pause, recovers the 50 (held, since paused) and
+/// resumes, and the receiver gets all 50.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_failures_are_noticed_recovered_and_delivered_from_the_screen() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use postwire_core::{ManualClock, Timestamp};
+    use postwire_sender::{DomainChange, SenderConfig, TestEvent, Workspace};
+    use postwire_server::{NewToken, Server, ServerOptions};
+
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(Timestamp::from_unix_millis(1_800_000_000_000)));
+    let mut options = ServerOptions::new(dir.path().join("p.db"));
+    options.sender_config = SenderConfig {
+        jitter: postwire_sender::schedule::Jitter::None,
+        attempt_timeout: std::time::Duration::from_secs(3),
+        idle_poll: std::time::Duration::from_millis(20),
+        ..SenderConfig::default()
+    }
+    .dangerously_allow_insecure_local_urls();
+    options.sender_clock = clock.clone();
+    let server = Server::open(options).await.unwrap();
+    let sender = server.state().sender.clone();
+    sender
+        .upsert_workspace(Workspace {
+            id: "ws_a".into(),
+            name: "Workspace ws_a".into(),
+        })
+        .await
+        .unwrap();
+    let token = server
+        .state()
+        .tokens
+        .create(
+            NewToken {
+                name: "t".into(),
+                scopes: vec![Scope::WebhooksWrite],
+                workspaces: vec!["ws_a".into()],
+            },
+            Timestamp::from_unix_millis(1_800_000_000_000),
+        )
+        .await
+        .unwrap()
+        .token;
+    let running = server.start("127.0.0.1:0").await.unwrap();
+    let base = running.base_url();
+    let (down, count) = (Arc::new(AtomicBool::new(true)), Arc::new(AtomicUsize::new(0)));
+    let url = switchable_receiver(down.clone(), count.clone()).await;
+    let api = reqwest::Client::builder().no_proxy().build().unwrap();
+    let created: serde_json::Value = serde_json::from_str(
+        &api.post(format!("{base}/public/v1/workspaces/ws_a/webhooks"))
+            .bearer_auth(&token)
+            .header("content-type", "application/json")
+            .body(json!({"name": "flaky", "url": url}).to_string())
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let id = created["id"].as_str().unwrap().to_owned();
+
+    let tests: Vec<DomainChange> = (0..50)
+        .map(|i| {
+            TestEvent {
+                workspace_id: "ws_a".into(),
+                subscription_id: Some(id.clone()),
+                message: format!("test {i}"),
+            }
+            .into()
+        })
+        .collect();
+    sender.publish_many(tests).await.unwrap();
+    sender.wait_idle().await.unwrap();
+    for minutes in [1, 2, 10, 30, 60, 180, 360, 720] {
+        clock.advance_millis(minutes * 60_000);
+        sender.wait_idle().await.unwrap();
+    }
+    assert_eq!(count.load(Ordering::SeqCst), 50 * 9, "nine attempts each");
+    let record = sender.subscription(&id).await.unwrap();
+    assert!(
+        record.subscription.status.is_paused(),
+        "paused after 50 failures in a row"
+    );
+
+    // The screen.
+    let link: serde_json::Value = serde_json::from_str(
+        &api.post(format!("{base}/public/v1/workspaces/ws_a/portal-sessions"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    let (cookie, _) = sign_in(link["url"].as_str().unwrap()).await;
+    let h = Harness {
+        server: None,
+        base: base.clone(),
+        http: api.clone(),
+        api_clock: Arc::new(ManualClock::new(Timestamp::from_unix_millis(0))),
+        dir: tempfile::tempdir().unwrap(),
+    };
+    let notices = get(&h, "/settings/notifications", Some(&cookie)).await;
+    assert!(notices.text.contains("50"), "{}", notices.text);
+    assert!(notices.text.contains(&format!("/settings/webhooks/{id}")));
+    let home = get(&h, "/settings/", Some(&cookie)).await;
+    assert!(home.text.contains("Paused") && home.text.contains("Notifications: 1 recent"));
+    assert!(home.text.contains("50 failed"), "the 24-hour chart counts them");
+
+    let page = get(&h, &format!("/settings/webhooks/{id}?state=failed"), Some(&cookie)).await;
+    assert_eq!(
+        page.text.matches("<li class=\"delivery\"").count(),
+        20,
+        "a page of the 50 failed"
+    );
+    let csrf = csrf_of(&page.text);
+    down.store(false, Ordering::SeqCst);
+    let recovered = post(
+        &h,
+        &format!("/settings/webhooks/{id}/recover"),
+        &cookie,
+        Some(&base),
+        &[("csrf", &csrf), ("since", "2020-01-01T00:00")],
+    )
+    .await;
+    assert_eq!(recovered.status, 303, "{}", recovered.text);
+    assert_eq!(
+        recovered.headers["location"],
+        format!("/settings/webhooks/{id}?done=recovered&recovered=50")
+    );
+    let shown = get(
+        &h,
+        &format!("/settings/webhooks/{id}?done=recovered&recovered=50"),
+        Some(&cookie),
+    )
+    .await;
+    assert!(shown.text.contains("Recover queued 50 failed deliveries."));
+    sender.wait_idle().await.unwrap();
+    assert_eq!(
+        count.load(Ordering::SeqCst),
+        450,
+        "held: the subscription is still paused"
+    );
+
+    let resumed = post(
+        &h,
+        &format!("/settings/webhooks/{id}/resume"),
+        &cookie,
+        Some(&base),
+        &[("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(
+        resumed.headers["location"],
+        format!("/settings/webhooks/{id}?done=resumed&released=50&expired=0")
+    );
+    sender.wait_idle().await.unwrap();
+    assert_eq!(count.load(Ordering::SeqCst), 500, "all 50 delivered");
+    let again = post(
+        &h,
+        &format!("/settings/webhooks/{id}/recover"),
+        &cookie,
+        Some(&base),
+        &[("csrf", &csrf), ("since", "2020-01-01T00:00")],
+    )
+    .await;
+    assert!(
+        again.headers["location"].to_str().unwrap().ends_with("recovered=0"),
+        "each failure once"
+    );
+    drop(h);
+    running.shutdown().await;
+}
