@@ -10,6 +10,12 @@
 //! rate_limit_per_hour = 1000
 //! max_body_bytes = 65536
 //! log = "info"
+//! header_read_timeout_secs = 10
+//! body_read_timeout_secs = 30
+//! max_connections = 10000
+//! max_subscriptions_per_workspace = 100
+//! daily_event_quota = 100000
+//! unauthenticated_per_hour = 100
 //! dangerously_allow_insecure_local_urls = false
 //! ```
 
@@ -40,6 +46,18 @@ pub struct FileSettings {
     pub log: Option<String>,
     /// DANGEROUS: allow `http` and loopback subscription URLs.
     pub dangerously_allow_insecure_local_urls: Option<bool>,
+    /// Seconds to receive a request head (also the idle keep-alive timeout).
+    pub header_read_timeout_secs: Option<u64>,
+    /// Seconds to receive a request body after its head.
+    pub body_read_timeout_secs: Option<u64>,
+    /// Most open connections.
+    pub max_connections: Option<usize>,
+    /// Most subscriptions per workspace.
+    pub max_subscriptions_per_workspace: Option<u64>,
+    /// Most ingested events per workspace per UTC day.
+    pub daily_event_quota: Option<u64>,
+    /// Most unauthenticated (401) requests per client address per hour.
+    pub unauthenticated_per_hour: Option<u32>,
 }
 
 /// Reads the config file, or nothing when there is none.

@@ -265,17 +265,28 @@ impl Sender {
     /// and is not the client's fault. Its deliveries then fail (`dns`) and retry like
     /// any unreachable endpoint; the address check runs again on every attempt. A name
     /// that resolves only into refused ranges is still rejected here.
-    async fn check_url(&self, v: &mut Violations, url: &str) {
+    ///
+    /// Returns the URL as it will be called (parsed and normalised: lower-case scheme and
+    /// host, default port dropped, path percent-encoded), which is what is stored and
+    /// shown, or `None` after recording a violation.
+    async fn check_url(&self, v: &mut Violations, url: &str) -> Option<String> {
         let policy = self.inner.config.address_policy;
         match policy.check_url(url) {
-            Err(e) => v.push(format!("`url`: {e}")),
+            Err(e) => {
+                v.push(format!("`url`: {e}"));
+                None
+            }
             Ok(parsed) => {
                 if let Some(url::Host::Domain(host)) = parsed.host() {
                     match resolve_checked(policy, host).await {
                         Ok(_) | Err(Blocked::Unresolvable) => {}
-                        Err(e) => v.push(format!("`url`: {e}")),
+                        Err(e) => {
+                            v.push(format!("`url`: {e}"));
+                            return None;
+                        }
                     }
                 }
+                Some(String::from(parsed))
             }
         }
     }
@@ -360,7 +371,7 @@ impl Sender {
         self.require_workspace(&new.workspace_id).await?;
         let mut v = Violations::default();
         Self::check_name(&mut v, &new.name);
-        self.check_url(&mut v, &new.url).await;
+        let url = self.check_url(&mut v, &new.url).await;
         let integrations = self
             .resolve_integrations(&mut v, &new.workspace_id, &new.integration_ids)
             .await?;
@@ -369,7 +380,7 @@ impl Sender {
         let subscription = Subscription {
             id: random_token("wh_")?,
             name: new.name,
-            url: new.url,
+            url: url.unwrap_or(new.url),
             events: dedup_events(new.events),
             integrations,
             status: SubscriptionStatus::Enabled,
@@ -446,9 +457,10 @@ impl Sender {
         if let Some(name) = &update.name {
             Self::check_name(&mut v, name);
         }
-        if let Some(url) = &update.url {
-            self.check_url(&mut v, url).await;
-        }
+        let url = match &update.url {
+            Some(url) => self.check_url(&mut v, url).await,
+            None => None,
+        };
         let integrations = match &update.integration_ids {
             Some(ids) => Some(self.resolve_integrations(&mut v, &current.workspace_id, ids).await?),
             None => None,
@@ -456,7 +468,7 @@ impl Sender {
         v.into_result()?;
         let changes = SubscriptionChanges {
             name: update.name,
-            url: update.url,
+            url,
             events: update.events.map(dedup_events),
             integrations,
         };

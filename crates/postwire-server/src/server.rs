@@ -19,6 +19,8 @@ use tokio::sync::oneshot;
 
 use crate::db::ServerDb;
 use crate::errors::ApiError;
+use crate::limits::{DailyQuota, Limits};
+use crate::listener::{ConnectionCounter, ConnectionLimits};
 use crate::rate_limit::RateLimiter;
 use crate::state::{AppState, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_INGEST_BODY_BYTES, DEFAULT_RATE_LIMIT_PER_HOUR};
 use crate::tokens::TokenStore;
@@ -61,6 +63,10 @@ pub struct ServerOptions {
     pub max_ingest_body_bytes: usize,
     /// The internal ingest token; `None` disables ingest over HTTP.
     pub ingest_token: Option<String>,
+    /// Read timeouts and the connection cap.
+    pub connection_limits: ConnectionLimits,
+    /// Subscriptions per workspace, daily event quota, unauthenticated calls per address.
+    pub limits: Limits,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -70,6 +76,8 @@ impl std::fmt::Debug for ServerOptions {
             .field("sender_config", &self.sender_config)
             .field("rate_limit_per_hour", &self.rate_limit_per_hour)
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("connection_limits", &self.connection_limits)
+            .field("limits", &self.limits)
             .field("ingest_token", &self.ingest_token.as_ref().map(|_| "…"))
             .finish_non_exhaustive()
     }
@@ -88,6 +96,8 @@ impl ServerOptions {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             max_ingest_body_bytes: DEFAULT_MAX_INGEST_BODY_BYTES,
             ingest_token: None,
+            connection_limits: ConnectionLimits::default(),
+            limits: Limits::default(),
         }
     }
 }
@@ -96,6 +106,7 @@ impl ServerOptions {
 #[derive(Debug)]
 pub struct Server {
     state: AppState,
+    limits: ConnectionLimits,
 }
 
 impl Server {
@@ -115,9 +126,16 @@ impl Server {
             ingest,
             max_body_bytes: options.max_body_bytes,
             max_ingest_body_bytes: options.max_ingest_body_bytes,
+            limits: options.limits,
+            quota: DailyQuota::new(options.limits.daily_event_quota, options.api_clock.clone()),
+            unauthenticated: RateLimiter::new(options.limits.unauthenticated_per_hour, options.api_clock.clone()),
+            create_lock: Arc::new(tokio::sync::Mutex::new(())),
             clock: options.api_clock,
         };
-        Ok(Server { state })
+        Ok(Server {
+            state,
+            limits: options.connection_limits,
+        })
     }
 
     /// The shared state (sender, tokens, …), e.g. to create a token before serving.
@@ -140,18 +158,17 @@ impl Server {
         let dispatcher = self.state.sender.start();
         let app = crate::routes::app(self.state.clone());
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        let http = tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = stop_rx.await;
-                })
-                .await;
-            if let Err(e) = served {
-                tracing::error!(error = %e, "the HTTP server stopped with an error");
-            }
-        });
+        let connections = ConnectionCounter::default();
+        let http = tokio::spawn(crate::listener::serve(
+            listener,
+            app,
+            self.limits,
+            connections.clone(),
+            stop_rx,
+        ));
         Ok(RunningServer {
             state: self.state,
+            connections,
             local_addr,
             stop_tx: Some(stop_tx),
             http,
@@ -164,6 +181,7 @@ impl Server {
 #[derive(Debug)]
 pub struct RunningServer {
     state: AppState,
+    connections: ConnectionCounter,
     local_addr: SocketAddr,
     stop_tx: Option<oneshot::Sender<()>>,
     http: tokio::task::JoinHandle<()>,
@@ -187,6 +205,11 @@ impl RunningServer {
     /// The shared state.
     pub fn state(&self) -> &AppState {
         &self.state
+    }
+
+    /// HTTP connections open now.
+    pub fn open_connections(&self) -> usize {
+        self.connections.open()
     }
 
     /// Stops accepting connections, lets requests in progress finish (at most

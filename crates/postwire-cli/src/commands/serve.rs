@@ -8,9 +8,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Args;
 use postwire_sender::SenderConfig;
+use postwire_server::limits::{self, Limits};
+use postwire_server::listener::{self, ConnectionLimits};
 use postwire_server::{Server, ServerOptions};
 
 use crate::settings::{self, DEFAULT_DB, DEFAULT_LISTEN};
@@ -40,6 +43,28 @@ pub struct ServeArgs {
     /// Log filter, e.g. `info`, `debug`, `postwire_sender=debug` [default: info].
     #[arg(long, env = "POSTWIRE_LOG")]
     log: Option<String>,
+    /// Seconds a client has to send a request head, counted from when the server starts
+    /// waiting for it; also how long an idle kept-alive connection stays open [default: 10].
+    #[arg(long, env = "POSTWIRE_HEADER_READ_TIMEOUT_SECS")]
+    header_read_timeout_secs: Option<u64>,
+    /// Seconds a client has to send a whole request body after its head; later, the
+    /// answer is 408 `request_timeout` and the connection is closed [default: 30].
+    #[arg(long, env = "POSTWIRE_BODY_READ_TIMEOUT_SECS")]
+    body_read_timeout_secs: Option<u64>,
+    /// Most open HTTP connections; past it new connections are closed at once [default: 10000].
+    #[arg(long, env = "POSTWIRE_MAX_CONNECTIONS")]
+    max_connections: Option<usize>,
+    /// Most subscriptions per workspace; past it creation answers 403 `plan_limit` [default: 100].
+    #[arg(long, env = "POSTWIRE_MAX_SUBSCRIPTIONS_PER_WORKSPACE")]
+    max_subscriptions_per_workspace: Option<u64>,
+    /// Most events the ingest accepts per workspace per UTC day; past it 429
+    /// `quota_exceeded` [default: 100000].
+    #[arg(long, env = "POSTWIRE_DAILY_EVENT_QUOTA")]
+    daily_event_quota: Option<u64>,
+    /// Most unauthenticated (401) requests per client address per hour; past it the
+    /// address gets 429 `rate_limited` [default: 100].
+    #[arg(long, env = "POSTWIRE_UNAUTHENTICATED_PER_HOUR")]
+    unauthenticated_per_hour: Option<u32>,
     /// DANGEROUS, local development only: accept `http://` and loopback subscription
     /// URLs. Never in production: it lets API clients make the server call local services.
     #[arg(long, env = "POSTWIRE_DANGEROUSLY_ALLOW_INSECURE_LOCAL_URLS", num_args = 0..=1, default_missing_value = "true")]
@@ -55,6 +80,8 @@ struct Resolved {
     max_body_bytes: usize,
     log: String,
     insecure_local: bool,
+    connection_limits: ConnectionLimits,
+    limits: Limits,
 }
 
 fn resolve(args: ServeArgs) -> Result<Resolved, String> {
@@ -76,6 +103,36 @@ fn resolve(args: ServeArgs) -> Result<Resolved, String> {
             .dangerously_allow_insecure_local_urls
             .or(file.dangerously_allow_insecure_local_urls)
             .unwrap_or(false),
+        connection_limits: ConnectionLimits {
+            header_read_timeout: args
+                .header_read_timeout_secs
+                .or(file.header_read_timeout_secs)
+                .map(Duration::from_secs)
+                .unwrap_or(listener::DEFAULT_HEADER_READ_TIMEOUT),
+            body_read_timeout: args
+                .body_read_timeout_secs
+                .or(file.body_read_timeout_secs)
+                .map(Duration::from_secs)
+                .unwrap_or(listener::DEFAULT_BODY_READ_TIMEOUT),
+            max_connections: args
+                .max_connections
+                .or(file.max_connections)
+                .unwrap_or(listener::DEFAULT_MAX_CONNECTIONS),
+        },
+        limits: Limits {
+            max_subscriptions_per_workspace: args
+                .max_subscriptions_per_workspace
+                .or(file.max_subscriptions_per_workspace)
+                .unwrap_or(limits::DEFAULT_MAX_SUBSCRIPTIONS_PER_WORKSPACE),
+            daily_event_quota: args
+                .daily_event_quota
+                .or(file.daily_event_quota)
+                .unwrap_or(limits::DEFAULT_DAILY_EVENT_QUOTA),
+            unauthenticated_per_hour: args
+                .unauthenticated_per_hour
+                .or(file.unauthenticated_per_hour)
+                .unwrap_or(limits::DEFAULT_UNAUTHENTICATED_PER_HOUR),
+        },
     })
 }
 
@@ -156,6 +213,14 @@ async fn serve(s: Resolved) -> Result<ExitCode, String> {
     options.rate_limit_per_hour = s.rate_limit_per_hour;
     options.max_body_bytes = s.max_body_bytes;
     options.ingest_token = Some(ingest_token);
+    if s.connection_limits.header_read_timeout.is_zero() || s.connection_limits.body_read_timeout.is_zero() {
+        return Err("read timeouts must be at least 1 second".to_owned());
+    }
+    if s.connection_limits.max_connections == 0 {
+        return Err("--max-connections must be at least 1".to_owned());
+    }
+    options.connection_limits = s.connection_limits;
+    options.limits = s.limits;
     let server = Server::open(options).await.map_err(|e| e.to_string())?;
     let tokens = server.state().tokens.list().await.map_err(|e| e.to_string())?;
     let live_tokens = tokens.iter().filter(|t| t.revoked_at.is_none()).count();
@@ -167,8 +232,18 @@ async fn serve(s: Resolved) -> Result<ExitCode, String> {
     println!("  API       {base}/public/v1   (OpenAPI: {base}/public/v1/openapi.json)");
     println!("  ingest    {base}/internal/v1   (bearer token {ingest_source})");
     println!(
-        "  limits    {} calls per token per hour; bodies up to {} bytes",
-        s.rate_limit_per_hour, s.max_body_bytes
+        "  limits    {} calls per token per hour; bodies up to {} bytes; {} subscriptions per workspace; {} events per workspace per day; {} unauthenticated calls per address per hour",
+        s.rate_limit_per_hour,
+        s.max_body_bytes,
+        s.limits.max_subscriptions_per_workspace,
+        s.limits.daily_event_quota,
+        s.limits.unauthenticated_per_hour
+    );
+    println!(
+        "  clients   head within {} s (also the idle timeout), body within {} s, at most {} connections",
+        s.connection_limits.header_read_timeout.as_secs(),
+        s.connection_limits.body_read_timeout.as_secs(),
+        s.connection_limits.max_connections
     );
     if s.insecure_local {
         println!(

@@ -82,6 +82,38 @@ async fn log_and_no_store(request: Request, next: Next) -> Response {
     response
 }
 
+/// Refuses a request whose declared `Content-Length` is over the body limit of its path
+/// before a byte of the body is read (a chunked body is still cut off at the limit while
+/// it is read).
+async fn refuse_oversized_bodies(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let limit = if request.uri().path().starts_with("/internal/") {
+        state.max_body_bytes.max(state.max_ingest_body_bytes)
+    } else {
+        state.max_body_bytes
+    };
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if let Some(declared) = declared
+        && declared > limit as u64
+    {
+        let mut response =
+            ApiError::invalid(format!("the body is larger than the limit of {limit} bytes")).into_response();
+        // The unread body must not be taken for the next request.
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return response;
+    }
+    next.run(request).await
+}
+
 fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     ApiError::Internal("a handler panicked".into()).into_response()
 }
@@ -101,6 +133,7 @@ pub fn app(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .fallback(route_not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(state.clone(), refuse_oversized_bodies))
         .layer(middleware::from_fn(log_and_no_store))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_response))
         .with_state(state)
