@@ -42,6 +42,9 @@ enum Command {
     /// Signing secrets.
     #[command(subcommand)]
     Secret(commands::secret::SecretCommand),
+    /// The keys that encrypt signing secrets at rest: `rotate`.
+    #[command(subcommand)]
+    Keys(commands::keys::KeysCommand),
     /// Print the `webhook-signature` value for a body.
     Sign(commands::sign::SignArgs),
     /// Verify a delivery: prints `ok` and exits 0, or prints the error code and exits 1.
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
         Command::Token(cmd) => commands::token::run(cmd),
         Command::Openapi(args) => commands::openapi::run(args),
         Command::Secret(cmd) => commands::secret::run(cmd),
+        Command::Keys(cmd) => commands::keys::run(cmd),
         Command::Sign(args) => commands::sign::run(args),
         Command::Verify(args) => commands::verify::run(args),
     };

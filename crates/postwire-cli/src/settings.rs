@@ -16,6 +16,10 @@
 //! max_subscriptions_per_workspace = 100
 //! daily_event_quota = 100000
 //! unauthenticated_per_hour = 100
+//! secret_key_file = "postwire.db.secret-key"   # or POSTWIRE_SECRET_KEY (the key text)
+//! retention_days = 30
+//! metrics_addr = "127.0.0.1:9090"
+//! log_format = "json"
 //! dangerously_allow_insecure_local_urls = false
 //! ```
 
@@ -58,6 +62,14 @@ pub struct FileSettings {
     pub daily_event_quota: Option<u64>,
     /// Most unauthenticated (401) requests per client address per hour.
     pub unauthenticated_per_hour: Option<u32>,
+    /// The key file that encrypts signing secrets at rest.
+    pub secret_key_file: Option<PathBuf>,
+    /// Days to keep finished deliveries and unreferenced events (0: forever).
+    pub retention_days: Option<u64>,
+    /// Address of the Prometheus metrics listener.
+    pub metrics_addr: Option<String>,
+    /// `text` or `json`.
+    pub log_format: Option<String>,
 }
 
 /// Reads the config file, or nothing when there is none.

@@ -63,9 +63,12 @@ pub mod health;
 pub mod idempotency;
 pub mod model;
 pub mod notify;
+pub mod observe;
 pub mod ordering;
+pub mod retention;
 pub mod routing;
 pub mod schedule;
+pub mod secret_box;
 mod sender;
 pub mod ssrf;
 pub mod store;
@@ -92,4 +95,4 @@ pub use model::{
 pub use notify::{LogNotifier, Notifier};
 pub use sender::{MAX_INTEGRATION_IDS, MAX_NAME_LEN, MAX_PAGE_SIZE, MAX_PUBLISH_BATCH, Sender};
 pub use store::sqlite::{SqliteOptions, SqliteStore, register_workspaces};
-pub use store::{DeliveryCounts, Store};
+pub use store::{DeliveryCounts, Purged, Store};

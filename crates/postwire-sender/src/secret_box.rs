@@ -70,7 +70,9 @@ pub enum CipherError {
         why: String,
     },
     /// The text was sealed under a key this cipher does not have.
-    #[error("a secret is encrypted under key `{0}`, which is not among the configured keys")]
+    #[error(
+        "a secret is encrypted under key `{0}`, which is not among the configured keys: give the key file that holds it (POSTWIRE_SECRET_KEY_FILE / --secret-key-file, or POSTWIRE_SECRET_KEY)"
+    )]
     UnknownKey(String),
     /// The text is sealed and no key was configured.
     #[error(
@@ -128,7 +130,10 @@ fn parse_keys(text: &str) -> Result<Vec<Arc<Key>>, CipherError> {
             return Err(bad("the key must be 32 bytes"));
         }
         let aead = XChaCha20Poly1305::new_from_slice(&bytes).map_err(|_| bad("the key must be 32 bytes"))?;
-        keys.push(Arc::new(Key { id: id.to_owned(), aead }));
+        keys.push(Arc::new(Key {
+            id: id.to_owned(),
+            aead,
+        }));
     }
     if keys.is_empty() {
         return Err(CipherError::NoKeys);
@@ -208,7 +213,13 @@ impl SecretCipher {
         getrandom::fill(&mut nonce).map_err(|_| CipherError::NoRandom)?;
         let sealed = key
             .aead
-            .encrypt(XNonce::from_slice(&nonce), Payload { msg: plaintext, aad: AAD })
+            .encrypt(
+                XNonce::from_slice(&nonce),
+                Payload {
+                    msg: plaintext,
+                    aad: AAD,
+                },
+            )
             .map_err(|_| CipherError::Damaged(key.id.clone()))?;
         let mut blob = Vec::with_capacity(NONCE_LEN + sealed.len());
         blob.extend_from_slice(&nonce);
@@ -314,7 +325,10 @@ mod tests {
         let sealed = StoredSecret::seal(Some(&old), &secret).unwrap();
         assert!(sealed.starts_with(&format!("pwenc1.{}.", old.current_key_id())));
         assert!(!sealed.contains("whsec_"));
-        assert_eq!(StoredSecret::open(Some(&old), &sealed).unwrap().expose(), secret.expose());
+        assert_eq!(
+            StoredSecret::open(Some(&old), &sealed).unwrap().expose(),
+            secret.expose()
+        );
         // Two seals of the same secret differ (fresh nonce).
         assert_ne!(sealed, StoredSecret::seal(Some(&old), &secret).unwrap());
         // A plain secret from before encryption still reads, and needs sealing.
@@ -327,22 +341,34 @@ mod tests {
         // A new key in front: old text still opens and needs re-sealing.
         let new_line = SecretCipher::generate_key_line().unwrap();
         let both = SecretCipher::from_key_text(&format!("{}\n{}\n", *new_line, *old_line)).unwrap();
-        assert_eq!(StoredSecret::open(Some(&both), &sealed).unwrap().expose(), secret.expose());
+        assert_eq!(
+            StoredSecret::open(Some(&both), &sealed).unwrap().expose(),
+            secret.expose()
+        );
         assert!(StoredSecret::needs_reseal(Some(&both), &sealed));
         // Only the new key: the old text names a key it lacks.
         let new = SecretCipher::from_key_text(&new_line).unwrap();
-        assert!(matches!(StoredSecret::open(Some(&new), &sealed), Err(CipherError::UnknownKey(_))));
+        assert!(matches!(
+            StoredSecret::open(Some(&new), &sealed),
+            Err(CipherError::UnknownKey(_))
+        ));
         // A flipped byte fails authentication.
         let mut tampered = sealed.clone().into_bytes();
         let last = tampered.len() - 2;
         tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
         let tampered = String::from_utf8(tampered).unwrap();
-        assert!(matches!(StoredSecret::open(Some(&old), &tampered), Err(CipherError::Damaged(_))));
+        assert!(matches!(
+            StoredSecret::open(Some(&old), &tampered),
+            Err(CipherError::Damaged(_))
+        ));
     }
 
     #[test]
     fn key_text_is_checked() {
-        assert_eq!(SecretCipher::from_key_text("# nothing\n").unwrap_err(), CipherError::NoKeys);
+        assert_eq!(
+            SecretCipher::from_key_text("# nothing\n").unwrap_err(),
+            CipherError::NoKeys
+        );
         assert!(matches!(
             SecretCipher::from_key_text("k1:c2hvcnQ=").unwrap_err(),
             CipherError::BadKey { line: 1, .. }

@@ -175,7 +175,11 @@ impl Sender {
         clock: Arc<dyn Clock>,
     ) -> Result<Sender, SenderError> {
         let path = path.as_ref().to_path_buf();
-        let store = tokio::task::spawn_blocking(move || SqliteStore::open(path))
+        let options = crate::store::sqlite::SqliteOptions {
+            secret_cipher: config.secret_cipher.clone(),
+            ..Default::default()
+        };
+        let store = tokio::task::spawn_blocking(move || SqliteStore::open_with(path, options))
             .await
             .map_err(SenderError::storage)??;
         Sender::open(config, clock, Arc::new(store)).await
@@ -216,6 +220,34 @@ impl Sender {
             .await
             .map(|_| ())
             .map_err(|_| SenderError::Unavailable)
+    }
+
+    /// How many subscriptions are paused, over all workspaces (for metrics).
+    pub async fn paused_subscription_count(&self) -> Result<u64, SenderError> {
+        self.inner.store.paused_subscriptions().await
+    }
+
+    /// Retention, one run: removes every finished delivery (with its attempts) and
+    /// unreferenced event older than `policy.keep` at the sender clock's now, in
+    /// batches of `policy.batch`, pausing between batches so dispatch goes first. See
+    /// [`crate::retention`].
+    pub async fn purge_expired(
+        &self,
+        policy: &crate::retention::RetentionPolicy,
+    ) -> Result<crate::store::Purged, SenderError> {
+        let keep_ms = i64::try_from(policy.keep.as_millis()).unwrap_or(i64::MAX);
+        let cutoff =
+            postwire_core::Timestamp::from_unix_millis(self.inner.clock.now().unix_millis().saturating_sub(keep_ms));
+        let mut total = crate::store::Purged::default();
+        loop {
+            let batch = self.inner.store.purge(cutoff, cutoff, policy.batch).await?;
+            total += batch;
+            let full = batch.deliveries >= policy.batch as u64 || batch.events >= policy.batch as u64;
+            if !full {
+                return Ok(total);
+            }
+            tokio::time::sleep(crate::retention::PAUSE_BETWEEN_BATCHES).await;
+        }
     }
 
     /// Wakes the dispatcher (e.g. after moving a manual clock).
@@ -394,12 +426,25 @@ impl Sender {
             Begun::Replay(stored) => return Ok(Idempotent::Replayed(stored)),
             Begun::Start(lease) => lease,
         };
-        let completion = lease.as_ref().map(|(key, lease_until_ms)| Completion {
-            key: key.clone(),
-            lease_until_ms: *lease_until_ms,
-            response: Response::Ready(stored_form(&created)),
-            created: Some(created.subscription.id.clone()),
-        });
+        let response = match &lease {
+            Some(_) => match self.seal_response(stored_form(&created)) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    self.abandon(lease).await;
+                    return Err(e);
+                }
+            },
+            None => None,
+        };
+        let completion = lease
+            .as_ref()
+            .zip(response)
+            .map(|((key, lease_until_ms), response)| Completion {
+                key: key.clone(),
+                lease_until_ms: *lease_until_ms,
+                response: Response::Ready(response),
+                created: Some(created.subscription.id.clone()),
+            });
         let stored = StoredSubscription {
             workspace_id: new.workspace_id,
             subscription: created.subscription.clone(),
@@ -661,11 +706,32 @@ impl Sender {
             .await?
         {
             Decision::Start { lease_until_ms } => Ok(Begun::Start(Some((key, lease_until_ms)))),
-            Decision::Replay(stored) => serde_json::from_str(&stored)
+            Decision::Replay(stored) => serde_json::from_str(&self.open_response(&stored)?)
                 .map(Begun::Replay)
                 .map_err(|e| SenderError::storage(format!("a stored idempotent response is unreadable: {e}"))),
             Decision::Reused => Err(SenderError::IdempotencyKeyReused),
             Decision::InProgress => Err(SenderError::IdempotencyInProgress),
+        }
+    }
+
+    /// A stored response that carries a secret, sealed when a cipher is configured.
+    fn seal_response(&self, response: String) -> Result<String, SenderError> {
+        match &self.inner.config.secret_cipher {
+            Some(c) => c.seal_text(&response).map_err(SenderError::storage),
+            None => Ok(response),
+        }
+    }
+
+    /// A stored response as it was before [`seal_response`](Self::seal_response).
+    fn open_response(&self, stored: &str) -> Result<String, SenderError> {
+        if !crate::secret_box::is_sealed(stored) {
+            return Ok(stored.to_owned());
+        }
+        match &self.inner.config.secret_cipher {
+            Some(c) => c.open_text(stored).map_err(SenderError::storage),
+            None => Err(SenderError::storage(
+                "a stored idempotent response is encrypted and no key was given",
+            )),
         }
     }
 

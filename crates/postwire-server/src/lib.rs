@@ -20,7 +20,7 @@
 //! One concept per module: [`auth`] (bearer tokens on requests), [`tokens`] (the token
 //! table), [`errors`] (the spec's error bodies), [`validation`] (shape checks),
 //! [`rate_limit`], [`limits`] (plan limit, daily quota, unauthenticated calls), [`routes`] (the handlers), [`schemas`] (JSON shapes), [`openapi`],
-//! [`ingest`] (the internal API) and [`ingest_openapi`] (its own document), [`server`] (start and graceful stop), [`listener`] (connections under timeouts and a cap), and for demos
+//! [`ingest`] (the internal API) and [`ingest_openapi`] (its own document), [`server`] (start and graceful stop), [`listener`] (connections under timeouts and a cap), [`metrics`] (Prometheus), and for demos
 //! and tests [`receiver`] (a verifying receiver) and [`clock`] (a fast clock).
 //! The full API description is in `docs/api.md` and `docs/openapi.json`.
 
@@ -36,6 +36,7 @@ pub mod ingest;
 pub mod ingest_openapi;
 pub mod limits;
 pub mod listener;
+pub mod metrics;
 pub mod openapi;
 pub mod rate_limit;
 pub mod receiver;

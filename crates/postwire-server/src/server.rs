@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use postwire_core::{Clock, SystemClock};
+use postwire_sender::retention::RetentionPolicy;
 use postwire_sender::{DispatcherHandle, Sender, SenderConfig, SenderError};
 use tokio::sync::oneshot;
 
@@ -21,6 +22,7 @@ use crate::db::ServerDb;
 use crate::errors::ApiError;
 use crate::limits::{DailyQuota, Limits};
 use crate::listener::{ConnectionCounter, ConnectionLimits};
+use crate::metrics::Metrics;
 use crate::rate_limit::RateLimiter;
 use crate::state::{AppState, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_INGEST_BODY_BYTES, DEFAULT_RATE_LIMIT_PER_HOUR};
 use crate::tokens::TokenStore;
@@ -67,6 +69,11 @@ pub struct ServerOptions {
     pub connection_limits: ConnectionLimits,
     /// Subscriptions per workspace, daily event quota, unauthenticated calls per address.
     pub limits: Limits,
+    /// How long finished deliveries and unreferenced events are kept; `None` keeps them
+    /// forever. Default: 30 days, checked every minute.
+    pub retention: Option<RetentionPolicy>,
+    /// Where to serve Prometheus metrics (`GET /metrics`); `None` serves none.
+    pub metrics_addr: Option<String>,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -78,6 +85,7 @@ impl std::fmt::Debug for ServerOptions {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("connection_limits", &self.connection_limits)
             .field("limits", &self.limits)
+            .field("retention", &self.retention)
             .field("ingest_token", &self.ingest_token.as_ref().map(|_| "…"))
             .finish_non_exhaustive()
     }
@@ -98,6 +106,8 @@ impl ServerOptions {
             ingest_token: None,
             connection_limits: ConnectionLimits::default(),
             limits: Limits::default(),
+            retention: Some(RetentionPolicy::default()),
+            metrics_addr: None,
         }
     }
 }
@@ -107,6 +117,8 @@ impl ServerOptions {
 pub struct Server {
     state: AppState,
     limits: ConnectionLimits,
+    retention: Option<RetentionPolicy>,
+    metrics_addr: Option<String>,
 }
 
 impl Server {
@@ -114,7 +126,12 @@ impl Server {
     /// deliver yet.
     pub async fn open(options: ServerOptions) -> Result<Server, ServerError> {
         let ingest = crate::ingest::auth_from(options.ingest_token.as_deref())?;
-        let sender = Sender::open_sqlite(&options.db_path, options.sender_config, options.sender_clock).await?;
+        let metrics = Metrics::new();
+        let mut sender_config = options.sender_config;
+        if sender_config.observer.is_none() {
+            sender_config.observer = Some(Arc::new(metrics.clone()));
+        }
+        let sender = Sender::open_sqlite(&options.db_path, sender_config, options.sender_clock).await?;
         let path = options.db_path.clone();
         let db = tokio::task::spawn_blocking(move || ServerDb::open(path))
             .await
@@ -130,11 +147,14 @@ impl Server {
             quota: DailyQuota::new(options.limits.daily_event_quota, options.api_clock.clone()),
             unauthenticated: RateLimiter::new(options.limits.unauthenticated_per_hour, options.api_clock.clone()),
             create_lock: Arc::new(tokio::sync::Mutex::new(())),
+            metrics,
             clock: options.api_clock,
         };
         Ok(Server {
             state,
             limits: options.connection_limits,
+            retention: options.retention,
+            metrics_addr: options.metrics_addr,
         })
     }
 
@@ -155,10 +175,48 @@ impl Server {
             addr: addr.to_owned(),
             source,
         })?;
+        let metrics_listener = match &self.metrics_addr {
+            Some(maddr) => Some(
+                tokio::net::TcpListener::bind(maddr)
+                    .await
+                    .map_err(|source| ServerError::Bind {
+                        addr: maddr.clone(),
+                        source,
+                    })?,
+            ),
+            None => None,
+        };
         let dispatcher = self.state.sender.start();
+        let retention = self
+            .retention
+            .map(|policy| spawn_retention(self.state.sender.clone(), policy));
         let app = crate::routes::app(self.state.clone());
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let connections = ConnectionCounter::default();
+        let mut metrics_addr = None;
+        let metrics = match metrics_listener {
+            Some(listener) => {
+                metrics_addr = listener.local_addr().ok();
+                let router = crate::metrics::router(
+                    self.state.metrics.clone(),
+                    self.state.sender.clone(),
+                    connections.clone(),
+                );
+                let (tx, rx) = oneshot::channel::<()>();
+                let task = tokio::spawn(async move {
+                    let served = axum::serve(listener, router)
+                        .with_graceful_shutdown(async move {
+                            let _ = rx.await;
+                        })
+                        .await;
+                    if let Err(e) = served {
+                        tracing::error!(error = %e, "the metrics listener stopped with an error");
+                    }
+                });
+                Some((tx, task))
+            }
+            None => None,
+        };
         let http = tokio::spawn(crate::listener::serve(
             listener,
             app,
@@ -169,6 +227,9 @@ impl Server {
         Ok(RunningServer {
             state: self.state,
             connections,
+            retention,
+            metrics,
+            metrics_addr,
             local_addr,
             stop_tx: Some(stop_tx),
             http,
@@ -182,6 +243,9 @@ impl Server {
 pub struct RunningServer {
     state: AppState,
     connections: ConnectionCounter,
+    retention: Option<(oneshot::Sender<()>, tokio::task::JoinHandle<()>)>,
+    metrics: Option<(oneshot::Sender<()>, tokio::task::JoinHandle<()>)>,
+    metrics_addr: Option<SocketAddr>,
     local_addr: SocketAddr,
     stop_tx: Option<oneshot::Sender<()>>,
     http: tokio::task::JoinHandle<()>,
@@ -207,6 +271,11 @@ impl RunningServer {
         &self.state
     }
 
+    /// Where the metrics are served, if they are.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+
     /// HTTP connections open now.
     pub fn open_connections(&self) -> usize {
         self.connections.open()
@@ -223,8 +292,45 @@ impl RunningServer {
             tracing::warn!("HTTP requests still running after {HTTP_DRAIN_TIMEOUT:?}; stopping them");
             self.http.abort();
         }
+        if let Some((stop, task)) = self.metrics.take() {
+            let _ = stop.send(());
+            let _ = task.await;
+        }
+        if let Some((stop, task)) = self.retention.take() {
+            let _ = stop.send(());
+            let _ = task.await;
+        }
         self.dispatcher.shutdown().await;
     }
+}
+
+/// Runs retention every `policy.interval` until told to stop (a run in progress
+/// finishes its batch first).
+fn spawn_retention(sender: Sender, policy: RetentionPolicy) -> (oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+    let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = &mut stop_rx => return,
+                _ = tokio::time::sleep(policy.interval) => {}
+            }
+            let run = sender.purge_expired(&policy);
+            tokio::select! {
+                _ = &mut stop_rx => return,
+                result = run => match result {
+                    Ok(p) if p.deliveries + p.events > 0 => tracing::info!(
+                        deliveries = p.deliveries,
+                        attempts = p.attempts,
+                        events = p.events,
+                        "retention removed old history"
+                    ),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "retention failed; trying again at the next interval"),
+                },
+            }
+        }
+    });
+    (stop_tx, task)
 }
 
 /// Resolves on Ctrl-C or, on Unix, SIGTERM.

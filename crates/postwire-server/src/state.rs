@@ -45,6 +45,8 @@ pub struct AppState {
     /// Held while counting a workspace's subscriptions and creating one, so the
     /// subscription limit is exact.
     pub create_lock: Arc<tokio::sync::Mutex<()>>,
+    /// Prometheus metrics (requests are counted by the logging middleware).
+    pub metrics: crate::metrics::Metrics,
 }
 
 impl std::fmt::Debug for AppState {

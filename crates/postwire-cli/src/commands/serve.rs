@@ -65,6 +65,25 @@ pub struct ServeArgs {
     /// address gets 429 `rate_limited` [default: 100].
     #[arg(long, env = "POSTWIRE_UNAUTHENTICATED_PER_HOUR")]
     unauthenticated_per_hour: Option<u32>,
+    /// Key file that encrypts signing secrets at rest (`<id>:<base64>` lines, current
+    /// first). `POSTWIRE_SECRET_KEY` may hold the same text instead. Without either,
+    /// `<db>.secret-key` is used, and generated (mode 0600) for a database without
+    /// encrypted secrets [default: <db>.secret-key].
+    #[arg(long, env = "POSTWIRE_SECRET_KEY_FILE")]
+    secret_key_file: Option<PathBuf>,
+    /// Days to keep finished deliveries (with their attempts) and events no delivery
+    /// refers to; 0 keeps them forever. Pending and held deliveries are never removed
+    /// [default: 30].
+    #[arg(long, env = "POSTWIRE_RETENTION_DAYS")]
+    retention_days: Option<u64>,
+    /// Address of a separate listener serving Prometheus metrics at `GET /metrics`
+    /// (e.g. `127.0.0.1:9090`); keep it off the public network [default: none].
+    #[arg(long, env = "POSTWIRE_METRICS_ADDR")]
+    metrics_addr: Option<String>,
+    /// Log format: `text` (one readable line per event) or `json` (one JSON object per
+    /// line, with the request id of every API log line) [default: text].
+    #[arg(long, env = "POSTWIRE_LOG_FORMAT")]
+    log_format: Option<String>,
     /// DANGEROUS, local development only: accept `http://` and loopback subscription
     /// URLs. Never in production: it lets API clients make the server call local services.
     #[arg(long, env = "POSTWIRE_DANGEROUSLY_ALLOW_INSECURE_LOCAL_URLS", num_args = 0..=1, default_missing_value = "true")]
@@ -82,6 +101,10 @@ struct Resolved {
     insecure_local: bool,
     connection_limits: ConnectionLimits,
     limits: Limits,
+    secret_key_file: Option<PathBuf>,
+    retention_days: u64,
+    metrics_addr: Option<String>,
+    json_logs: bool,
 }
 
 fn resolve(args: ServeArgs) -> Result<Resolved, String> {
@@ -103,6 +126,14 @@ fn resolve(args: ServeArgs) -> Result<Resolved, String> {
             .dangerously_allow_insecure_local_urls
             .or(file.dangerously_allow_insecure_local_urls)
             .unwrap_or(false),
+        secret_key_file: args.secret_key_file.or(file.secret_key_file),
+        retention_days: args.retention_days.or(file.retention_days).unwrap_or(30),
+        metrics_addr: args.metrics_addr.or(file.metrics_addr),
+        json_logs: match args.log_format.or(file.log_format).as_deref() {
+            None | Some("text") => false,
+            Some("json") => true,
+            Some(other) => return Err(format!("--log-format must be `text` or `json`, not `{other}`")),
+        },
         connection_limits: ConnectionLimits {
             header_read_timeout: args
                 .header_read_timeout_secs
@@ -134,6 +165,23 @@ fn resolve(args: ServeArgs) -> Result<Resolved, String> {
                 .unwrap_or(limits::DEFAULT_UNAUTHENTICATED_PER_HOUR),
         },
     })
+}
+
+/// Starts logging to standard error with `filter`, as JSON lines when `json`.
+pub fn init_logging_as(filter: &str, json: bool) {
+    if !json {
+        return init_logging(filter);
+    }
+    let filter =
+        tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .json()
+        .with_current_span(true)
+        .with_span_list(false)
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
 }
 
 /// Starts logging to standard error with `filter`.
@@ -187,7 +235,7 @@ fn generated_ingest_token(db: &Path) -> Result<(String, PathBuf), String> {
 /// Runs `postwire serve`.
 pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
     let s = resolve(args)?;
-    init_logging(&s.log);
+    init_logging_as(&s.log, s.json_logs);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -204,7 +252,11 @@ async fn serve(s: Resolved) -> Result<ExitCode, String> {
             (t, format!("in {} (generated; mode 0600)", path.display()))
         }
     };
-    let mut sender_config = SenderConfig::default();
+    let key = crate::commands::keys::resolve_for_serve(&s.db, s.secret_key_file.as_deref())?;
+    let mut sender_config = SenderConfig {
+        secret_cipher: Some(key.cipher.clone()),
+        ..SenderConfig::default()
+    };
     if s.insecure_local {
         sender_config = sender_config.dangerously_allow_insecure_local_urls();
     }
@@ -221,7 +273,21 @@ async fn serve(s: Resolved) -> Result<ExitCode, String> {
     }
     options.connection_limits = s.connection_limits;
     options.limits = s.limits;
-    let server = Server::open(options).await.map_err(|e| e.to_string())?;
+    options.metrics_addr = s.metrics_addr.clone();
+    options.retention = (s.retention_days > 0).then(|| postwire_sender::retention::RetentionPolicy {
+        keep: Duration::from_secs(s.retention_days.saturating_mul(86_400)),
+        ..Default::default()
+    });
+    let server = match Server::open(options).await {
+        Ok(server) => server,
+        Err(e) => {
+            if let Some(generated) = &key.generated {
+                // The database wants another key: the one made just now is no use.
+                let _ = std::fs::remove_file(generated);
+            }
+            return Err(e.to_string());
+        }
+    };
     let tokens = server.state().tokens.list().await.map_err(|e| e.to_string())?;
     let live_tokens = tokens.iter().filter(|t| t.revoked_at.is_none()).count();
     let running = server.start(&s.listen).await.map_err(|e| e.to_string())?;
@@ -231,6 +297,18 @@ async fn serve(s: Resolved) -> Result<ExitCode, String> {
     println!("  database  {db_shown}{}", if existed { "" } else { " (created)" });
     println!("  API       {base}/public/v1   (OpenAPI: {base}/public/v1/openapi.json)");
     println!("  ingest    {base}/internal/v1   (bearer token {ingest_source})");
+    println!("  secrets   encrypted at rest with {}", key.source);
+    if let Some(addr) = running.metrics_addr() {
+        println!("  metrics   http://{addr}/metrics   (Prometheus; keep this address private)");
+    }
+    if s.retention_days > 0 {
+        println!(
+            "  history   finished deliveries and unreferenced events kept {} days",
+            s.retention_days
+        );
+    } else {
+        println!("  history   kept forever (--retention-days 0)");
+    }
     println!(
         "  limits    {} calls per token per hour; bodies up to {} bytes; {} subscriptions per workspace; {} events per workspace per day; {} unauthenticated calls per address per hour",
         s.rate_limit_per_hour,

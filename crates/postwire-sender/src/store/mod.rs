@@ -247,6 +247,33 @@ pub trait Store: Send + Sync + 'static {
     fn notifications(&self, workspace_id: String, limit: usize) -> BoxFuture<'_, StoreResult<Vec<Notification>>>;
     /// How many deliveries are in each state (for tests, metrics and the benchmark).
     fn delivery_counts(&self, subscription_id: Option<String>) -> BoxFuture<'_, StoreResult<DeliveryCounts>>;
+
+    /// How many subscriptions are paused (by request or by failures), for metrics.
+    fn paused_subscriptions(&self) -> BoxFuture<'_, StoreResult<u64>>;
+
+    /// Retention, one batch in one short transaction: removes at most `batch` finished
+    /// deliveries (delivered, failed, expired) that finished before `finished_before`,
+    /// with their attempts, and at most `batch` events created before `events_before`
+    /// that no delivery refers to. Never touches an unfinished (pending, waiting, held)
+    /// delivery or the event it refers to. The caller repeats while a batch is full (see
+    /// [`crate::retention`]).
+    fn purge(
+        &self,
+        finished_before: Timestamp,
+        events_before: Timestamp,
+        batch: usize,
+    ) -> BoxFuture<'_, StoreResult<Purged>>;
+}
+
+/// What one [`Store::purge`] call removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Purged {
+    /// Finished deliveries removed.
+    pub deliveries: u64,
+    /// Their attempts.
+    pub attempts: u64,
+    /// Unreferenced events removed.
+    pub events: u64,
 }
 
 pub use crate::ordering::ordering_hash;

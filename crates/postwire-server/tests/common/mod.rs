@@ -109,6 +109,7 @@ impl Harness {
         options.ingest_token = Some(INGEST.to_owned());
         options.connection_limits = o.connection_limits;
         options.limits = o.limits;
+        options.metrics_addr = Some("127.0.0.1:0".to_owned());
         let server = Server::open(options).await.unwrap().start("127.0.0.1:0").await.unwrap();
         let base = server.base_url();
         let http = reqwest::Client::builder().no_proxy().build().unwrap();

@@ -101,6 +101,10 @@ CREATE INDEX IF NOT EXISTS deliveries_open ON deliveries (sub_seq, okey, seq)
     WHERE finished_at IS NULL AND okey IS NOT NULL;
 CREATE INDEX IF NOT EXISTS deliveries_held ON deliveries (sub_seq, seq) WHERE state = 1;
 CREATE INDEX IF NOT EXISTS deliveries_subscription ON deliveries (sub_seq, seq);
+-- Retention (`retention.rs`): finished deliveries by age, and whether an event is still
+-- referred to.
+CREATE INDEX IF NOT EXISTS deliveries_finished ON deliveries (finished_at) WHERE finished_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS deliveries_event ON deliveries (event_seq);
 CREATE TABLE IF NOT EXISTS attempts (
     delivery_seq INTEGER NOT NULL, number INTEGER NOT NULL, started_at INTEGER NOT NULL,
     duration_ms INTEGER NOT NULL, status INTEGER, error TEXT, body_prefix TEXT,
