@@ -31,6 +31,8 @@ struct Running {
     child: Child,
     base: String,
     lines: mpsc::Receiver<String>,
+    /// What it printed before `listening on`.
+    banner: Vec<String>,
 }
 
 impl Drop for Running {
@@ -98,6 +100,7 @@ fn serve_logging_to(args: &[&str], envs: &[(&str, &str)], stderr: Stdio) -> Runn
                         child,
                         base: base.trim().to_owned(),
                         lines: rx,
+                        banner: seen,
                     };
                 }
                 seen.push(line);
@@ -704,4 +707,86 @@ fn secrets_are_encrypted_at_rest_the_key_is_required_and_rotates() {
     assert_eq!(rx.stats().rejected, 0);
     assert!(server.terminate().0);
     rt.block_on(rx.stop());
+}
+
+#[test]
+fn json_logs_carry_a_request_id_on_every_api_line_and_metrics_are_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("json.db");
+    let db_s = db.to_str().unwrap();
+    let log_path = dir.path().join("serve.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let server = serve_logging_to(
+        &[
+            "--db",
+            db_s,
+            "--listen",
+            "127.0.0.1:0",
+            "--log-format",
+            "json",
+            "--metrics-addr",
+            "127.0.0.1:0",
+        ],
+        &[("POSTWIRE_INGEST_TOKEN", INGEST)],
+        Stdio::from(log),
+    );
+    let token = token_create(&["--db", db_s], "ws_1", "webhooks:write");
+    let rt = runtime();
+    let base = server.base.clone();
+    let ids: Vec<String> = rt.block_on(async {
+        let mut ids = vec![];
+        for body in [
+            json!({"name": "n", "url": "https://93.184.216.34/hook"}),
+            json!({"name": "", "url": "nope"}),
+        ] {
+            let client = reqwest::Client::builder().no_proxy().build().unwrap();
+            let resp = client
+                .post(format!("{base}/public/v1/workspaces/ws_1/webhooks"))
+                .bearer_auth(&token)
+                .body(body.to_string())
+                .send()
+                .await
+                .unwrap();
+            ids.push(resp.headers()["x-request-id"].to_str().unwrap().to_owned());
+        }
+        ids
+    });
+    // The metrics listener named in the banner counts those two calls.
+    let metrics_url = server
+        .banner
+        .iter()
+        .find_map(|l| l.trim().strip_prefix("metrics"))
+        .and_then(|l| l.split_whitespace().next())
+        .expect("the banner names the metrics address")
+        .to_owned();
+    let text = rt.block_on(async {
+        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        client.get(&metrics_url).send().await.unwrap().text().await.unwrap()
+    });
+    assert!(
+        text.contains(r#"postwire_http_requests_total{method="POST",route="/public/v1/workspaces/:workspaceId/webhooks",status="201"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"postwire_http_requests_total{method="POST",route="/public/v1/workspaces/:workspaceId/webhooks",status="400"} 1"#),
+        "{text}"
+    );
+    assert!(server.terminate().0);
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    let mut request_lines = 0;
+    for line in log.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
+        if v["fields"]["message"] == "request" {
+            request_lines += 1;
+            let id = v["span"]["request_id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("no request id: {line}"));
+            assert_eq!(id.len(), 16);
+        }
+        if v["fields"]["message"] == "subscription created" {
+            assert_eq!(v["span"]["request_id"], ids[0].as_str(), "{line}");
+        }
+    }
+    assert_eq!(request_lines, 2, "{log}");
+    assert!(log.contains(&ids[0]) && log.contains(&ids[1]));
 }
