@@ -547,10 +547,10 @@ fn found_in_db_files(db: &Path, needle: &[u8]) -> Vec<String> {
     let mut hits = Vec::new();
     for suffix in ["", "-wal", "-shm", "-journal"] {
         let path = Path::new(&format!("{}{suffix}", db.display())).to_path_buf();
-        if let Ok(bytes) = std::fs::read(&path) {
-            if bytes.windows(needle.len()).any(|w| w == needle) {
-                hits.push(path.display().to_string());
-            }
+        if let Ok(bytes) = std::fs::read(&path)
+            && bytes.windows(needle.len()).any(|w| w == needle)
+        {
+            hits.push(path.display().to_string());
         }
     }
     hits
