@@ -291,6 +291,8 @@ async fn serve(s: Resolved) -> Result<ExitCode, String> {
     let tokens = server.state().tokens.list().await.map_err(|e| e.to_string())?;
     let live_tokens = tokens.iter().filter(|t| t.revoked_at.is_none()).count();
     let running = server.start(&s.listen).await.map_err(|e| e.to_string())?;
+    // Before `listening on` is printed: whoever waits for that line may send SIGTERM next.
+    let stop = postwire_server::shutdown_signal();
     let base = running.base_url();
     let db_shown = s.db.display();
     println!("postwire serve");
@@ -339,7 +341,7 @@ async fn serve(s: Resolved) -> Result<ExitCode, String> {
     println!("  docs      docs/api.md in the repository: endpoints, scopes, errors, the ingest API, settings");
     println!("listening on {base}");
     tracing::info!(addr = %running.local_addr(), "serving; Ctrl-C or SIGTERM stops gracefully");
-    postwire_server::shutdown_signal().await;
+    stop.await;
     println!("shutting down: finishing requests and deliveries in flight…");
     running.shutdown().await;
     println!("stopped");
