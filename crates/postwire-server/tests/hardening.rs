@@ -483,3 +483,63 @@ async fn an_address_past_its_unauthenticated_allowance_is_refused_before_its_tok
     assert_eq!(r.status, 200, "{}", r.text);
     h.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_running_server_applies_retention_to_finished_deliveries_only() {
+    // Keep nothing finished, look every 50 ms: delivered history goes at once, while a
+    // delivery waiting for its retry stays.
+    let h = Harness::start_with(Options {
+        retention: Some(postwire_sender::retention::RetentionPolicy {
+            keep: Duration::ZERO,
+            batch: 10,
+            interval: Duration::from_millis(50),
+        }),
+        ..Options::default()
+    })
+    .await;
+    let w = h.writer().await;
+    let good = common::receiver().await;
+    let strict = common::receiver().await;
+    let delivered = h.subscribe(&w, &good.url()).await;
+    good.set_secrets(vec![
+        postwire_core::Secret::parse(delivered["secret"].as_str().unwrap()).unwrap(),
+    ]);
+    let refused = h.subscribe(&w, &strict.url()).await;
+    strict.set_secrets(vec![postwire_core::Secret::generate().unwrap()]);
+    for i in 0..3 {
+        h.post_event("ws_a", &format!("p{i}"), &format!("e{i}"), "scheduled")
+            .await;
+    }
+    let sender = h.running().state().sender.clone();
+    let started = Instant::now();
+    loop {
+        let kept = sender
+            .delivery_counts(Some(delivered["id"].as_str().unwrap()))
+            .await
+            .unwrap();
+        if good.stats().handled == 3 && kept.delivered == 0 && kept.pending == 0 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(15), "{kept:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let waiting = sender
+        .delivery_counts(Some(refused["id"].as_str().unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(waiting.pending, 3, "deliveries waiting for a retry are kept");
+    // Their events stay too: posts/lookup still finds them.
+    let r = h
+        .send(
+            "GET",
+            "/public/v1/workspaces/ws_a/posts/lookup?postId=p1",
+            Some(&w),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json["data"].as_array().map(Vec::len), Some(1), "{}", r.text);
+    good.stop().await;
+    strict.stop().await;
+    h.stop().await;
+}

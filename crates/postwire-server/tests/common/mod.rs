@@ -68,6 +68,7 @@ pub struct Options {
     pub rate_limit: u32,
     pub connection_limits: ConnectionLimits,
     pub limits: Limits,
+    pub retention: Option<postwire_sender::retention::RetentionPolicy>,
 }
 
 impl Default for Options {
@@ -80,6 +81,7 @@ impl Default for Options {
                 unauthenticated_per_hour: 10_000,
                 ..Limits::default()
             },
+            retention: None,
         }
     }
 }
@@ -110,6 +112,7 @@ impl Harness {
         options.connection_limits = o.connection_limits;
         options.limits = o.limits;
         options.metrics_addr = Some("127.0.0.1:0".to_owned());
+        options.retention = o.retention;
         let server = Server::open(options).await.unwrap().start("127.0.0.1:0").await.unwrap();
         let base = server.base_url();
         let http = reqwest::Client::builder().no_proxy().build().unwrap();
