@@ -97,10 +97,26 @@ pub fn client_ip(request: &Request) -> Option<IpAddr> {
     request.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip())
 }
 
+/// What unauthenticated requests are counted against: an IPv4 address, or an IPv6
+/// address's /64 (one host usually has a whole /64, so counting single IPv6 addresses
+/// would let it pick a fresh one per request).
+pub fn address_key(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let s = v6.segments();
+                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+            }
+        },
+    }
+}
+
 /// `429 rate_limited` when `ip` has used up its hourly allowance of unauthenticated
 /// requests (checked before any token look-up, so guessing costs the guesser).
 pub fn refuse_address(state: &AppState, ip: Option<IpAddr>) -> Option<Response> {
-    let allowance = state.unauthenticated.exhausted(&ip?.to_string())?;
+    let allowance = state.unauthenticated.exhausted(&address_key(ip?))?;
     tracing::info!("unauthenticated request limit reached for a client address");
     let mut response = ApiError::RateLimited {
         limit: allowance.limit,
@@ -114,7 +130,7 @@ pub fn refuse_address(state: &AppState, ip: Option<IpAddr>) -> Option<Response> 
 /// Answers `error` (a `401`) and counts it against `ip`.
 pub fn unauthenticated(state: &AppState, ip: Option<IpAddr>, error: ApiError) -> Response {
     if let Some(ip) = ip {
-        let _ = state.unauthenticated.check(&ip.to_string());
+        let _ = state.unauthenticated.check(&address_key(ip));
     }
     error.into_response()
 }
@@ -155,4 +171,23 @@ pub async fn authenticate(State(state): State<AppState>, mut request: Request, n
     let mut response = next.run(request).await;
     rate_headers(&mut response, &allowance);
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::address_key;
+
+    #[test]
+    fn ipv6_hosts_are_counted_by_their_64_prefix() {
+        assert_eq!(address_key("203.0.113.7".parse().unwrap()), "203.0.113.7");
+        assert_eq!(address_key("::ffff:203.0.113.7".parse().unwrap()), "203.0.113.7");
+        assert_eq!(
+            address_key("2001:db8:1:2:aaaa::1".parse().unwrap()),
+            address_key("2001:db8:1:2:ffff:1:2:3".parse().unwrap())
+        );
+        assert_ne!(
+            address_key("2001:db8:1:2::1".parse().unwrap()),
+            address_key("2001:db8:1:3::1".parse().unwrap())
+        );
+    }
 }
