@@ -50,7 +50,8 @@ trap cleanup EXIT
 ingest_token="pwi_contract_$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 step "postwire serve on a fresh database"
 "$POSTWIRE_BIN" serve --db "$work/postwire.db" --listen 127.0.0.1:0 --ingest-token "$ingest_token" \
-  --rate-limit-per-hour 1000000 --log warn > "$work/serve.out" 2> "$work/serve.log" &
+  --rate-limit-per-hour 1000000 --unauthenticated-per-hour 1000000 --max-subscriptions-per-workspace 1000000 \
+  --daily-event-quota 1000000000 --log warn > "$work/serve.out" 2> "$work/serve.log" &
 server_pid=$!
 for _ in $(seq 100); do
   grep -q '^listening on ' "$work/serve.out" && break

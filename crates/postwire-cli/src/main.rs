@@ -33,8 +33,8 @@ struct Cli {
 enum Command {
     /// Watch the whole story in seconds: server, receiver, subscription, events, a retry.
     Demo(commands::demo::DemoArgs),
-    /// Run the webhooks HTTP API and the dispatcher on a SQLite file.
-    Serve(commands::serve::ServeArgs),
+    /// Run the webhooks HTTP API and the dispatcher on a SQLite file or a PostgreSQL database.
+    Serve(Box<commands::serve::ServeArgs>),
     /// API tokens: create (shown once), list, revoke.
     #[command(subcommand)]
     Token(commands::token::TokenCommand),
@@ -46,6 +46,9 @@ enum Command {
     /// Signing secrets.
     #[command(subcommand)]
     Secret(commands::secret::SecretCommand),
+    /// The keys that encrypt signing secrets at rest: `rotate`.
+    #[command(subcommand)]
+    Keys(commands::keys::KeysCommand),
     /// Print the `webhook-signature` value for a body.
     Sign(commands::sign::SignArgs),
     /// Verify a delivery: prints `ok` and exits 0, or prints the error code and exits 1.
@@ -59,11 +62,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo(args) => commands::demo::run(args),
-        Command::Serve(args) => commands::serve::run(args),
+        Command::Serve(args) => commands::serve::run(*args),
         Command::Token(cmd) => commands::token::run(cmd),
         Command::Portal(cmd) => commands::portal::run(cmd),
         Command::Openapi(args) => commands::openapi::run(args),
         Command::Secret(cmd) => commands::secret::run(cmd),
+        Command::Keys(cmd) => commands::keys::run(cmd),
         Command::Sign(args) => commands::sign::run(args),
         Command::Verify(args) => commands::verify::run(args),
     };

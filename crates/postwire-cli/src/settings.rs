@@ -13,6 +13,16 @@
 //! rate_limit_per_hour = 1000
 //! max_body_bytes = 65536
 //! log = "info"
+//! header_read_timeout_secs = 10
+//! body_read_timeout_secs = 30
+//! max_connections = 10000
+//! max_subscriptions_per_workspace = 100
+//! daily_event_quota = 100000
+//! unauthenticated_per_hour = 100
+//! secret_key_file = "postwire.db.secret-key"   # or POSTWIRE_SECRET_KEY (the key text)
+//! retention_days = 30
+//! metrics_addr = "127.0.0.1:9090"
+//! log_format = "json"
 //! dangerously_allow_insecure_local_urls = false
 //! public_url = "https://webhooks.example.com"   # for Settings magic links
 //! portal_link_ttl_secs = 300
@@ -58,6 +68,26 @@ pub struct FileSettings {
     pub portal_link_ttl_secs: Option<u64>,
     /// Life of a Settings session, in seconds.
     pub portal_session_ttl_secs: Option<u64>,
+    /// Seconds to receive a request head (also the idle keep-alive timeout).
+    pub header_read_timeout_secs: Option<u64>,
+    /// Seconds to receive a request body after its head.
+    pub body_read_timeout_secs: Option<u64>,
+    /// Most open connections.
+    pub max_connections: Option<usize>,
+    /// Most subscriptions per workspace.
+    pub max_subscriptions_per_workspace: Option<u64>,
+    /// Most ingested events per workspace per UTC day.
+    pub daily_event_quota: Option<u64>,
+    /// Most unauthenticated (401) requests per client address per hour.
+    pub unauthenticated_per_hour: Option<u32>,
+    /// The key file that encrypts signing secrets at rest.
+    pub secret_key_file: Option<PathBuf>,
+    /// Days to keep finished deliveries and unreferenced events (0: forever).
+    pub retention_days: Option<u64>,
+    /// Address of the Prometheus metrics listener.
+    pub metrics_addr: Option<String>,
+    /// `text` or `json`.
+    pub log_format: Option<String>,
 }
 
 /// Reads the config file, or nothing when there is none.

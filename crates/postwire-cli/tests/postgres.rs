@@ -13,6 +13,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 const INGEST: &str = "pg-test-ingest-token-0123456789";
+/// The key every process is given to encrypt signing secrets at rest (the same for all:
+/// on PostgreSQL, `serve` never generates one).
+const SECRET_KEY: &str = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 /// The lease the processes take on a claimed delivery (short, to see takeovers).
 const LEASE_SECS: u64 = 3;
 
@@ -52,6 +55,7 @@ impl Serve {
             ])
             .args(["--lease-secs", &lease, "--attempt-timeout-secs", "2"])
             .env("POSTWIRE_DATABASE_URL", url)
+            .env("POSTWIRE_SECRET_KEY", SECRET_KEY)
             .env("POSTWIRE_INGEST_TOKEN", INGEST)
             .env("POSTWIRE_LOG", "warn")
             .stdout(Stdio::piped())

@@ -31,6 +31,8 @@ struct Running {
     child: Child,
     base: String,
     lines: mpsc::Receiver<String>,
+    /// What it printed before `listening on`.
+    banner: Vec<String>,
 }
 
 impl Drop for Running {
@@ -98,6 +100,7 @@ fn serve_logging_to(args: &[&str], envs: &[(&str, &str)], stderr: Stdio) -> Runn
                         child,
                         base: base.trim().to_owned(),
                         lines: rx,
+                        banner: seen,
                     };
                 }
                 seen.push(line);
@@ -272,9 +275,14 @@ fn serve_with_cli_tokens_and_graceful_sigterm_keeps_the_delivery_in_flight() {
     assert!(rest.contains("stopped"), "{rest}");
     assert_eq!(rx.stats().handled, 1, "the receiver got it");
     let counts = rt.block_on(async {
-        let sender = Sender::open_sqlite(&db, SenderConfig::default(), Arc::new(SystemClock))
-            .await
-            .unwrap();
+        // Secrets are sealed at rest: the store opens only with the key serve generated.
+        let key =
+            postwire_sender::secret_box::SecretCipher::from_file(&dir.path().join("serve.db.secret-key")).unwrap();
+        let config = SenderConfig {
+            secret_cipher: Some(Arc::new(key)),
+            ..SenderConfig::default()
+        };
+        let sender = Sender::open_sqlite(&db, config, Arc::new(SystemClock)).await.unwrap();
         sender.delivery_counts(None).await.unwrap()
     });
     assert_eq!(
@@ -532,4 +540,253 @@ fn an_ingest_retried_with_its_idempotency_key_after_a_sigkill_publishes_nothing_
         "one event, not two: {found}"
     );
     assert_eq!(found["data"][0]["id"], answer["results"][0]["eventId"]);
+}
+
+/// Every occurrence of `needle` in the database file and its WAL.
+fn found_in_db_files(db: &Path, needle: &[u8]) -> Vec<String> {
+    let mut hits = Vec::new();
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let path = Path::new(&format!("{}{suffix}", db.display())).to_path_buf();
+        if let Ok(bytes) = std::fs::read(&path)
+            && bytes.windows(needle.len()).any(|w| w == needle)
+        {
+            hits.push(path.display().to_string());
+        }
+    }
+    hits
+}
+
+fn db_holds_any_secret(db: &Path, secrets: &[String]) {
+    use base64::Engine as _;
+    assert!(
+        found_in_db_files(db, b"whsec_").is_empty(),
+        "`whsec_` found in the database files"
+    );
+    for s in secrets {
+        let b64 = &s["whsec_".len()..];
+        let raw = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
+        assert!(raw.len() >= 24);
+        assert!(
+            found_in_db_files(db, b64.as_bytes()).is_empty(),
+            "a secret's base64 is in the database files"
+        );
+        assert!(
+            found_in_db_files(db, &raw).is_empty(),
+            "a secret's raw bytes are in the database files"
+        );
+    }
+}
+
+#[test]
+fn secrets_are_encrypted_at_rest_the_key_is_required_and_rotates() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("enc.db");
+    let db_s = db.to_str().unwrap();
+    let key_file = dir.path().join("enc.db.secret-key");
+    let args = [
+        "--db",
+        db_s,
+        "--listen",
+        "127.0.0.1:0",
+        "--dangerously-allow-insecure-local-urls",
+    ];
+    let server = serve(&args, &[("POSTWIRE_INGEST_TOKEN", INGEST)]);
+    // A fresh database without a key: a key file is generated, owner-only.
+    let key_text = std::fs::read_to_string(&key_file).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&key_file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    let first_key_id = key_text
+        .lines()
+        .find(|l| !l.starts_with('#'))
+        .unwrap()
+        .split(':')
+        .next()
+        .unwrap()
+        .to_owned();
+    let token = token_create(&["--db", db_s], "ws_1", "webhooks:write");
+    let rt = runtime();
+    let rx = rt.block_on(Receiver::start(Arc::new(SystemClock))).unwrap();
+    let hook = rx.url();
+    let base = server.base.clone();
+    let (secrets, sub_path) = rt.block_on(async {
+        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        // With an Idempotency-Key, so the creation response (with its secret) is stored.
+        let created: Value = client
+            .post(format!("{base}/public/v1/workspaces/ws_1/webhooks"))
+            .bearer_auth(&token)
+            .header("idempotency-key", "create-1")
+            .body(json!({"name": "n", "url": hook}).to_string())
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .map(|t| serde_json::from_str(&t).unwrap())
+            .unwrap();
+        let first = created["secret"].as_str().unwrap().to_owned();
+        let path = format!(
+            "/public/v1/workspaces/ws_1/webhooks/{}",
+            created["id"].as_str().unwrap()
+        );
+        let (_, _, rotated) = call(&base, "POST", &format!("{path}/rotate-secret"), &token, None).await;
+        let second = rotated["secret"].as_str().unwrap().to_owned();
+        // The replay comes from the stored (sealed) response: the same secret.
+        let replay: Value = client
+            .post(format!("{base}/public/v1/workspaces/ws_1/webhooks"))
+            .bearer_auth(&token)
+            .header("idempotency-key", "create-1")
+            .body(json!({"name": "n", "url": hook}).to_string())
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .map(|t| serde_json::from_str(&t).unwrap())
+            .unwrap();
+        assert_eq!(replay["secret"].as_str().unwrap(), first);
+        (vec![first, second], path)
+    });
+    // While it runs (the WAL holds the recent writes) and after it stops.
+    db_holds_any_secret(&db, &secrets);
+    assert!(!found_in_db_files(&db, format!("pwenc1.{first_key_id}.").as_bytes()).is_empty());
+    let (ok, _) = server.terminate();
+    assert!(ok);
+    db_holds_any_secret(&db, &secrets);
+
+    // Without the key, start-up fails clearly, naming the key id it needs, and leaves
+    // no stray key file behind.
+    std::fs::rename(&key_file, dir.path().join("moved-away")).unwrap();
+    let out = postwire()
+        .arg("serve")
+        .args(args)
+        .env("POSTWIRE_INGEST_TOKEN", INGEST)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("encrypted under key `{first_key_id}`")), "{err}");
+    assert!(err.contains("POSTWIRE_SECRET_KEY_FILE"), "{err}");
+    assert!(!key_file.exists(), "the key generated for the refused start is removed");
+    std::fs::rename(dir.path().join("moved-away"), &key_file).unwrap();
+
+    // Rotation: a new current key in front, every secret sealed again under it.
+    let out = postwire().args(["keys", "rotate", "--db", db_s]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    let rotated = std::fs::read_to_string(&key_file).unwrap();
+    let ids: Vec<&str> = rotated
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split(':').next().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert_eq!(ids[1], first_key_id);
+    assert!(said.contains(&format!("encrypted under {}", ids[0])), "{said}");
+    assert!(found_in_db_files(&db, format!("pwenc1.{first_key_id}.").as_bytes()).is_empty());
+    assert!(!found_in_db_files(&db, format!("pwenc1.{}.", ids[0]).as_bytes()).is_empty());
+    db_holds_any_secret(&db, &secrets);
+
+    // The server starts with the rotated file and signs with the secret it decrypts: a
+    // test delivery of the subscription made before the rotation verifies.
+    let server = serve(&args, &[("POSTWIRE_INGEST_TOKEN", INGEST)]);
+    rx.set_secrets(vec![Secret::parse(&secrets[1]).unwrap()]);
+    let base = server.base.clone();
+    rt.block_on(async {
+        let (status, _, _) = call(&base, "POST", &format!("{sub_path}/test"), &token, None).await;
+        assert_eq!(status, 202);
+        let start = Instant::now();
+        while rx.stats().handled == 0 {
+            assert!(start.elapsed() < Duration::from_secs(10), "no verified delivery");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    assert_eq!(rx.stats().rejected, 0);
+    assert!(server.terminate().0);
+    rt.block_on(rx.stop());
+}
+
+#[test]
+fn json_logs_carry_a_request_id_on_every_api_line_and_metrics_are_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("json.db");
+    let db_s = db.to_str().unwrap();
+    let log_path = dir.path().join("serve.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let server = serve_logging_to(
+        &[
+            "--db",
+            db_s,
+            "--listen",
+            "127.0.0.1:0",
+            "--log-format",
+            "json",
+            "--metrics-addr",
+            "127.0.0.1:0",
+        ],
+        &[("POSTWIRE_INGEST_TOKEN", INGEST)],
+        Stdio::from(log),
+    );
+    let token = token_create(&["--db", db_s], "ws_1", "webhooks:write");
+    let rt = runtime();
+    let base = server.base.clone();
+    let ids: Vec<String> = rt.block_on(async {
+        let mut ids = vec![];
+        for body in [
+            json!({"name": "n", "url": "https://93.184.216.34/hook"}),
+            json!({"name": "", "url": "nope"}),
+        ] {
+            let client = reqwest::Client::builder().no_proxy().build().unwrap();
+            let resp = client
+                .post(format!("{base}/public/v1/workspaces/ws_1/webhooks"))
+                .bearer_auth(&token)
+                .body(body.to_string())
+                .send()
+                .await
+                .unwrap();
+            ids.push(resp.headers()["x-request-id"].to_str().unwrap().to_owned());
+        }
+        ids
+    });
+    // The metrics listener named in the banner counts those two calls.
+    let metrics_url = server
+        .banner
+        .iter()
+        .find_map(|l| l.trim().strip_prefix("metrics"))
+        .and_then(|l| l.split_whitespace().next())
+        .expect("the banner names the metrics address")
+        .to_owned();
+    let text = rt.block_on(async {
+        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        client.get(&metrics_url).send().await.unwrap().text().await.unwrap()
+    });
+    assert!(
+        text.contains(r#"postwire_http_requests_total{method="POST",route="/public/v1/workspaces/:workspaceId/webhooks",status="201"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"postwire_http_requests_total{method="POST",route="/public/v1/workspaces/:workspaceId/webhooks",status="400"} 1"#),
+        "{text}"
+    );
+    assert!(server.terminate().0);
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    let mut request_lines = 0;
+    for line in log.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
+        if v["fields"]["message"] == "request" {
+            request_lines += 1;
+            let id = v["span"]["request_id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("no request id: {line}"));
+            assert_eq!(id.len(), 16);
+        }
+        if v["fields"]["message"] == "subscription created" {
+            assert_eq!(v["span"]["request_id"], ids[0].as_str(), "{line}");
+        }
+    }
+    assert_eq!(request_lines, 2, "{log}");
+    assert!(log.contains(&ids[0]) && log.contains(&ids[1]));
 }

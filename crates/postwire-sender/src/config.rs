@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::notify::{LogNotifier, Notifier};
+use crate::observe::DeliveryObserver;
 use crate::schedule::Jitter;
+use crate::secret_box::SecretCipher;
 use crate::ssrf::AddressPolicy;
 
 /// How long a receiver has to answer with a `2xx` (the spec's 10 seconds).
@@ -50,6 +52,13 @@ pub struct SenderConfig {
     /// Who is told when a subscription is paused by failures (always also recorded in
     /// the store). Default: [`LogNotifier`].
     pub notifier: Arc<dyn Notifier>,
+    /// Seals signing secrets at rest, and the stored responses that carry one (see
+    /// [`crate::secret_box`]); `None` (the default) stores them plain. Handed to the
+    /// store by [`crate::Sender::open_sqlite`].
+    pub secret_cipher: Option<Arc<SecretCipher>>,
+    /// Told about every attempt and claim, for metrics (see [`crate::observe`]).
+    /// Default: none.
+    pub observer: Option<Arc<dyn DeliveryObserver>>,
 }
 
 impl Default for SenderConfig {
@@ -67,6 +76,8 @@ impl Default for SenderConfig {
             lease: Duration::from_secs(120),
             idle_poll: Duration::from_secs(1),
             notifier: Arc::new(LogNotifier),
+            secret_cipher: None,
+            observer: None,
         }
     }
 }
@@ -93,6 +104,7 @@ impl std::fmt::Debug for SenderConfig {
             .field("max_response_body", &self.max_response_body)
             .field("lease", &self.lease)
             .field("idle_poll", &self.idle_poll)
+            .field("secret_cipher", &self.secret_cipher)
             .finish_non_exhaustive()
     }
 }

@@ -260,9 +260,13 @@ async fn run(inner: Arc<Inner>) {
                 in_flight: snapshot,
             };
             let before = request.in_flight.clone();
+            let claim_started = std::time::Instant::now();
             match inner.store.claim(request).await {
                 Ok(batch) => {
                     claimed = batch.len();
+                    if let Some(o) = &config.observer {
+                        o.claimed(claim_started.elapsed(), claimed);
+                    }
                     let mut per_subscription: HashMap<String, usize> = HashMap::new();
                     let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
                     for d in batch {
@@ -362,6 +366,21 @@ async fn attempt(
             NextStep::GiveUp => NextState::Failed,
         }
     };
+    if let Some(o) = &inner.config.observer {
+        let (label, latency) = match &report.outcome {
+            outcome if outcome.is_success() => {
+                let ms = inner
+                    .clock
+                    .now()
+                    .unix_millis()
+                    .saturating_sub(d.created_at.unix_millis());
+                ("delivered", Some(Duration::from_millis(ms.max(0) as u64)))
+            }
+            AttemptOutcome::Response { .. } => ("http_error", None),
+            AttemptOutcome::Error { error } => (error.as_str(), None),
+        };
+        o.attempt_finished(label, latency);
+    }
     match &report.outcome {
         AttemptOutcome::Response { status, .. } => {
             tracing::debug!(delivery = %d.id, subscription_id = %d.subscription_id, attempt = d.attempt, status, "attempt finished")

@@ -180,7 +180,11 @@ impl Sender {
         clock: Arc<dyn Clock>,
     ) -> Result<Sender, SenderError> {
         let path = path.as_ref().to_path_buf();
-        let store = tokio::task::spawn_blocking(move || SqliteStore::open(path))
+        let options = crate::store::sqlite::SqliteOptions {
+            secret_cipher: config.secret_cipher.clone(),
+            ..Default::default()
+        };
+        let store = tokio::task::spawn_blocking(move || SqliteStore::open_with(path, options))
             .await
             .map_err(SenderError::storage)??;
         Sender::open(config, clock, Arc::new(store)).await
@@ -191,7 +195,11 @@ impl Sender {
     /// may share one database: each claims with leases of its own (see
     /// [`PostgresStore`](crate::store::postgres::PostgresStore)).
     pub async fn open_postgres(url: &str, config: SenderConfig, clock: Arc<dyn Clock>) -> Result<Sender, SenderError> {
-        let store = crate::store::postgres::PostgresStore::connect(url).await?;
+        let options = crate::store::postgres::PostgresOptions {
+            secret_cipher: config.secret_cipher.clone(),
+            ..Default::default()
+        };
+        let store = crate::store::postgres::PostgresStore::connect_with(url, options).await?;
         Sender::open(config, clock, Arc::new(store)).await
     }
 
@@ -230,6 +238,34 @@ impl Sender {
             .await
             .map(|_| ())
             .map_err(|_| SenderError::Unavailable)
+    }
+
+    /// How many subscriptions are paused, over all workspaces (for metrics).
+    pub async fn paused_subscription_count(&self) -> Result<u64, SenderError> {
+        self.inner.store.paused_subscriptions().await
+    }
+
+    /// Retention, one run: removes every finished delivery (with its attempts) and
+    /// unreferenced event older than `policy.keep` at the sender clock's now, in
+    /// batches of `policy.batch`, pausing between batches so dispatch goes first. See
+    /// [`crate::retention`].
+    pub async fn purge_expired(
+        &self,
+        policy: &crate::retention::RetentionPolicy,
+    ) -> Result<crate::store::Purged, SenderError> {
+        let keep_ms = i64::try_from(policy.keep.as_millis()).unwrap_or(i64::MAX);
+        let cutoff =
+            postwire_core::Timestamp::from_unix_millis(self.inner.clock.now().unix_millis().saturating_sub(keep_ms));
+        let mut total = crate::store::Purged::default();
+        loop {
+            let batch = self.inner.store.purge(cutoff, cutoff, policy.batch).await?;
+            total += batch;
+            let full = batch.deliveries >= policy.batch as u64 || batch.events >= policy.batch as u64;
+            if !full {
+                return Ok(total);
+            }
+            tokio::time::sleep(crate::retention::PAUSE_BETWEEN_BATCHES).await;
+        }
     }
 
     /// Wakes the dispatcher (e.g. after moving a manual clock).
@@ -279,17 +315,28 @@ impl Sender {
     /// and is not the client's fault. Its deliveries then fail (`dns`) and retry like
     /// any unreachable endpoint; the address check runs again on every attempt. A name
     /// that resolves only into refused ranges is still rejected here.
-    async fn check_url(&self, v: &mut Violations, url: &str) {
+    ///
+    /// Returns the URL as it will be called (parsed and normalised: lower-case scheme and
+    /// host, default port dropped, path percent-encoded), which is what is stored and
+    /// shown, or `None` after recording a violation.
+    async fn check_url(&self, v: &mut Violations, url: &str) -> Option<String> {
         let policy = self.inner.config.address_policy;
         match policy.check_url(url) {
-            Err(e) => v.push(format!("`url`: {e}")),
+            Err(e) => {
+                v.push(format!("`url`: {e}"));
+                None
+            }
             Ok(parsed) => {
                 if let Some(url::Host::Domain(host)) = parsed.host() {
                     match resolve_checked(policy, host).await {
                         Ok(_) | Err(Blocked::Unresolvable) => {}
-                        Err(e) => v.push(format!("`url`: {e}")),
+                        Err(e) => {
+                            v.push(format!("`url`: {e}"));
+                            return None;
+                        }
                     }
                 }
+                Some(String::from(parsed))
             }
         }
     }
@@ -374,7 +421,7 @@ impl Sender {
         self.require_workspace(&new.workspace_id).await?;
         let mut v = Violations::default();
         Self::check_name(&mut v, &new.name);
-        self.check_url(&mut v, &new.url).await;
+        let url = self.check_url(&mut v, &new.url).await;
         let integrations = self
             .resolve_integrations(&mut v, &new.workspace_id, &new.integration_ids)
             .await?;
@@ -383,7 +430,7 @@ impl Sender {
         let subscription = Subscription {
             id: random_token("wh_")?,
             name: new.name,
-            url: new.url,
+            url: url.unwrap_or(new.url),
             events: dedup_events(new.events),
             integrations,
             status: SubscriptionStatus::Enabled,
@@ -397,12 +444,25 @@ impl Sender {
             Begun::Replay(stored) => return Ok(Idempotent::Replayed(stored)),
             Begun::Start(lease) => lease,
         };
-        let completion = lease.as_ref().map(|(key, lease_until_ms)| Completion {
-            key: key.clone(),
-            lease_until_ms: *lease_until_ms,
-            response: Response::Ready(stored_form(&created)),
-            created: Some(created.subscription.id.clone()),
-        });
+        let response = match &lease {
+            Some(_) => match self.seal_response(stored_form(&created)) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    self.abandon(lease).await;
+                    return Err(e);
+                }
+            },
+            None => None,
+        };
+        let completion = lease
+            .as_ref()
+            .zip(response)
+            .map(|((key, lease_until_ms), response)| Completion {
+                key: key.clone(),
+                lease_until_ms: *lease_until_ms,
+                response: Response::Ready(response),
+                created: Some(created.subscription.id.clone()),
+            });
         let stored = StoredSubscription {
             workspace_id: new.workspace_id,
             subscription: created.subscription.clone(),
@@ -460,9 +520,10 @@ impl Sender {
         if let Some(name) = &update.name {
             Self::check_name(&mut v, name);
         }
-        if let Some(url) = &update.url {
-            self.check_url(&mut v, url).await;
-        }
+        let url = match &update.url {
+            Some(url) => self.check_url(&mut v, url).await,
+            None => None,
+        };
         let integrations = match &update.integration_ids {
             Some(ids) => Some(self.resolve_integrations(&mut v, &current.workspace_id, ids).await?),
             None => None,
@@ -470,7 +531,7 @@ impl Sender {
         v.into_result()?;
         let changes = SubscriptionChanges {
             name: update.name,
-            url: update.url,
+            url,
             events: update.events.map(dedup_events),
             integrations,
         };
@@ -663,11 +724,32 @@ impl Sender {
             .await?
         {
             Decision::Start { lease_until_ms } => Ok(Begun::Start(Some((key, lease_until_ms)))),
-            Decision::Replay(stored) => serde_json::from_str(&stored)
+            Decision::Replay(stored) => serde_json::from_str(&self.open_response(&stored)?)
                 .map(Begun::Replay)
                 .map_err(|e| SenderError::storage(format!("a stored idempotent response is unreadable: {e}"))),
             Decision::Reused => Err(SenderError::IdempotencyKeyReused),
             Decision::InProgress => Err(SenderError::IdempotencyInProgress),
+        }
+    }
+
+    /// A stored response that carries a secret, sealed when a cipher is configured.
+    fn seal_response(&self, response: String) -> Result<String, SenderError> {
+        match &self.inner.config.secret_cipher {
+            Some(c) => c.seal_text(&response).map_err(SenderError::storage),
+            None => Ok(response),
+        }
+    }
+
+    /// A stored response as it was before [`seal_response`](Self::seal_response).
+    fn open_response(&self, stored: &str) -> Result<String, SenderError> {
+        if !crate::secret_box::is_sealed(stored) {
+            return Ok(stored.to_owned());
+        }
+        match &self.inner.config.secret_cipher {
+            Some(c) => c.open_text(stored).map_err(SenderError::storage),
+            None => Err(SenderError::storage(
+                "a stored idempotent response is encrypted and no key was given",
+            )),
         }
     }
 

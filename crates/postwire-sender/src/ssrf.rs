@@ -77,12 +77,20 @@ impl AddressPolicy {
     }
 
     /// Checks a URL's form: parseable, `https` (or `http` when insecure local is allowed),
-    /// a host, no user name or password, at most [`MAX_URL_LEN`] bytes, and an IP literal
+    /// a host, no user name or password, no whitespace or control character, at most
+    /// [`MAX_URL_LEN`] bytes, and an IP literal
     /// host must pass [`check_ip`](Self::check_ip). Host names are checked by
     /// [`resolve_checked`].
     pub fn check_url(&self, raw: &str) -> Result<Url, Blocked> {
         if raw.len() > MAX_URL_LEN {
             return Err(Blocked::InvalidUrl("the URL is longer than 2048 bytes"));
+        }
+        // The URL parser silently drops tabs and line breaks and trims spaces and control
+        // characters, so what it parses would not be what was sent: refuse them instead.
+        if raw.chars().any(|c| c.is_control() || c.is_whitespace()) {
+            return Err(Blocked::InvalidUrl(
+                "the URL must not contain whitespace or control characters",
+            ));
         }
         let url = Url::parse(raw).map_err(|_| Blocked::InvalidUrl("the URL is not a valid absolute URL"))?;
         match url.scheme() {
@@ -308,6 +316,19 @@ mod tests {
         assert!(p.check_url("https://user:pw@example.com/").is_err());
         assert!(p.check_url("ftp://example.com/").is_err());
         assert!(p.check_url("not a url").is_err());
+        for bad in [
+            "https://example.com/a\r\nX-Injected: 1",
+            "https://example.com/a b",
+            "https://example.com/a\tb",
+            " https://example.com/",
+            "https://example.com/\u{0}",
+            "https://example.com/\u{85}",
+        ] {
+            assert!(
+                matches!(p.check_url(bad), Err(Blocked::InvalidUrl(m)) if m.contains("whitespace")),
+                "{bad:?}"
+            );
+        }
         assert!(p.check_url("https://[::1]/").is_err());
         assert!(p.check_url("https://10.0.0.1/").is_err());
         assert!(

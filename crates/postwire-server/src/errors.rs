@@ -4,8 +4,9 @@
 //! `{"statusCode", "code", "message"}`; validation failures (400) carry `message` as a
 //! string, or as an array when several rules failed. Codes are the spec's stable codes
 //! (`invalid_request`, `unauthorized`, `insufficient_scope`, `forbidden`, `not_found`,
-//! `rate_limited`) plus `method_not_allowed`, `unavailable` and `internal_error` for the
-//! statuses the spec does not name. Messages are written for the client and never carry
+//! `rate_limited`, `plan_limit`, `quota_exceeded`) plus `method_not_allowed`,
+//! `request_timeout`, `unavailable` and `internal_error` for the statuses the spec does
+//! not name. Messages are written for the client and never carry
 //! secret material: storage details are logged, not returned.
 
 use axum::http::{HeaderValue, StatusCode, header};
@@ -36,6 +37,21 @@ pub enum ApiError {
     /// 405 `method_not_allowed`.
     #[error("method not allowed")]
     MethodNotAllowed,
+    /// 408 `request_timeout`: the request body did not arrive within the body-read
+    /// timeout.
+    #[error("the request body did not arrive within {0} s")]
+    RequestTimeout(u64),
+    /// 403 `plan_limit`: the workspace already has its maximum number of subscriptions.
+    #[error("the workspace has reached its limit of {0} subscriptions; delete one first")]
+    PlanLimit(u64),
+    /// 429 `quota_exceeded`: the workspace's daily event quota is used up.
+    #[error("the workspace's daily quota of {limit} events is used up; it resets at 00:00 UTC")]
+    QuotaExceeded {
+        /// The daily quota.
+        limit: u64,
+        /// Seconds until the quota resets (`Retry-After`).
+        retry_after_secs: u64,
+    },
     /// 409 `idempotency_key_reused` or `idempotency_in_progress`.
     #[error("{message}")]
     Conflict {
@@ -125,6 +141,12 @@ pub enum ErrorCodeName {
     NotFound,
     /// 405: known path, other method.
     MethodNotAllowed,
+    /// 408: the request body did not arrive within the body-read timeout.
+    RequestTimeout,
+    /// 403: the workspace has its maximum number of subscriptions.
+    PlanLimit,
+    /// 429: the workspace's daily event quota (ingest) is used up.
+    QuotaExceeded,
     /// 409: the `Idempotency-Key` was used for a different request.
     IdempotencyKeyReused,
     /// 409: the `Idempotency-Key`'s first request is still running.
@@ -169,6 +191,9 @@ impl ApiError {
             ApiError::InsufficientScope(_) | ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
+            ApiError::PlanLimit(_) => StatusCode::FORBIDDEN,
+            ApiError::QuotaExceeded { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
@@ -185,6 +210,9 @@ impl ApiError {
             ApiError::Forbidden(_) => "forbidden",
             ApiError::NotFound(_) => "not_found",
             ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::RequestTimeout(_) => "request_timeout",
+            ApiError::PlanLimit(_) => "plan_limit",
+            ApiError::QuotaExceeded { .. } => "quota_exceeded",
             ApiError::Conflict { code, .. } => code,
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::Unavailable => "unavailable",
@@ -270,7 +298,7 @@ impl IntoResponse for ApiError {
                     headers.insert(header::WWW_AUTHENTICATE, v);
                 }
             }
-            ApiError::RateLimited { retry_after_secs, .. } => {
+            ApiError::RateLimited { retry_after_secs, .. } | ApiError::QuotaExceeded { retry_after_secs, .. } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs));
             }
             _ => {}
@@ -294,6 +322,9 @@ mod tests {
             ErrorCodeName::Forbidden,
             ErrorCodeName::NotFound,
             ErrorCodeName::MethodNotAllowed,
+            ErrorCodeName::RequestTimeout,
+            ErrorCodeName::PlanLimit,
+            ErrorCodeName::QuotaExceeded,
             ErrorCodeName::IdempotencyKeyReused,
             ErrorCodeName::IdempotencyInProgress,
             ErrorCodeName::RateLimited,
@@ -309,6 +340,12 @@ mod tests {
             ApiError::Forbidden("ws".into()),
             ApiError::NotFound("x".into()),
             ApiError::MethodNotAllowed,
+            ApiError::RequestTimeout(1),
+            ApiError::PlanLimit(1),
+            ApiError::QuotaExceeded {
+                limit: 1,
+                retry_after_secs: 1,
+            },
             SenderError::IdempotencyKeyReused.into(),
             SenderError::IdempotencyInProgress.into(),
             ApiError::RateLimited {

@@ -32,7 +32,7 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use postwire_core::{Actor, DisconnectReason, EventError, Integration, PostState, Timestamp};
@@ -87,16 +87,23 @@ impl IngestAuth {
 }
 
 async fn require_ingest_token(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let ip = crate::auth::client_ip(&request);
+    if let Some(refused) = crate::auth::refuse_address(&state, ip) {
+        return refused;
+    }
     let Some(auth) = state.ingest.as_ref() else {
-        return ApiError::Unauthorized(
-            "ingest is disabled on this server: start it with an ingest token (POSTWIRE_INGEST_TOKEN)",
-        )
-        .into_response();
+        return crate::auth::unauthenticated(
+            &state,
+            ip,
+            ApiError::Unauthorized(
+                "ingest is disabled on this server: start it with an ingest token (POSTWIRE_INGEST_TOKEN)",
+            ),
+        );
     };
     match bearer(request.headers()) {
         Ok(token) if auth.accepts(token) => next.run(request).await,
-        Ok(_) => ApiError::Unauthorized("the ingest token is invalid").into_response(),
-        Err(e) => e.into_response(),
+        Ok(_) => crate::auth::unauthenticated(&state, ip, ApiError::Unauthorized("the ingest token is invalid")),
+        Err(e) => crate::auth::unauthenticated(&state, ip, e),
     }
 }
 
@@ -114,6 +121,7 @@ pub fn router(state: AppState) -> Router<AppState> {
 }
 
 fn parse<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
+    crate::validation::reject_duplicate_keys(bytes)?;
     serde_json::from_slice(bytes).map_err(|e| ApiError::invalid(format!("invalid body: {e}")))
 }
 
@@ -342,15 +350,43 @@ async fn post_events(
         return Err(ApiError::Invalid(problems));
     }
     let mut response_headers = HeaderMap::new();
-    let published = match key {
-        None => state.sender.publish_many(changes).await?,
-        Some(key) => match state.sender.publish_many_idempotent(changes, key).await? {
-            Idempotent::Fresh(published) => published,
-            Idempotent::Replayed(published) => {
-                idempotency::mark_replayed(&mut response_headers);
-                published
-            }
+    let mut per_workspace: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
+    for c in &changes {
+        let ws = match c {
+            DomainChange::Post(p) => &p.workspace_id,
+            DomainChange::Account(a) => &a.workspace_id,
+            // The ingest never makes test events; they are not counted.
+            DomainChange::Test(_) => continue,
+        };
+        *per_workspace.entry(ws.clone()).or_default() += 1;
+    }
+    let reservation = state
+        .quota
+        .reserve(&per_workspace)
+        .map_err(|(limit, retry_after_secs)| ApiError::QuotaExceeded {
+            limit,
+            retry_after_secs,
+        })?;
+    let outcome = match key {
+        None => state.sender.publish_many(changes).await.map(|p| (p, false)),
+        Some(key) => match state.sender.publish_many_idempotent(changes, key).await {
+            Ok(Idempotent::Fresh(published)) => Ok((published, false)),
+            Ok(Idempotent::Replayed(published)) => Ok((published, true)),
+            Err(e) => Err(e),
         },
+    };
+    let published = match outcome {
+        Ok((published, false)) => published,
+        Ok((published, true)) => {
+            // Counted when it was first accepted.
+            state.quota.release(reservation);
+            idempotency::mark_replayed(&mut response_headers);
+            published
+        }
+        Err(e) => {
+            state.quota.release(reservation);
+            return Err(e.into());
+        }
     };
     let results: Vec<serde_json::Value> = published
         .iter()

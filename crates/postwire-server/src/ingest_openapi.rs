@@ -132,7 +132,7 @@ fn schemas() -> Value {
                 "statusCode": { "type": "integer", "minimum": 401, "maximum": 599, "description": "The HTTP status, repeated." },
                 "code": {
                     "type": "string",
-                    "enum": ["unauthorized", "not_found", "method_not_allowed", "idempotency_key_reused", "idempotency_in_progress", "unavailable", "internal_error"],
+                    "enum": ["unauthorized", "not_found", "method_not_allowed", "request_timeout", "idempotency_key_reused", "idempotency_in_progress", "quota_exceeded", "rate_limited", "unavailable", "internal_error"],
                     "description": "A stable code.",
                 },
                 "message": { "type": "string", "description": "A sentence for a human." },
@@ -384,6 +384,7 @@ pub fn document() -> Value {
         "400": response("`invalid_request`: the body breaks the schema (each problem is listed), or holds no change or more than 1000.", "ValidationErrorBody"),
         "404": response("`not_found`: a change names a workspace that is not registered.", "ErrorBody"),
         "409": response("`idempotency_key_reused`: the `Idempotency-Key` was sent before with a different body; or `idempotency_in_progress`: its first request is still running (retry shortly).", "ErrorBody"),
+        "429": response("`quota_exceeded`: a workspace of the batch has used up its daily event quota (none of the batch is accepted; `Retry-After` is the time to 00:00 UTC); or `rate_limited`: too many unauthenticated requests from this address.", "ErrorBody"),
     });
     common_errors(&mut post_events);
     let mut get_document = json!({

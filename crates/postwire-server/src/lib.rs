@@ -19,10 +19,12 @@
 //!
 //! One concept per module: [`auth`] (bearer tokens on requests), [`tokens`] (the token
 //! table), [`errors`] (the spec's error bodies), [`validation`] (shape checks),
-//! [`rate_limit`], [`routes`] (the handlers), [`schemas`] (JSON shapes), [`openapi`],
-//! [`ingest`] (the internal API) and [`ingest_openapi`] (its own document), [`portal`]
-//! (magic links and sessions of the Settings screen), [`settings`] (the Settings
-//! screen's pages), [`server`] (start and graceful stop), and for demos
+//! [`rate_limit`], [`limits`] (plan limit, daily quota, unauthenticated calls), [`routes`]
+//! (the handlers), [`schemas`] (JSON shapes), [`openapi`], [`ingest`] (the internal API)
+//! and [`ingest_openapi`] (its own document), [`portal`] (magic links and sessions of the
+//! Settings screen), [`settings`] (the Settings screen's pages), [`server`] (start and
+//! graceful stop), [`listener`] (connections under timeouts and a cap), [`metrics`]
+//! (Prometheus), and for demos
 //! and tests [`receiver`] (a verifying receiver) and [`clock`] (a fast clock).
 //! The full API description is in `docs/api.md` and `docs/openapi.json`.
 
@@ -36,6 +38,9 @@ pub mod errors;
 pub mod idempotency;
 pub mod ingest;
 pub mod ingest_openapi;
+pub mod limits;
+pub mod listener;
+pub mod metrics;
 pub mod openapi;
 pub mod portal;
 pub mod rate_limit;

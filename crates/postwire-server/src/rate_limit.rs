@@ -120,6 +120,25 @@ impl RateLimiter {
         self.limit
     }
 
+    /// Whether `key` has used up its window, without counting a call: the allowance of
+    /// a refused call, or `None` when a call would be allowed.
+    pub fn exhausted(&self, key: &str) -> Option<Allowance> {
+        let now = self.clock.now().unix_millis();
+        let windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
+        let (start, count) = *windows.get(key)?;
+        if now >= start + WINDOW_MS || now < start || count < self.limit {
+            return None;
+        }
+        let end = start + WINDOW_MS;
+        Some(Allowance {
+            limit: self.limit,
+            remaining: 0,
+            reset_unix_secs: end.div_euclid(1000),
+            retry_after_secs: ((end - now).max(1000) as u64).div_ceil(1000),
+            allowed: false,
+        })
+    }
+
     /// Counts one call by `token_id`.
     pub fn check(&self, token_id: &str) -> Allowance {
         let now = self.clock.now().unix_millis();

@@ -14,11 +14,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use postwire_core::{Clock, SystemClock};
+use postwire_sender::retention::RetentionPolicy;
 use postwire_sender::{DispatcherHandle, Sender, SenderConfig, SenderError};
 use tokio::sync::oneshot;
 
 use crate::db::ServerDb;
 use crate::errors::ApiError;
+use crate::limits::{DailyQuota, Limits};
+use crate::listener::{ConnectionCounter, ConnectionLimits};
+use crate::metrics::Metrics;
 use crate::portal::PortalStore;
 use crate::rate_limit::RateLimiter;
 use crate::state::{AppState, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_INGEST_BODY_BYTES, DEFAULT_RATE_LIMIT_PER_HOUR};
@@ -73,6 +77,15 @@ pub struct ServerOptions {
     /// The server's public URL (e.g. `https://webhooks.example.com`) for magic links;
     /// `None`: `http://` and the request's `Host`.
     pub public_url: Option<String>,
+    /// Read timeouts and the connection cap.
+    pub connection_limits: ConnectionLimits,
+    /// Subscriptions per workspace, daily event quota, unauthenticated calls per address.
+    pub limits: Limits,
+    /// How long finished deliveries and unreferenced events are kept; `None` keeps them
+    /// forever. Default: 30 days, checked every minute.
+    pub retention: Option<RetentionPolicy>,
+    /// Where to serve Prometheus metrics (`GET /metrics`); `None` serves none.
+    pub metrics_addr: Option<String>,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -83,6 +96,9 @@ impl std::fmt::Debug for ServerOptions {
             .field("sender_config", &self.sender_config)
             .field("rate_limit_per_hour", &self.rate_limit_per_hour)
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("connection_limits", &self.connection_limits)
+            .field("limits", &self.limits)
+            .field("retention", &self.retention)
             .field("ingest_token", &self.ingest_token.as_ref().map(|_| "…"))
             .finish_non_exhaustive()
     }
@@ -106,6 +122,10 @@ impl ServerOptions {
             portal_link_ttl: crate::portal::DEFAULT_LINK_TTL,
             portal_session_ttl: crate::portal::DEFAULT_SESSION_TTL,
             public_url: None,
+            connection_limits: ConnectionLimits::default(),
+            limits: Limits::default(),
+            retention: Some(RetentionPolicy::default()),
+            metrics_addr: None,
         }
     }
 }
@@ -114,6 +134,9 @@ impl ServerOptions {
 #[derive(Debug)]
 pub struct Server {
     state: AppState,
+    limits: ConnectionLimits,
+    retention: Option<RetentionPolicy>,
+    metrics_addr: Option<String>,
 }
 
 impl Server {
@@ -121,13 +144,18 @@ impl Server {
     /// deliver yet.
     pub async fn open(options: ServerOptions) -> Result<Server, ServerError> {
         let ingest = crate::ingest::auth_from(options.ingest_token.as_deref())?;
+        let metrics = Metrics::new();
+        let mut sender_config = options.sender_config;
+        if sender_config.observer.is_none() {
+            sender_config.observer = Some(Arc::new(metrics.clone()));
+        }
         let (sender, db) = match &options.database_url {
             Some(url) => (
-                Sender::open_postgres(url, options.sender_config, options.sender_clock).await?,
+                Sender::open_postgres(url, sender_config, options.sender_clock).await?,
                 ServerDb::connect_postgres(url).await?,
             ),
             None => {
-                let sender = Sender::open_sqlite(&options.db_path, options.sender_config, options.sender_clock).await?;
+                let sender = Sender::open_sqlite(&options.db_path, sender_config, options.sender_clock).await?;
                 let path = options.db_path.clone();
                 let db = tokio::task::spawn_blocking(move || ServerDb::open(path))
                     .await
@@ -144,9 +172,19 @@ impl Server {
             ingest,
             max_body_bytes: options.max_body_bytes,
             max_ingest_body_bytes: options.max_ingest_body_bytes,
+            limits: options.limits,
+            quota: DailyQuota::new(options.limits.daily_event_quota, options.api_clock.clone()),
+            unauthenticated: RateLimiter::new(options.limits.unauthenticated_per_hour, options.api_clock.clone()),
+            create_lock: Arc::new(tokio::sync::Mutex::new(())),
+            metrics,
             clock: options.api_clock,
         };
-        Ok(Server { state })
+        Ok(Server {
+            state,
+            limits: options.connection_limits,
+            retention: options.retention,
+            metrics_addr: options.metrics_addr,
+        })
     }
 
     /// The shared state (sender, tokens, …), e.g. to create a token before serving.
@@ -166,21 +204,61 @@ impl Server {
             addr: addr.to_owned(),
             source,
         })?;
+        let metrics_listener = match &self.metrics_addr {
+            Some(maddr) => Some(
+                tokio::net::TcpListener::bind(maddr)
+                    .await
+                    .map_err(|source| ServerError::Bind {
+                        addr: maddr.clone(),
+                        source,
+                    })?,
+            ),
+            None => None,
+        };
         let dispatcher = self.state.sender.start();
+        let retention = self
+            .retention
+            .map(|policy| spawn_retention(self.state.sender.clone(), policy));
         let app = crate::routes::app(self.state.clone());
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        let http = tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = stop_rx.await;
-                })
-                .await;
-            if let Err(e) = served {
-                tracing::error!(error = %e, "the HTTP server stopped with an error");
+        let connections = ConnectionCounter::default();
+        let mut metrics_addr = None;
+        let metrics = match metrics_listener {
+            Some(listener) => {
+                metrics_addr = listener.local_addr().ok();
+                let router = crate::metrics::router(
+                    self.state.metrics.clone(),
+                    self.state.sender.clone(),
+                    connections.clone(),
+                );
+                let (tx, rx) = oneshot::channel::<()>();
+                let task = tokio::spawn(async move {
+                    let served = axum::serve(listener, router)
+                        .with_graceful_shutdown(async move {
+                            let _ = rx.await;
+                        })
+                        .await;
+                    if let Err(e) = served {
+                        tracing::error!(error = %e, "the metrics listener stopped with an error");
+                    }
+                });
+                Some((tx, task))
             }
-        });
+            None => None,
+        };
+        let http = tokio::spawn(crate::listener::serve(
+            listener,
+            app,
+            self.limits,
+            connections.clone(),
+            stop_rx,
+        ));
         Ok(RunningServer {
             state: self.state,
+            connections,
+            retention,
+            metrics,
+            metrics_addr,
             local_addr,
             stop_tx: Some(stop_tx),
             http,
@@ -193,6 +271,10 @@ impl Server {
 #[derive(Debug)]
 pub struct RunningServer {
     state: AppState,
+    connections: ConnectionCounter,
+    retention: Option<(oneshot::Sender<()>, tokio::task::JoinHandle<()>)>,
+    metrics: Option<(oneshot::Sender<()>, tokio::task::JoinHandle<()>)>,
+    metrics_addr: Option<SocketAddr>,
     local_addr: SocketAddr,
     stop_tx: Option<oneshot::Sender<()>>,
     http: tokio::task::JoinHandle<()>,
@@ -218,6 +300,16 @@ impl RunningServer {
         &self.state
     }
 
+    /// Where the metrics are served, if they are.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+
+    /// HTTP connections open now.
+    pub fn open_connections(&self) -> usize {
+        self.connections.open()
+    }
+
     /// Stops accepting connections, lets requests in progress finish (at most
     /// [`HTTP_DRAIN_TIMEOUT`]), then stops the dispatcher after its attempts in flight
     /// finish and are recorded.
@@ -229,30 +321,74 @@ impl RunningServer {
             tracing::warn!("HTTP requests still running after {HTTP_DRAIN_TIMEOUT:?}; stopping them");
             self.http.abort();
         }
+        if let Some((stop, task)) = self.metrics.take() {
+            let _ = stop.send(());
+            let _ = task.await;
+        }
+        if let Some((stop, task)) = self.retention.take() {
+            let _ = stop.send(());
+            let _ = task.await;
+        }
         self.dispatcher.shutdown().await;
     }
 }
 
-/// Resolves on Ctrl-C or, on Unix, SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+/// Runs retention every `policy.interval` until told to stop (a run in progress
+/// finishes its batch first).
+fn spawn_retention(sender: Sender, policy: RetentionPolicy) -> (oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+    let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = &mut stop_rx => return,
+                _ = tokio::time::sleep(policy.interval) => {}
             }
-            Err(_) => std::future::pending::<()>().await,
+            let run = sender.purge_expired(&policy);
+            tokio::select! {
+                _ = &mut stop_rx => return,
+                result = run => match result {
+                    Ok(p) if p.deliveries + p.events > 0 => tracing::info!(
+                        deliveries = p.deliveries,
+                        attempts = p.attempts,
+                        events = p.events,
+                        "retention removed old history"
+                    ),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "retention failed; trying again at the next interval"),
+                },
+            }
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {}
-        _ = term => {}
+    });
+    (stop_tx, task)
+}
+
+/// Resolves on Ctrl-C or, on Unix, SIGTERM. The SIGTERM handler is installed when this
+/// is called, not when the future is first polled, so a caller that announces it is
+/// ready after calling it cannot be killed by a SIGTERM sent in between. Must be called
+/// inside a Tokio runtime.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    #[cfg(unix)]
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    async move {
+        let ctrl_c = async {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        #[cfg(unix)]
+        let term = async move {
+            match term {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let term = std::future::pending::<()>();
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term => {}
+        }
     }
 }

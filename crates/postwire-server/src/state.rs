@@ -8,6 +8,7 @@ use postwire_sender::Sender;
 
 use crate::errors::{ApiError, ApiResult};
 use crate::ingest::IngestAuth;
+use crate::limits::{DailyQuota, Limits};
 use crate::portal::PortalStore;
 use crate::rate_limit::RateLimiter;
 use crate::tokens::TokenStore;
@@ -38,6 +39,17 @@ pub struct AppState {
     pub max_ingest_body_bytes: usize,
     /// Time for token records and the index (the sender has its own clock).
     pub clock: Arc<dyn Clock>,
+    /// The configured per-workspace and per-address limits.
+    pub limits: Limits,
+    /// Ingested changes per workspace today.
+    pub quota: DailyQuota,
+    /// `401` answers per client address per hour.
+    pub unauthenticated: RateLimiter,
+    /// Held while counting a workspace's subscriptions and creating one, so the
+    /// subscription limit is exact.
+    pub create_lock: Arc<tokio::sync::Mutex<()>>,
+    /// Prometheus metrics (requests are counted by the logging middleware).
+    pub metrics: crate::metrics::Metrics,
 }
 
 impl std::fmt::Debug for AppState {

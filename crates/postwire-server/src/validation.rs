@@ -31,6 +31,13 @@ pub async fn read_body(body: Body, limit: usize) -> ApiResult<Bytes> {
             .map(|s| s.is::<http_body_util::LengthLimitError>())
             .unwrap_or(false)
             || e.to_string().contains("length limit");
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+        while let Some(cause) = source {
+            if let Some(timeout) = cause.downcast_ref::<crate::listener::BodyTimeout>() {
+                return ApiError::RequestTimeout(timeout.0.as_secs().max(1));
+            }
+            source = cause.source();
+        }
         if too_large {
             ApiError::invalid(format!("the body is larger than the limit of {limit} bytes"))
         } else {
@@ -39,14 +46,80 @@ pub async fn read_body(body: Body, limit: usize) -> ApiResult<Bytes> {
     })
 }
 
-/// Parses a JSON body; `None` for an empty body.
+/// Parses a JSON body; `None` for an empty body. An object with the same key twice is
+/// refused (see [`reject_duplicate_keys`]).
 pub fn parse_json(bytes: &[u8]) -> ApiResult<Option<Value>> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
-    serde_json::from_slice(bytes)
-        .map(Some)
-        .map_err(|e| ApiError::invalid(format!("the body is not valid JSON: {e}")))
+    let value =
+        serde_json::from_slice(bytes).map_err(|e| ApiError::invalid(format!("the body is not valid JSON: {e}")))?;
+    reject_duplicate_keys(bytes)?;
+    Ok(Some(value))
+}
+
+/// `400 invalid_request` when any object in the JSON text `bytes` has a key twice.
+/// `serde_json` keeps the last value of a repeated key, so `{"name":"x","name":"y"}`
+/// would mean something other than what a reviewer or a proxy reading the first one
+/// sees; every JSON body the API takes goes through this check.
+pub fn reject_duplicate_keys(bytes: &[u8]) -> ApiResult<()> {
+    use serde::Deserializer as _;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match de.deserialize_any(NoDuplicates) {
+        Ok(()) => Ok(()),
+        Err(e) => Err(ApiError::invalid(format!("the body is not valid JSON: {e}"))),
+    }
+}
+
+/// Walks any JSON value, failing on the first object with a repeated key.
+struct NoDuplicates;
+
+impl<'de> serde::de::DeserializeSeed<'de> for NoDuplicates {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(NoDuplicates)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for NoDuplicates {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(NoDuplicates)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                let shown: String = key.chars().take(40).collect();
+                return Err(serde::de::Error::custom(format!("duplicate key `{shown}`")));
+            }
+            map.next_value_seed(NoDuplicates)?;
+        }
+        Ok(())
+    }
 }
 
 /// A JSON object with only `allowed` keys; every stray key is a problem.

@@ -114,7 +114,7 @@ async fn each_validation_rule_is_a_400_with_the_spec_body() {
         ("missing url", json!({"name": "n"}).to_string(), "`url` is required"),
         (
             "malformed url",
-            json!({"name": "n", "url": "not a url"}).to_string(),
+            json!({"name": "n", "url": "not-a-url"}).to_string(),
             "not a valid absolute URL",
         ),
         (
@@ -495,6 +495,7 @@ async fn the_hourly_limit_answers_429_with_retry_after_and_resets() {
     let h = Harness::start_with(Options {
         insecure_local: false,
         rate_limit: 3,
+        ..Options::default()
     })
     .await;
     let t = h.writer().await;

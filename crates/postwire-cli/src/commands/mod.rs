@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod demo;
+pub mod keys;
 pub mod openapi;
 pub mod portal;
 pub mod secret;

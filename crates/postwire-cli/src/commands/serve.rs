@@ -9,9 +9,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Args;
 use postwire_sender::SenderConfig;
+use postwire_server::limits::{self, Limits};
+use postwire_server::listener::{self, ConnectionLimits};
 use postwire_server::{Server, ServerOptions};
 
 use crate::settings::{self, DEFAULT_DB, DEFAULT_LISTEN};
@@ -54,6 +57,47 @@ pub struct ServeArgs {
     /// Log filter, e.g. `info`, `debug`, `postwire_sender=debug` [default: info].
     #[arg(long, env = "POSTWIRE_LOG")]
     log: Option<String>,
+    /// Seconds a client has to send a request head, counted from when the server starts
+    /// waiting for it; also how long an idle kept-alive connection stays open [default: 10].
+    #[arg(long, env = "POSTWIRE_HEADER_READ_TIMEOUT_SECS")]
+    header_read_timeout_secs: Option<u64>,
+    /// Seconds a client has to send a whole request body after its head; later, the
+    /// answer is 408 `request_timeout` and the connection is closed [default: 30].
+    #[arg(long, env = "POSTWIRE_BODY_READ_TIMEOUT_SECS")]
+    body_read_timeout_secs: Option<u64>,
+    /// Most open HTTP connections; past it new connections are closed at once [default: 10000].
+    #[arg(long, env = "POSTWIRE_MAX_CONNECTIONS")]
+    max_connections: Option<usize>,
+    /// Most subscriptions per workspace; past it creation answers 403 `plan_limit` [default: 100].
+    #[arg(long, env = "POSTWIRE_MAX_SUBSCRIPTIONS_PER_WORKSPACE")]
+    max_subscriptions_per_workspace: Option<u64>,
+    /// Most events the ingest accepts per workspace per UTC day; past it 429
+    /// `quota_exceeded` [default: 100000].
+    #[arg(long, env = "POSTWIRE_DAILY_EVENT_QUOTA")]
+    daily_event_quota: Option<u64>,
+    /// Most unauthenticated (401) requests per client address per hour; past it the
+    /// address gets 429 `rate_limited` [default: 100].
+    #[arg(long, env = "POSTWIRE_UNAUTHENTICATED_PER_HOUR")]
+    unauthenticated_per_hour: Option<u32>,
+    /// Key file that encrypts signing secrets at rest (`<id>:<base64>` lines, current
+    /// first). `POSTWIRE_SECRET_KEY` may hold the same text instead. Without either,
+    /// `<db>.secret-key` is used, and generated (mode 0600) for a database without
+    /// encrypted secrets [default: <db>.secret-key].
+    #[arg(long, env = "POSTWIRE_SECRET_KEY_FILE")]
+    secret_key_file: Option<PathBuf>,
+    /// Days to keep finished deliveries (with their attempts) and events no delivery
+    /// refers to; 0 keeps them forever. Pending and held deliveries are never removed
+    /// [default: 30].
+    #[arg(long, env = "POSTWIRE_RETENTION_DAYS")]
+    retention_days: Option<u64>,
+    /// Address of a separate listener serving Prometheus metrics at `GET /metrics`
+    /// (e.g. `127.0.0.1:9090`); keep it off the public network [default: none].
+    #[arg(long, env = "POSTWIRE_METRICS_ADDR")]
+    metrics_addr: Option<String>,
+    /// Log format: `text` (one readable line per event) or `json` (one JSON object per
+    /// line, with the request id of every API log line) [default: text].
+    #[arg(long, env = "POSTWIRE_LOG_FORMAT")]
+    log_format: Option<String>,
     /// DANGEROUS, local development only: accept `http://` and loopback subscription
     /// URLs. Never in production: it lets API clients make the server call local services.
     #[arg(long, env = "POSTWIRE_DANGEROUSLY_ALLOW_INSECURE_LOCAL_URLS", num_args = 0..=1, default_missing_value = "true")]
@@ -85,6 +129,12 @@ struct Resolved {
     public_url: Option<String>,
     portal_link_ttl_secs: u64,
     portal_session_ttl_secs: u64,
+    connection_limits: ConnectionLimits,
+    limits: Limits,
+    secret_key_file: Option<PathBuf>,
+    retention_days: u64,
+    metrics_addr: Option<String>,
+    json_logs: bool,
 }
 
 fn resolve(args: ServeArgs) -> Result<Resolved, String> {
@@ -125,7 +175,62 @@ fn resolve(args: ServeArgs) -> Result<Resolved, String> {
             .or(file.portal_session_ttl_secs)
             .unwrap_or(postwire_server::portal::DEFAULT_SESSION_TTL_SECS)
             .clamp(1, 30 * 86_400),
+        secret_key_file: args.secret_key_file.or(file.secret_key_file),
+        retention_days: args.retention_days.or(file.retention_days).unwrap_or(30),
+        metrics_addr: args.metrics_addr.or(file.metrics_addr),
+        json_logs: match args.log_format.or(file.log_format).as_deref() {
+            None | Some("text") => false,
+            Some("json") => true,
+            Some(other) => return Err(format!("--log-format must be `text` or `json`, not `{other}`")),
+        },
+        connection_limits: ConnectionLimits {
+            header_read_timeout: args
+                .header_read_timeout_secs
+                .or(file.header_read_timeout_secs)
+                .map(Duration::from_secs)
+                .unwrap_or(listener::DEFAULT_HEADER_READ_TIMEOUT),
+            body_read_timeout: args
+                .body_read_timeout_secs
+                .or(file.body_read_timeout_secs)
+                .map(Duration::from_secs)
+                .unwrap_or(listener::DEFAULT_BODY_READ_TIMEOUT),
+            max_connections: args
+                .max_connections
+                .or(file.max_connections)
+                .unwrap_or(listener::DEFAULT_MAX_CONNECTIONS),
+        },
+        limits: Limits {
+            max_subscriptions_per_workspace: args
+                .max_subscriptions_per_workspace
+                .or(file.max_subscriptions_per_workspace)
+                .unwrap_or(limits::DEFAULT_MAX_SUBSCRIPTIONS_PER_WORKSPACE),
+            daily_event_quota: args
+                .daily_event_quota
+                .or(file.daily_event_quota)
+                .unwrap_or(limits::DEFAULT_DAILY_EVENT_QUOTA),
+            unauthenticated_per_hour: args
+                .unauthenticated_per_hour
+                .or(file.unauthenticated_per_hour)
+                .unwrap_or(limits::DEFAULT_UNAUTHENTICATED_PER_HOUR),
+        },
     })
+}
+
+/// Starts logging to standard error with `filter`, as JSON lines when `json`.
+pub fn init_logging_as(filter: &str, json: bool) {
+    if !json {
+        return init_logging(filter);
+    }
+    let filter =
+        tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .json()
+        .with_current_span(true)
+        .with_span_list(false)
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
 }
 
 /// Starts logging to standard error with `filter`.
@@ -179,7 +284,7 @@ fn generated_ingest_token(db: &Path) -> Result<(String, PathBuf), String> {
 /// Runs `postwire serve`.
 pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
     let s = resolve(args)?;
-    init_logging(&s.log);
+    init_logging_as(&s.log, s.json_logs);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -199,7 +304,24 @@ async fn serve(s: Resolved) -> Result<ExitCode, String> {
             (t, format!("in {} (generated; mode 0600)", path.display()))
         }
     };
-    let mut sender_config = SenderConfig::default();
+    if matches!(s.location, settings::Location::Postgres(_))
+        && s.secret_key_file.is_none()
+        && std::env::var_os("POSTWIRE_SECRET_KEY").is_none()
+    {
+        // A key generated here would be this machine's alone, and every process on the
+        // database must open the same secrets.
+        return Err(
+            "with --database-url, every process needs the same key to encrypt signing secrets at rest: \
+             give it with --secret-key-file or POSTWIRE_SECRET_KEY (one line `<id>:<base64 of 32 random bytes>`, \
+             e.g. `echo \"k1:$(head -c 32 /dev/urandom | base64)\"`)"
+                .to_owned(),
+        );
+    }
+    let key = crate::commands::keys::resolve_for_serve(&s.db, s.secret_key_file.as_deref())?;
+    let mut sender_config = SenderConfig {
+        secret_cipher: Some(key.cipher.clone()),
+        ..SenderConfig::default()
+    };
     if s.insecure_local {
         sender_config = sender_config.dangerously_allow_insecure_local_urls();
     }
@@ -220,10 +342,34 @@ async fn serve(s: Resolved) -> Result<ExitCode, String> {
     options.public_url = s.public_url.clone();
     options.portal_link_ttl = std::time::Duration::from_secs(s.portal_link_ttl_secs);
     options.portal_session_ttl = std::time::Duration::from_secs(s.portal_session_ttl_secs);
-    let server = Server::open(options).await.map_err(|e| e.to_string())?;
+    if s.connection_limits.header_read_timeout.is_zero() || s.connection_limits.body_read_timeout.is_zero() {
+        return Err("read timeouts must be at least 1 second".to_owned());
+    }
+    if s.connection_limits.max_connections == 0 {
+        return Err("--max-connections must be at least 1".to_owned());
+    }
+    options.connection_limits = s.connection_limits;
+    options.limits = s.limits;
+    options.metrics_addr = s.metrics_addr.clone();
+    options.retention = (s.retention_days > 0).then(|| postwire_sender::retention::RetentionPolicy {
+        keep: Duration::from_secs(s.retention_days.saturating_mul(86_400)),
+        ..Default::default()
+    });
+    let server = match Server::open(options).await {
+        Ok(server) => server,
+        Err(e) => {
+            if let Some(generated) = &key.generated {
+                // The database wants another key: the one made just now is no use.
+                let _ = std::fs::remove_file(generated);
+            }
+            return Err(e.to_string());
+        }
+    };
     let tokens = server.state().tokens.list().await.map_err(|e| e.to_string())?;
     let live_tokens = tokens.iter().filter(|t| t.revoked_at.is_none()).count();
     let running = server.start(&s.listen).await.map_err(|e| e.to_string())?;
+    // Before `listening on` is printed: whoever waits for that line may send SIGTERM next.
+    let stop = postwire_server::shutdown_signal();
     let base = running.base_url();
     let db_shown = s.location.shown();
     let db_flag = match &s.location {
@@ -234,9 +380,31 @@ async fn serve(s: Resolved) -> Result<ExitCode, String> {
     println!("  database  {db_shown}{}", if existed { "" } else { " (created)" });
     println!("  API       {base}/public/v1   (OpenAPI: {base}/public/v1/openapi.json)");
     println!("  ingest    {base}/internal/v1   (bearer token {ingest_source})");
+    println!("  secrets   encrypted at rest with {}", key.source);
+    if let Some(addr) = running.metrics_addr() {
+        println!("  metrics   http://{addr}/metrics   (Prometheus; keep this address private)");
+    }
+    if s.retention_days > 0 {
+        println!(
+            "  history   finished deliveries and unreferenced events kept {} days",
+            s.retention_days
+        );
+    } else {
+        println!("  history   kept forever (--retention-days 0)");
+    }
     println!(
-        "  limits    {} calls per token per hour; bodies up to {} bytes",
-        s.rate_limit_per_hour, s.max_body_bytes
+        "  limits    {} calls per token per hour; bodies up to {} bytes; {} subscriptions per workspace; {} events per workspace per day; {} unauthenticated calls per address per hour",
+        s.rate_limit_per_hour,
+        s.max_body_bytes,
+        s.limits.max_subscriptions_per_workspace,
+        s.limits.daily_event_quota,
+        s.limits.unauthenticated_per_hour
+    );
+    println!(
+        "  clients   head within {} s (also the idle timeout), body within {} s, at most {} connections",
+        s.connection_limits.header_read_timeout.as_secs(),
+        s.connection_limits.body_read_timeout.as_secs(),
+        s.connection_limits.max_connections
     );
     if s.insecure_local {
         println!(
@@ -257,7 +425,7 @@ async fn serve(s: Resolved) -> Result<ExitCode, String> {
     println!("  docs      docs/api.md in the repository: endpoints, scopes, errors, the ingest API, settings");
     println!("listening on {base}");
     tracing::info!(addr = %running.local_addr(), "serving; Ctrl-C or SIGTERM stops gracefully");
-    postwire_server::shutdown_signal().await;
+    stop.await;
     println!("shutting down: finishing requests and deliveries in flight…");
     running.shutdown().await;
     println!("stopped");

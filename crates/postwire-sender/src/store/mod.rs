@@ -283,6 +283,22 @@ pub trait Store: Send + Sync + 'static {
         now: Timestamp,
         limit: usize,
     ) -> BoxFuture<'_, StoreResult<Option<u64>>>;
+
+    /// How many subscriptions are paused (by request or by failures), for metrics.
+    fn paused_subscriptions(&self) -> BoxFuture<'_, StoreResult<u64>>;
+
+    /// Retention, one batch in one short transaction: removes at most `batch` finished
+    /// deliveries (delivered, failed, expired) that finished before `finished_before`,
+    /// with their attempts, and at most `batch` events created before `events_before`
+    /// that no delivery refers to. Never touches an unfinished (pending, waiting, held)
+    /// delivery or the event it refers to. The caller repeats while a batch is full (see
+    /// [`crate::retention`]).
+    fn purge(
+        &self,
+        finished_before: Timestamp,
+        events_before: Timestamp,
+        batch: usize,
+    ) -> BoxFuture<'_, StoreResult<Purged>>;
 }
 
 /// Why [`Store::resend`] queued nothing.
@@ -294,6 +310,17 @@ pub enum RequeueError {
     NoDelivery,
     /// The delivery is not finished (pending, waiting or held): it will be attempted anyway.
     Unfinished,
+}
+
+/// What one [`Store::purge`] call removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct Purged {
+    /// Finished deliveries removed.
+    pub deliveries: u64,
+    /// Their attempts.
+    pub attempts: u64,
+    /// Unreferenced events removed.
+    pub events: u64,
 }
 
 pub use crate::ordering::ordering_hash;

@@ -67,10 +67,26 @@ async fn healthz() -> Json<serde_json::Value> {
     Json(serde_json::json!({ "status": "ok" }))
 }
 
+/// A fresh request id: 16 hex digits.
+fn request_id() -> String {
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        return "0000000000000000".to_owned();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Logs each request (method, route, status, time) without headers, bodies or query
-/// strings, so neither tokens nor secrets reach the log; marks every response
-/// `Cache-Control: no-store` (two responses carry a secret).
-async fn log_and_no_store(request: Request, next: Next) -> Response {
+/// strings, so neither tokens nor secrets reach the log; gives it a request id, which
+/// every log line written while it runs carries (a `request` span) and which is returned
+/// as `X-Request-Id`; counts it in the metrics by route template and status; marks every
+/// response `Cache-Control: no-store` (two responses carry a secret).
+async fn log_and_no_store(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    use tracing::Instrument as _;
     let started = Instant::now();
     let method = request.method().clone();
     let route = request
@@ -78,14 +94,51 @@ async fn log_and_no_store(request: Request, next: Next) -> Response {
         .get::<MatchedPath>()
         .map(|m| m.as_str().to_owned())
         .unwrap_or_else(|| "(no route)".to_owned());
-    let mut response = next.run(request).await;
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    let id = request_id();
+    let span = tracing::info_span!("request", request_id = %id);
+    let mut response = next.run(request).instrument(span.clone()).await;
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        headers.insert("x-request-id", v);
+    }
     let status = response.status().as_u16();
+    state.metrics.request(method.as_str(), &route, status);
     let ms = started.elapsed().as_secs_f64() * 1000.0;
-    tracing::info!(%method, route = %route, status, ms = format_args!("{ms:.1}"), "request");
+    span.in_scope(|| tracing::info!(%method, route = %route, status, ms = format_args!("{ms:.1}"), "request"));
     response
+}
+
+/// Refuses a request whose declared `Content-Length` is over the body limit of its path
+/// before a byte of the body is read (a chunked body is still cut off at the limit while
+/// it is read).
+async fn refuse_oversized_bodies(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let limit = if request.uri().path().starts_with("/internal/") {
+        state.max_body_bytes.max(state.max_ingest_body_bytes)
+    } else {
+        state.max_body_bytes
+    };
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if let Some(declared) = declared
+        && declared > limit as u64
+    {
+        let mut response =
+            ApiError::invalid(format!("the body is larger than the limit of {limit} bytes")).into_response();
+        // The unread body must not be taken for the next request.
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return response;
+    }
+    next.run(request).await
 }
 
 fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
@@ -108,7 +161,8 @@ pub fn app(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .fallback(route_not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(middleware::from_fn(log_and_no_store))
+        .layer(middleware::from_fn_with_state(state.clone(), refuse_oversized_bodies))
+        .layer(middleware::from_fn_with_state(state.clone(), log_and_no_store))
         .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_response))
         .with_state(state)
 }

@@ -36,7 +36,7 @@ pub const MAX_POSTS_PER_EXTERNAL_ID: usize = 20;
             description = "Exactly one of `postId` and `externalId`, optionally `since` and `limit`, as plain query parameters (`?postId=post_1&limit=20`). An empty value is refused, not taken as absent."),
     ),
     responses(
-        (status = 200, description = "The post's events, newest first. An unknown post gives an empty list.", body = PostLookup),
+        (status = 200, description = "The post's events, newest first. An unknown post gives an empty list. Events are kept while a delivery refers to them and for the server's retention period (30 days by default, `--retention-days`); older ones are no longer found.", body = PostLookup),
         (status = 400, description = "`invalid_request`: neither or both of `postId` and `externalId`, an empty value, a `postId` over 200 characters or with a control character, a bad `since` or `limit`, or an unknown or repeated parameter.", body = ValidationErrorBody),
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:read`) or `forbidden`.", body = ErrorBody),

@@ -58,7 +58,7 @@ pub(crate) async fn load(state: &AppState, workspace_id: &str, id: &str) -> ApiR
         (status = 201, description = "Created; the body carries the signing secret, this once.", body = CreatedWebhookSubscription),
         (status = 400, description = "Validation failed (`invalid_request`): missing or empty `name`; missing, malformed, non-https or non-public `url`; unknown event type; account ids not of this workspace; wrong JSON type; malformed JSON; body over the size limit.", body = ValidationErrorBody),
         (status = 401, description = "Bearer token missing or invalid (`unauthorized`).", body = ErrorBody),
-        (status = 403, description = "The token lacks `webhooks:write` (`insufficient_scope`) or may not use the workspace (`forbidden`).", body = ErrorBody),
+        (status = 403, description = "The token lacks `webhooks:write` (`insufficient_scope`), may not use the workspace (`forbidden`), or the workspace already has its maximum number of subscriptions (`plan_limit`).", body = ErrorBody),
         (status = 404, description = "No such workspace (`not_found`).", body = ErrorBody),
         (status = 409, description = "`idempotency_key_reused`: the `Idempotency-Key` was used for a different request; or `idempotency_in_progress`: its first request is still running.", body = ErrorBody),
         (status = 429, description = "Hourly API limit exceeded (`rate_limited`); see `Retry-After`.", body = ErrorBody,
@@ -88,6 +88,11 @@ pub async fn create_webhook(
         created_by_kind: CreatedByKind::ApiToken,
     };
     let mut response_headers = HeaderMap::new();
+    let _one_creation_at_a_time = state.create_lock.lock().await;
+    let max = state.limits.max_subscriptions_per_workspace;
+    if state.sender.list_subscriptions(&workspace_id).await?.len() as u64 >= max {
+        return Err(ApiError::PlanLimit(max));
+    }
     let created = match key {
         None => state.sender.create_subscription(new).await?,
         Some(key) => match state.sender.create_subscription_idempotent(new, key).await? {

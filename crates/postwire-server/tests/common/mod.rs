@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use postwire_core::{ManualClock, SystemClock, Timestamp};
 use postwire_sender::SenderConfig;
+use postwire_server::limits::Limits;
+use postwire_server::listener::ConnectionLimits;
 use postwire_server::receiver::Receiver;
 use postwire_server::{NewToken, RunningServer, Scope, Server, ServerOptions};
 use serde_json::{Value, json};
@@ -64,6 +66,9 @@ impl Reply {
 pub struct Options {
     pub insecure_local: bool,
     pub rate_limit: u32,
+    pub connection_limits: ConnectionLimits,
+    pub limits: Limits,
+    pub retention: Option<postwire_sender::retention::RetentionPolicy>,
 }
 
 impl Default for Options {
@@ -71,6 +76,12 @@ impl Default for Options {
         Options {
             insecure_local: true,
             rate_limit: 10_000,
+            connection_limits: ConnectionLimits::default(),
+            limits: Limits {
+                unauthenticated_per_hour: 10_000,
+                ..Limits::default()
+            },
+            retention: None,
         }
     }
 }
@@ -98,6 +109,10 @@ impl Harness {
         options.rate_limit_per_hour = o.rate_limit;
         options.max_body_bytes = 4096;
         options.ingest_token = Some(INGEST.to_owned());
+        options.connection_limits = o.connection_limits;
+        options.limits = o.limits;
+        options.metrics_addr = Some("127.0.0.1:0".to_owned());
+        options.retention = o.retention;
         let server = Server::open(options).await.unwrap().start("127.0.0.1:0").await.unwrap();
         let base = server.base_url();
         let http = reqwest::Client::builder().no_proxy().build().unwrap();

@@ -52,6 +52,7 @@ mod queue;
 mod reads;
 mod registry;
 mod requeue;
+mod retention;
 mod schema;
 #[cfg(test)]
 mod tests;
@@ -98,6 +99,8 @@ pub struct PostgresOptions {
     /// How long a transaction that failed on a lost connection (or a deadlock) is tried
     /// again before the error is returned (default [`DEFAULT_RETRY_FOR`]).
     pub retry_for: Duration,
+    /// Seals signing secrets at rest ([`crate::secret_box`]); `None` stores them plain.
+    pub secret_cipher: Option<Arc<crate::secret_box::SecretCipher>>,
 }
 
 impl Default for PostgresOptions {
@@ -105,6 +108,7 @@ impl Default for PostgresOptions {
         PostgresOptions {
             pool_size: DEFAULT_POOL_SIZE,
             retry_for: DEFAULT_RETRY_FOR,
+            secret_cipher: None,
         }
     }
 }
@@ -117,6 +121,7 @@ pub struct PostgresStore {
     wake: Arc<tokio::sync::Notify>,
     _listener: Arc<listen::Listener>,
     description: Arc<str>,
+    cipher: Option<Arc<crate::secret_box::SecretCipher>>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -240,8 +245,13 @@ impl PostgresStore {
             wake: wake.clone(),
             _listener: Arc::new(listen::Listener::start(config, wake)),
             description,
+            cipher: options.secret_cipher,
         };
         schema::migrate(&store).await?;
+        let resealed = registry::reseal_all(&store).await?;
+        if resealed > 0 {
+            tracing::info!(resealed, "sealed stored secrets under the current key");
+        }
         Ok(store)
     }
 
@@ -424,6 +434,17 @@ impl Store for PostgresStore {
         limit: usize,
     ) -> BoxFuture<'_, StoreResult<Option<u64>>> {
         Box::pin(requeue::recover_failed(self, subscription_id, since, now, limit))
+    }
+    fn paused_subscriptions(&self) -> BoxFuture<'_, StoreResult<u64>> {
+        Box::pin(reads::paused_subscriptions(self))
+    }
+    fn purge(
+        &self,
+        finished_before: Timestamp,
+        events_before: Timestamp,
+        batch: usize,
+    ) -> BoxFuture<'_, StoreResult<crate::store::Purged>> {
+        Box::pin(retention::purge(self, finished_before, events_before, batch))
     }
     fn wakeups(&self) -> Option<Arc<tokio::sync::Notify>> {
         Some(self.wake.clone())

@@ -9,12 +9,13 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use deadpool_postgres::Transaction;
-use postwire_core::{EventType, Integration, Secret, Signer};
+use postwire_core::{EventType, Integration, Signer};
 
 use super::*;
 use crate::model::DeliveryId;
 use crate::ordering::{self, Placement, ordering_hash};
 use crate::routing::{self, Route, Routed};
+use crate::secret_box::{SecretCipher, StoredSecret};
 
 /// The namespace (first key) of the two-key advisory locks claims take per subscription.
 const CLAIM_LOCK: i32 = 0x7077; // "pw"
@@ -295,12 +296,12 @@ struct Candidate {
     previous: Option<(String, i64)>,
 }
 
-fn signer(c: &Candidate, now_ms: i64) -> Result<Arc<Signer>, PgErr> {
-    let mut secrets = vec![Secret::parse(&c.secret).map_err(data)?];
+fn signer(c: &Candidate, now_ms: i64, cipher: Option<&SecretCipher>) -> Result<Arc<Signer>, PgErr> {
+    let mut secrets = vec![StoredSecret::open(cipher, &c.secret).map_err(data)?];
     if let Some((previous, until)) = &c.previous
         && *until > now_ms
     {
-        secrets.push(Secret::parse(previous).map_err(data)?);
+        secrets.push(StoredSecret::open(cipher, previous).map_err(data)?);
     }
     Ok(Arc::new(Signer::with_secrets(secrets).map_err(data)?))
 }
@@ -310,9 +311,11 @@ fn signer(c: &Candidate, now_ms: i64) -> Result<Arc<Signer>, PgErr> {
 const MAX_SUBSCRIPTIONS_PER_CLAIM: i64 = 256;
 
 pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResult<Vec<ClaimedDelivery>> {
+    let cipher = store.cipher.clone();
     let req = Arc::new(req);
     store
         .run("claim", move |mut c: Client| {
+            let cipher = cipher.clone();
             let req = req.clone();
             Box::pin(async move {
                 let now_ms = req.now.unix_millis();
@@ -437,7 +440,7 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                         let signer = match signers.get(&sub) {
                             Some(s) => s.clone(),
                             None => {
-                                let s = signer(cand, now_ms)?;
+                                let s = signer(cand, now_ms, cipher.as_deref())?;
                                 signers.insert(sub, s.clone());
                                 s
                             }

@@ -231,3 +231,19 @@ pub(super) async fn posts_with_external_id(
         })
         .await
 }
+
+pub(super) async fn paused_subscriptions(store: &PostgresStore) -> StoreResult<u64> {
+    store
+        .run("count paused subscriptions", |c: Client| {
+            Box::pin(async move {
+                let row = c
+                    .query_one(
+                        "SELECT count(*) FROM subscriptions WHERE paused_reason IS NOT NULL",
+                        &[],
+                    )
+                    .await?;
+                Ok(row.try_get::<_, i64>(0)?.max(0) as u64)
+            })
+        })
+        .await
+}

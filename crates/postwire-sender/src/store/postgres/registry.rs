@@ -7,11 +7,12 @@ use tokio_postgres::Row;
 use super::*;
 use crate::idempotency::Completion;
 use crate::model::{StoredSubscription, SubscriptionChanges, Workspace};
+use crate::secret_box::{CipherError, SecretCipher, StoredSecret};
 
 pub(super) const SUBSCRIPTION_COLUMNS: &str = "id, workspace_id, name, url, events, integrations, paused_reason, created_by_kind, \
      consecutive_failures, last_success_at, failing_since, created_at, secret, previous_secret, previous_secret_until";
 
-pub(super) fn subscription_from_row(r: &Row) -> Result<StoredSubscription, PgErr> {
+pub(super) fn subscription_from_row(r: &Row, cipher: Option<&SecretCipher>) -> Result<StoredSubscription, PgErr> {
     let events: Vec<EventType> = serde_json::from_str(r.try_get::<_, &str>(4)?).map_err(data)?;
     let integrations: Vec<Integration> = serde_json::from_str(r.try_get::<_, &str>(5)?).map_err(data)?;
     let status = match r.try_get::<_, Option<String>>(6)? {
@@ -19,9 +20,9 @@ pub(super) fn subscription_from_row(r: &Row) -> Result<StoredSubscription, PgErr
         Some(reason) => SubscriptionStatus::Paused { reason },
     };
     let created_by_kind: CreatedByKind = r.try_get::<_, &str>(7)?.parse().map_err(data)?;
-    let secret = Secret::parse(r.try_get::<_, &str>(12)?).map_err(data)?;
+    let secret = StoredSecret::open(cipher, r.try_get::<_, &str>(12)?).map_err(data)?;
     let previous_secret = match (r.try_get::<_, Option<&str>>(13)?, r.try_get::<_, Option<i64>>(14)?) {
-        (Some(s), Some(until)) => Some((Secret::parse(s).map_err(data)?, ts(until))),
+        (Some(s), Some(until)) => Some((StoredSecret::open(cipher, s).map_err(data)?, ts(until))),
         _ => None,
     };
     Ok(StoredSubscription {
@@ -133,9 +134,11 @@ pub(super) async fn insert_subscription(
     s: StoredSubscription,
     completion: Option<Completion>,
 ) -> StoreResult<()> {
+    let cipher = store.cipher.clone();
     let completion = super::idempotency::Once::new(completion);
     store
         .run("insert subscription", move |mut c: Client| {
+            let cipher = cipher.clone();
             let s = s.clone();
             let completion = completion.clone();
             Box::pin(async move {
@@ -162,7 +165,7 @@ pub(super) async fn insert_subscription(
                         &sub.last_success_at.map(|t| t.unix_millis()),
                         &s.failing_since.map(|t| t.unix_millis()),
                         &sub.created_at.unix_millis(),
-                        &s.secret.expose(),
+                        &StoredSecret::seal(cipher.as_deref(), &s.secret).map_err(data)?,
                     ],
                 )
                 .await?;
@@ -175,8 +178,10 @@ pub(super) async fn insert_subscription(
 }
 
 pub(super) async fn subscription(store: &PostgresStore, id: String) -> StoreResult<Option<StoredSubscription>> {
+    let cipher = store.cipher.clone();
     store
         .run("read subscription", move |c: Client| {
+            let cipher = cipher.clone();
             let id = id.clone();
             Box::pin(async move {
                 let st = c
@@ -186,7 +191,7 @@ pub(super) async fn subscription(store: &PostgresStore, id: String) -> StoreResu
                     .await?;
                 c.query_opt(&st, &[&id])
                     .await?
-                    .map(|r| subscription_from_row(&r))
+                    .map(|r| subscription_from_row(&r, cipher.as_deref()))
                     .transpose()
             })
         })
@@ -197,8 +202,10 @@ pub(super) async fn list_subscriptions(
     store: &PostgresStore,
     workspace_id: String,
 ) -> StoreResult<Vec<StoredSubscription>> {
+    let cipher = store.cipher.clone();
     store
         .run("list subscriptions", move |c: Client| {
+            let cipher = cipher.clone();
             let ws = workspace_id.clone();
             Box::pin(async move {
                 let st = c
@@ -206,7 +213,11 @@ pub(super) async fn list_subscriptions(
                         "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions WHERE workspace_id = $1 ORDER BY seq"
                     ))
                     .await?;
-                c.query(&st, &[&ws]).await?.iter().map(subscription_from_row).collect()
+                c.query(&st, &[&ws])
+                    .await?
+                    .iter()
+                    .map(|r| subscription_from_row(r, cipher.as_deref()))
+                    .collect()
             })
         })
         .await
@@ -292,10 +303,14 @@ pub(super) async fn rotate_secret(
     new_secret: Secret,
     until: Timestamp,
 ) -> StoreResult<bool> {
+    let cipher = store.cipher.clone();
     store
         .run("rotate secret", move |c: Client| {
-            let (id, secret) = (id.clone(), new_secret.expose());
+            let cipher = cipher.clone();
+            let id = id.clone();
+            let secret = StoredSecret::seal(cipher.as_deref(), &new_secret).map_err(data);
             Box::pin(async move {
+                let secret = secret?;
                 let n = c
                     .execute(
                         "UPDATE subscriptions SET previous_secret = secret, previous_secret_until = $3, secret = $2
@@ -304,6 +319,82 @@ pub(super) async fn rotate_secret(
                     )
                     .await?;
                 Ok(n > 0)
+            })
+        })
+        .await
+}
+
+/// At connect, as the SQLite store does at open: checks that every stored secret opens
+/// with the store's cipher (a clear error naming the missing key otherwise), then seals
+/// again under the current key every secret that is plain or sealed under another key,
+/// and every sealed stored response likewise, in one transaction. Returns how many values
+/// were sealed again. Processes starting together serialise on the migration lock's
+/// neighbour, the rows' own locks (`FOR UPDATE`).
+pub(super) async fn reseal_all(store: &PostgresStore) -> StoreResult<u64> {
+    let cipher = store.cipher.clone();
+    store
+        .run("seal stored secrets", move |mut c: Client| {
+            let cipher = cipher.clone();
+            Box::pin(async move {
+                let cipher = cipher.as_deref();
+                let sealing = |e: CipherError| PgErr::Data(e.to_string());
+                let tx = c.transaction().await?;
+                let rows = tx
+                    .query(
+                        "SELECT seq, secret, previous_secret FROM subscriptions ORDER BY seq FOR UPDATE",
+                        &[],
+                    )
+                    .await?;
+                let mut resealed = 0u64;
+                for r in rows {
+                    let (seq, secret, previous): (i64, String, Option<String>) =
+                        (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?);
+                    let current = StoredSecret::open(cipher, &secret).map_err(sealing)?;
+                    if StoredSecret::needs_reseal(cipher, &secret) {
+                        let sealed = StoredSecret::seal(cipher, &current).map_err(sealing)?;
+                        tx.execute("UPDATE subscriptions SET secret = $2 WHERE seq = $1", &[&seq, &sealed])
+                            .await?;
+                        resealed += 1;
+                    }
+                    if let Some(text) = previous {
+                        let previous = StoredSecret::open(cipher, &text).map_err(sealing)?;
+                        if StoredSecret::needs_reseal(cipher, &text) {
+                            let sealed = StoredSecret::seal(cipher, &previous).map_err(sealing)?;
+                            tx.execute(
+                                "UPDATE subscriptions SET previous_secret = $2 WHERE seq = $1",
+                                &[&seq, &sealed],
+                            )
+                            .await?;
+                            resealed += 1;
+                        }
+                    }
+                }
+                let responses = tx
+                    .query(
+                        "SELECT scope, key, response FROM idempotency_keys WHERE response LIKE 'pwenc1.%' FOR UPDATE",
+                        &[],
+                    )
+                    .await?;
+                for r in responses {
+                    let (scope, key, response): (String, String, String) =
+                        (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?);
+                    let Some(c) = cipher else {
+                        let id = crate::secret_box::key_id_of(&response).unwrap_or("?").to_owned();
+                        return Err(sealing(CipherError::NoCipher(id)));
+                    };
+                    let plain = zeroize::Zeroizing::new(c.open_text(&response).map_err(sealing)?);
+                    if StoredSecret::needs_reseal(cipher, &response) {
+                        let sealed = c.seal_text(&plain).map_err(sealing)?;
+                        tx.execute(
+                            "UPDATE idempotency_keys SET response = $3 WHERE scope = $1 AND key = $2",
+                            &[&scope, &key, &sealed],
+                        )
+                        .await?;
+                        resealed += 1;
+                    }
+                }
+                tx.commit().await.map_err(PgErr::Commit)?;
+                Ok(resealed)
             })
         })
         .await

@@ -57,6 +57,10 @@ CREATE INDEX IF NOT EXISTS deliveries_held ON deliveries (sub_seq, seq) WHERE st
 CREATE INDEX IF NOT EXISTS deliveries_subscription ON deliveries (sub_seq, seq);
 -- Failed deliveries by finish time: what recover reads (`requeue.rs`).
 CREATE INDEX IF NOT EXISTS deliveries_failed ON deliveries (sub_seq, finished_at, seq) WHERE state = 3;
+-- Retention (`retention.rs`): finished deliveries by age, and whether an event is still
+-- referred to.
+CREATE INDEX IF NOT EXISTS deliveries_finished ON deliveries (finished_at) WHERE finished_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS deliveries_event ON deliveries (event_seq);
 CREATE TABLE IF NOT EXISTS attempts (
     delivery_seq BIGINT NOT NULL, number BIGINT NOT NULL, started_at BIGINT NOT NULL,
     duration_ms BIGINT NOT NULL, status BIGINT, error TEXT, body_prefix TEXT,

@@ -287,3 +287,68 @@ async fn a_restart_of_postgresql_is_ridden_out_and_nothing_accepted_is_lost() {
     let claimed = store.claim(claim_at(t0)).await.unwrap();
     assert_eq!(claimed.len(), 2, "both publishes are there");
 }
+
+/// Secrets are sealed at rest with the store's cipher (as in SQLite): the table holds
+/// `pwenc1.` text only, reads and claims give the secret back, and a store without the
+/// key refuses to start, naming the key id.
+#[tokio::test]
+async fn secrets_are_sealed_at_rest_and_a_store_without_the_key_refuses_to_start() {
+    use crate::secret_box::SecretCipher;
+    let cipher = Arc::new(SecretCipher::from_key_text("k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=").unwrap());
+    let db = postwire_testpg::database();
+    let options = || PostgresOptions {
+        secret_cipher: Some(cipher.clone()),
+        ..Default::default()
+    };
+    let store = PostgresStore::connect_with(db.url(), options()).await.unwrap();
+    store
+        .upsert_workspace(Workspace {
+            id: "ws".into(),
+            name: "ws".into(),
+        })
+        .await
+        .unwrap();
+    let (_g, template, t0) = store_with_a_subscription(Backend::Sqlite).await;
+    let sub = template.subscription("wh_1".into()).await.unwrap().unwrap();
+    store.insert_subscription(sub.clone(), None).await.unwrap();
+    let rotated = postwire_core::Secret::generate().unwrap();
+    assert!(
+        store
+            .rotate_secret("wh_1".into(), rotated.clone(), t0.add_millis(86_400_000))
+            .await
+            .unwrap()
+    );
+
+    // What is stored: sealed text, and neither secret in any form.
+    let raw = store
+        .run("read raw", |c: Client| {
+            Box::pin(async move {
+                let r = c
+                    .query_one("SELECT secret, previous_secret FROM subscriptions", &[])
+                    .await?;
+                Ok((r.get::<_, String>(0), r.get::<_, String>(1)))
+            })
+        })
+        .await
+        .unwrap();
+    for text in [&raw.0, &raw.1] {
+        assert!(text.starts_with("pwenc1.k1."), "{text}");
+        for secret in [&sub.secret, &rotated] {
+            assert!(!text.contains(&secret.expose()[6..]));
+        }
+    }
+    // What is read back: the secrets themselves.
+    let read = store.subscription("wh_1".into()).await.unwrap().unwrap();
+    assert_eq!(read.secret, rotated);
+    assert_eq!(read.previous_secret.map(|(s, _)| s), Some(sub.secret));
+    store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
+    assert_eq!(
+        store.claim(claim_at(t0)).await.unwrap().len(),
+        1,
+        "claims open the secrets"
+    );
+
+    // Another process without the key does not start.
+    let err = PostgresStore::connect(db.url()).await.unwrap_err().to_string();
+    assert!(err.contains("k1"), "{err}");
+}

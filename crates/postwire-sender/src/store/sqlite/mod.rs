@@ -56,6 +56,7 @@ mod queue;
 mod reads;
 mod registry;
 mod requeue;
+mod retention;
 mod schema;
 mod targets;
 #[cfg(test)]
@@ -79,8 +80,8 @@ use self::fresh::{FreshDeliveries, FreshEvent};
 use self::schema::{lock_for_dispatch, open_claim_connection, open_migrated};
 use self::targets::{Target, TargetCache};
 use super::{
-    BoxFuture, ClaimRequest, ClaimedDelivery, DeliveryCounts, FinishedAttempt, PausedByFailures, RequeueError, Store,
-    StoreResult,
+    BoxFuture, ClaimRequest, ClaimedDelivery, DeliveryCounts, FinishedAttempt, PausedByFailures, Purged, RequeueError,
+    Store, StoreResult,
 };
 use crate::error::SenderError;
 use crate::events::BuiltEvent;
@@ -88,6 +89,7 @@ use crate::idempotency::{Completion, Decision, IdempotencyKey};
 use crate::model::{
     DeliveryId, DeliveryRecord, Notification, ResumeSummary, StoredSubscription, SubscriptionChanges, Workspace,
 };
+use crate::secret_box::SecretCipher;
 
 const PENDING: i64 = 0;
 const HELD: i64 = 1;
@@ -102,6 +104,9 @@ pub struct SqliteOptions {
     /// `synchronous=FULL` (survives power loss) instead of `NORMAL` (survives process
     /// crashes). Off by default.
     pub power_loss_durable: bool,
+    /// Seals signing secrets at rest (see [`crate::secret_box`]). Without one, secrets
+    /// are stored plain, and a file that holds sealed secrets is refused.
+    pub secret_cipher: Option<Arc<SecretCipher>>,
 }
 
 /// The SQLite store. Cheap to clone.
@@ -128,6 +133,8 @@ pub struct SqliteStore {
     path: PathBuf,
     /// The file's lock (`lock_for_dispatch`), released when the last clone is dropped.
     _lock: Arc<std::fs::File>,
+    /// Seals and opens secrets at rest.
+    cipher: Option<Arc<SecretCipher>>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -166,6 +173,25 @@ impl SqliteStore {
         let last_delivery: i64 = conn
             .query_row("SELECT COALESCE(MAX(seq), 0) FROM deliveries", [], |r| r.get(0))
             .map_err(db_err)?;
+        // Every secret must open with the keys given (a clear refusal naming the missing
+        // key id otherwise); plain ones left from before encryption, and ones sealed
+        // under an older key, are sealed under the current key now.
+        // `secure_delete` zeroes the replaced values in their pages, and the truncating
+        // checkpoint drops the WAL's older page versions, so neither a plain secret nor
+        // one under the old key is left behind in the files.
+        {
+            conn.execute_batch("PRAGMA secure_delete=ON").map_err(db_err)?;
+            let tx = conn.unchecked_transaction().map_err(db_err)?;
+            let resealed = registry::reseal_all(&tx, options.secret_cipher.as_deref())
+                .map_err(|e| SenderError::storage(format!("{}: {e}", path.display())))?;
+            tx.commit().map_err(db_err)?;
+            if resealed > 0 {
+                conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+                    .map_err(db_err)?;
+                tracing::info!(resealed, "sealed stored secrets under the current key");
+            }
+            conn.execute_batch("PRAGMA secure_delete=OFF").map_err(db_err)?;
+        }
         let checkpointer = Checkpointer::spawn(&path, sync)?;
         Ok(SqliteStore {
             conn: Arc::new(ConnectionThread::spawn(conn, "postwire-sqlite", Some(checkpointer))?),
@@ -175,12 +201,13 @@ impl SqliteStore {
                 None,
             )?),
             leases: Arc::default(),
-            targets: Arc::default(),
+            targets: Arc::new(Mutex::new(TargetCache::new(options.secret_cipher.clone()))),
             due: Arc::new(Mutex::new(due)),
             fresh: Arc::default(),
             next_delivery: Arc::new(AtomicI64::new(last_delivery + 1)),
             path,
             _lock: Arc::new(lock),
+            cipher: options.secret_cipher,
         })
     }
 
@@ -377,5 +404,20 @@ impl Store for SqliteStore {
         limit: usize,
     ) -> BoxFuture<'_, StoreResult<Option<u64>>> {
         requeue::recover_failed(self, subscription_id, since, now, limit)
+    }
+    fn paused_subscriptions(&self) -> BoxFuture<'_, StoreResult<u64>> {
+        self.read(|c| {
+            c.prepare_cached("SELECT COUNT(*) FROM subscriptions WHERE paused_reason IS NOT NULL")?
+                .query_row([], |r| r.get::<_, i64>(0))
+                .map(|n| n.max(0) as u64)
+        })
+    }
+    fn purge(
+        &self,
+        finished_before: Timestamp,
+        events_before: Timestamp,
+        batch: usize,
+    ) -> BoxFuture<'_, StoreResult<Purged>> {
+        retention::purge(self, finished_before.unix_millis(), events_before.unix_millis(), batch)
     }
 }

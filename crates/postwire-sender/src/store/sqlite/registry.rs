@@ -9,12 +9,17 @@ use super::schema::UPSERT_WORKSPACE_SQL;
 use super::*;
 use crate::idempotency::Completion;
 use crate::model::{StoredSubscription, SubscriptionChanges, Workspace};
+use crate::secret_box::{CipherError, SecretCipher, StoredSecret};
 use crate::store::{BoxFuture, StoreResult};
+use zeroize::Zeroizing;
 
 pub(super) const SUBSCRIPTION_COLUMNS: &str = "id, workspace_id, name, url, events, integrations, paused_reason, created_by_kind, \
      consecutive_failures, last_success_at, failing_since, created_at, secret, previous_secret, previous_secret_until";
 
-pub(super) fn subscription_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredSubscription> {
+pub(super) fn subscription_from_row(
+    r: &rusqlite::Row<'_>,
+    cipher: Option<&SecretCipher>,
+) -> rusqlite::Result<StoredSubscription> {
     let events: Vec<EventType> = serde_json::from_str(&r.get::<_, String>(4)?).map_err(conversion)?;
     let integrations: Vec<Integration> = serde_json::from_str(&r.get::<_, String>(5)?).map_err(conversion)?;
     let status = match r.get::<_, Option<String>>(6)? {
@@ -22,9 +27,9 @@ pub(super) fn subscription_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<S
         Some(reason) => SubscriptionStatus::Paused { reason },
     };
     let created_by_kind: CreatedByKind = r.get::<_, String>(7)?.parse().map_err(conversion)?;
-    let secret = Secret::parse(&r.get::<_, String>(12)?).map_err(conversion)?;
+    let secret = StoredSecret::open(cipher, &r.get::<_, String>(12)?).map_err(conversion)?;
     let previous_secret = match (r.get::<_, Option<String>>(13)?, r.get::<_, Option<i64>>(14)?) {
-        (Some(s), Some(until)) => Some((Secret::parse(&s).map_err(conversion)?, ts(until))),
+        (Some(s), Some(until)) => Some((StoredSecret::open(cipher, &s).map_err(conversion)?, ts(until))),
         _ => None,
     };
     Ok(StoredSubscription {
@@ -47,12 +52,83 @@ pub(super) fn subscription_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<S
     })
 }
 
-pub(super) fn load_subscription(tx: &Connection, id: &str) -> rusqlite::Result<Option<StoredSubscription>> {
+pub(super) fn load_subscription(
+    tx: &Connection,
+    id: &str,
+    cipher: Option<&SecretCipher>,
+) -> rusqlite::Result<Option<StoredSubscription>> {
     tx.prepare_cached(&format!(
         "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions WHERE id = ?1"
     ))?
-    .query_row([id], subscription_from_row)
+    .query_row([id], |r| subscription_from_row(r, cipher))
     .optional()
+}
+
+/// Checks that every stored secret opens with `cipher` (a clear error naming the
+/// missing key otherwise), then seals again under the current key every secret that is
+/// plain or sealed under another key, and every sealed stored response likewise.
+/// Returns how many values were sealed again.
+pub(super) fn reseal_all(tx: &Connection, cipher: Option<&SecretCipher>) -> Result<u64, CipherError> {
+    let db = |e: rusqlite::Error| CipherError::Unreadable {
+        path: "the database".into(),
+        why: e.to_string(),
+    };
+    let rows: Vec<(i64, String, Option<String>)> = tx
+        .prepare("SELECT seq, secret, previous_secret FROM subscriptions")
+        .and_then(|mut s| {
+            s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(db)?;
+    let mut resealed = 0u64;
+    for (seq, secret, previous) in rows {
+        let current = StoredSecret::open(cipher, &secret)?;
+        let previous = previous
+            .map(|p| StoredSecret::open(cipher, &p).map(|s| (p, s)))
+            .transpose()?;
+        if StoredSecret::needs_reseal(cipher, &secret) {
+            tx.execute(
+                "UPDATE subscriptions SET secret = ?2 WHERE seq = ?1",
+                params![seq, StoredSecret::seal(cipher, &current)?],
+            )
+            .map_err(db)?;
+            resealed += 1;
+        }
+        if let Some((text, previous)) = previous
+            && StoredSecret::needs_reseal(cipher, &text)
+        {
+            tx.execute(
+                "UPDATE subscriptions SET previous_secret = ?2 WHERE seq = ?1",
+                params![seq, StoredSecret::seal(cipher, &previous)?],
+            )
+            .map_err(db)?;
+            resealed += 1;
+        }
+    }
+    let responses: Vec<(String, String, String)> = tx
+        .prepare("SELECT scope, key, response FROM idempotency_keys WHERE response LIKE 'pwenc1.%'")
+        .and_then(|mut s| {
+            s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(db)?;
+    for (scope, key, response) in responses {
+        let Some(c) = cipher else {
+            return Err(CipherError::NoCipher(
+                crate::secret_box::key_id_of(&response).unwrap_or("?").to_owned(),
+            ));
+        };
+        let plain = Zeroizing::new(c.open_text(&response)?);
+        if StoredSecret::needs_reseal(cipher, &response) {
+            tx.execute(
+                "UPDATE idempotency_keys SET response = ?3 WHERE scope = ?1 AND key = ?2",
+                params![scope, key, c.seal_text(&plain)?],
+            )
+            .map_err(db)?;
+            resealed += 1;
+        }
+    }
+    Ok(resealed)
 }
 
 /// The internal row number of a subscription, which deliveries refer to.
@@ -132,6 +208,7 @@ pub(super) fn insert_subscription(
     s: StoredSubscription,
     completion: Option<Completion>,
 ) -> BoxFuture<'_, StoreResult<()>> {
+    let cipher = store.cipher.clone();
     store.write(move |tx| {
         let sub = &s.subscription;
         let reason = match &sub.status {
@@ -155,7 +232,7 @@ pub(super) fn insert_subscription(
                 sub.last_success_at.map(|t| t.unix_millis()),
                 s.failing_since.map(|t| t.unix_millis()),
                 sub.created_at.unix_millis(),
-                s.secret.expose(),
+                StoredSecret::seal(cipher.as_deref(), &s.secret).map_err(conversion)?,
             ],
         )?;
         if let Some(completion) = completion {
@@ -166,18 +243,20 @@ pub(super) fn insert_subscription(
 }
 
 pub(super) fn subscription(store: &SqliteStore, id: String) -> BoxFuture<'_, StoreResult<Option<StoredSubscription>>> {
-    store.read(move |c| load_subscription(c, &id))
+    let cipher = store.cipher.clone();
+    store.read(move |c| load_subscription(c, &id, cipher.as_deref()))
 }
 
 pub(super) fn list_subscriptions(
     store: &SqliteStore,
     workspace_id: String,
 ) -> BoxFuture<'_, StoreResult<Vec<StoredSubscription>>> {
+    let cipher = store.cipher.clone();
     store.read(move |c| {
         let mut stmt = c.prepare_cached(&format!(
             "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions WHERE workspace_id = ?1 ORDER BY seq"
         ))?;
-        let rows = stmt.query_map([workspace_id], subscription_from_row)?;
+        let rows = stmt.query_map([workspace_id], |r| subscription_from_row(r, cipher.as_deref()))?;
         rows.collect()
     })
 }
@@ -187,8 +266,9 @@ pub(super) fn update_subscription(
     id: String,
     ch: SubscriptionChanges,
 ) -> BoxFuture<'_, StoreResult<bool>> {
+    let cipher = store.cipher.clone();
     store.write_target(move |tx| {
-        if load_subscription(tx, &id)?.is_none() {
+        if load_subscription(tx, &id, cipher.as_deref())?.is_none() {
             return Ok(false);
         }
         if let Some(name) = ch.name {
@@ -233,10 +313,15 @@ pub(super) fn rotate_secret(
     new_secret: Secret,
     until: Timestamp,
 ) -> BoxFuture<'_, StoreResult<bool>> {
+    let cipher = store.cipher.clone();
     store.write_target(move |tx| {
         let n = tx.execute(
             "UPDATE subscriptions SET previous_secret = secret, previous_secret_until = ?3, secret = ?2 WHERE id = ?1",
-            params![id, new_secret.expose(), until.unix_millis()],
+            params![
+                id,
+                StoredSecret::seal(cipher.as_deref(), &new_secret).map_err(conversion)?,
+                until.unix_millis()
+            ],
         )?;
         Ok(n > 0)
     })

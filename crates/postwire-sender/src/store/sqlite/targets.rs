@@ -9,10 +9,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use postwire_core::{Secret, Signer, Timestamp};
+use postwire_core::{Signer, Timestamp};
 use rusqlite::{Connection, OptionalExtension};
 
 use super::conversion;
+use crate::secret_box::{SecretCipher, StoredSecret};
 
 /// A subscription's delivery target.
 #[derive(Debug)]
@@ -32,15 +33,24 @@ struct Cached {
 }
 
 /// Targets by subscription row number. Bounded by the number of subscriptions.
-#[derive(Default)]
 pub(super) struct TargetCache {
     entries: HashMap<i64, Cached>,
+    /// Opens the stored secrets.
+    cipher: Option<Arc<SecretCipher>>,
 }
 
 /// The columns [`TargetCache::get`] reads.
 type TargetRow = (String, String, String, Option<String>, Option<i64>);
 
 impl TargetCache {
+    /// An empty cache whose secrets open with `cipher`.
+    pub(super) fn new(cipher: Option<Arc<SecretCipher>>) -> TargetCache {
+        TargetCache {
+            entries: HashMap::new(),
+            cipher,
+        }
+    }
+
     /// The target of subscription row `sub_seq` at `now`; `None` when it was deleted.
     pub(super) fn get(
         &mut self,
@@ -66,12 +76,13 @@ impl TargetCache {
             self.entries.remove(&sub_seq);
             return Ok(None);
         };
-        let mut secrets = vec![Secret::parse(&secret).map_err(conversion)?];
+        let cipher = self.cipher.as_deref();
+        let mut secrets = vec![StoredSecret::open(cipher, &secret).map_err(conversion)?];
         let mut reload_at = None;
         if let (Some(previous), Some(until)) = (previous, until)
             && until > now_ms
         {
-            secrets.push(Secret::parse(&previous).map_err(conversion)?);
+            secrets.push(StoredSecret::open(cipher, &previous).map_err(conversion)?);
             reload_at = Some(until);
         }
         let target = Arc::new(Target {
