@@ -236,22 +236,21 @@ pub(super) async fn enqueue(
                     .map(|r| r.get(0))
                     .collect();
                 event_seqs.sort_unstable();
-                let mut ev_cols: (Vec<i64>, Vec<&str>, Vec<&str>, Vec<&str>) = Default::default();
-                let mut ev_more: (Vec<Option<&str>>, Vec<i64>, Vec<&str>, Vec<Option<i64>>) = Default::default();
+                let mut ev = EventColumns::default();
                 for (built, seq) in events.iter().zip(&event_seqs) {
-                    let ev = &built.event;
-                    ev_cols.0.push(*seq);
-                    ev_cols.1.push(&ev.id);
-                    ev_cols.2.push(&ev.workspace_id);
-                    ev_cols.3.push(ev.event_type().as_str());
-                    ev_more.0.push(built.post_id.as_deref());
-                    ev_more.1.push(ev.created_at.unix_millis());
-                    ev_more.2.push(&built.body);
-                    ev_more.3.push(
+                    let e = &built.event;
+                    ev.seq.push(*seq);
+                    ev.id.push(&e.id);
+                    ev.workspace.push(&e.workspace_id);
+                    ev.kind.push(e.event_type().as_str());
+                    ev.post.push(built.post_id.as_deref());
+                    ev.created.push(e.created_at.unix_millis());
+                    ev.body.push(&built.body);
+                    ev.external.push(
                         built
                             .external_id
                             .as_deref()
-                            .map(|ext| crate::store::sqlite::external_key(&ev.workspace_id, ext)),
+                            .map(|ext| crate::store::sqlite::external_key(&e.workspace_id, ext)),
                     );
                 }
                 let insert_events = tx
@@ -263,7 +262,7 @@ pub(super) async fn enqueue(
                     .await?;
                 tx.execute(
                     &insert_events,
-                    &[&ev_cols.0, &ev_cols.1, &ev_cols.2, &ev_cols.3, &ev_more.0, &ev_more.1, &ev_more.2, &ev_more.3],
+                    &[&ev.seq, &ev.id, &ev.workspace, &ev.kind, &ev.post, &ev.created, &ev.body, &ev.external],
                 )
                 .await?;
                 // Which keyed queues of the batch have an unfinished delivery already.
@@ -347,6 +346,19 @@ pub(super) async fn enqueue(
             })
         })
         .await
+}
+
+/// A batch of events as arrays, one per column.
+#[derive(Default)]
+struct EventColumns<'a> {
+    seq: Vec<i64>,
+    id: Vec<&'a str>,
+    workspace: Vec<&'a str>,
+    kind: Vec<&'a str>,
+    post: Vec<Option<&'a str>>,
+    created: Vec<i64>,
+    body: Vec<&'a str>,
+    external: Vec<Option<i64>>,
 }
 
 /// A subscription a claim may take deliveries from.
