@@ -18,7 +18,9 @@
 //! The loop sleeps until a publish or a finished batch wakes it (or, on a store shared by
 //! several processes, another process's notice: [`Store::wakeups`](crate::store::Store::wakeups)), the next due time comes
 //! (by the clock), or `idle_poll` passes. Nothing here is needed to recover from a
-//! crash: claimed deliveries carry a lease in the store, released at start-up.
+//! crash: claimed deliveries carry a lease in the store, released at start-up (SQLite
+//! keeps them in memory) or, on a store shared by several processes, claimable again by
+//! any of them once the lease ends. A stopping dispatcher releases its own.
 //!
 //! For tests, [`Sender::wait_idle`](crate::Sender::wait_idle) wakes the loop and waits
 //! until it has seen nothing in flight and nothing due at the clock's current time:

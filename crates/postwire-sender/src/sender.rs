@@ -114,8 +114,11 @@ fn random_token(prefix: &str) -> Result<String, SenderError> {
 }
 
 impl Sender {
-    /// A sender over `store`, with time from `clock`. Releases leases left by a previous
-    /// run of this process (crash recovery). Does not start the dispatcher. A config
+    /// A sender over `store`, with time from `clock`. Its leases are taken under an owner
+    /// name unique to this run (`pid-<pid>-<random>`), and whatever that owner holds is
+    /// released first ([`Store::recover`]; the SQLite store releases every lease, which
+    /// it keeps in memory; on PostgreSQL a crashed run's leases end by themselves and
+    /// others take its deliveries over). Does not start the dispatcher. A config
     /// that cannot work (zero limits or timeouts, a lease not longer than the attempt
     /// timeout) is `invalid_request`.
     pub async fn open(

@@ -4,7 +4,7 @@
 //! store's; the locks that make them safe between processes are described in the module
 //! doc of `postgres`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -23,6 +23,12 @@ const CLAIM_LOCK: i32 = 0x7077; // "pw"
 /// Does (subscription, key) have an unfinished delivery? Then a new one waits behind it.
 pub(super) const KEY_OPEN_SQL: &str = "SELECT 1 FROM deliveries
      WHERE sub_seq = $1 AND okey = $2 AND finished_at IS NULL LIMIT 1";
+
+/// Which of the (subscription $1[i], key $2[i]) queues have an unfinished delivery? A
+/// new one waits behind it.
+const KEYS_OPEN_SQL: &str = "SELECT k.sub, k.okey FROM unnest($1::bigint[], $2::bigint[]) AS k(sub, okey)
+     WHERE EXISTS (SELECT 1 FROM deliveries d
+                   WHERE d.sub_seq = k.sub AND d.okey = k.okey AND d.finished_at IS NULL)";
 
 /// Makes the earliest waiting delivery of each (subscription $1[i], key $2[i]) queue its
 /// head, due at $3.
@@ -223,46 +229,75 @@ pub(super) async fn enqueue(
                         .await?;
                     tx.query(&st, &[&locks]).await?;
                 }
-                let insert_event = tx
+                // The whole batch in a fixed number of statements (arrays): event rows
+                // numbered up front, so each delivery knows its event's row.
+                let number = tx
+                    .prepare_cached("SELECT nextval(pg_get_serial_sequence('events', 'seq')) FROM generate_series(1, $1)")
+                    .await?;
+                let mut event_seqs: Vec<i64> = tx
+                    .query(&number, &[&(events.len() as i32)])
+                    .await?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                event_seqs.sort_unstable();
+                let mut ev = EventColumns::default();
+                for (built, seq) in events.iter().zip(&event_seqs) {
+                    let e = &built.event;
+                    ev.seq.push(*seq);
+                    ev.id.push(e.id());
+                    ev.workspace.push(e.workspace_id());
+                    ev.kind.push(e.event_type().as_str());
+                    ev.post.push(built.post_id.as_deref());
+                    ev.created.push(e.created_at().unix_millis());
+                    ev.body.push(&built.body);
+                    ev.external.push(
+                        built
+                            .external_id
+                            .as_deref()
+                            .map(|ext| crate::store::sqlite::external_key(e.workspace_id(), ext)),
+                    );
+                }
+                let insert_events = tx
                     .prepare_cached(
-                        "INSERT INTO events (id, workspace_id, event_type, post_id, created_at, body, external_key)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq",
+                        "INSERT INTO events (seq, id, workspace_id, event_type, post_id, created_at, body, external_key)
+                         SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
+                                              $6::bigint[], $7::text[], $8::bigint[])",
                     )
                     .await?;
-                let key_open = tx.prepare_cached(KEY_OPEN_SQL).await?;
-                let insert_delivery = tx
-                    .prepare_cached(
-                        "INSERT INTO deliveries (sub_seq, event_seq, okey, state, due_at, created_at)
-                         VALUES ($1, $2, $3, $4, $5, $5)",
-                    )
-                    .await?;
+                tx.execute(
+                    &insert_events,
+                    &[&ev.seq, &ev.id, &ev.workspace, &ev.kind, &ev.post, &ev.created, &ev.body, &ev.external],
+                )
+                .await?;
+                // Which keyed queues of the batch have an unfinished delivery already.
+                let (mut ask_subs, mut ask_keys) = (Vec::new(), Vec::new());
+                for (built, these) in events.iter().zip(&routed) {
+                    if let Some(k) = built.ordering_key.as_ref().map(ordering_hash) {
+                        for (sub, r) in these {
+                            if *r == Routed::Deliver {
+                                ask_subs.push(*sub);
+                                ask_keys.push(k);
+                            }
+                        }
+                    }
+                }
+                let mut open: HashSet<(i64, i64)> = HashSet::new();
+                if !ask_subs.is_empty() {
+                    let key_open = tx.prepare_cached(KEYS_OPEN_SQL).await?;
+                    for r in tx.query(&key_open, &[&ask_subs, &ask_keys]).await? {
+                        open.insert((r.try_get(0)?, r.try_get(1)?));
+                    }
+                }
                 let mut counts = Vec::with_capacity(events.len());
                 let mut any_pending = false;
-                for (built, these) in events.iter().zip(routed) {
-                    let ev = &built.event;
-                    let external_key = built
-                        .external_id
-                        .as_deref()
-                        .map(|ext| crate::store::sqlite::external_key(ev.workspace_id(), ext));
-                    let event_seq: i64 = tx
-                        .query_one(
-                            &insert_event,
-                            &[
-                                &ev.id(),
-                                &ev.workspace_id(),
-                                &ev.event_type().as_str(),
-                                &built.post_id,
-                                &ev.created_at().unix_millis(),
-                                &built.body,
-                                &external_key,
-                            ],
-                        )
-                        .await?
-                        .get(0);
+                let mut d_cols: (Vec<i64>, Vec<i64>, Vec<Option<i64>>, Vec<i64>) = Default::default();
+                for ((built, these), event_seq) in events.iter().zip(routed).zip(&event_seqs) {
                     let key = built.ordering_key.as_ref().map(ordering_hash);
                     for (sub, r) in &these {
                         let has_unfinished = match key {
-                            Some(k) if *r == Routed::Deliver => tx.query_opt(&key_open, &[sub, &k]).await?.is_some(),
+                            // A delivery of the batch placed before this one counts too.
+                            Some(k) if *r == Routed::Deliver => !open.insert((*sub, k)),
                             _ => false,
                         };
                         let state = match ordering::place(*r, has_unfinished) {
@@ -271,10 +306,41 @@ pub(super) async fn enqueue(
                             Placement::Held => HELD,
                         };
                         any_pending |= state == PENDING;
-                        tx.execute(&insert_delivery, &[sub, &event_seq, &key, &state, &now_ms])
-                            .await?;
+                        d_cols.0.push(*sub);
+                        d_cols.1.push(*event_seq);
+                        d_cols.2.push(key);
+                        d_cols.3.push(state);
                     }
                     counts.push(these.len());
+                }
+                if !d_cols.0.is_empty() {
+                    // Row numbers taken first and given in the batch's order: a queue's
+                    // deliveries are ordered by row number.
+                    let number = tx
+                        .prepare_cached(
+                            "SELECT nextval(pg_get_serial_sequence('deliveries', 'seq')) FROM generate_series(1, $1)",
+                        )
+                        .await?;
+                    let mut seqs: Vec<i64> = tx
+                        .query(&number, &[&(d_cols.0.len() as i32)])
+                        .await?
+                        .iter()
+                        .map(|r| r.get(0))
+                        .collect();
+                    seqs.sort_unstable();
+                    let insert_deliveries = tx
+                        .prepare_cached(
+                            "INSERT INTO deliveries (seq, sub_seq, event_seq, okey, state, due_at, created_at)
+                             SELECT seq, sub, ev, okey, state, $6, $6
+                             FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[])
+                                  AS u(seq, sub, ev, okey, state)",
+                        )
+                        .await?;
+                    tx.execute(
+                        &insert_deliveries,
+                        &[&seqs, &d_cols.0, &d_cols.1, &d_cols.2, &d_cols.3, &now_ms],
+                    )
+                    .await?;
                 }
                 super::idempotency::complete(&tx, &completion, &counts).await?;
                 if any_pending {
@@ -285,6 +351,19 @@ pub(super) async fn enqueue(
             })
         })
         .await
+}
+
+/// A batch of events as arrays, one per column.
+#[derive(Default)]
+struct EventColumns<'a> {
+    seq: Vec<i64>,
+    id: Vec<&'a str>,
+    workspace: Vec<&'a str>,
+    kind: Vec<&'a str>,
+    post: Vec<Option<&'a str>>,
+    created: Vec<i64>,
+    body: Vec<&'a str>,
+    external: Vec<Option<i64>>,
 }
 
 /// A subscription a claim may take deliveries from.
