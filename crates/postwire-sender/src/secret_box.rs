@@ -19,9 +19,8 @@
 //! 3. at open, refuses to start when a sealed row's key id is not among the cipher's keys,
 //!    or when there are sealed rows and no cipher ([`StoredSecret::check_opens`] says
 //!    why, naming key ids only), and seals the plain rows left from before
-//!    ([`crate::store::Store::reseal_secrets`]);
-//! 4. implements `reseal_secrets`: every secret (current and previous) sealed again under
-//!    the current key, in one transaction.
+//!    (each backend's `registry::reseal_all`), every secret (current and previous)
+//!    sealed again under the current key, in one transaction.
 //!
 //! The sender itself seals what it stores besides: an idempotent creation's stored
 //! response, which carries the new secret for 24 h ([`SecretCipher::seal_text`]).

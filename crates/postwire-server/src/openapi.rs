@@ -131,7 +131,7 @@ fn link(target: &str, id_at: &str, which: &str) -> Link {
 ///   and from the workspace list (`200`, the first workspace's `id`) to the operations
 ///   that take only a `workspaceId` (create, list, post look-up, portal link).
 ///   Operations with another path parameter get theirs from the response that has that
-///   id ([`add_id_links`]): a portal session's revocation from its creation, a resend
+///   id (`add_id_links`): a portal session's revocation from its creation, a resend
 ///   from the deliveries list.
 pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
     let (mut takes_webhook_id, mut takes_workspace_id) = (Vec::new(), Vec::new());

@@ -41,7 +41,7 @@ pub struct RotateArgs {
     /// TOML config file (its `db` and `secret_key_file` are used when not given here).
     #[arg(long, env = "POSTWIRE_CONFIG")]
     config: Option<PathBuf>,
-    /// The key file [default: <db>.secret-key].
+    /// The key file [default: the database file + `.secret-key`].
     #[arg(long, env = "POSTWIRE_SECRET_KEY_FILE")]
     secret_key_file: Option<PathBuf>,
 }

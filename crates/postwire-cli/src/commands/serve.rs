@@ -81,8 +81,8 @@ pub struct ServeArgs {
     unauthenticated_per_hour: Option<u32>,
     /// Key file that encrypts signing secrets at rest (`<id>:<base64>` lines, current
     /// first). `POSTWIRE_SECRET_KEY` may hold the same text instead. Without either,
-    /// `<db>.secret-key` is used, and generated (mode 0600) for a database without
-    /// encrypted secrets [default: <db>.secret-key].
+    /// the database file + `.secret-key` is used, and generated (mode 0600) for a
+    /// database without encrypted secrets (never with `--database-url`).
     #[arg(long, env = "POSTWIRE_SECRET_KEY_FILE")]
     secret_key_file: Option<PathBuf>,
     /// Days to keep finished deliveries (with their attempts) and events no delivery
@@ -102,7 +102,7 @@ pub struct ServeArgs {
     /// URLs. Never in production: it lets API clients make the server call local services.
     #[arg(long, env = "POSTWIRE_DANGEROUSLY_ALLOW_INSECURE_LOCAL_URLS", num_args = 0..=1, default_missing_value = "true")]
     dangerously_allow_insecure_local_urls: Option<bool>,
-    /// The server's public URL (e.g. https://webhooks.example.com), for Settings magic
+    /// The server's public URL (e.g. `https://webhooks.example.com`), for Settings magic
     /// links [default: http:// and the request's Host].
     #[arg(long, env = "POSTWIRE_PUBLIC_URL")]
     public_url: Option<String>,

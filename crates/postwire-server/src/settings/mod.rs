@@ -8,7 +8,7 @@
 //! stylesheet, all embedded in the binary ([`assets`]). Every page works without
 //! JavaScript. The handlers call the same [`Sender`](postwire_sender::Sender) methods
 //! as the API's handlers, after the same ownership check
-//! ([`crate::routes::webhooks::load`]): there is no second path to the data.
+//! (`routes::webhooks::load`): there is no second path to the data.
 //!
 //! Security:
 //! * the session is a `Secure; HttpOnly; SameSite=Strict` cookie ([`COOKIE`]) bound
