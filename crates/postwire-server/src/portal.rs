@@ -261,7 +261,7 @@ impl PortalStore {
                                 &[&link_hash, &session_hash, &expires, &now_ms],
                             )
                             .await?;
-                        Ok(row.map(|r| (r.get(0), r.get(1))))
+                        row.map(|r| Ok((r.try_get(0)?, r.try_get(1)?))).transpose()
                     })
                 })
                 .await?
@@ -309,7 +309,7 @@ impl PortalStore {
                                 &[&hash, &now_ms],
                             )
                             .await?;
-                        Ok(row.get(0))
+                        row.try_get(0)
                     })
                 })
                 .await;
@@ -346,7 +346,8 @@ impl PortalStore {
                                 &[&hash, &now_ms],
                             )
                             .await?;
-                        Ok(row.map(|r| (r.get(0), r.get(1), r.get(2))))
+                        row.map(|r| Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?)))
+                            .transpose()
                     })
                 })
                 .await?
