@@ -47,6 +47,7 @@ part_postgres() { # the sender's tests again, on PostgreSQL (a throwaway cluster
 }
 part_fuzz() { # each cargo-fuzz target of fuzz/ for FUZZ_SECONDS seconds
   local target
+  mkdir -p target # each target's log goes there
   for target in $(cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz list); do
     echo "fuzz target $target: ${FUZZ_SECONDS}s"
     if ! (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run "$target" -- -max_total_time="$FUZZ_SECONDS" \
