@@ -90,7 +90,10 @@ run() { # name config document-url token document not-tested-operations...
 }
 # resendDelivery needs a finished delivery, and in this network namespace every delivery
 # waits for its next retry (hours away): its 2xx is tested in crates/postwire-server/tests/replay_api.rs.
-run public tests/contract/public.toml "$base/public/v1/openapi.json" "$token" docs/openapi.json getOpenApiDocument resendDelivery
+# sendTestEvent is reached only through two of the document's 22 links (from createWebhook
+# and listWebhooks), and Schemathesis' random walk skipped it in 2 of 6 runs even with 400
+# scenarios; its 2xx, signed and delivered, is tested in crates/postwire-server/tests/deliveries_api.rs.
+run public tests/contract/public.toml "$base/public/v1/openapi.json" "$token" docs/openapi.json getOpenApiDocument resendDelivery sendTestEvent
 run ingest tests/contract/ingest.toml "$base/internal/v1/openapi.json" "$ingest_token" docs/ingest-openapi.json getIngestOpenApiDocument
 
 if [ "$failed" != 0 ]; then
