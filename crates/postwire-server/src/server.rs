@@ -232,16 +232,19 @@ impl Server {
                     connections.clone(),
                 );
                 let (tx, rx) = oneshot::channel::<()>();
-                let task = tokio::spawn(async move {
-                    let served = axum::serve(listener, router)
-                        .with_graceful_shutdown(async move {
-                            let _ = rx.await;
-                        })
-                        .await;
-                    if let Err(e) = served {
-                        tracing::error!(error = %e, "the metrics listener stopped with an error");
-                    }
-                });
+                // The same accept loop as the API, so a slow or idle scraper is cut off
+                // by the same timeouts; a small cap, as only scrapers should come here.
+                let limits = ConnectionLimits {
+                    max_connections: METRICS_MAX_CONNECTIONS,
+                    ..self.limits
+                };
+                let task = tokio::spawn(crate::listener::serve(
+                    listener,
+                    router,
+                    limits,
+                    ConnectionCounter::default(),
+                    rx,
+                ));
                 Some((tx, task))
             }
             None => None,
@@ -280,6 +283,10 @@ pub struct RunningServer {
     http: tokio::task::JoinHandle<()>,
     dispatcher: DispatcherHandle,
 }
+
+/// Connections open at once on the metrics listener (`--metrics-addr`): 64. It is served
+/// with the API's header and body timeouts.
+pub const METRICS_MAX_CONNECTIONS: usize = 64;
 
 /// How long shutdown waits for HTTP requests in progress before giving up on them.
 pub const HTTP_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);

@@ -158,3 +158,68 @@ async fn metrics_parse_and_count_the_deliveries_and_requests_made() {
     strict.stop().await;
     h.stop().await;
 }
+
+/// Reads until the peer closes (or `limit` passes); returns what came and when it closed.
+async fn read_until_closed(stream: &mut tokio::net::TcpStream, limit: Duration) -> Option<Duration> {
+    use tokio::io::AsyncReadExt;
+    let started = Instant::now();
+    let mut buf = [0u8; 1024];
+    loop {
+        match tokio::time::timeout(limit.saturating_sub(started.elapsed()), stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return Some(started.elapsed()),
+            Ok(Ok(_)) => continue,
+            Err(_) => return None,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_listener_cuts_off_slow_scrapers_and_caps_its_connections() {
+    use postwire_server::listener::ConnectionLimits;
+    use postwire_server::server::METRICS_MAX_CONNECTIONS;
+    use tokio::io::AsyncWriteExt;
+
+    let h = Harness::start_with(common::Options {
+        connection_limits: ConnectionLimits {
+            header_read_timeout: Duration::from_secs(1),
+            ..ConnectionLimits::default()
+        },
+        ..common::Options::default()
+    })
+    .await;
+    let addr = h.running().metrics_addr().expect("metrics are served");
+
+    // Half a request head, then nothing: closed after the header timeout.
+    let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
+    slow.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        .await
+        .unwrap();
+    let closed = read_until_closed(&mut slow, Duration::from_secs(5)).await;
+    assert!(
+        closed.is_some_and(|after| after < Duration::from_secs(3)),
+        "a slow scraper was held open: {closed:?}"
+    );
+
+    // Idle connections up to the cap (and past it): those past it are closed at once,
+    // and once the idle ones time out, scraping works again.
+    let mut idle = Vec::new();
+    for _ in 0..METRICS_MAX_CONNECTIONS + 10 {
+        idle.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+    }
+    let mut refused = 0;
+    for s in idle.iter_mut().skip(METRICS_MAX_CONNECTIONS) {
+        if read_until_closed(s, Duration::from_millis(500)).await.is_some() {
+            refused += 1;
+        }
+    }
+    assert_eq!(
+        refused, 10,
+        "connections past the cap of {METRICS_MAX_CONNECTIONS} are closed"
+    );
+    for s in idle.iter_mut().take(METRICS_MAX_CONNECTIONS) {
+        assert!(read_until_closed(s, Duration::from_secs(5)).await.is_some());
+    }
+    let (text, _) = scrape(&h).await;
+    assert!(text.contains("postwire_paused_subscriptions"));
+    h.stop().await;
+}

@@ -91,7 +91,8 @@ pub struct ServeArgs {
     #[arg(long, env = "POSTWIRE_RETENTION_DAYS")]
     retention_days: Option<u64>,
     /// Address of a separate listener serving Prometheus metrics at `GET /metrics`
-    /// (e.g. `127.0.0.1:9090`); keep it off the public network [default: none].
+    /// (e.g. `127.0.0.1:9090`); keep it off the public network. Served with the API's
+    /// header and body timeouts and at most 64 connections at once [default: none].
     #[arg(long, env = "POSTWIRE_METRICS_ADDR")]
     metrics_addr: Option<String>,
     /// Log format: `text` (one readable line per event) or `json` (one JSON object per
