@@ -43,8 +43,13 @@ impl Drop for Serve {
 }
 
 impl Serve {
-    #[allow(clippy::zombie_processes)] // killed and waited for by Drop
     fn start(url: &str) -> Serve {
+        Serve::start_keyed(url, ("POSTWIRE_SECRET_KEY", SECRET_KEY))
+    }
+
+    /// Started with the at-rest key from `key`, an environment variable and its value.
+    #[allow(clippy::zombie_processes)] // killed and waited for by Drop
+    fn start_keyed(url: &str, key: (&str, &str)) -> Serve {
         let lease = LEASE_SECS.to_string();
         let mut child = postwire()
             .args([
@@ -55,7 +60,7 @@ impl Serve {
             ])
             .args(["--lease-secs", &lease, "--attempt-timeout-secs", "2"])
             .env("POSTWIRE_DATABASE_URL", url)
-            .env("POSTWIRE_SECRET_KEY", SECRET_KEY)
+            .env(key.0, key.1)
             .env("POSTWIRE_INGEST_TOKEN", INGEST)
             .env("POSTWIRE_LOG", "warn")
             .stdout(Stdio::piped())
@@ -381,4 +386,86 @@ fn three_processes_share_one_queue_survive_a_sigkill_and_a_postgresql_restart() 
     });
     check_order_and_no_overlap(&recorder.hits());
     heir.stop();
+}
+
+#[test]
+fn keys_rotate_on_postgres_seals_every_secret_under_the_new_key() {
+    let cluster = postwire_testpg::Cluster::start().unwrap();
+    cluster.create_database("rot").unwrap();
+    let url = cluster.url("rot");
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("keys");
+    std::fs::write(&key_file, format!("{SECRET_KEY}\n")).unwrap();
+    let key_path = key_file.to_str().unwrap();
+    let out = postwire()
+        .args(["token", "create", "--database-url", &url, "--workspace", "ws_1"])
+        .args(["--scope", "webhooks:write"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let server = Serve::start_keyed(&url, ("POSTWIRE_SECRET_KEY_FILE", key_path));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for i in 0..3 {
+            let resp = reqwest::Client::builder()
+                .no_proxy()
+                .build()
+                .unwrap()
+                .post(format!("{}/public/v1/workspaces/ws_1/webhooks", server.base))
+                .bearer_auth(&token)
+                .header("content-type", "application/json")
+                .body(json!({"name": format!("s{i}"), "url": "https://93.184.216.34/hook"}).to_string())
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(resp.status().as_u16(), 201);
+        }
+    });
+    server.stop();
+
+    // Without a key file, PostgreSQL has no default one: a clear refusal.
+    let out = postwire()
+        .args(["keys", "rotate", "--database-url", &url])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--secret-key-file"));
+
+    let out = postwire()
+        .args(["keys", "rotate", "--database-url", &url, "--secret-key-file", key_path])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    let text = std::fs::read_to_string(&key_file).unwrap();
+    let new_line = text
+        .lines()
+        .find(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .unwrap();
+    let new_id = new_line.split(':').next().unwrap();
+    assert_ne!(new_id, "k1");
+    assert!(said.contains(&format!("encrypted under {new_id}")), "{said}");
+
+    // With the old key gone, a server still starts: no secret is left under it (start-up
+    // refuses a database holding secrets under a key it lacks).
+    std::fs::write(&key_file, format!("{new_line}\n")).unwrap();
+    let server = Serve::start_keyed(&url, ("POSTWIRE_SECRET_KEY_FILE", key_path));
+    server.stop();
+    std::fs::write(&key_file, "k9:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n").unwrap();
+    let out = postwire()
+        .args(["serve", "--listen", "127.0.0.1:0", "--database-url", &url])
+        .env("POSTWIRE_SECRET_KEY_FILE", key_path)
+        .env("POSTWIRE_INGEST_TOKEN", INGEST)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!("`{new_id}`")),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -7,7 +7,10 @@
 //! (an AEAD: a changed byte fails to open instead of giving a wrong secret) under a fresh
 //! random 192-bit nonce. The key id beside each ciphertext lets keys rotate: new keys
 //! are added in front, old ones still open what they sealed until everything has been
-//! re-sealed (`postwire keys rotate`), then they can be dropped.
+//! re-sealed (`postwire keys rotate`), then they can be dropped. A running server reads
+//! its key file again every 30 s ([`SecretCipher::reload`]); when the file names a new
+//! current key, new secrets are sealed under it at once and the stored ones are sealed
+//! again in the background, a batch per short transaction (`Store::reseal_secrets`).
 //!
 //! ## What a storage backend does with it
 //! A backend receives an `Option<Arc<SecretCipher>>` when it is opened and, through the
@@ -45,6 +48,10 @@ pub const SEALED_PREFIX: &str = "pwenc1.";
 /// Bound to every ciphertext, so text sealed for something else does not open here.
 const AAD: &[u8] = b"postwire secret at rest v1";
 const NONCE_LEN: usize = 24;
+/// Values sealed again per transaction by the background re-encryption: 200.
+pub const RESEAL_BATCH: usize = 200;
+/// How often a running server reads its key file again: 30 s.
+pub const KEY_FILE_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Why a key or sealed text was refused. Never carries key material or plaintext.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -171,6 +178,36 @@ impl SecretCipher {
         Ok(Zeroizing::new(format!("k{id}:{}", STANDARD.encode(key.as_ref()))))
     }
 
+    /// The key file the keys came from, if any (keys given as text have none).
+    pub fn source_file(&self) -> Option<&Path> {
+        self.source.as_deref()
+    }
+
+    /// Reads the key file again, for a `postwire keys rotate` run while this process is
+    /// up: the file's first key becomes the current one, and every key this process knew
+    /// stays known, so what it sealed still opens. Returns the new current key id when
+    /// it changed; `None` when it did not, or when the keys did not come from a file.
+    pub fn reload(&self) -> Result<Option<String>, CipherError> {
+        let Some(path) = &self.source else {
+            return Ok(None);
+        };
+        let text = Zeroizing::new(std::fs::read_to_string(path).map_err(|e| CipherError::Unreadable {
+            path: path.display().to_string(),
+            why: e.to_string(),
+        })?);
+        let mut fresh = parse_keys(&text)?;
+        let mut keys = self.keys.write().unwrap_or_else(|p| p.into_inner());
+        let before = keys.first().map(|k| k.id.clone());
+        for k in keys.iter() {
+            if !fresh.iter().any(|f| f.id == k.id) {
+                fresh.push(k.clone());
+            }
+        }
+        let after = fresh.first().map(|k| k.id.clone());
+        *keys = fresh;
+        Ok(if after != before { after } else { None })
+    }
+
     fn keys(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<Key>>> {
         self.keys.read().unwrap_or_else(|p| p.into_inner())
     }
@@ -190,8 +227,8 @@ impl SecretCipher {
             return Some(k.clone());
         }
         // A rotation may have added a key since this process read the file: read it
-        // again, keeping the current key (a running process keeps sealing under the key
-        // it started with until restarted).
+        // again, keeping the current key (the current key changes only in `reload`,
+        // which re-encrypts what is stored; see `Sender::reload_secret_key`).
         let path = self.source.as_ref()?;
         let text = Zeroizing::new(std::fs::read_to_string(path).ok()?);
         let fresh = parse_keys(&text).ok()?;

@@ -271,6 +271,34 @@ impl Sender {
         }
     }
 
+    /// Reads the key file of the at-rest cipher again (see [`crate::secret_box`]):
+    /// returns the new current key id when a `postwire keys rotate` changed it, after
+    /// which new secrets are sealed under that key and
+    /// [`reseal_secrets`](Self::reseal_secrets) moves the stored ones. `None` when
+    /// nothing changed or secrets are not encrypted from a key file.
+    pub fn reload_secret_key(&self) -> Result<Option<String>, SenderError> {
+        match &self.inner.config.secret_cipher {
+            Some(cipher) => cipher.reload().map_err(|e| SenderError::storage(e.to_string())),
+            None => Ok(None),
+        }
+    }
+
+    /// Seals every stored secret that is not under the cipher's current key again under
+    /// it, [`RESEAL_BATCH`](crate::secret_box::RESEAL_BATCH) values per short
+    /// transaction with a pause between batches so dispatch goes first. Returns how many
+    /// values were sealed again.
+    pub async fn reseal_secrets(&self) -> Result<u64, SenderError> {
+        let mut total = 0;
+        loop {
+            let n = self.inner.store.reseal_secrets(crate::secret_box::RESEAL_BATCH).await?;
+            if n == 0 {
+                return Ok(total);
+            }
+            total += n;
+            tokio::time::sleep(crate::retention::PAUSE_BETWEEN_BATCHES).await;
+        }
+    }
+
     /// Wakes the dispatcher (e.g. after moving a manual clock).
     pub fn wake(&self) {
         self.inner.wake.notify_one();

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use postwire_core::{Clock, SystemClock};
 use postwire_sender::retention::RetentionPolicy;
+use postwire_sender::secret_box::KEY_FILE_CHECK_INTERVAL;
 use postwire_sender::{DispatcherHandle, Sender, SenderConfig, SenderError};
 use tokio::sync::oneshot;
 
@@ -86,6 +87,9 @@ pub struct ServerOptions {
     pub retention: Option<RetentionPolicy>,
     /// Where to serve Prometheus metrics (`GET /metrics`); `None` serves none.
     pub metrics_addr: Option<String>,
+    /// How often the at-rest key file is read again to pick up `postwire keys rotate`
+    /// ([`KEY_FILE_CHECK_INTERVAL`], 30 s); `None` never reads it again.
+    pub key_file_check_interval: Option<Duration>,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -126,6 +130,7 @@ impl ServerOptions {
             limits: Limits::default(),
             retention: Some(RetentionPolicy::default()),
             metrics_addr: None,
+            key_file_check_interval: Some(KEY_FILE_CHECK_INTERVAL),
         }
     }
 }
@@ -136,6 +141,7 @@ pub struct Server {
     state: AppState,
     limits: ConnectionLimits,
     retention: Option<RetentionPolicy>,
+    key_file_check_interval: Option<Duration>,
     metrics_addr: Option<String>,
 }
 
@@ -183,6 +189,7 @@ impl Server {
             state,
             limits: options.connection_limits,
             retention: options.retention,
+            key_file_check_interval: options.key_file_check_interval,
             metrics_addr: options.metrics_addr,
         })
     }
@@ -219,6 +226,9 @@ impl Server {
         let retention = self
             .retention
             .map(|policy| spawn_retention(self.state.sender.clone(), policy));
+        let key_watch = self
+            .key_file_check_interval
+            .map(|every| spawn_key_watch(self.state.sender.clone(), every));
         let app = crate::routes::app(self.state.clone());
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let connections = ConnectionCounter::default();
@@ -260,6 +270,7 @@ impl Server {
             state: self.state,
             connections,
             retention,
+            key_watch,
             metrics,
             metrics_addr,
             local_addr,
@@ -275,8 +286,9 @@ impl Server {
 pub struct RunningServer {
     state: AppState,
     connections: ConnectionCounter,
-    retention: Option<(oneshot::Sender<()>, tokio::task::JoinHandle<()>)>,
-    metrics: Option<(oneshot::Sender<()>, tokio::task::JoinHandle<()>)>,
+    retention: Option<Background>,
+    key_watch: Option<Background>,
+    metrics: Option<Background>,
     metrics_addr: Option<SocketAddr>,
     local_addr: SocketAddr,
     stop_tx: Option<oneshot::Sender<()>>,
@@ -332,7 +344,7 @@ impl RunningServer {
             let _ = stop.send(());
             let _ = task.await;
         }
-        if let Some((stop, task)) = self.retention.take() {
+        for (stop, task) in [self.retention.take(), self.key_watch.take()].into_iter().flatten() {
             let _ = stop.send(());
             let _ = task.await;
         }
@@ -340,33 +352,82 @@ impl RunningServer {
     }
 }
 
-/// Runs retention every `policy.interval` until told to stop (a run in progress
-/// finishes its batch first).
-fn spawn_retention(sender: Sender, policy: RetentionPolicy) -> (oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+/// A background task and the means to stop it.
+type Background = (oneshot::Sender<()>, tokio::task::JoinHandle<()>);
+
+/// Runs `step` every `interval` until told to stop; a step in progress is dropped at
+/// its next await (each step's work is made of short transactions, so nothing is left
+/// half done).
+fn spawn_every<F, Fut>(interval: Duration, mut step: F) -> Background
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         loop {
             tokio::select! {
                 _ = &mut stop_rx => return,
-                _ = tokio::time::sleep(policy.interval) => {}
+                _ = tokio::time::sleep(interval) => {}
             }
-            let run = sender.purge_expired(&policy);
             tokio::select! {
                 _ = &mut stop_rx => return,
-                result = run => match result {
-                    Ok(p) if p.deliveries + p.events > 0 => tracing::info!(
-                        deliveries = p.deliveries,
-                        attempts = p.attempts,
-                        events = p.events,
-                        "retention removed old history"
-                    ),
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!(error = %e, "retention failed; trying again at the next interval"),
-                },
+                _ = step() => {}
             }
         }
     });
     (stop_tx, task)
+}
+
+/// Retention every `policy.interval`.
+fn spawn_retention(sender: Sender, policy: RetentionPolicy) -> Background {
+    spawn_every(policy.interval, move || {
+        let sender = sender.clone();
+        async move {
+            match sender.purge_expired(&policy).await {
+                Ok(p) if p.deliveries + p.events > 0 => tracing::info!(
+                    deliveries = p.deliveries,
+                    attempts = p.attempts,
+                    events = p.events,
+                    "retention removed old history"
+                ),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "retention failed; trying again at the next interval"),
+            }
+        }
+    })
+}
+
+/// Reads the at-rest key file again every `interval`; when `postwire keys rotate` put a
+/// new current key in it, seals every stored secret again under that key in the
+/// background (and tries again at the next interval if that fails).
+fn spawn_key_watch(sender: Sender, interval: Duration) -> Background {
+    let pending = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    spawn_every(interval, move || {
+        let (sender, pending) = (sender.clone(), pending.clone());
+        async move {
+            use std::sync::atomic::Ordering::Relaxed;
+            match sender.reload_secret_key() {
+                Ok(Some(key)) => {
+                    tracing::info!(key = %key, "the key file names a new current key: encrypting every secret under it");
+                    pending.store(true, Relaxed);
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "cannot read the key file again; keeping the keys in use"),
+            }
+            if pending.load(Relaxed) {
+                match sender.reseal_secrets().await {
+                    Ok(n) => {
+                        tracing::info!(resealed = n, "every secret is encrypted under the current key");
+                        pending.store(false, Relaxed);
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "re-encrypting secrets failed; trying again at the next check")
+                    }
+                }
+            }
+        }
+    })
 }
 
 /// Resolves on Ctrl-C or, on Unix, SIGTERM. The SIGTERM handler is installed when this

@@ -9,9 +9,10 @@
 //! id it needs: a lost key is never papered over.
 //!
 //! `keys rotate` puts a new key in front of the key file (the old ones stay, to open
-//! what they sealed) and, when no server has the database open, seals every secret
-//! again under the new key at once; otherwise the running server keeps its key until
-//! restarted, and seals everything under the new one when it starts.
+//! what they sealed) and seals every secret again under the new key: at once when no
+//! server has the SQLite file open, or on PostgreSQL (in one transaction); a running
+//! server reads its key file again every 30 s, seals new secrets under the new key from
+//! then on, and re-encrypts the stored ones in the background, a batch at a time.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -28,7 +29,10 @@ use crate::settings;
 /// Subcommands of `postwire keys`.
 #[derive(Debug, Subcommand)]
 pub enum KeysCommand {
-    /// Add a new current key to the key file and re-encrypt every secret under it.
+    /// Add a new current key to the key file and re-encrypt every secret under it. A
+    /// running `postwire serve` that reads this key file picks the new key up within
+    /// 30 s and re-encrypts in the background; one given the key by POSTWIRE_SECRET_KEY
+    /// needs the new text and a restart.
     Rotate(RotateArgs),
 }
 
@@ -38,6 +42,10 @@ pub struct RotateArgs {
     /// The SQLite file of `postwire serve` [default: postwire.db].
     #[arg(long, env = "POSTWIRE_DB")]
     db: Option<PathBuf>,
+    /// A PostgreSQL database (`postgres://…`) instead of the SQLite file; then
+    /// --secret-key-file is required.
+    #[arg(long, env = "POSTWIRE_DATABASE_URL", hide_env_values = true)]
+    database_url: Option<String>,
     /// TOML config file (its `db` and `secret_key_file` are used when not given here).
     #[arg(long, env = "POSTWIRE_CONFIG")]
     config: Option<PathBuf>,
@@ -141,14 +149,16 @@ pub fn run(cmd: KeysCommand) -> Result<ExitCode, String> {
 
 fn rotate(args: RotateArgs) -> Result<ExitCode, String> {
     let file = settings::load(args.config.as_deref())?;
-    let db = args
-        .db
-        .or(file.db)
-        .unwrap_or_else(|| PathBuf::from(settings::DEFAULT_DB));
-    let path = args
-        .secret_key_file
-        .or(file.secret_key_file)
-        .unwrap_or_else(|| default_key_path(&db));
+    let location = settings::location(args.database_url.or(file.database_url), args.db.or(file.db))?;
+    let path = match (args.secret_key_file.or(file.secret_key_file), &location) {
+        (Some(path), _) => path,
+        (None, settings::Location::Sqlite(db)) => default_key_path(db),
+        (None, settings::Location::Postgres(_)) => {
+            return Err(
+                "with a PostgreSQL database, give the key file: --secret-key-file or POSTWIRE_SECRET_KEY_FILE".into(),
+            );
+        }
+    };
     let old = Zeroizing::new(
         std::fs::read_to_string(&path).map_err(|e| format!("cannot read the key file {}: {e}", path.display()))?,
     );
@@ -176,6 +186,17 @@ fn rotate(args: RotateArgs) -> Result<ExitCode, String> {
     let cipher = Arc::new(SecretCipher::from_file(&path).map_err(|e| e.to_string())?);
     let new_id = cipher.current_key_id();
     println!("new current key {new_id} added to {}", path.display());
+    let db = match location {
+        settings::Location::Sqlite(db) => db,
+        settings::Location::Postgres(url) => {
+            reseal_postgres(&url, cipher)?;
+            println!(
+                "every secret in the PostgreSQL database is now encrypted under {new_id}; running servers that read {} use it within 30 s",
+                path.display()
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     if !db.exists() {
         println!("no database at {} yet: nothing to re-encrypt", db.display());
         return Ok(ExitCode::SUCCESS);
@@ -194,11 +215,31 @@ fn rotate(args: RotateArgs) -> Result<ExitCode, String> {
         }
         Err(e) if e.to_string().contains("already dispatching") => {
             println!(
-                "{} is in use by a running server: it keeps encrypting under its current key and re-encrypts every secret under {new_id} when it next starts",
+                "{} is in use by a running server: within 30 s it reads the key file again, encrypts new secrets under {new_id} and re-encrypts the stored ones in the background (its log says when it is done)",
                 db.display()
             );
         }
         Err(e) => return Err(e.to_string()),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Connects to PostgreSQL with the new keys: connecting seals every stored secret again
+/// under the current key, in one transaction.
+fn reseal_postgres(url: &str, cipher: Arc<SecretCipher>) -> Result<(), String> {
+    use postwire_sender::store::postgres::{PostgresOptions, PostgresStore};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async {
+        let options = PostgresOptions {
+            secret_cipher: Some(cipher),
+            ..Default::default()
+        };
+        PostgresStore::connect_with(url, options)
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
+    })
 }

@@ -82,7 +82,8 @@ pub struct ServeArgs {
     /// Key file that encrypts signing secrets at rest (`<id>:<base64>` lines, current
     /// first). `POSTWIRE_SECRET_KEY` may hold the same text instead. Without either,
     /// the database file + `.secret-key` is used, and generated (mode 0600) for a
-    /// database without encrypted secrets (never with `--database-url`).
+    /// database without encrypted secrets (never with `--database-url`). The file is read
+    /// again every 30 s, so `postwire keys rotate` takes effect without a restart.
     #[arg(long, env = "POSTWIRE_SECRET_KEY_FILE")]
     secret_key_file: Option<PathBuf>,
     /// Days to keep finished deliveries (with their attempts) and events no delivery

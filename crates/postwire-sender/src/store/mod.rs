@@ -287,6 +287,12 @@ pub trait Store: Send + Sync + 'static {
     /// How many subscriptions are paused (by request or by failures), for metrics.
     fn paused_subscriptions(&self) -> BoxFuture<'_, StoreResult<u64>>;
 
+    /// After a key rotation, one batch in one short transaction: seals again under the
+    /// cipher's current key at most `batch` subscriptions' secrets (and sealed stored
+    /// responses) that are under another key. Returns how many values changed; the
+    /// caller repeats until 0 (see [`crate::secret_box`]). Without a cipher, 0.
+    fn reseal_secrets(&self, batch: usize) -> BoxFuture<'_, StoreResult<u64>>;
+
     /// Retention, one batch in one short transaction: removes at most `batch` finished
     /// deliveries (delivered, failed, expired) that finished before `finished_before`,
     /// with their attempts, and at most `batch` events created before `events_before`

@@ -69,6 +69,10 @@ pub struct Options {
     pub connection_limits: ConnectionLimits,
     pub limits: Limits,
     pub retention: Option<postwire_sender::retention::RetentionPolicy>,
+    /// Seal secrets at rest under a key generated into `<dir>/postwire.db.secret-key`.
+    pub encrypt: bool,
+    /// How often that key file is read again.
+    pub key_file_check_interval: Option<Duration>,
 }
 
 impl Default for Options {
@@ -82,6 +86,8 @@ impl Default for Options {
                 ..Limits::default()
             },
             retention: None,
+            encrypt: false,
+            key_file_check_interval: None,
         }
     }
 }
@@ -102,6 +108,13 @@ impl Harness {
         if o.insecure_local {
             config = config.dangerously_allow_insecure_local_urls();
         }
+        if o.encrypt {
+            let path = dir.path().join("postwire.db.secret-key");
+            let line = postwire_sender::secret_box::SecretCipher::generate_key_line().unwrap();
+            std::fs::write(&path, format!("{}\n", *line)).unwrap();
+            let cipher = postwire_sender::secret_box::SecretCipher::from_file(&path).unwrap();
+            config.secret_cipher = Some(Arc::new(cipher));
+        }
         let mut options = ServerOptions::new(dir.path().join("postwire.db"));
         options.sender_config = config;
         options.sender_clock = Arc::new(SystemClock);
@@ -113,6 +126,7 @@ impl Harness {
         options.limits = o.limits;
         options.metrics_addr = Some("127.0.0.1:0".to_owned());
         options.retention = o.retention;
+        options.key_file_check_interval = o.key_file_check_interval;
         let server = Server::open(options).await.unwrap().start("127.0.0.1:0").await.unwrap();
         let base = server.base_url();
         let http = reqwest::Client::builder().no_proxy().build().unwrap();

@@ -438,6 +438,9 @@ impl Store for PostgresStore {
     fn paused_subscriptions(&self) -> BoxFuture<'_, StoreResult<u64>> {
         Box::pin(reads::paused_subscriptions(self))
     }
+    fn reseal_secrets(&self, batch: usize) -> BoxFuture<'_, StoreResult<u64>> {
+        Box::pin(registry::reseal_batch(self, batch))
+    }
     fn purge(
         &self,
         finished_before: Timestamp,

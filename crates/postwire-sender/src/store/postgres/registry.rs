@@ -399,3 +399,83 @@ pub(super) async fn reseal_all(store: &PostgresStore) -> StoreResult<u64> {
         })
         .await
 }
+
+/// One batch of the background re-encryption after a key rotation, as the SQLite
+/// store's: at most `batch` subscriptions and `batch` sealed stored responses not sealed
+/// under the current key are sealed again under it. Rows another process is sealing are
+/// skipped (`SKIP LOCKED`): it seals them. Returns how many values changed.
+pub(super) async fn reseal_batch(store: &PostgresStore, batch: usize) -> StoreResult<u64> {
+    let Some(cipher) = store.cipher.clone() else {
+        return Ok(0);
+    };
+    let batch = i64::try_from(batch.clamp(1, 100_000)).unwrap_or(500);
+    store
+        .run("seal stored secrets again", move |mut c: Client| {
+            let cipher = cipher.clone();
+            Box::pin(async move {
+                let sealing = |e: CipherError| PgErr::Data(e.to_string());
+                let prefix = format!("{}{}.", crate::secret_box::SEALED_PREFIX, cipher.current_key_id());
+                let tx = c.transaction().await?;
+                let rows = tx
+                    .query(
+                        "SELECT seq, secret, previous_secret FROM subscriptions
+                         WHERE NOT starts_with(secret, $1)
+                            OR (previous_secret IS NOT NULL AND NOT starts_with(previous_secret, $1))
+                         ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED",
+                        &[&prefix, &batch],
+                    )
+                    .await?;
+                let mut resealed = 0u64;
+                let mut reseal = |text: &str| -> Result<Option<String>, CipherError> {
+                    if !StoredSecret::needs_reseal(Some(&cipher), text) {
+                        return Ok(None);
+                    }
+                    resealed += 1;
+                    let secret = StoredSecret::open(Some(&cipher), text)?;
+                    StoredSecret::seal(Some(&cipher), &secret).map(Some)
+                };
+                let mut updates = Vec::with_capacity(rows.len());
+                for r in rows {
+                    let (seq, secret, previous): (i64, String, Option<String>) =
+                        (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?);
+                    let secret = reseal(&secret).map_err(sealing)?;
+                    let previous = match previous {
+                        Some(p) => reseal(&p).map_err(sealing)?,
+                        None => None,
+                    };
+                    updates.push((seq, secret, previous));
+                }
+                for (seq, secret, previous) in updates {
+                    tx.execute(
+                        "UPDATE subscriptions SET secret = COALESCE($2, secret),
+                             previous_secret = COALESCE($3, previous_secret) WHERE seq = $1",
+                        &[&seq, &secret, &previous],
+                    )
+                    .await?;
+                }
+                let responses = tx
+                    .query(
+                        "SELECT scope, key, response FROM idempotency_keys
+                         WHERE starts_with(response, 'pwenc1.') AND NOT starts_with(response, $1)
+                         LIMIT $2 FOR UPDATE SKIP LOCKED",
+                        &[&prefix, &batch],
+                    )
+                    .await?;
+                for r in responses {
+                    let (scope, key, response): (String, String, String) =
+                        (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?);
+                    let plain = zeroize::Zeroizing::new(cipher.open_text(&response).map_err(sealing)?);
+                    let sealed = cipher.seal_text(&plain).map_err(sealing)?;
+                    tx.execute(
+                        "UPDATE idempotency_keys SET response = $3 WHERE scope = $1 AND key = $2",
+                        &[&scope, &key, &sealed],
+                    )
+                    .await?;
+                    resealed += 1;
+                }
+                tx.commit().await.map_err(PgErr::Commit)?;
+                Ok(resealed)
+            })
+        })
+        .await
+}

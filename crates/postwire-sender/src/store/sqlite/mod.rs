@@ -412,6 +412,16 @@ impl Store for SqliteStore {
                 .map(|n| n.max(0) as u64)
         })
     }
+    fn reseal_secrets(&self, batch: usize) -> BoxFuture<'_, StoreResult<u64>> {
+        let Some(cipher) = self.cipher.clone() else {
+            return Box::pin(async { Ok(0) });
+        };
+        Box::pin(async move {
+            self.conn
+                .write(move |tx| registry::reseal_batch(tx, &cipher, batch).map_err(conversion))
+                .await
+        })
+    }
     fn purge(
         &self,
         finished_before: Timestamp,

@@ -131,6 +131,77 @@ pub(super) fn reseal_all(tx: &Connection, cipher: Option<&SecretCipher>) -> Resu
     Ok(resealed)
 }
 
+/// One batch of the background re-encryption after a key rotation (see
+/// [`crate::secret_box`]): seals again under the current key at most `batch`
+/// subscriptions whose secret or previous secret is not sealed under it, and at most
+/// `batch` sealed stored responses likewise. Returns how many values were sealed again;
+/// the caller repeats until it returns 0. `secure_delete` is on for the batch, so the
+/// replaced ciphertexts are zeroed in their pages.
+pub(super) fn reseal_batch(tx: &Connection, cipher: &SecretCipher, batch: usize) -> Result<u64, CipherError> {
+    let db = |e: rusqlite::Error| CipherError::Unreadable {
+        path: "the database".into(),
+        why: e.to_string(),
+    };
+    let prefix = format!("{}{}.", crate::secret_box::SEALED_PREFIX, cipher.current_key_id());
+    let batch = i64::try_from(batch.clamp(1, 100_000)).unwrap_or(500);
+    tx.execute_batch("PRAGMA secure_delete=ON").map_err(db)?;
+    let rows: Vec<(i64, String, Option<String>)> = tx
+        .prepare_cached(
+            "SELECT seq, secret, previous_secret FROM subscriptions
+             WHERE substr(secret, 1, length(?1)) <> ?1
+                OR (previous_secret IS NOT NULL AND substr(previous_secret, 1, length(?1)) <> ?1)
+             ORDER BY seq LIMIT ?2",
+        )
+        .and_then(|mut s| {
+            s.query_map(params![prefix, batch], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(db)?;
+    let mut resealed = 0u64;
+    let mut reseal = |text: &str| -> Result<Option<String>, CipherError> {
+        if !StoredSecret::needs_reseal(Some(cipher), text) {
+            return Ok(None);
+        }
+        resealed += 1;
+        let secret = StoredSecret::open(Some(cipher), text)?;
+        StoredSecret::seal(Some(cipher), &secret).map(Some)
+    };
+    for (seq, secret, previous) in rows {
+        let secret = reseal(&secret)?;
+        let previous = match previous {
+            Some(p) => reseal(&p)?,
+            None => None,
+        };
+        tx.execute(
+            "UPDATE subscriptions SET secret = COALESCE(?2, secret),
+                 previous_secret = COALESCE(?3, previous_secret) WHERE seq = ?1",
+            params![seq, secret, previous],
+        )
+        .map_err(db)?;
+    }
+    let responses: Vec<(String, String, String)> = tx
+        .prepare_cached(
+            "SELECT scope, key, response FROM idempotency_keys
+             WHERE substr(response, 1, 7) = 'pwenc1.' AND substr(response, 1, length(?1)) <> ?1 LIMIT ?2",
+        )
+        .and_then(|mut s| {
+            s.query_map(params![prefix, batch], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(db)?;
+    for (scope, key, response) in responses {
+        let plain = Zeroizing::new(cipher.open_text(&response)?);
+        tx.execute(
+            "UPDATE idempotency_keys SET response = ?3 WHERE scope = ?1 AND key = ?2",
+            params![scope, key, cipher.seal_text(&plain)?],
+        )
+        .map_err(db)?;
+        resealed += 1;
+    }
+    tx.execute_batch("PRAGMA secure_delete=OFF").map_err(db)?;
+    Ok(resealed)
+}
+
 /// The internal row number of a subscription, which deliveries refer to.
 pub(super) fn sub_seq(tx: &Connection, id: &str) -> rusqlite::Result<Option<i64>> {
     tx.prepare_cached("SELECT seq FROM subscriptions WHERE id = ?1")?
