@@ -26,6 +26,7 @@ part_vectors() { # the shared test vectors are what tests/vectors/generate.py wr
 part_lint() { # cargo fmt --check, cargo clippy -D warnings (the workspace lints included)
   cargo fmt --all --check
   cargo clippy --workspace --all-targets --locked -- -D warnings
+  cargo clippy -p postwire-cli --features otel --all-targets --locked -- -D warnings
 }
 part_docs() { # rustdoc with warnings denied: no broken intra-doc links, no bare URLs
   RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
@@ -38,9 +39,10 @@ part_deny() { # cargo deny: licenses, banned and duplicate crates, crate sources
   # project's machines cannot reach.
   cargo deny --locked check --hide-inclusion-graph licenses bans sources
 }
-part_rust() { # cargo test --workspace, then postwire-core with every feature
+part_rust() { # cargo test --workspace, then postwire-core with every feature, then trace export
   cargo test --workspace --locked
   cargo test -p postwire-core --all-features --locked
+  cargo test -p postwire-cli --features otel --locked --test otel
 }
 part_postgres() { # the sender's tests again, on PostgreSQL (a throwaway cluster; fails if it cannot start)
   POSTWIRE_TEST_BACKEND=postgres cargo test -p postwire-sender --locked --test '*'

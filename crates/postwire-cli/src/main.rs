@@ -20,6 +20,7 @@ use clap::{Parser, Subcommand};
 mod commands;
 mod input;
 mod settings;
+mod telemetry;
 
 /// postwire: a Standard Webhooks sender with its HTTP API, and the tools around it.
 #[derive(Debug, Parser)]

@@ -23,6 +23,7 @@
 //! retention_days = 30
 //! metrics_addr = "127.0.0.1:9090"
 //! log_format = "json"
+//! # otlp_endpoint = "http://127.0.0.1:4318"   # a build with the `otel` feature only
 //! dangerously_allow_insecure_local_urls = false
 //! public_url = "https://webhooks.example.com"   # for Settings magic links
 //! portal_link_ttl_secs = 300
@@ -88,6 +89,8 @@ pub struct FileSettings {
     pub metrics_addr: Option<String>,
     /// `text` or `json`.
     pub log_format: Option<String>,
+    /// OpenTelemetry collector (OTLP/HTTP) to send traces to.
+    pub otlp_endpoint: Option<String>,
 }
 
 /// Reads the config file, or nothing when there is none.

@@ -356,10 +356,22 @@ async fn attempt(
     }
     let started_at = inner.clock.now();
     let body = std::mem::take(&mut d.body);
-    let report = inner
-        .deliverer
-        .attempt(&d.url, &d.event_id, body, &d.signer, started_at.unix_time())
-        .await;
+    // A span per attempt (exported as a trace span when `serve` sends traces); no URL,
+    // secret or body in it.
+    let span = tracing::info_span!(
+        "delivery_attempt",
+        delivery = %d.id,
+        subscription_id = %d.subscription_id,
+        event_id = %d.event_id,
+        attempt = d.attempt
+    );
+    let report = tracing::Instrument::instrument(
+        inner
+            .deliverer
+            .attempt(&d.url, &d.event_id, body, &d.signer, started_at.unix_time()),
+        span,
+    )
+    .await;
     let next = if report.outcome.is_success() {
         NextState::Delivered
     } else {

@@ -100,6 +100,11 @@ pub struct ServeArgs {
     /// line, with the request id of every API log line) [default: text].
     #[arg(long, env = "POSTWIRE_LOG_FORMAT")]
     log_format: Option<String>,
+    /// OpenTelemetry collector to send traces to over OTLP/HTTP (e.g.
+    /// `http://127.0.0.1:4318`; spans go to `<endpoint>/v1/traces`, batched every 5 s).
+    /// Only in a build with the `otel` cargo feature [default: none, no traces].
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
     /// DANGEROUS, local development only: accept `http://` and loopback subscription
     /// URLs. Never in production: it lets API clients make the server call local services.
     #[arg(long, env = "POSTWIRE_DANGEROUSLY_ALLOW_INSECURE_LOCAL_URLS", num_args = 0..=1, default_missing_value = "true")]
@@ -137,6 +142,7 @@ struct Resolved {
     retention_days: u64,
     metrics_addr: Option<String>,
     json_logs: bool,
+    otlp_endpoint: Option<String>,
 }
 
 fn resolve(args: ServeArgs) -> Result<Resolved, String> {
@@ -180,6 +186,7 @@ fn resolve(args: ServeArgs) -> Result<Resolved, String> {
         secret_key_file: args.secret_key_file.or(file.secret_key_file),
         retention_days: args.retention_days.or(file.retention_days).unwrap_or(30),
         metrics_addr: args.metrics_addr.or(file.metrics_addr),
+        otlp_endpoint: args.otlp_endpoint.or(file.otlp_endpoint),
         json_logs: match args.log_format.or(file.log_format).as_deref() {
             None | Some("text") => false,
             Some("json") => true,
@@ -218,34 +225,11 @@ fn resolve(args: ServeArgs) -> Result<Resolved, String> {
     })
 }
 
-/// Starts logging to standard error with `filter`, as JSON lines when `json`.
-pub fn init_logging_as(filter: &str, json: bool) {
-    if !json {
-        return init_logging(filter);
-    }
-    let filter =
-        tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .json()
-        .with_current_span(true)
-        .with_span_list(false)
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .try_init();
-}
-
-/// Starts logging to standard error with `filter`.
+/// Starts logging to standard error with `filter`, as readable text (for commands
+/// other than `serve`: `demo`).
 pub fn init_logging(filter: &str) {
-    let filter =
-        tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(ansi)
-        .with_target(false)
-        .try_init();
+    // Without an endpoint there is no exporter, so nothing can fail.
+    let _ = crate::telemetry::init(filter, crate::telemetry::LogFormat::Text, None);
 }
 
 /// The ingest token file next to the database.
@@ -286,7 +270,13 @@ fn generated_ingest_token(db: &Path) -> Result<(String, PathBuf), String> {
 /// Runs `postwire serve`.
 pub fn run(args: ServeArgs) -> Result<ExitCode, String> {
     let s = resolve(args)?;
-    init_logging_as(&s.log, s.json_logs);
+    let format = if s.json_logs {
+        crate::telemetry::LogFormat::Json
+    } else {
+        crate::telemetry::LogFormat::Text
+    };
+    // Kept until the runtime is gone: dropping it sends the last buffered spans.
+    let _telemetry = crate::telemetry::init(&s.log, format, s.otlp_endpoint.as_deref())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -95,7 +95,16 @@ async fn log_and_no_store(
         .map(|m| m.as_str().to_owned())
         .unwrap_or_else(|| "(no route)".to_owned());
     let id = request_id();
-    let span = tracing::info_span!("request", request_id = %id);
+    // `otel.name` and the `http.*` fields follow OpenTelemetry's HTTP conventions, for
+    // trace export; the log lines show the request id.
+    let span = tracing::info_span!(
+        "request",
+        request_id = %id,
+        otel.name = %format_args!("{method} {route}"),
+        http.request.method = %method,
+        http.route = %route,
+        http.response.status_code = tracing::field::Empty,
+    );
     let mut response = next.run(request).instrument(span.clone()).await;
     let headers = response.headers_mut();
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -103,6 +112,7 @@ async fn log_and_no_store(
         headers.insert("x-request-id", v);
     }
     let status = response.status().as_u16();
+    span.record("http.response.status_code", status);
     state.metrics.request(method.as_str(), &route, status);
     let ms = started.elapsed().as_secs_f64() * 1000.0;
     span.in_scope(|| tracing::info!(%method, route = %route, status, ms = format_args!("{ms:.1}"), "request"));
