@@ -51,12 +51,15 @@ pub(super) async fn begin(store: &PostgresStore, key: IdempotencyKey, now: Times
                 let stored = tx
                     .query_opt(&read, &[&key.scope(), &key.key()])
                     .await?
-                    .map(|r| StoredKey {
-                        request_hash: r.get(0),
-                        created_at_ms: r.get(1),
-                        response: r.get(2),
-                        lease_until_ms: r.get(3),
-                    });
+                    .map(|r| -> Result<StoredKey, PgErr> {
+                        Ok(StoredKey {
+                            request_hash: r.try_get(0)?,
+                            created_at_ms: r.try_get(1)?,
+                            response: r.try_get(2)?,
+                            lease_until_ms: r.try_get(3)?,
+                        })
+                    })
+                    .transpose()?;
                 let decision = decide(stored.as_ref(), &key, now_ms);
                 if let Decision::Start { lease_until_ms } = decision {
                     let start = tx

@@ -222,7 +222,7 @@ pub(super) async fn record_attempts(
                                 &[&*workspace_id, &a.subscription_id, &cause.as_str(), &message, &now_ms],
                             )
                             .await?
-                            .get(0);
+                            .try_get(0)?;
                         paused_now.push(PausedByFailures {
                             notification: Notification {
                                 id,

@@ -92,7 +92,7 @@ pub(super) async fn pause(store: &PostgresStore, id: String, reason: String) -> 
                 else {
                     return Ok(false);
                 };
-                hold_unfinished(&tx, row.get(0)).await?;
+                hold_unfinished(&tx, row.try_get(0)?).await?;
                 tx.commit().await.map_err(PgErr::Commit)?;
                 Ok(true)
             })
@@ -122,7 +122,7 @@ pub(super) async fn resume(
                 else {
                     return Ok(None);
                 };
-                let seq: i64 = row.get(0);
+                let seq: i64 = row.try_get(0)?;
                 // A delivery whose attempt is still in flight (in any process) is not
                 // expired under it: its outcome decides, and its successor must not
                 // start before that.
@@ -238,8 +238,8 @@ pub(super) async fn enqueue(
                     .query(&number, &[&(events.len() as i32)])
                     .await?
                     .iter()
-                    .map(|r| r.get(0))
-                    .collect();
+                    .map(|r| r.try_get(0))
+                    .collect::<Result<_, _>>()?;
                 event_seqs.sort_unstable();
                 let mut ev = EventColumns::default();
                 for (built, seq) in events.iter().zip(&event_seqs) {
@@ -325,8 +325,8 @@ pub(super) async fn enqueue(
                         .query(&number, &[&(d_cols.0.len() as i32)])
                         .await?
                         .iter()
-                        .map(|r| r.get(0))
-                        .collect();
+                        .map(|r| r.try_get(0))
+                        .collect::<Result<_, _>>()?;
                     seqs.sort_unstable();
                     let insert_deliveries = tx
                         .prepare_cached(
@@ -447,8 +447,8 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                     .query(&lock, &[&CLAIM_LOCK, &seqs])
                     .await?
                     .iter()
-                    .map(|r| r.get(0))
-                    .collect();
+                    .map(|r| r.try_get(0))
+                    .collect::<Result<_, _>>()?;
                 let candidates: Vec<Candidate> = candidates
                     .into_iter()
                     .zip(locked)
@@ -467,8 +467,8 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                     .query(&leased_sql, &[&subs, &now_ms])
                     .await?
                     .iter()
-                    .map(|r| (r.get(0), r.get(1)))
-                    .collect();
+                    .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+                    .collect::<Result<_, PgErr>>()?;
                 // Each subscription's room: its limit less what every process holds, and
                 // the claim's own limit shared out in order.
                 let (mut room_subs, mut rooms) = (Vec::new(), Vec::new());
@@ -509,7 +509,13 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                         .query(&take, &[&room_subs, &rooms, &now_ms, &req.owner, &until_ms])
                         .await?;
                     // In queue order per subscription (UPDATE ... RETURNING has none).
-                    rows.sort_by_key(|r| (r.get::<_, i64>(0), r.get::<_, i64>(4), r.get::<_, i64>(1)));
+                    let mut keyed = Vec::with_capacity(rows.len());
+                    for r in rows.drain(..) {
+                        let key: (i64, i64, i64) = (r.try_get(0)?, r.try_get(4)?, r.try_get(1)?);
+                        keyed.push((key, r));
+                    }
+                    keyed.sort_by_key(|(key, _)| *key);
+                    let rows = keyed.into_iter().map(|(_, r)| r);
                     let by_seq: HashMap<i64, &Candidate> = candidates.iter().map(|c| (c.seq, c)).collect();
                     let mut signers: HashMap<i64, Arc<Signer>> = HashMap::new();
                     let mut bodies: HashMap<String, Bytes> = HashMap::new();
@@ -525,10 +531,14 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                             }
                         };
                         let event_id: String = r.try_get(5)?;
-                        let body = bodies
-                            .entry(event_id.clone())
-                            .or_insert_with(|| Bytes::from(r.get::<_, String>(6)))
-                            .clone();
+                        let body = match bodies.get(&event_id) {
+                            Some(b) => b.clone(),
+                            None => {
+                                let b = Bytes::from(r.try_get::<_, String>(6)?);
+                                bodies.insert(event_id.clone(), b.clone());
+                                b
+                            }
+                        };
                         out.push(ClaimedDelivery {
                             id: DeliveryId(r.try_get(1)?),
                             subscription_id: cand.id.clone(),
@@ -559,7 +569,7 @@ pub(super) async fn next_due_at(store: &PostgresStore) -> StoreResult<Option<Tim
                              (SELECT MIN(lease_until) FROM deliveries WHERE lease_until IS NOT NULL AND state = 0))",
                     )
                     .await?;
-                Ok(c.query_one(&st, &[]).await?.get::<_, Option<i64>>(0).map(ts))
+                Ok(c.query_one(&st, &[]).await?.try_get::<_, Option<i64>>(0)?.map(ts))
             })
         })
         .await

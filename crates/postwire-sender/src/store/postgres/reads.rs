@@ -54,7 +54,10 @@ pub(super) async fn list_deliveries(
                         event_id: r.try_get(1)?,
                         event_type: r.try_get::<_, &str>(2)?.parse().map_err(data)?,
                         state,
-                        next_attempt_at: (state == DeliveryState::Pending).then(|| ts(r.get(4))),
+                        next_attempt_at: match state {
+                            DeliveryState::Pending => Some(ts(r.try_get(4)?)),
+                            _ => None,
+                        },
                         created_at: ts(r.try_get(5)?),
                         finished_at: opt_ts(r.try_get(6)?),
                         attempts: Vec::new(),

@@ -69,10 +69,15 @@ pub(super) async fn workspace(store: &PostgresStore, id: String) -> StoreResult<
                 let st = c
                     .prepare_cached("SELECT id, name FROM workspaces WHERE id = $1")
                     .await?;
-                Ok(c.query_opt(&st, &[&id]).await?.map(|r| Workspace {
-                    id: r.get(0),
-                    name: r.get(1),
-                }))
+                c.query_opt(&st, &[&id])
+                    .await?
+                    .map(|r| {
+                        Ok(Workspace {
+                            id: r.try_get(0)?,
+                            name: r.try_get(1)?,
+                        })
+                    })
+                    .transpose()
             })
         })
         .await
@@ -114,13 +119,15 @@ pub(super) async fn integrations(
                 let rows = c.query(&st, &[&ws, &ids]).await?;
                 let mut found: Vec<Integration> = rows
                     .iter()
-                    .map(|r| Integration {
-                        id: r.get(0),
-                        name: r.get(1),
-                        provider_identifier: r.get(2),
-                        picture: r.get(3),
+                    .map(|r| {
+                        Ok(Integration {
+                            id: r.try_get(0)?,
+                            name: r.try_get(1)?,
+                            provider_identifier: r.try_get(2)?,
+                            picture: r.try_get(3)?,
+                        })
                     })
-                    .collect();
+                    .collect::<Result<_, PgErr>>()?;
                 // In the order asked for, as the SQLite store answers.
                 found.sort_by_key(|i| ids.iter().position(|id| *id == i.id));
                 Ok(found)
@@ -280,7 +287,7 @@ pub(super) async fn delete_subscription(store: &PostgresStore, id: String) -> St
                 else {
                     return Ok(false);
                 };
-                let seq: i64 = row.get(0);
+                let seq: i64 = row.try_get(0)?;
                 // The key that created it, with the copy of its secret in the stored response.
                 tx.execute("DELETE FROM idempotency_keys WHERE resource = $1", &[&id])
                     .await?;

@@ -88,7 +88,8 @@ pub(super) async fn migrate(store: &PostgresStore) -> StoreResult<()> {
                 let version: Option<i64> = tx
                     .query_opt("SELECT version FROM postwire_schema WHERE id = 1", &[])
                     .await?
-                    .map(|r| r.get(0));
+                    .map(|r| r.try_get(0))
+                    .transpose()?;
                 match version {
                     Some(v) if v > SCHEMA_VERSION => {
                         return Err(PgErr::Data(format!(
