@@ -75,16 +75,12 @@ pub(crate) type PgQuery<T> =
 impl ServerDb {
     /// Connects to the PostgreSQL database at `url` and creates the server's tables.
     pub async fn connect_postgres(url: &str) -> Result<ServerDb, ApiError> {
-        let config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e| ApiError::Internal(format!("not a PostgreSQL URL: {e}")))?;
-        let manager = deadpool_postgres::Manager::from_config(
-            config,
-            tokio_postgres::NoTls,
-            deadpool_postgres::ManagerConfig {
-                recycling_method: deadpool_postgres::RecyclingMethod::Fast,
-            },
-        );
+        // The sender's target, so the server's tables are reached with the same TLS.
+        let target = postwire_sender::store::postgres::PgTarget::parse(url)
+            .map_err(|e| ApiError::Internal(format!("server database: {e}")))?;
+        let manager = target.manager(deadpool_postgres::ManagerConfig {
+            recycling_method: deadpool_postgres::RecyclingMethod::Fast,
+        });
         let pool = deadpool_postgres::Pool::builder(manager)
             .max_size(8)
             .runtime(deadpool_postgres::Runtime::Tokio1)

@@ -25,7 +25,8 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The port number in the socket's name (`.s.PGSQL.<port>`); nothing listens on TCP.
+/// The port number in the socket's name (`.s.PGSQL.<port>`); nothing listens on TCP
+/// (except a [`Cluster::start_tls`] cluster, on a free loopback port).
 const PORT: u16 = 5432;
 
 /// A running throwaway cluster, stopped and removed on drop.
@@ -34,6 +35,19 @@ pub struct Cluster {
     dir: tempfile::TempDir,
     bin: PathBuf,
     as_postgres: bool,
+    /// The port of the socket, and of the TCP listener of a TLS cluster.
+    port: u16,
+    /// Whether it also listens on TCP at 127.0.0.1 (TLS clusters).
+    tcp: bool,
+}
+
+/// A server certificate and its private key, PEM-encoded, for [`Cluster::start_tls`].
+#[derive(Debug, Clone)]
+pub struct ServerCert {
+    /// The certificate chain (server certificate first).
+    pub cert_pem: String,
+    /// The private key.
+    pub key_pem: String,
 }
 
 /// Where the PostgreSQL server binaries are: `initdb` on `PATH`, else the newest
@@ -83,6 +97,16 @@ fn is_root() -> bool {
 impl Cluster {
     /// Initialises and starts a new cluster (a few seconds on a busy machine).
     pub fn start() -> Result<Cluster, String> {
+        Cluster::start_with(None)
+    }
+
+    /// A cluster that also listens on TCP at 127.0.0.1 (see [`Cluster::tcp_port`]) and
+    /// accepts TLS there with `cert` (`ssl = on`); plain connections are still allowed.
+    pub fn start_tls(cert: &ServerCert) -> Result<Cluster, String> {
+        Cluster::start_with(Some(cert))
+    }
+
+    fn start_with(cert: Option<&ServerCert>) -> Result<Cluster, String> {
         let bin = find_binaries()?;
         let as_postgres = is_root();
         let dir = tempfile::Builder::new()
@@ -94,7 +118,17 @@ impl Cluster {
             std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
             run(Command::new("chown").arg("postgres").arg(dir.path()))?;
         }
-        let cluster = Cluster { dir, bin, as_postgres };
+        let (port, tcp) = match cert {
+            Some(_) => (free_port()?, true),
+            None => (PORT, false),
+        };
+        let cluster = Cluster {
+            dir,
+            bin,
+            as_postgres,
+            port,
+            tcp,
+        };
         cluster.watch_parent()?;
         let data = cluster.data_dir();
         cluster.server_command("initdb", |c| {
@@ -103,11 +137,27 @@ impl Cluster {
                 .args(["-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
         })?;
         // Small and quick: tests need no durability across a power cut.
-        std::fs::write(
-            data.join("postgresql.auto.conf"),
-            "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\nmax_connections = 200\n",
-        )
-        .map_err(|e| e.to_string())?;
+        let mut conf =
+            String::from("fsync = off\nsynchronous_commit = off\nfull_page_writes = off\nmax_connections = 200\n");
+        if let Some(cert) = cert {
+            use std::os::unix::fs::PermissionsExt;
+            let (cert_file, key_file) = (data.join("server.crt"), data.join("server.key"));
+            std::fs::write(&cert_file, &cert.cert_pem).map_err(|e| e.to_string())?;
+            std::fs::write(&key_file, &cert.key_pem).map_err(|e| e.to_string())?;
+            // PostgreSQL refuses a key readable by others.
+            std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o600)).map_err(|e| e.to_string())?;
+            if cluster.as_postgres {
+                run(Command::new("chown").arg("postgres").arg(&cert_file).arg(&key_file))?;
+            }
+            conf.push_str("ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n");
+            // TCP clients authenticate as the socket's do (trust): a throwaway cluster.
+            std::fs::write(
+                data.join("pg_hba.conf"),
+                "local all all trust\nhost all all 127.0.0.1/32 trust\n",
+            )
+            .map_err(|e| e.to_string())?;
+        }
+        std::fs::write(data.join("postgresql.auto.conf"), conf).map_err(|e| e.to_string())?;
         cluster.start_server()?;
         Ok(cluster)
     }
@@ -124,9 +174,16 @@ impl Cluster {
     /// A connection URL for database `db` as the `postgres` superuser, over the socket.
     pub fn url(&self, db: &str) -> String {
         format!(
-            "postgres://postgres@{}:{PORT}/{db}",
-            percent_encode(&self.dir.path().to_string_lossy())
+            "postgres://postgres@{}:{}/{db}",
+            percent_encode(&self.dir.path().to_string_lossy()),
+            self.port
         )
+    }
+
+    /// The TCP port on 127.0.0.1 of a [`Cluster::start_tls`] cluster (`None` for a
+    /// socket-only one).
+    pub fn tcp_port(&self) -> Option<u16> {
+        self.tcp.then_some(self.port)
     }
 
     /// Creates an empty database named `name`.
@@ -138,7 +195,7 @@ impl Cluster {
     pub fn psql(&self, db: &str, sql: &str) -> Result<(), String> {
         run(Command::new(self.bin.join("psql"))
             .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-U", "postgres", "-p"])
-            .arg(PORT.to_string())
+            .arg(self.port.to_string())
             .arg("-h")
             .arg(self.dir.path())
             .args(["-d", db, "-c", sql]))
@@ -155,7 +212,12 @@ impl Cluster {
     pub fn start_server(&self) -> Result<(), String> {
         let data = self.data_dir();
         let log = self.dir.path().join("log");
-        let options = format!("-k {} -p {PORT} -c listen_addresses=''", self.dir.path().display());
+        let listen = if self.tcp { "127.0.0.1" } else { "" };
+        let options = format!(
+            "-k {} -p {} -c listen_addresses='{listen}'",
+            self.dir.path().display(),
+            self.port
+        );
         self.server_command("pg_ctl", |c| {
             c.arg("-D")
                 .arg(&data)
@@ -224,6 +286,14 @@ fn run(cmd: &mut Command) -> Result<(), String> {
             String::from_utf8_lossy(&out.stderr)
         ))
     }
+}
+
+/// A TCP port on 127.0.0.1 that nothing listens on right now.
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("finding a free port: {e}"))
 }
 
 /// Percent-encodes a socket directory for the host part of a URL.

@@ -28,6 +28,8 @@ pub struct ServeArgs {
     /// A PostgreSQL database, `postgres://user:password@host:port/db`, instead of the
     /// SQLite file: any number of `postwire serve` processes may share it (the queue,
     /// tokens and hourly limits are in the database). `sqlite:PATH` is the same as --db.
+    /// TLS with `?sslmode=require` (the certificate is always verified; a private CA as
+    /// `&sslrootcert=/path/ca.pem`); without sslmode, plain [default: none, SQLite].
     #[arg(long, env = "POSTWIRE_DATABASE_URL", hide_env_values = true)]
     database_url: Option<String>,
     /// How long a claimed delivery stays leased to this process, in seconds [default:

@@ -11,9 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Notify;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
 
 use super::CHANNEL;
+use super::connect::PgTarget;
 
 /// The listening task; stopped when the last store clone drops this.
 pub(super) struct Listener {
@@ -27,52 +28,57 @@ impl Drop for Listener {
 }
 
 impl Listener {
-    /// Starts listening on a new connection made from `config`; `wake` is notified on
+    /// Starts listening on a new connection to `target`; `wake` is notified on
     /// every notification.
-    pub(super) fn start(config: tokio_postgres::Config, wake: Arc<Notify>) -> Listener {
+    pub(super) fn start(target: PgTarget, wake: Arc<Notify>) -> Listener {
         Listener {
-            task: tokio::spawn(listen(config, wake)),
+            task: tokio::spawn(listen(target, wake)),
         }
     }
 }
 
-async fn listen(config: tokio_postgres::Config, wake: Arc<Notify>) {
+async fn listen(target: PgTarget, wake: Arc<Notify>) {
     let mut backoff = Duration::from_millis(100);
     loop {
-        match config.connect(NoTls).await {
-            Ok((client, mut connection)) => {
+        let connected = target
+            .connect_and_drive(|client, mut connection| {
                 backoff = Duration::from_millis(100);
-                let wake_on_message = wake.clone();
-                // Drives the connection (LISTEN's reply included) until it ends.
-                let messages = async move {
-                    loop {
-                        match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
-                            Some(Ok(AsyncMessage::Notification(_))) => wake_on_message.notify_one(),
-                            Some(Ok(_)) => {}
-                            Some(Err(e)) => {
-                                tracing::warn!(error = %e, "the wake-up connection failed; reconnecting");
-                                return;
+                let wake = wake.clone();
+                async move {
+                    let wake_on_message = wake.clone();
+                    // Drives the connection (LISTEN's reply included) until it ends.
+                    let messages = async move {
+                        loop {
+                            match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                                Some(Ok(AsyncMessage::Notification(_))) => wake_on_message.notify_one(),
+                                Some(Ok(_)) => {}
+                                Some(Err(e)) => {
+                                    tracing::warn!(error = %e, "the wake-up connection failed; reconnecting");
+                                    return;
+                                }
+                                None => return,
                             }
-                            None => return,
                         }
+                    };
+                    let mut messages = std::pin::pin!(messages);
+                    let statement = format!("LISTEN {CHANNEL}");
+                    tokio::select! {
+                        subscribed = client.batch_execute(&statement) => match subscribed {
+                            // Notifications sent before LISTEN took effect were missed.
+                            Ok(()) => {
+                                wake.notify_one();
+                                messages.await;
+                            }
+                            Err(e) => tracing::warn!(error = %e, "LISTEN failed; reconnecting"),
+                        },
+                        _ = &mut messages => {}
                     }
-                };
-                let mut messages = std::pin::pin!(messages);
-                let statement = format!("LISTEN {CHANNEL}");
-                tokio::select! {
-                    subscribed = client.batch_execute(&statement) => match subscribed {
-                        // Notifications sent before LISTEN took effect were missed.
-                        Ok(()) => {
-                            wake.notify_one();
-                            messages.await;
-                        }
-                        Err(e) => tracing::warn!(error = %e, "LISTEN failed; reconnecting"),
-                    },
-                    _ = &mut messages => {}
+                    drop(client);
                 }
-                drop(client);
-            }
-            Err(e) => tracing::debug!(error = %e, "the wake-up connection could not be made; trying again"),
+            })
+            .await;
+        if let Err(e) = connected {
+            tracing::debug!(error = %e, "the wake-up connection could not be made; trying again");
         }
         // Catch up with whatever was missed while not listening.
         wake.notify_one();

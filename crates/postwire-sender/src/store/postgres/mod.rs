@@ -45,6 +45,7 @@
 //! resume, recover), `outcomes.rs` (recording attempts), `registry.rs`, `reads.rs`,
 //! `idempotency.rs`, `listen.rs`.
 
+mod connect;
 mod idempotency;
 mod listen;
 mod outcomes;
@@ -57,14 +58,14 @@ mod schema;
 #[cfg(test)]
 mod tests;
 
+pub use connect::{ConnectionMessages, PgTarget};
 pub use schema::{SCHEMA_VERSION, register_workspaces};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use deadpool_postgres::{ManagerConfig, Pool, RecyclingMethod, Runtime};
 use postwire_core::{Event, Integration, Secret, Timestamp};
-use tokio_postgres::NoTls;
 use tokio_postgres::error::SqlState;
 
 use super::{
@@ -220,17 +221,11 @@ impl PostgresStore {
     /// Connects with options. A URL that is not a PostgreSQL URL is `invalid_request`;
     /// a database of a newer schema version is refused.
     pub async fn connect_with(url: &str, options: PostgresOptions) -> StoreResult<Self> {
-        let config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e| SenderError::invalid(format!("not a PostgreSQL URL: {e}")))?;
-        let description: Arc<str> = describe_config(&config).into();
-        let manager = Manager::from_config(
-            config.clone(),
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let target = PgTarget::parse(url)?;
+        let description: Arc<str> = describe_config(target.config()).into();
+        let manager = target.manager(ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        });
         let pool = Pool::builder(manager)
             .max_size(options.pool_size.max(1))
             .runtime(Runtime::Tokio1)
@@ -243,7 +238,7 @@ impl PostgresStore {
             pool,
             retry_for: options.retry_for,
             wake: wake.clone(),
-            _listener: Arc::new(listen::Listener::start(config, wake)),
+            _listener: Arc::new(listen::Listener::start(target, wake)),
             description,
             cipher: options.secret_cipher,
         };
