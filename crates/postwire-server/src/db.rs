@@ -33,7 +33,8 @@ DROP TABLE IF EXISTS server_post_external_ids;
 "#;
 
 /// The server's tables on PostgreSQL: tokens as in SQLite, and the hourly rate-limit
-/// windows (one row per token), which in SQLite deployments (one process) stay in memory.
+/// windows (one row per token) and daily event counts (one row per workspace and day),
+/// which in SQLite deployments (one process) stay in memory.
 const PG_SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS server_api_tokens (
     id TEXT PRIMARY KEY, name TEXT NOT NULL, hash BYTEA NOT NULL UNIQUE,
@@ -46,6 +47,9 @@ CREATE TABLE IF NOT EXISTS server_portal_sessions (
     link_hash BYTEA NOT NULL UNIQUE, link_expires_at BIGINT NOT NULL,
     session_hash BYTEA UNIQUE, session_expires_at BIGINT,
     created_at BIGINT NOT NULL, revoked_at BIGINT);
+CREATE TABLE IF NOT EXISTS server_daily_quota (
+    workspace_id TEXT NOT NULL, day BIGINT NOT NULL, count BIGINT NOT NULL,
+    PRIMARY KEY (workspace_id, day));
 "#;
 
 /// How long a query on PostgreSQL is tried again while the connection is lost.

@@ -363,9 +363,10 @@ async fn post_events(
     let reservation = state
         .quota
         .reserve(&per_workspace)
-        .map_err(|(limit, retry_after_secs)| ApiError::QuotaExceeded {
-            limit,
-            retry_after_secs,
+        .await?
+        .map_err(|over| ApiError::QuotaExceeded {
+            limit: over.limit,
+            retry_after_secs: over.retry_after_secs,
         })?;
     let outcome = match key {
         None => state.sender.publish_many(changes).await.map(|p| (p, false)),
@@ -379,12 +380,12 @@ async fn post_events(
         Ok((published, false)) => published,
         Ok((published, true)) => {
             // Counted when it was first accepted.
-            state.quota.release(reservation);
+            state.quota.release(reservation).await;
             idempotency::mark_replayed(&mut response_headers);
             published
         }
         Err(e) => {
-            state.quota.release(reservation);
+            state.quota.release(reservation).await;
             return Err(e.into());
         }
     };

@@ -169,6 +169,7 @@ impl Server {
                 (sender, db)
             }
         };
+        let quota = DailyQuota::shared(options.limits.daily_event_quota, options.api_clock.clone(), &db);
         let state = AppState {
             sender,
             limiter: RateLimiter::shared(options.rate_limit_per_hour, options.api_clock.clone(), &db),
@@ -179,7 +180,7 @@ impl Server {
             max_body_bytes: options.max_body_bytes,
             max_ingest_body_bytes: options.max_ingest_body_bytes,
             limits: options.limits,
-            quota: DailyQuota::new(options.limits.daily_event_quota, options.api_clock.clone()),
+            quota,
             unauthenticated: RateLimiter::new(options.limits.unauthenticated_per_hour, options.api_clock.clone()),
             create_lock: Arc::new(tokio::sync::Mutex::new(())),
             metrics,

@@ -1,14 +1,19 @@
 //! Two API servers on one PostgreSQL database (as two processes of a deployment would
-//! be): a token made through one works on the other, a revocation holds on both, and
-//! the hourly limit counts the calls made through both against one window.
+//! be): a token made through one works on the other, a revocation holds on both, the
+//! hourly limit counts the calls made through both against one window, and the daily
+//! event quota is one quota for both, kept across a restart.
 
 use std::sync::Arc;
 
 use postwire_core::{Clock, ManualClock, Timestamp};
 use postwire_server::{NewToken, Scope, Server, ServerOptions};
 
+const INGEST: &str = "pg-shared-ingest-token-0123456789";
+
 async fn open(url: &str, clock: Arc<ManualClock>) -> postwire_server::RunningServer {
     let mut options = ServerOptions::new("unused.db");
+    options.ingest_token = Some(INGEST.to_owned());
+    options.limits.daily_event_quota = 3;
     options.database_url = Some(url.to_owned());
     options.api_clock = clock.clone();
     options.sender_clock = clock;
@@ -80,4 +85,54 @@ async fn servers_on_one_database_share_tokens_and_the_hourly_limit() {
     );
     a.shutdown().await;
     b.shutdown().await;
+}
+
+/// Ingests `n` account changes of `ws_1` through `base`; the answer's status and code.
+async fn ingest(base: &str, n: usize) -> (u16, String) {
+    let change = serde_json::json!({"kind": "account", "workspaceId": "ws_1", "change": "disconnected",
+        "integration": {"id": "acc_1", "name": "Account", "providerIdentifier": "x"},
+        "reason": "reconnect_required"});
+    let resp = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap()
+        .post(format!("{base}/internal/v1/events"))
+        .bearer_auth(INGEST)
+        .header("content-type", "application/json")
+        .body(serde_json::json!({"changes": vec![change; n]}).to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let body: serde_json::Value = serde_json::from_str(&resp.text().await.unwrap()).unwrap_or_default();
+    (status, body["code"].as_str().unwrap_or("").to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_on_one_database_draw_on_one_daily_quota_that_survives_a_restart() {
+    let db = postwire_testpg::database();
+    let clock = Arc::new(ManualClock::new(Timestamp::from_unix_millis(1_800_000_000_000)));
+    let a = open(db.url(), clock.clone()).await;
+    let b = open(db.url(), clock.clone()).await;
+    a.state()
+        .sender
+        .upsert_workspace(postwire_sender::Workspace {
+            id: "ws_1".into(),
+            name: "One".into(),
+        })
+        .await
+        .unwrap();
+    // Quota 3: two through a, then two through b is one too many (nothing of it taken).
+    assert_eq!(ingest(&a.base_url(), 2).await.0, 200);
+    assert_eq!(ingest(&b.base_url(), 2).await, (429, "quota_exceeded".to_owned()));
+    assert_eq!(ingest(&b.base_url(), 1).await.0, 200);
+    // A restart of both does not give the day's quota back.
+    a.shutdown().await;
+    b.shutdown().await;
+    let a = open(db.url(), clock.clone()).await;
+    assert_eq!(ingest(&a.base_url(), 1).await, (429, "quota_exceeded".to_owned()));
+    // The next UTC day it is whole again.
+    clock.advance_millis(86_400_000);
+    assert_eq!(ingest(&a.base_url(), 3).await.0, 200);
+    a.shutdown().await;
 }
