@@ -459,7 +459,8 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                 let leased_sql = tx
                     .prepare_cached(
                         "SELECT sub_seq, count(*) FROM deliveries
-                         WHERE sub_seq = ANY($1) AND state = 0 AND lease_until > $2 GROUP BY sub_seq",
+                         WHERE sub_seq = ANY($1) AND state = 0 AND lease_until IS NOT NULL AND lease_until > $2
+                         GROUP BY sub_seq",
                     )
                     .await?;
                 let subs: Vec<i64> = candidates.iter().map(|c| c.seq).collect();

@@ -6,13 +6,17 @@ use super::*;
 
 /// The layout's version, kept in the `postwire_schema` row; a database of a newer
 /// version is refused rather than misread.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Serialises start-ups: concurrent processes migrate one at a time.
 const MIGRATION_LOCK: i64 = 0x706f_7374_7769_7265; // "postwire"
 
 /// What turns a database of an older version into the next one, by version.
-const MIGRATIONS: &[(i64, &str)] = &[];
+const MIGRATIONS: &[(i64, &str)] = &[
+    // 1 → 2: leases indexed by subscription (`deliveries_leases`, in SCHEMA), so a claim
+    // counts a subscription's leases without reading its whole queue.
+    (1, "DROP INDEX IF EXISTS deliveries_leased"),
+];
 
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS workspaces (id TEXT PRIMARY KEY, name TEXT NOT NULL);
@@ -49,7 +53,12 @@ CREATE TABLE IF NOT EXISTS deliveries (
 CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (sub_seq, due_at, seq) WHERE state = 0;
 -- Unleased heads by due time, and leases by end: when something is next claimable.
 CREATE INDEX IF NOT EXISTS deliveries_next ON deliveries (due_at) WHERE state = 0 AND lease_until IS NULL;
-CREATE INDEX IF NOT EXISTS deliveries_leased ON deliveries (lease_owner, lease_until) WHERE lease_until IS NOT NULL;
+-- Leases: `recover` and `next_due_at` read them whole (only the leases in flight), and
+-- a claim counts each subscription's leased heads through `deliveries_leased_heads`,
+-- reading only those rows however long the queue (through `deliveries_due` it read the
+-- whole queue: 0.9 ms per claim at 20,000 queued).
+CREATE INDEX IF NOT EXISTS deliveries_leases ON deliveries (lease_until) WHERE lease_until IS NOT NULL;
+CREATE INDEX IF NOT EXISTS deliveries_leased_heads ON deliveries (sub_seq) WHERE state = 0 AND lease_until IS NOT NULL;
 -- Unfinished deliveries by ordering key (see the SQLite schema).
 CREATE INDEX IF NOT EXISTS deliveries_open ON deliveries (sub_seq, okey, seq)
     WHERE finished_at IS NULL AND okey IS NOT NULL;
