@@ -35,7 +35,7 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
-use postwire_core::{Actor, DisconnectReason, EventError, Integration, PostState, Timestamp};
+use postwire_core::{Actor, DisconnectReason, EventError, Integration, PostState, PostSummary, Timestamp};
 use postwire_sender::idempotency::Idempotent;
 use postwire_sender::{
     AccountChange, AccountChangeKind, DomainChange, PostChange, PostChangeKind, PostRecord, Published, Workspace,
@@ -258,17 +258,20 @@ fn to_domain(i: usize, c: ChangeBody) -> ApiResult<DomainChange> {
                 PostChangeName::Scheduled => PostChangeKind::Scheduled,
                 PostChangeName::Unscheduled => PostChangeKind::Unscheduled,
                 PostChangeName::Publishing => PostChangeKind::PublishingStarted,
-                PostChangeName::Published => match (&post.release_url, &post.release_id) {
-                    (Some(url), Some(id)) => PostChangeKind::Published {
-                        release_url: url.clone(),
-                        release_id: id.clone(),
-                    },
-                    _ => {
-                        return Err(ApiError::invalid(format!(
-                            "changes[{i}]: `published` needs `post.releaseURL` and `post.releaseId`"
-                        )));
+                PostChangeName::Published => {
+                    let (url, id) =
+                        PostSummary::require_release(post.release_url.as_deref(), post.release_id.as_deref()).map_err(
+                            |_| {
+                                ApiError::invalid(format!(
+                                    "changes[{i}]: `published` needs `post.releaseURL` and `post.releaseId`"
+                                ))
+                            },
+                        )?;
+                    PostChangeKind::Published {
+                        release_url: url.to_owned(),
+                        release_id: id.to_owned(),
                     }
-                },
+                }
                 PostChangeName::Failed => match error {
                     Some(error) => PostChangeKind::Failed { error },
                     None => return Err(ApiError::invalid(format!("changes[{i}]: `failed` needs `error`"))),
