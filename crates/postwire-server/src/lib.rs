@@ -24,15 +24,13 @@
 //! and [`ingest_openapi`] (its own document), [`portal`] (magic links and sessions of the
 //! Settings screen), [`settings`] (the Settings screen's pages), [`server`] (start and
 //! graceful stop), [`listener`] (connections under timeouts and a cap), [`metrics`]
-//! (Prometheus), and for demos
-//! and tests [`receiver`] (a verifying receiver) and [`clock`] (a fast clock).
+//! (Prometheus).
 //! The full API description is in `docs/api.md` and `docs/openapi.json`.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod auth;
-pub mod clock;
 pub mod db;
 pub mod errors;
 pub mod idempotency;
@@ -44,7 +42,6 @@ pub mod metrics;
 pub mod openapi;
 pub mod portal;
 pub mod rate_limit;
-pub mod receiver;
 pub mod routes;
 pub mod schemas;
 pub mod server;
