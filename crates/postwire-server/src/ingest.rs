@@ -26,8 +26,6 @@
 //! the platform's post record; fields beyond the summary (such as `content`) are ignored
 //! and never stored.
 
-use std::sync::Arc;
-
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
@@ -41,50 +39,17 @@ use postwire_sender::{
     AccountChange, AccountChangeKind, DomainChange, PostChange, PostChangeKind, PostRecord, Published, Workspace,
 };
 use serde::Deserialize;
-use subtle::ConstantTimeEq;
 
 use crate::auth::bearer;
 use crate::errors::{ApiError, ApiResult};
 use crate::idempotency;
 use crate::state::AppState;
-use crate::tokens::token_hash;
 use crate::validation::{ApiPath, read_body};
 
 /// The scope of the ingest's idempotency keys (it has one token).
 const INGEST_KEY_SCOPE: &str = "ingest";
 
-/// Most changes in one ingest call.
-pub const MAX_INGEST_BATCH: usize = 1000;
-
-/// The ingest token, kept only as its hash.
-pub struct IngestAuth {
-    hash: [u8; 32],
-}
-
-impl std::fmt::Debug for IngestAuth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("IngestAuth(…)")
-    }
-}
-
-impl IngestAuth {
-    /// Accepts `token` as the ingest token. Refuses tokens shorter than 16 characters.
-    pub fn new(token: &str) -> Result<IngestAuth, ApiError> {
-        if token.len() < 16 {
-            return Err(ApiError::invalid(
-                "the ingest token must be at least 16 characters long",
-            ));
-        }
-        Ok(IngestAuth {
-            hash: token_hash(token),
-        })
-    }
-
-    /// Whether `candidate` is the ingest token (constant time).
-    pub fn accepts(&self, candidate: &str) -> bool {
-        bool::from(token_hash(candidate).ct_eq(&self.hash))
-    }
-}
+use crate::validation::MAX_INGEST_BATCH;
 
 async fn require_ingest_token(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let ip = crate::auth::client_ip(&request);
@@ -402,9 +367,4 @@ async fn post_events(
         .collect();
     tracing::info!(changes = results.len(), "ingested changes");
     Ok((response_headers, Json(serde_json::json!({ "results": results }))))
-}
-
-/// Builds [`IngestAuth`] for a shared token; `None` when there is none.
-pub fn auth_from(token: Option<&str>) -> Result<Option<Arc<IngestAuth>>, ApiError> {
-    token.map(|t| IngestAuth::new(t).map(Arc::new)).transpose()
 }

@@ -30,11 +30,13 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod app;
 pub mod auth;
 pub mod db;
 pub mod errors;
 pub mod idempotency;
 pub mod ingest;
+pub mod ingest_auth;
 pub mod ingest_openapi;
 pub mod limits;
 pub mod listener;
@@ -44,6 +46,7 @@ pub mod portal;
 pub mod rate_limit;
 pub mod routes;
 pub mod schemas;
+pub mod scope;
 pub mod server;
 pub mod settings;
 pub mod state;

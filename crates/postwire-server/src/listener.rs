@@ -16,7 +16,7 @@
 //! - a **cap on open connections**: past it, new connections are accepted and closed at
 //!   once (the server keeps its descriptors for the clients it serves);
 //! - an over-limit `Content-Length` refused before any body byte is read (see
-//!   [`crate::routes::app`]'s pre-routing check);
+//!   [`crate::app::app`]'s pre-routing check);
 //! - the spec's error body on the answers hyper writes by itself before any handler runs
 //!   (an unparsable request line or header, e.g. an `Authorization` value with a NUL
 //!   byte): [`ErrorBodyIo`] replaces hyper's empty `400`/`414`/`431` with the same status,

@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::db::ServerDb;
 use crate::errors::ApiError;
+pub use crate::scope::Scope;
 
 /// What every API token starts with.
 pub const TOKEN_PREFIX: &str = "pw_";
@@ -20,52 +21,6 @@ pub const TOKEN_PREFIX: &str = "pw_";
 const MAX_TOKEN_LEN: usize = 256;
 /// Most workspaces in one token's selection.
 pub const MAX_TOKEN_WORKSPACES: usize = 100;
-
-/// What a token may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Scope {
-    /// Read subscriptions, deliveries and post events (`webhooks:read`).
-    WebhooksRead,
-    /// Create, change, pause, test and delete subscriptions and rotate their secrets
-    /// (`webhooks:write`). Implies `webhooks:read`.
-    WebhooksWrite,
-}
-
-impl Scope {
-    /// Every scope.
-    pub const ALL: [Scope; 2] = [Scope::WebhooksRead, Scope::WebhooksWrite];
-
-    /// The wire form, e.g. `webhooks:write`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Scope::WebhooksRead => "webhooks:read",
-            Scope::WebhooksWrite => "webhooks:write",
-        }
-    }
-
-    /// Whether holding `self` grants `needed`.
-    pub fn grants(self, needed: Scope) -> bool {
-        self == needed || (self == Scope::WebhooksWrite && needed == Scope::WebhooksRead)
-    }
-}
-
-impl std::fmt::Display for Scope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for Scope {
-    type Err = ApiError;
-    fn from_str(s: &str) -> Result<Self, ApiError> {
-        Scope::ALL.into_iter().find(|sc| sc.as_str() == s).ok_or_else(|| {
-            let shown: String = s.chars().take(40).collect();
-            ApiError::invalid(format!(
-                "unknown scope `{shown}`; expected webhooks:read or webhooks:write"
-            ))
-        })
-    }
-}
 
 /// A stored token (without the token itself, which is never stored).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -294,7 +249,8 @@ impl TokenStore {
                         Ok(c.query_opt(&st, &[&&hash[..]]).await?.map(|r| pg_row_to_token(&r)))
                     })
                 })
-                .await;
+                .await
+                .map_err(ApiError::from);
         }
         self.db
             .run(move |c| {
@@ -306,6 +262,7 @@ impl TokenStore {
                 .optional()
             })
             .await
+            .map_err(ApiError::from)
     }
 
     /// Every token, oldest first (revoked ones included).
@@ -324,7 +281,8 @@ impl TokenStore {
                         Ok(rows.iter().map(pg_row_to_token).collect())
                     })
                 })
-                .await;
+                .await
+                .map_err(ApiError::from);
         }
         self.db
             .run(|c| {
@@ -335,6 +293,7 @@ impl TokenStore {
                 rows.collect()
             })
             .await
+            .map_err(ApiError::from)
     }
 
     /// Revokes a token by id; `not_found` when there is none, and revoking twice is fine.
@@ -373,6 +332,7 @@ impl TokenStore {
                 )
             })
             .await
+            .map_err(ApiError::from)
     }
 }
 

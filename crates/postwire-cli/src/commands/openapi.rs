@@ -20,7 +20,7 @@ pub fn run(args: OpenapiArgs) -> Result<ExitCode, String> {
     if args.ingest {
         print!("{}", postwire_server::ingest_openapi::document_json());
     } else {
-        print!("{}", postwire_server::openapi::document_json());
+        print!("{}", postwire_server::routes::docs::document_json());
     }
     Ok(ExitCode::SUCCESS)
 }
