@@ -16,7 +16,7 @@
 //! has come free, or at once if requests ended while the claim ran.
 //!
 //! The loop sleeps until a publish or a finished batch wakes it (or, on a store shared by
-//! several processes, another process's notice: [`Store::wakeups`](crate::store::Store::wakeups)), the next due time comes
+//! several processes, another process's notice: [`Store::wakeups`]), the next due time comes
 //! (by the clock), or `idle_poll` passes. Nothing here is needed to recover from a
 //! crash: claimed deliveries carry a lease in the store, released at start-up (SQLite
 //! keeps them in memory) or, on a store shared by several processes, claimable again by
