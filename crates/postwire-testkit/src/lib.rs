@@ -4,6 +4,8 @@
 //!   postwire-core, de-duplicates by `webhook-id`, can fail on purpose and counts what it
 //!   saw. It is the same file `postwire demo` runs (in the CLI, which needs it at run
 //!   time and must stay publishable), compiled here with `#[path]`: one implementation.
+//! * [`fast_receiver`]: a bare HTTP/1 receiver for load tests and benchmarks, whose
+//!   answers the caller decides from the headers.
 //! * [`vectors`]: the shared test vectors of `tests/vectors/` and the event catalogue
 //!   `tests/vectors/catalogue.json`, loaded by name.
 //! * [`eventually`]: polls a condition until it holds, with a deadline.
@@ -15,6 +17,8 @@ use std::time::{Duration, Instant};
 
 #[path = "../../postwire-cli/src/commands/demo/receiver.rs"]
 pub mod receiver;
+
+pub mod fast_receiver;
 pub mod vectors;
 
 /// Polls `check` every 20 ms until it holds; panics naming `what` after 10 s.
