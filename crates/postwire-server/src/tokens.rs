@@ -11,9 +11,50 @@ use postwire_core::Timestamp;
 use rusqlite::{OptionalExtension, params};
 use sha2::{Digest, Sha256};
 
-use crate::db::ServerDb;
+use crate::db::{DbError, ServerDb};
 use crate::errors::ApiError;
 pub use crate::scope::Scope;
+
+/// Why a token operation failed. The API turns it into an [`ApiError`]
+/// with the same code (`From<TokenError> for ApiError`); the `postwire token` commands
+/// print it.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// The new token's fields are wrong (`invalid_request`), every problem listed.
+    #[error("invalid request: {}", .0.join("; "))]
+    Invalid(Vec<String>),
+    /// No such token (`not_found`).
+    #[error("{0}")]
+    NotFound(String),
+    /// The token table could not be read or written (`internal_error`).
+    #[error(transparent)]
+    Database(#[from] DbError),
+    /// No secure random source (`internal_error`).
+    #[error("no secure random source is available")]
+    NoRandomness,
+}
+
+impl From<TokenError> for ApiError {
+    fn from(e: TokenError) -> ApiError {
+        match e {
+            TokenError::Invalid(problems) => ApiError::Invalid(problems),
+            TokenError::NotFound(message) => ApiError::NotFound(message),
+            TokenError::Database(e) => ApiError::from(e),
+            TokenError::NoRandomness => ApiError::Internal("no secure random source is available".into()),
+        }
+    }
+}
+
+impl TokenError {
+    /// The stable error code an API caller gets for it.
+    pub fn code(&self) -> &'static str {
+        match self {
+            TokenError::Invalid(_) => "invalid_request",
+            TokenError::NotFound(_) => "not_found",
+            TokenError::Database(_) | TokenError::NoRandomness => "internal_error",
+        }
+    }
+}
 
 /// What every API token starts with.
 pub const TOKEN_PREFIX: &str = "pw_";
@@ -91,9 +132,9 @@ pub fn token_hash(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
-fn random_bytes<const N: usize>() -> Result<[u8; N], ApiError> {
+fn random_bytes<const N: usize>() -> Result<[u8; N], TokenError> {
     let mut b = [0u8; N];
-    getrandom::fill(&mut b).map_err(|_| ApiError::Internal("no secure random source is available".into()))?;
+    getrandom::fill(&mut b).map_err(|_| TokenError::NoRandomness)?;
     Ok(b)
 }
 
@@ -139,7 +180,7 @@ impl TokenStore {
 
     /// Creates a token. Fails with `invalid_request` when there is no scope or no
     /// workspace, or a workspace id is empty or too long.
-    pub async fn create(&self, new: NewToken, now: Timestamp) -> Result<CreatedToken, ApiError> {
+    pub async fn create(&self, new: NewToken, now: Timestamp) -> Result<CreatedToken, TokenError> {
         let mut problems = Vec::new();
         if new.scopes.is_empty() {
             problems.push("a token needs at least one scope (webhooks:read or webhooks:write)".to_owned());
@@ -161,7 +202,7 @@ impl TokenStore {
             problems.push("the name must be at most 200 characters without control characters".to_owned());
         }
         if !problems.is_empty() {
-            return Err(ApiError::Invalid(problems));
+            return Err(TokenError::Invalid(problems));
         }
         let mut scopes = new.scopes;
         scopes.sort();
@@ -231,7 +272,7 @@ impl TokenStore {
     }
 
     /// The live (not revoked) token with this bearer value, if any.
-    pub async fn authenticate(&self, bearer: &str) -> Result<Option<ApiToken>, ApiError> {
+    pub async fn authenticate(&self, bearer: &str) -> Result<Option<ApiToken>, TokenError> {
         if !bearer.starts_with(TOKEN_PREFIX) || bearer.len() > MAX_TOKEN_LEN {
             return Ok(None);
         }
@@ -250,7 +291,7 @@ impl TokenStore {
                     })
                 })
                 .await
-                .map_err(ApiError::from);
+                .map_err(TokenError::from);
         }
         self.db
             .run(move |c| {
@@ -262,11 +303,11 @@ impl TokenStore {
                 .optional()
             })
             .await
-            .map_err(ApiError::from)
+            .map_err(TokenError::from)
     }
 
     /// Every token, oldest first (revoked ones included).
-    pub async fn list(&self) -> Result<Vec<ApiToken>, ApiError> {
+    pub async fn list(&self) -> Result<Vec<ApiToken>, TokenError> {
         if self.db.is_postgres() {
             return self
                 .db
@@ -282,7 +323,7 @@ impl TokenStore {
                     })
                 })
                 .await
-                .map_err(ApiError::from);
+                .map_err(TokenError::from);
         }
         self.db
             .run(|c| {
@@ -293,11 +334,11 @@ impl TokenStore {
                 rows.collect()
             })
             .await
-            .map_err(ApiError::from)
+            .map_err(TokenError::from)
     }
 
     /// Revokes a token by id; `not_found` when there is none, and revoking twice is fine.
-    pub async fn revoke(&self, id: &str, now: Timestamp) -> Result<(), ApiError> {
+    pub async fn revoke(&self, id: &str, now: Timestamp) -> Result<(), TokenError> {
         let id_owned = id.to_owned();
         let n = if self.db.is_postgres() {
             let id_owned = id_owned.clone();
@@ -318,12 +359,12 @@ impl TokenStore {
         };
         if n == 0 {
             let shown: String = id.chars().take(64).collect();
-            return Err(ApiError::NotFound(format!("token `{shown}` not found")));
+            return Err(TokenError::NotFound(format!("token `{shown}` not found")));
         }
         Ok(())
     }
 
-    async fn run_revoke(&self, id_owned: String, now: Timestamp) -> Result<usize, ApiError> {
+    async fn run_revoke(&self, id_owned: String, now: Timestamp) -> Result<usize, TokenError> {
         self.db
             .run(move |c| {
                 c.execute(
@@ -332,7 +373,7 @@ impl TokenStore {
                 )
             })
             .await
-            .map_err(ApiError::from)
+            .map_err(TokenError::from)
     }
 }
 
@@ -387,6 +428,6 @@ mod tests {
             scopes: vec![],
             workspaces: vec![],
         };
-        assert!(matches!(store.create(empty, now).await.unwrap_err(), ApiError::Invalid(m) if m.len() == 2));
+        assert!(matches!(store.create(empty, now).await.unwrap_err(), TokenError::Invalid(m) if m.len() == 2));
     }
 }
