@@ -6,6 +6,8 @@
 //!   time and must stay publishable), compiled here with `#[path]`: one implementation.
 //! * [`fast_receiver`]: a bare HTTP/1 receiver for load tests and benchmarks, whose
 //!   answers the caller decides from the headers.
+//! * [`scripted`]: a receiver that records every request and answers as a handler says
+//!   (status, delay, headers, body), to play receivers that fail, hang or answer oddly.
 //! * [`vectors`]: the shared test vectors of `tests/vectors/` and the event catalogue
 //!   `tests/vectors/catalogue.json`, loaded by name.
 //! * [`eventually`]: polls a condition until it holds, with a deadline.
@@ -19,6 +21,7 @@ use std::time::{Duration, Instant};
 pub mod receiver;
 
 pub mod fast_receiver;
+pub mod scripted;
 pub mod vectors;
 
 /// Polls `check` every 20 ms until it holds; panics naming `what` after 10 s.
