@@ -6,8 +6,8 @@
 mod common;
 
 use common::Harness;
-use postwire_testkit::scripted::{Receiver, Reply};
 use postwire_server::tokens::Scope;
+use postwire_testkit::scripted::{Receiver, Reply};
 use serde_json::json;
 
 /// A client that does not follow redirects (303 after a form post is the answer).
