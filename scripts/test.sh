@@ -23,8 +23,9 @@ part_vectors() { # the shared test vectors are what tests/vectors/generate.py wr
   python3 tests/vectors/generate.py
   git diff --exit-code -- tests/vectors || { echo "tests/vectors differ from generate.py's output" >&2; return 1; }
 }
-part_lint() { # cargo fmt --check, cargo clippy -D warnings (the workspace lints included)
+part_lint() { # cargo fmt --check, cargo clippy -D warnings (the workspace lints included), no module cycles
   cargo fmt --all --check
+  python3 scripts/module-cycles.py
   cargo clippy --workspace --all-targets --locked -- -D warnings
   cargo clippy -p postwire-cli --features otel --all-targets --locked -- -D warnings
 }

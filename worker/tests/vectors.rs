@@ -4,27 +4,14 @@
 //! the Worker answers with. The workerd tests (`worker/test/vectors.test.mjs`) run the same
 //! cases through the built Worker, shifted to the present time.
 
-use base64::Engine as _;
 use postwire_core::{DEFAULT_TOLERANCE_SECS, Secret, UnixTime, Verifier};
+use postwire_testkit::vectors::{body as body_of, cases};
 use postwire_worker::config::DEFAULT_MAX_BODY_BYTES;
 use postwire_worker::inspect::check_request;
 use serde_json::Value;
 
 fn load() -> Vec<Value> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/vectors/verify.json");
-    let text = std::fs::read_to_string(path).expect("tests/vectors/verify.json");
-    let doc: Value = serde_json::from_str(&text).expect("verify.json is JSON");
-    doc["cases"].as_array().expect("a `cases` array").clone()
-}
-
-fn body_of(case: &Value) -> Vec<u8> {
-    match (case.get("body"), case.get("body_base64")) {
-        (Some(Value::String(s)), _) => s.as_bytes().to_vec(),
-        (_, Some(Value::String(b))) => base64::engine::general_purpose::STANDARD
-            .decode(b)
-            .expect("body_base64"),
-        _ => panic!("case without body: {case}"),
-    }
+    cases("verify.json")
 }
 
 fn expected_status(code: &str) -> u16 {

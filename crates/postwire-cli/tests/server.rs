@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use postwire_core::{Secret, SystemClock};
 use postwire_sender::{Sender, SenderConfig};
-use postwire_server::receiver::Receiver;
+use postwire_testkit::receiver::Receiver;
 use serde_json::{Value, json};
 
 const INGEST: &str = "cli-test-ingest-token-0123456789";

@@ -220,30 +220,146 @@ impl<'de> Deserialize<'de> for PostState {
 /// It has no content field, by design: the spec forbids the post content in events,
 /// and a type without the field cannot leak it. A `content` field in a received payload
 /// is ignored, and never re-serialized.
+///
+/// The fields are private: build one with [`PostSummary::new`] (and
+/// [`with_release`](PostSummary::with_release) / [`with_error`](PostSummary::with_error)),
+/// read it through the accessors. Whether a `post.published` summary carries its release
+/// is checked in one place, [`PostSummary::require_release`], which [`Event::new`] and
+/// parsing both call.
+///
+/// ```
+/// use postwire_core::{Integration, PostState, PostSummary, Timestamp};
+/// let account = Integration { id: "acc_1".into(), provider_identifier: "x".into(), name: "Acme".into(), picture: None };
+/// let post = PostSummary::new("p1", "ext-1", "g1", PostState::Published, Timestamp::from_unix_millis(0), account)
+///     .with_release("https://x.com/1", "1");
+/// assert_eq!(post.release_url(), Some("https://x.com/1"));
+/// assert!(PostSummary::require_release(post.release_url(), post.release_id()).is_ok());
+/// assert!(PostSummary::require_release(Some("https://x.com/1"), None).is_err());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PostSummary {
-    /// Post identifier.
-    pub id: String,
-    /// Client-supplied reference of the post.
-    pub external_id: String,
-    /// Group identifier.
-    pub group: String,
-    /// Post state.
-    pub state: PostState,
-    /// Planned publish time.
-    pub publish_date: Timestamp,
-    /// The account the post is for (`id`, `providerIdentifier`, `name`).
-    pub integration: Integration,
-    /// Address of the published post; set on `post.published`.
+    id: String,
+    external_id: String,
+    group: String,
+    state: PostState,
+    publish_date: Timestamp,
+    integration: Integration,
     #[serde(rename = "releaseURL", default)]
-    pub release_url: Option<String>,
+    release_url: Option<String>,
+    #[serde(default)]
+    release_id: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+impl PostSummary {
+    /// A summary without release fields or failure text.
+    pub fn new(
+        id: impl Into<String>,
+        external_id: impl Into<String>,
+        group: impl Into<String>,
+        state: PostState,
+        publish_date: Timestamp,
+        integration: Integration,
+    ) -> Self {
+        PostSummary {
+            id: id.into(),
+            external_id: external_id.into(),
+            group: group.into(),
+            state,
+            publish_date,
+            integration,
+            release_url: None,
+            release_id: None,
+            error: None,
+        }
+    }
+
+    /// The same summary with its release: the address and the provider's id of the
+    /// published post (what `post.published` must carry).
+    pub fn with_release(mut self, url: impl Into<String>, id: impl Into<String>) -> Self {
+        self.release_url = Some(url.into());
+        self.release_id = Some(id.into());
+        self
+    }
+
+    /// The same summary with optional release fields, as a host's record has them (a
+    /// `post.published` event still requires both: see [`PostSummary::require_release`]).
+    pub fn with_optional_release(mut self, url: Option<String>, id: Option<String>) -> Self {
+        self.release_url = url;
+        self.release_id = id;
+        self
+    }
+
+    /// The same summary in another state.
+    pub fn with_state(mut self, state: PostState) -> Self {
+        self.state = state;
+        self
+    }
+
+    /// The same summary with (or without) a failure text.
+    pub fn with_error(mut self, error: Option<String>) -> Self {
+        self.error = error;
+        self
+    }
+
+    /// The rule of `post.published`: the post carries both `releaseURL` and `releaseId`.
+    /// This is the one place the rule is checked; callers that hold the two fields
+    /// apart (an API body, a summary) pass them here and get both back.
+    pub fn require_release<'a>(url: Option<&'a str>, id: Option<&'a str>) -> Result<(&'a str, &'a str), Error> {
+        match (url, id) {
+            (Some(url), Some(id)) => Ok((url, id)),
+            _ => Err(Error::payload(
+                "`post.published` must carry `releaseURL` and `releaseId`",
+            )),
+        }
+    }
+
+    /// Post identifier.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Client-supplied reference of the post.
+    pub fn external_id(&self) -> &str {
+        &self.external_id
+    }
+
+    /// Group identifier.
+    pub fn group(&self) -> &str {
+        &self.group
+    }
+
+    /// Post state.
+    pub fn state(&self) -> &PostState {
+        &self.state
+    }
+
+    /// Planned publish time.
+    pub fn publish_date(&self) -> Timestamp {
+        self.publish_date
+    }
+
+    /// The account the post is for (`id`, `providerIdentifier`, `name`).
+    pub fn integration(&self) -> &Integration {
+        &self.integration
+    }
+
+    /// Address of the published post; set on `post.published`.
+    pub fn release_url(&self) -> Option<&str> {
+        self.release_url.as_deref()
+    }
+
     /// Provider's id of the published post; set on `post.published`.
-    #[serde(default)]
-    pub release_id: Option<String>,
+    pub fn release_id(&self) -> Option<&str> {
+        self.release_id.as_deref()
+    }
+
     /// Human-readable failure text on a failed post.
-    #[serde(default)]
-    pub error: Option<String>,
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
 }
 
 /// Why a post failed (`data.error` on `post.failed`).
@@ -427,18 +543,14 @@ impl EventData {
             EventData::IntegrationDisconnected(d) => Some(&d.integration.id),
             EventData::IntegrationReconnected(d) => Some(&d.integration.id),
             EventData::WebhookTest(_) => None,
-            _ => self.post().map(|p| p.integration.id.as_str()),
+            _ => self.post().map(|p| p.integration().id.as_str()),
         }
     }
 
     /// Checks the rules a type alone cannot: `post.published` has its release fields.
     fn validate(&self) -> Result<(), Error> {
-        if let EventData::PostPublished(d) = self
-            && (d.post.release_url.is_none() || d.post.release_id.is_none())
-        {
-            return Err(Error::payload(
-                "`post.published` must carry `releaseURL` and `releaseId`",
-            ));
+        if let EventData::PostPublished(d) = self {
+            PostSummary::require_release(d.post.release_url(), d.post.release_id())?;
         }
         Ok(())
     }

@@ -67,7 +67,7 @@ impl OrderingKey {
             EventData::WebhookTest(_) => None,
             EventData::IntegrationDisconnected(d) => Some(OrderingKey::Account(d.integration.id.clone())),
             EventData::IntegrationReconnected(d) => Some(OrderingKey::Account(d.integration.id.clone())),
-            data => data.post().map(|p| OrderingKey::Post(p.id.clone())),
+            data => data.post().map(|p| OrderingKey::Post(p.id().to_owned())),
         }
     }
 }

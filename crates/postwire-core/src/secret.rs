@@ -33,13 +33,6 @@ pub const MAX_SECRET_KEY_LEN: usize = 1024;
 /// the longest key, so every secret [`Secret::expose`] writes parses back.
 pub const MAX_SECRET_STRING_LEN: usize = 2048;
 
-/// Standard base64 that accepts input with or without `=` padding (some senders strip it).
-pub(crate) const BASE64_LENIENT: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
-    &base64::alphabet::STANDARD,
-    base64::engine::GeneralPurposeConfig::new()
-        .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
-);
-
 /// Standard base64 for secrets, whose padding [`Secret::parse`] has already removed:
 /// the bits beyond the last whole byte are ignored, as `standardwebhooks` ignores them.
 const BASE64_SECRET: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(

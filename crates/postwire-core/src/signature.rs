@@ -15,8 +15,14 @@ use std::fmt;
 use base64::Engine as _;
 use subtle::ConstantTimeEq;
 
-use crate::secret::BASE64_LENIENT;
 use crate::{Error, SignatureDetail};
+
+/// Standard base64 that accepts input with or without `=` padding (some senders strip it).
+pub(crate) const BASE64_LENIENT: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new()
+        .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+);
 
 /// The signature scheme version this crate produces and checks.
 pub const SIGNATURE_VERSION: &str = "v1";

@@ -1,37 +1,13 @@
 //! Runs every shared test vector in `tests/vectors/` (the same files the npm package and
 //! the Worker run) against postwire-core.
 
-use std::path::PathBuf;
-
-use base64::Engine as _;
 use postwire_core::{
     ActorKind, CreatedByKind, DisconnectReason, Event, EventType, FailureCode, PostState, Secret, UnixTime, Verifier,
     matches,
 };
 use serde_json::Value;
 
-fn load(name: &str) -> Vec<Value> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/vectors")
-        .join(name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let file: Value = serde_json::from_str(&text).unwrap();
-    let cases = file["cases"].as_array().expect("cases").clone();
-    assert!(!cases.is_empty(), "{name} has no cases");
-    cases
-}
-
-fn body(case: &Value) -> Vec<u8> {
-    match (&case["body"], &case["body_base64"]) {
-        (Value::String(s), _) => s.as_bytes().to_vec(),
-        (_, Value::String(b)) => base64::engine::general_purpose::STANDARD.decode(b).unwrap(),
-        _ => panic!("case without a body: {case}"),
-    }
-}
-
-fn name(case: &Value) -> &str {
-    case["name"].as_str().unwrap()
-}
+use postwire_testkit::vectors::{body, cases as load, catalogue, name};
 
 #[test]
 fn sign_vectors() {
@@ -127,12 +103,6 @@ fn matching_vectors() {
         let got = matches(&events, ids.iter().copied(), event_type, case["accountId"].as_str());
         assert_eq!(got, case["matches"].as_bool().unwrap(), "{}", name(&case));
     }
-}
-
-/// `tests/vectors/catalogue.json`, the one source of the event catalogue.
-fn catalogue() -> Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors/catalogue.json");
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 
 fn strings(v: &Value) -> Vec<&str> {

@@ -19,18 +19,11 @@
 //! (batches of 100 events through `publish_many`, before the drain). `wrk -t2 -c64
 //! -d5s` runs before and after, against the same receiver.
 
-use std::convert::Infallible;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
 use postwire_core::{CreatedByKind, Integration, PostState, SystemClock, Timestamp};
 use postwire_sender::{
     DomainChange, NewSubscription, PostChange, PostChangeKind, PostRecord, Sender, SenderConfig, Workspace,
@@ -49,32 +42,12 @@ fn config() -> SenderConfig {
 }
 
 async fn start_receiver(ok: Arc<AtomicUsize>) -> std::net::SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
-            };
-            let _ = stream.set_nodelay(true);
-            let ok = ok.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |req: Request<hyper::body::Incoming>| {
-                    let ok = ok.clone();
-                    async move {
-                        use http_body_util::BodyExt;
-                        let _ = req.into_body().collect().await;
-                        ok.fetch_add(1, Ordering::Relaxed);
-                        Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
-                    }
-                });
-                let _ = http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    addr
+    postwire_testkit::fast_receiver::start(move |_| {
+        ok.fetch_add(1, Ordering::Relaxed);
+        hyper::StatusCode::OK
+    })
+    .await
+    .unwrap()
 }
 
 fn post_change(i: usize) -> DomainChange {

@@ -15,16 +15,9 @@
 //! cargo run --release -p postwire-sender --example retention_size -- --retention-days 0
 //! ```
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
 use postwire_core::{CreatedByKind, Integration, ManualClock, PostState, Timestamp};
 use postwire_sender::retention::RetentionPolicy;
 use postwire_sender::{
@@ -46,26 +39,7 @@ fn arg(name: &str, default: u64) -> u64 {
 }
 
 async fn start_receiver() -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
-            };
-            let _ = stream.set_nodelay(true);
-            tokio::spawn(async move {
-                let service = service_fn(|req: Request<hyper::body::Incoming>| async move {
-                    use http_body_util::BodyExt;
-                    let _ = req.into_body().collect().await;
-                    Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
-                });
-                let _ = http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
+    let addr = postwire_testkit::fast_receiver::always_ok().await.unwrap();
     format!("http://{addr}/hook")
 }
 

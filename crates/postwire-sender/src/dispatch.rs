@@ -16,7 +16,7 @@
 //! has come free, or at once if requests ended while the claim ran.
 //!
 //! The loop sleeps until a publish or a finished batch wakes it (or, on a store shared by
-//! several processes, another process's notice: [`Store::wakeups`](crate::store::Store::wakeups)), the next due time comes
+//! several processes, another process's notice: [`Store::wakeups`]), the next due time comes
 //! (by the clock), or `idle_poll` passes. Nothing here is needed to recover from a
 //! crash: claimed deliveries carry a lease in the store, released at start-up (SQLite
 //! keeps them in memory) or, on a store shared by several processes, claimable again by
@@ -28,16 +28,70 @@
 //! cover a day of retries in milliseconds.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, mpsc};
 
+use postwire_core::Clock;
+
+use crate::config::SenderConfig;
+use crate::delivery::HttpDeliverer;
+use crate::error::SenderError;
 use crate::model::AttemptOutcome;
-use crate::schedule::NextStep;
-use crate::sender::{Inner, Owners};
-use crate::store::{ClaimRequest, ClaimedDelivery, FinishedAttempt, NextState};
+use crate::schedule::{NextStep, RetrySchedule};
+use crate::signals::{Owners, Signals};
+use crate::store::{ClaimRequest, ClaimedDelivery, FinishedAttempt, NextState, Store};
+
+/// What the dispatcher's loop and tasks need, and nothing of the [`Sender`](crate::Sender):
+/// the store, the clock, the settings, the HTTP client, the retry schedule, this run's
+/// lease owner name, and the [`Signals`] it shares with the sender.
+pub(crate) struct Dispatcher {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    config: SenderConfig,
+    deliverer: HttpDeliverer,
+    schedule: RetrySchedule,
+    owner: String,
+    signals: Arc<Signals>,
+}
+
+impl std::fmt::Debug for Dispatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dispatcher")
+            .field("owner", &self.owner)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Dispatcher {
+    /// A dispatcher over `store` that takes leases as `owner`; not running until [`start`].
+    /// Fails if the HTTP client cannot be built from `config`.
+    pub(crate) fn new(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        config: SenderConfig,
+        owner: String,
+        signals: Arc<Signals>,
+    ) -> Result<Dispatcher, SenderError> {
+        let deliverer = HttpDeliverer::new(&config)?;
+        let schedule = RetrySchedule::new(config.jitter, config.jitter_seed);
+        Ok(Dispatcher {
+            store,
+            clock,
+            config,
+            deliverer,
+            schedule,
+            owner,
+            signals,
+        })
+    }
+
+    /// The name under which this run takes leases.
+    pub(crate) fn owner(&self) -> &str {
+        &self.owner
+    }
+}
 
 /// Most outcomes written in one transaction.
 const MAX_WRITE_BATCH: usize = 1024;
@@ -182,7 +236,7 @@ impl InFlight {
 ///
 /// [`Sender`]: crate::Sender
 pub struct DispatcherHandle {
-    inner: Arc<Inner>,
+    signals: Arc<Signals>,
     _owners: Arc<Owners>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -200,32 +254,34 @@ impl DispatcherHandle {
     /// returns. Deliveries not yet claimed, or claimed but still waiting for a request
     /// slot, stay in the store for the next start.
     pub async fn shutdown(mut self) {
-        self.inner.shutting_down.store(true, Ordering::SeqCst);
-        self.inner.wake.notify_one();
+        self.signals.shut_down();
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
     }
 }
 
-pub(crate) fn handle_without_task(inner: Arc<Inner>, owners: Arc<Owners>) -> DispatcherHandle {
+/// Another handle to a dispatcher already started (shutting down through it stops it).
+pub(crate) fn handle_without_task(signals: Arc<Signals>, owners: Arc<Owners>) -> DispatcherHandle {
     DispatcherHandle {
-        inner,
+        signals,
         _owners: owners,
         task: None,
     }
 }
 
-pub(crate) fn start(inner: Arc<Inner>, owners: Arc<Owners>) -> DispatcherHandle {
-    let task = tokio::spawn(run(inner.clone()));
+/// Starts the claim loop on the current Tokio runtime.
+pub(crate) fn start(dispatcher: Arc<Dispatcher>, owners: Arc<Owners>) -> DispatcherHandle {
+    let signals = dispatcher.signals.clone();
+    let task = tokio::spawn(run(dispatcher));
     DispatcherHandle {
-        inner,
+        signals,
         _owners: owners,
         task: Some(task),
     }
 }
 
-async fn run(inner: Arc<Inner>) {
+async fn run(inner: Arc<Dispatcher>) {
     let config = &inner.config;
     let limits = Limits::of(config);
     let in_flight = Arc::new(Mutex::new(InFlight::new(limits)));
@@ -236,8 +292,8 @@ async fn run(inner: Arc<Inner>) {
     // Wake-ups from other processes sharing the store (PostgreSQL's LISTEN/NOTIFY).
     let shared_wake = inner.store.wakeups();
     loop {
-        let requested = inner.idle_requested.load(Ordering::SeqCst);
-        if inner.shutting_down.load(Ordering::SeqCst) {
+        let requested = inner.signals.idle_requested();
+        if inner.signals.is_shutting_down() {
             break;
         }
         let (room, busy_before, snapshot) = {
@@ -295,7 +351,7 @@ async fn run(inner: Arc<Inner>) {
             continue;
         }
         if claimed == 0 && busy_before == 0 {
-            inner.idle_seen.send_replace(requested);
+            inner.signals.report_idle(requested);
         }
         // While attempts are in flight, a finished batch wakes the loop soon anyway; only
         // an idle loop asks the store when the next retry is due.
@@ -313,7 +369,7 @@ async fn run(inner: Arc<Inner>) {
         // A due delivery that could not be claimed (ordering or room) waits for a wake.
         let sleep = if sleep.is_zero() { config.idle_poll } else { sleep };
         tokio::select! {
-            _ = inner.wake.notified() => {}
+            _ = inner.signals.woken() => {}
             _ = async {
                 match &shared_wake {
                     Some(wake) => wake.notified().await,
@@ -337,7 +393,7 @@ async fn run(inner: Arc<Inner>) {
 /// Runs one claimed attempt once it has a request slot of its subscription and one
 /// overall (taken in that order by every attempt, so none waits on another in a cycle).
 async fn attempt(
-    inner: Arc<Inner>,
+    inner: Arc<Dispatcher>,
     mut d: ClaimedDelivery,
     [subscription_slots, all_slots]: [Arc<Semaphore>; 2],
     in_flight: Arc<Mutex<InFlight>>,
@@ -346,7 +402,7 @@ async fn attempt(
     // The semaphores are never closed.
     let _slot = subscription_slots.acquire_owned().await;
     let _overall = all_slots.acquire_owned().await;
-    if inner.shutting_down.load(Ordering::SeqCst) {
+    if inner.signals.is_shutting_down() {
         // Not started: its lease is released when the dispatcher stops (see `run`), so
         // another process or the next start claims it again. Nothing to record.
         let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
@@ -412,7 +468,7 @@ async fn attempt(
         .unwrap_or_else(|p| p.into_inner())
         .remove(&d.subscription_id);
     if refill {
-        inner.wake.notify_one();
+        inner.signals.wake();
     }
     let finished = FinishedAttempt {
         delivery: d.id,
@@ -427,7 +483,7 @@ async fn attempt(
 }
 
 async fn write_outcomes(
-    inner: Arc<Inner>,
+    inner: Arc<Dispatcher>,
     in_flight: Arc<Mutex<InFlight>>,
     mut rx: mpsc::UnboundedReceiver<FinishedAttempt>,
 ) {
@@ -450,7 +506,7 @@ async fn write_outcomes(
             let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
             f.unrecorded = f.unrecorded.saturating_sub(n);
         }
-        inner.wake.notify_one();
+        inner.signals.wake();
     }
 }
 

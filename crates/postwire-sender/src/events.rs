@@ -186,22 +186,22 @@ pub struct BuiltEvent {
 /// The summary of a post for an event. Copies each summary field; the content has
 /// nowhere to go.
 pub fn summarize(post: &PostRecord) -> PostSummary {
-    PostSummary {
-        id: post.id.clone(),
-        external_id: post.external_id.clone(),
-        group: post.group.clone(),
-        state: post.state.clone(),
-        publish_date: post.publish_date,
-        integration: Integration {
-            id: post.integration.id.clone(),
-            name: post.integration.name.clone(),
-            provider_identifier: post.integration.provider_identifier.clone(),
-            picture: None,
-        },
-        release_url: post.release_url.clone(),
-        release_id: post.release_id.clone(),
-        error: post.error.clone(),
-    }
+    let integration = Integration {
+        id: post.integration.id.clone(),
+        name: post.integration.name.clone(),
+        provider_identifier: post.integration.provider_identifier.clone(),
+        picture: None,
+    };
+    PostSummary::new(
+        post.id.clone(),
+        post.external_id.clone(),
+        post.group.clone(),
+        post.state.clone(),
+        post.publish_date,
+        integration,
+    )
+    .with_optional_release(post.release_url.clone(), post.release_id.clone())
+    .with_error(post.error.clone())
 }
 
 pub(crate) fn check_id(v: &mut Violations, field: &str, id: &str) {
@@ -246,7 +246,7 @@ pub fn build_event(
             if is_draft_change || matches!(c.kind, PostChangeKind::DraftSaved) {
                 return Ok(Err(NoEventReason::Draft));
             }
-            let mut post = summarize(&c.post);
+            let post = summarize(&c.post);
             let data = match &c.kind {
                 PostChangeKind::Scheduled => EventData::PostScheduled(PostData { post }),
                 PostChangeKind::Unscheduled => EventData::PostUnscheduled(PostData { post }),
@@ -254,16 +254,12 @@ pub fn build_event(
                 PostChangeKind::Published {
                     release_url,
                     release_id,
-                } => {
-                    post.release_url = Some(release_url.clone());
-                    post.release_id = Some(release_id.clone());
-                    EventData::PostPublished(PostData { post })
-                }
+                } => EventData::PostPublished(PostData {
+                    post: post.with_release(release_url.clone(), release_id.clone()),
+                }),
                 PostChangeKind::Failed { error } => {
-                    post.state = PostState::Error;
-                    if post.error.is_none() {
-                        post.error = Some(error.message().to_owned());
-                    }
+                    let text = post.error().unwrap_or(error.message()).to_owned();
+                    let post = post.with_state(PostState::Error).with_error(Some(text));
                     EventData::PostFailed(PostFailedData {
                         post,
                         error: error.clone(),
@@ -310,11 +306,11 @@ pub fn build_event(
         Event::new(event_id, now, workspace_id.clone(), data).map_err(|e| SenderError::invalid(e.to_string()))?;
     let body = event.to_json();
     let ordering_key = OrderingKey::of(&event);
-    let post_id = event.data().post().map(|p| p.id.clone());
+    let post_id = event.data().post().map(|p| p.id().to_owned());
     let external_id = event
         .data()
         .post()
-        .map(|p| p.external_id.clone())
+        .map(|p| p.external_id().to_owned())
         .filter(|e| !e.is_empty());
     Ok(Ok(BuiltEvent {
         event,

@@ -20,8 +20,7 @@
 
 use postwire_core::Timestamp;
 
-use crate::model::PauseCause;
-use crate::store::NextState;
+use crate::model::{NextState, PauseCause};
 
 /// Failed deliveries in a row that pause a subscription.
 pub const PAUSE_AFTER_FAILED_DELIVERIES: u32 = 50;

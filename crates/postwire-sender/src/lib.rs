@@ -71,6 +71,7 @@ pub mod routing;
 pub mod schedule;
 pub mod secret_box;
 mod sender;
+mod signals;
 pub mod ssrf;
 pub mod store;
 pub mod tuning;

@@ -435,3 +435,14 @@ pub struct ResumeSummary {
     /// Held deliveries older than 7 days, marked expired.
     pub expired: u64,
 }
+
+/// What happens to a delivery after an attempt, decided by the dispatcher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextState {
+    /// Delivered.
+    Delivered,
+    /// Try again at this time.
+    RetryAt(Timestamp),
+    /// That was the last attempt.
+    Failed,
+}

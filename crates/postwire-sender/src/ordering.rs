@@ -10,8 +10,8 @@
 
 use postwire_core::OrderingKey;
 
+use crate::model::NextState;
 use crate::routing::Routed;
-use crate::store::NextState;
 
 /// Where a new delivery goes in its queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

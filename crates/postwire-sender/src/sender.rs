@@ -5,15 +5,13 @@
 //! The dispatcher runs only after [`Sender::start`].
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use postwire_core::{
     Clock, CreatedSubscription, Event, EventType, Integration, Secret, Subscription, SubscriptionStatus, Timestamp,
 };
 
 use crate::config::{DUAL_SIGNATURE_WINDOW_MS, HOLD_LIMIT_MS, SenderConfig};
-use crate::delivery::HttpDeliverer;
-use crate::dispatch::{self, DispatcherHandle};
+use crate::dispatch::{self, Dispatcher, DispatcherHandle};
 use crate::error::{Resource, SenderError, Violations};
 use crate::events::{DomainChange, build_event, check_id, check_text};
 use crate::idempotency::{Completion, Decision, IdempotencyKey, Idempotent, Response};
@@ -22,7 +20,7 @@ use crate::model::{
     ResumeSummary, RotatedSecret, StoredSubscription, SubscriptionChanges, SubscriptionRecord, SubscriptionUpdate,
     Workspace,
 };
-use crate::schedule::RetrySchedule;
+use crate::signals::{Owners, Signals};
 use crate::ssrf::{Blocked, resolve_checked};
 use crate::store::sqlite::SqliteStore;
 use crate::store::{DeliveryCounts, RequeueError, Store};
@@ -38,39 +36,21 @@ pub const MAX_RECOVER: usize = 1_000;
 /// Most changes in one [`Sender::publish_many`] call.
 pub const MAX_PUBLISH_BATCH: usize = 10_000;
 
-pub(crate) struct Inner {
-    pub(crate) store: Arc<dyn Store>,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) config: SenderConfig,
-    pub(crate) deliverer: HttpDeliverer,
-    pub(crate) schedule: RetrySchedule,
-    pub(crate) owner: String,
-    pub(crate) wake: tokio::sync::Notify,
-    pub(crate) shutting_down: AtomicBool,
-    pub(crate) started: AtomicBool,
-    pub(crate) idle_requested: AtomicU64,
-    pub(crate) idle_seen: tokio::sync::watch::Sender<u64>,
-}
-
-/// Held by every [`Sender`] clone and every [`DispatcherHandle`], and by nothing the
-/// dispatcher's own tasks hold: when the last one is dropped, the host can no longer
-/// shut the dispatcher down, so it stops as after `shutdown()` (without waiting for
-/// the requests in flight, which finish and are recorded in the background). Then the
-/// tasks drop the last references to the store, which closes the database and releases
-/// its lock, so the same file can be opened again.
-pub(crate) struct Owners(pub(crate) Arc<Inner>);
-
-impl Drop for Owners {
-    fn drop(&mut self) {
-        self.0.shutting_down.store(true, Ordering::SeqCst);
-        self.0.wake.notify_one();
-    }
+/// What every clone of a [`Sender`] shares. The dispatcher has its own [`Dispatcher`]
+/// (with clones of the store, clock and settings) and talks to the sender only through
+/// the [`Signals`].
+struct Inner {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    config: SenderConfig,
+    signals: Arc<Signals>,
+    dispatcher: Arc<Dispatcher>,
 }
 
 impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sender")
-            .field("owner", &self.owner)
+            .field("owner", &self.dispatcher.owner())
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
@@ -140,11 +120,17 @@ impl Sender {
             v.push("`idle_poll` must be longer than zero");
         }
         v.into_result()?;
-        let deliverer = HttpDeliverer::new(&config)?;
-        let schedule = RetrySchedule::new(config.jitter, config.jitter_seed);
         // Unique to this process and run: on a store shared by several processes (on
         // several machines, whose pids may be equal), each releases only its own leases.
         let owner = random_token(&format!("pid-{}-", std::process::id()))?;
+        let signals = Arc::new(Signals::new());
+        let dispatcher = Arc::new(Dispatcher::new(
+            store.clone(),
+            clock.clone(),
+            config.clone(),
+            owner.clone(),
+            signals.clone(),
+        )?);
         let released = store.recover(owner.clone()).await?;
         if released > 0 {
             tracing::info!(
@@ -152,23 +138,15 @@ impl Sender {
                 "released leases left by a previous run; those deliveries are due again"
             );
         }
-        let (idle_seen, _) = tokio::sync::watch::channel(0);
-        let inner = Arc::new(Inner {
-            store,
-            clock,
-            config,
-            deliverer,
-            schedule,
-            owner,
-            wake: tokio::sync::Notify::new(),
-            shutting_down: AtomicBool::new(false),
-            started: AtomicBool::new(false),
-            idle_requested: AtomicU64::new(0),
-            idle_seen,
-        });
         Ok(Sender {
-            owners: Arc::new(Owners(inner.clone())),
-            inner,
+            owners: Arc::new(Owners(signals.clone())),
+            inner: Arc::new(Inner {
+                store,
+                clock,
+                config,
+                signals,
+                dispatcher,
+            }),
         })
     }
 
@@ -220,26 +198,24 @@ impl Sender {
     /// and returns another handle to the same dispatcher (shutting down through either
     /// stops it).
     pub fn start(&self) -> DispatcherHandle {
-        if self.inner.started.swap(true, Ordering::SeqCst) {
+        if self.inner.signals.mark_started() {
             tracing::warn!("Sender::start called twice; the dispatcher is already running");
-            return dispatch::handle_without_task(self.inner.clone(), self.owners.clone());
+            return dispatch::handle_without_task(self.inner.signals.clone(), self.owners.clone());
         }
-        dispatch::start(self.inner.clone(), self.owners.clone())
+        dispatch::start(self.inner.dispatcher.clone(), self.owners.clone())
     }
 
     /// Wakes the dispatcher and waits until it has nothing in flight and nothing due at
     /// the clock's current time. For tests with a [`ManualClock`](postwire_core::ManualClock);
     /// returns at once with `unavailable` if the dispatcher was never started.
     pub async fn wait_idle(&self) -> Result<(), SenderError> {
-        if !self.inner.started.load(Ordering::SeqCst) || self.inner.shutting_down.load(Ordering::SeqCst) {
+        if !self.inner.signals.is_started() || self.inner.signals.is_shutting_down() {
             return Err(SenderError::Unavailable);
         }
-        let ticket = self.inner.idle_requested.fetch_add(1, Ordering::SeqCst) + 1;
-        let mut rx = self.inner.idle_seen.subscribe();
-        self.inner.wake.notify_one();
-        rx.wait_for(|seen| *seen >= ticket)
+        self.inner
+            .signals
+            .wait_idle()
             .await
-            .map(|_| ())
             .map_err(|_| SenderError::Unavailable)
     }
 
@@ -301,7 +277,7 @@ impl Sender {
 
     /// Wakes the dispatcher (e.g. after moving a manual clock).
     pub fn wake(&self) {
-        self.inner.wake.notify_one();
+        self.inner.signals.wake();
     }
 
     // ----- registry -------------------------------------------------------------------
@@ -612,7 +588,7 @@ impl Sender {
             .resume(id.to_owned(), now, now.add_millis(-HOLD_LIMIT_MS))
             .await?
             .ok_or_else(|| SenderError::not_found(Resource::Subscription, id))?;
-        self.inner.wake.notify_one();
+        self.inner.signals.wake();
         Ok((self.subscription(id).await?, summary))
     }
 
@@ -678,7 +654,7 @@ impl Sender {
         changes: Vec<DomainChange>,
         key: Option<IdempotencyKey>,
     ) -> Result<Idempotent<Vec<Published>>, SenderError> {
-        if self.inner.shutting_down.load(Ordering::SeqCst) {
+        if self.inner.signals.is_shutting_down() {
             return Err(SenderError::Unavailable);
         }
         if changes.len() > MAX_PUBLISH_BATCH {
@@ -736,7 +712,7 @@ impl Sender {
         };
         let results = with_counts(results, &counts);
         if counts.iter().any(|n| *n > 0) {
-            self.inner.wake.notify_one();
+            self.inner.signals.wake();
         }
         Ok(Idempotent::Fresh(results))
     }
@@ -880,7 +856,7 @@ impl Sender {
     /// new delivery's id. A delivery still pending or held is `invalid_request` (it will
     /// be attempted anyway); one of another subscription is `not_found`.
     pub async fn resend(&self, subscription_id: &str, delivery: DeliveryId) -> Result<DeliveryId, SenderError> {
-        if self.inner.shutting_down.load(Ordering::SeqCst) {
+        if self.inner.signals.is_shutting_down() {
             return Err(SenderError::Unavailable);
         }
         self.load(subscription_id).await?;
@@ -892,7 +868,7 @@ impl Sender {
             .await?
         {
             Ok(id) => {
-                self.inner.wake.notify_one();
+                self.inner.signals.wake();
                 Ok(id)
             }
             Err(RequeueError::NoSubscription) => Err(SenderError::not_found(Resource::Subscription, subscription_id)),
@@ -909,7 +885,7 @@ impl Sender {
     /// when there is nothing left to recover, so calling until 0 recovers everything).
     /// `since` may not be in the future.
     pub async fn recover(&self, subscription_id: &str, since: Timestamp) -> Result<u64, SenderError> {
-        if self.inner.shutting_down.load(Ordering::SeqCst) {
+        if self.inner.signals.is_shutting_down() {
             return Err(SenderError::Unavailable);
         }
         self.load(subscription_id).await?;
@@ -924,7 +900,7 @@ impl Sender {
             .await?
             .ok_or_else(|| SenderError::not_found(Resource::Subscription, subscription_id))?;
         if queued > 0 {
-            self.inner.wake.notify_one();
+            self.inner.signals.wake();
         }
         Ok(queued)
     }

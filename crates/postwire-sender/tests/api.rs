@@ -301,7 +301,7 @@ async fn events_for_a_post_are_listed_newest_first_without_content() {
     let events = h.sender.events_for_post(WS, "p1", 10).await.unwrap();
     let ids: Vec<&str> = events.iter().map(|e| e.id()).collect();
     assert_eq!(ids, vec![b.event_id().unwrap(), a.event_id().unwrap()]);
-    assert_eq!(events[0].data().post().unwrap().release_id.as_deref(), Some("9"));
+    assert_eq!(events[0].data().post().unwrap().release_id(), Some("9"));
     assert!(events.iter().all(|e| !e.to_json().contains("CONTENT-MUST-NOT-LEAK")));
     assert!(h.sender.events_for_post("other", "p1", 10).await.unwrap().is_empty());
     h.shutdown().await;

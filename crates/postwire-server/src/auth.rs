@@ -154,7 +154,7 @@ pub async fn authenticate(State(state): State<AppState>, mut request: Request, n
                 ApiError::Unauthorized("the bearer token is invalid or has been revoked"),
             );
         }
-        Err(e) => return e.into_response(),
+        Err(e) => return ApiError::from(e).into_response(),
     };
     let allowance = match state.limiter.count(&record.id).await {
         Ok(a) => a,

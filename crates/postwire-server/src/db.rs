@@ -13,8 +13,6 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::Connection;
 
-use crate::errors::ApiError;
-
 const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS server_api_tokens (
     id TEXT PRIMARY KEY, name TEXT NOT NULL, hash BLOB NOT NULL UNIQUE,
@@ -72,16 +70,23 @@ impl std::fmt::Debug for ServerDb {
     }
 }
 
+/// A failure of the server's own tables (opening the file, connecting to PostgreSQL, a
+/// query): what failed, with the driver's message. The API turns it into an internal
+/// error (`From<DbError> for ApiError`), whose detail the client never sees.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct DbError(String);
+
 /// A query on a pooled PostgreSQL connection.
 pub(crate) type PgQuery<T> =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<T, tokio_postgres::Error>> + Send>>;
 
 impl ServerDb {
     /// Connects to the PostgreSQL database at `url` and creates the server's tables.
-    pub async fn connect_postgres(url: &str) -> Result<ServerDb, ApiError> {
+    pub async fn connect_postgres(url: &str) -> Result<ServerDb, DbError> {
         // The sender's target, so the server's tables are reached with the same TLS.
         let target = postwire_sender::store::postgres::PgTarget::parse(url)
-            .map_err(|e| ApiError::Internal(format!("server database: {e}")))?;
+            .map_err(|e| DbError(format!("server database: {e}")))?;
         let manager = target.manager(deadpool_postgres::ManagerConfig {
             recycling_method: deadpool_postgres::RecyclingMethod::Fast,
         });
@@ -91,7 +96,7 @@ impl ServerDb {
             .create_timeout(Some(std::time::Duration::from_secs(10)))
             .wait_timeout(Some(std::time::Duration::from_secs(30)))
             .build()
-            .map_err(|e| ApiError::Internal(format!("server database: {e}")))?;
+            .map_err(|e| DbError(format!("server database: {e}")))?;
         let db = ServerDb {
             conn: None,
             pg: Some(pool),
@@ -111,9 +116,9 @@ impl ServerDb {
     pub(crate) async fn pg_run<T: Send + 'static>(
         &self,
         f: impl Fn(deadpool_postgres::Object) -> PgQuery<T>,
-    ) -> Result<T, ApiError> {
+    ) -> Result<T, DbError> {
         let Some(pool) = &self.pg else {
-            return Err(ApiError::Internal("the server database is not PostgreSQL".into()));
+            return Err(DbError("the server database is not PostgreSQL".into()));
         };
         let started = std::time::Instant::now();
         loop {
@@ -130,7 +135,7 @@ impl ServerDb {
                     tracing::warn!(error = %e, "server database unavailable; trying again");
                     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
                 }
-                Err((_, e)) => return Err(ApiError::Internal(format!("server database: {e}"))),
+                Err((_, e)) => return Err(DbError(format!("server database: {e}"))),
             }
         }
     }
@@ -138,8 +143,8 @@ impl ServerDb {
 
 impl ServerDb {
     /// Opens (creating if needed) the file at `path` and the server's tables in it.
-    pub fn open(path: impl AsRef<Path>) -> Result<ServerDb, ApiError> {
-        let err = |e: rusqlite::Error| ApiError::Internal(format!("opening {}: {e}", path.as_ref().display()));
+    pub fn open(path: impl AsRef<Path>) -> Result<ServerDb, DbError> {
+        let err = |e: rusqlite::Error| DbError(format!("opening {}: {e}", path.as_ref().display()));
         let conn = Connection::open(path.as_ref()).map_err(err)?;
         conn.busy_timeout(std::time::Duration::from_secs(5)).map_err(err)?;
         let _mode: String = conn
@@ -157,15 +162,15 @@ impl ServerDb {
     pub(crate) async fn run<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
-    ) -> Result<T, ApiError> {
+    ) -> Result<T, DbError> {
         let Some(conn) = self.conn.clone() else {
-            return Err(ApiError::Internal("the server database is not SQLite".into()));
+            return Err(DbError("the server database is not SQLite".into()));
         };
         tokio::task::spawn_blocking(move || {
             let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
-            f(&mut guard).map_err(|e| ApiError::Internal(format!("server database: {e}")))
+            f(&mut guard).map_err(|e| DbError(format!("server database: {e}")))
         })
         .await
-        .map_err(|e| ApiError::Internal(format!("server database task: {e}")))?
+        .map_err(|e| DbError(format!("server database task: {e}")))?
     }
 }

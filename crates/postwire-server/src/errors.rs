@@ -14,7 +14,8 @@ use axum::response::{IntoResponse, Response};
 use postwire_sender::{SenderError, SenderErrorCode};
 use serde::Serialize;
 
-use crate::tokens::Scope;
+use crate::db::DbError;
+use crate::scope::{Scope, UnknownScope};
 
 /// Everything an API call can fail with. Converts into the spec's error body.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -309,6 +310,20 @@ impl IntoResponse for ApiError {
 
 /// What every handler returns.
 pub type ApiResult<T> = Result<T, ApiError>;
+
+impl From<UnknownScope> for ApiError {
+    fn from(e: UnknownScope) -> ApiError {
+        ApiError::invalid(e.to_string())
+    }
+}
+
+impl From<DbError> for ApiError {
+    /// A failure of the server's tables is an internal error; the client never sees
+    /// its detail.
+    fn from(e: DbError) -> ApiError {
+        ApiError::Internal(e.to_string())
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -26,8 +26,6 @@
 //! the platform's post record; fields beyond the summary (such as `content`) are ignored
 //! and never stored.
 
-use std::sync::Arc;
-
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
@@ -35,56 +33,23 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
-use postwire_core::{Actor, DisconnectReason, EventError, Integration, PostState, Timestamp};
+use postwire_core::{Actor, DisconnectReason, EventError, Integration, PostState, PostSummary, Timestamp};
 use postwire_sender::idempotency::Idempotent;
 use postwire_sender::{
     AccountChange, AccountChangeKind, DomainChange, PostChange, PostChangeKind, PostRecord, Published, Workspace,
 };
 use serde::Deserialize;
-use subtle::ConstantTimeEq;
 
 use crate::auth::bearer;
 use crate::errors::{ApiError, ApiResult};
 use crate::idempotency;
 use crate::state::AppState;
-use crate::tokens::token_hash;
 use crate::validation::{ApiPath, read_body};
 
 /// The scope of the ingest's idempotency keys (it has one token).
 const INGEST_KEY_SCOPE: &str = "ingest";
 
-/// Most changes in one ingest call.
-pub const MAX_INGEST_BATCH: usize = 1000;
-
-/// The ingest token, kept only as its hash.
-pub struct IngestAuth {
-    hash: [u8; 32],
-}
-
-impl std::fmt::Debug for IngestAuth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("IngestAuth(…)")
-    }
-}
-
-impl IngestAuth {
-    /// Accepts `token` as the ingest token. Refuses tokens shorter than 16 characters.
-    pub fn new(token: &str) -> Result<IngestAuth, ApiError> {
-        if token.len() < 16 {
-            return Err(ApiError::invalid(
-                "the ingest token must be at least 16 characters long",
-            ));
-        }
-        Ok(IngestAuth {
-            hash: token_hash(token),
-        })
-    }
-
-    /// Whether `candidate` is the ingest token (constant time).
-    pub fn accepts(&self, candidate: &str) -> bool {
-        bool::from(token_hash(candidate).ct_eq(&self.hash))
-    }
-}
+use crate::validation::MAX_INGEST_BATCH;
 
 async fn require_ingest_token(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let ip = crate::auth::client_ip(&request);
@@ -258,17 +223,20 @@ fn to_domain(i: usize, c: ChangeBody) -> ApiResult<DomainChange> {
                 PostChangeName::Scheduled => PostChangeKind::Scheduled,
                 PostChangeName::Unscheduled => PostChangeKind::Unscheduled,
                 PostChangeName::Publishing => PostChangeKind::PublishingStarted,
-                PostChangeName::Published => match (&post.release_url, &post.release_id) {
-                    (Some(url), Some(id)) => PostChangeKind::Published {
-                        release_url: url.clone(),
-                        release_id: id.clone(),
-                    },
-                    _ => {
-                        return Err(ApiError::invalid(format!(
-                            "changes[{i}]: `published` needs `post.releaseURL` and `post.releaseId`"
-                        )));
+                PostChangeName::Published => {
+                    let (url, id) =
+                        PostSummary::require_release(post.release_url.as_deref(), post.release_id.as_deref()).map_err(
+                            |_| {
+                                ApiError::invalid(format!(
+                                    "changes[{i}]: `published` needs `post.releaseURL` and `post.releaseId`"
+                                ))
+                            },
+                        )?;
+                    PostChangeKind::Published {
+                        release_url: url.to_owned(),
+                        release_id: id.to_owned(),
                     }
-                },
+                }
                 PostChangeName::Failed => match error {
                     Some(error) => PostChangeKind::Failed { error },
                     None => return Err(ApiError::invalid(format!("changes[{i}]: `failed` needs `error`"))),
@@ -400,9 +368,4 @@ async fn post_events(
         .collect();
     tracing::info!(changes = results.len(), "ingested changes");
     Ok((response_headers, Json(serde_json::json!({ "results": results }))))
-}
-
-/// Builds [`IngestAuth`] for a shared token; `None` when there is none.
-pub fn auth_from(token: Option<&str>) -> Result<Option<Arc<IngestAuth>>, ApiError> {
-    token.map(|t| IngestAuth::new(t).map(Arc::new)).transpose()
 }

@@ -18,8 +18,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 
-use crate::ingest::MAX_INGEST_BATCH;
-use crate::validation::{ID_PATTERN, MAX_ID_CHARS};
+use crate::validation::{ID_PATTERN, MAX_ID_CHARS, MAX_INGEST_BATCH};
 
 /// Longest free text of the ingest API (names, external ids, groups), in characters:
 /// the sender's limit.

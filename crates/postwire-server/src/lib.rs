@@ -17,43 +17,49 @@
 //! # Ok(()) }
 //! ```
 //!
-//! One concept per module: [`auth`] (bearer tokens on requests), [`tokens`] (the token
-//! table), [`errors`] (the spec's error bodies), [`validation`] (shape checks),
-//! [`rate_limit`], [`limits`] (plan limit, daily quota, unauthenticated calls), [`routes`]
-//! (the handlers), [`schemas`] (JSON shapes), [`openapi`], [`ingest`] (the internal API)
-//! and [`ingest_openapi`] (its own document), [`portal`] (magic links and sessions of the
-//! Settings screen), [`settings`] (the Settings screen's pages), [`server`] (start and
-//! graceful stop), [`listener`] (connections under timeouts and a cap), [`metrics`]
-//! (Prometheus), and for demos
-//! and tests [`receiver`] (a verifying receiver) and [`clock`] (a fast clock).
+//! One concept per module. Public, for the `postwire` command and the tests: [`server`]
+//! (open, start and graceful stop), [`state`] (what handlers share, and the defaults of
+//! the knobs), [`tokens`] and [`scope`] (the token table and what a token may do),
+//! [`portal`] (magic links and sessions of the Settings screen), [`db`] (the server's
+//! own tables), [`limits`] (plan limit, daily quota, unauthenticated calls), [`listener`]
+//! (connections under timeouts and a cap), [`metrics`] (Prometheus) and [`errors`] (the
+//! spec's error bodies), [`schemas`] (the JSON shapes the OpenAPI document describes).
+//! Private: the application router (`app`), the public API's
+//! handlers (`routes`), bearer authentication (`auth`), shape checks (`validation`), the
+//! hourly limit (`rate_limit`), idempotency keys (`idempotency`), the OpenAPI documents (`openapi`, `ingest_openapi`, served and printed
+//! through [`openapi_document_json`] and [`ingest_openapi_document_json`]), the internal
+//! ingest API (`ingest`, `ingest_auth`) and the Settings screen's pages (`settings`).
 //! The full API description is in `docs/api.md` and `docs/openapi.json`.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-pub mod auth;
-pub mod clock;
+pub(crate) mod app;
+pub(crate) mod auth;
 pub mod db;
 pub mod errors;
-pub mod idempotency;
-pub mod ingest;
-pub mod ingest_openapi;
+pub(crate) mod idempotency;
+pub(crate) mod ingest;
+pub(crate) mod ingest_auth;
+pub(crate) mod ingest_openapi;
 pub mod limits;
 pub mod listener;
 pub mod metrics;
-pub mod openapi;
+pub(crate) mod openapi;
 pub mod portal;
-pub mod rate_limit;
-pub mod receiver;
-pub mod routes;
+pub(crate) mod rate_limit;
+pub(crate) mod routes;
 pub mod schemas;
+pub mod scope;
 pub mod server;
-pub mod settings;
+pub(crate) mod settings;
 pub mod state;
 pub mod tokens;
-pub mod validation;
+pub(crate) mod validation;
 
 pub use errors::{ApiError, ApiResult};
+pub use ingest_openapi::document_json as ingest_openapi_document_json;
+pub use routes::docs::document_json as openapi_document_json;
 pub use server::{RunningServer, Server, ServerError, ServerOptions, shutdown_signal};
 pub use state::AppState;
 pub use tokens::{ApiToken, CreatedToken, NewToken, Scope, TokenStore};

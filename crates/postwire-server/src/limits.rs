@@ -12,7 +12,7 @@
 //!   (one process) they live in memory, like the hourly API limit, and a restart starts
 //!   the day's count again, which errs on the side of the platform.
 //! * **Unauthenticated requests per address**: each `401` counts against the client's
-//!   IP address in an hourly window (the [`crate::rate_limit::RateLimiter`] keyed by
+//!   IP address in an hourly window (the `rate_limit::RateLimiter` keyed by
 //!   address); past the limit the address gets `429 rate_limited` before any token
 //!   look-up. Behind a reverse proxy every client has the proxy's address: raise the
 //!   limit there, or let the proxy limit. These counters stay in each process's memory

@@ -16,7 +16,7 @@
 //! - a **cap on open connections**: past it, new connections are accepted and closed at
 //!   once (the server keeps its descriptors for the clients it serves);
 //! - an over-limit `Content-Length` refused before any body byte is read (see
-//!   [`crate::routes::app`]'s pre-routing check);
+//!   `app::app`'s pre-routing check);
 //! - the spec's error body on the answers hyper writes by itself before any handler runs
 //!   (an unparsable request line or header, e.g. an `Authorization` value with a NUL
 //!   byte): [`ErrorBodyIo`] replaces hyper's empty `400`/`414`/`431` with the same status,
@@ -72,7 +72,7 @@ impl Default for ConnectionLimits {
 }
 
 /// The error a request body yields when its body-read timeout runs out. Handlers that
-/// read bodies turn it into `408 request_timeout` ([`crate::validation::read_body`]).
+/// read bodies turn it into `408 request_timeout` (`validation::read_body`).
 #[derive(Debug, Clone, Copy, thiserror::Error)]
 #[error("the request body did not arrive within {0:?}")]
 pub struct BodyTimeout(pub Duration);

@@ -1,4 +1,7 @@
-//! The OpenAPI 3.1 document of the public API, generated from the code.
+//! The OpenAPI 3.1 document of the public API, generated from the code: its fixed parts
+//! and the rules added to every operation. [`crate::routes`] assembles the document
+//! (`routes::docs`) from the routes it registers and these parts, so this module does
+//! not depend on the routes.
 //!
 //! The operations come from the `#[utoipa::path]` attributes of the handlers that
 //! [`crate::routes`] registers; the shared parts (title, version 1.0.0, bearer security
@@ -8,8 +11,6 @@
 //! `docs/openapi.json`; a test fails when the two differ (regenerate with
 //! `postwire openapi > docs/openapi.json`). Schemathesis checks it against the server
 //! in `tests/contract/test.sh`.
-
-use std::sync::OnceLock;
 
 use utoipa::openapi::RefOr;
 use utoipa::openapi::extensions::Extensions;
@@ -66,17 +67,6 @@ impl Modify for BearerSecurity {
             ),
         );
     }
-}
-
-/// The full document: fixed parts plus every registered public route, with the id
-/// parameters' rules and the links between operations added by [`complete`].
-pub fn document() -> utoipa::openapi::OpenApi {
-    let mut doc = utoipa_axum::router::OpenApiRouter::<crate::state::AppState>::with_openapi(ApiDoc::openapi())
-        .merge(crate::routes::authenticated_routes())
-        .merge(crate::routes::open_routes())
-        .into_openapi();
-    complete(&mut doc);
-    doc
 }
 
 /// Every operation of a path item, mutably.
@@ -251,14 +241,4 @@ fn operation_id_extension(target: &str) -> Extensions {
     let mut extension = Extensions::default();
     extension.insert("operationId".to_owned(), target.into());
     extension
-}
-
-/// The document as pretty JSON with a final newline, exactly as in `docs/openapi.json`.
-pub fn document_json() -> &'static str {
-    static JSON: OnceLock<String> = OnceLock::new();
-    JSON.get_or_init(|| {
-        let mut s = serde_json::to_string_pretty(&document()).unwrap_or_else(|_| "{}".to_owned());
-        s.push('\n');
-        s
-    })
 }

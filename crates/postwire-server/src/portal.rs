@@ -312,7 +312,8 @@ impl PortalStore {
                         row.try_get(0)
                     })
                 })
-                .await;
+                .await
+                .map_err(ApiError::from);
         }
         self.db
             .run(move |c| {
@@ -324,6 +325,7 @@ impl PortalStore {
                 )
             })
             .await
+            .map_err(ApiError::from)
     }
 
     /// The live session with this token, if any.

@@ -475,6 +475,9 @@ pub struct EventEnvelope {
 /// the wire these are plain `?postId=…&since=…` parameters. An empty value is refused
 /// (400), not taken as absent. This type only describes the query; the handler reads
 /// it with [`crate::validation::QueryParams`].
+// The text above is also the schema's description in docs/openapi.json: it stays as it
+// is, and rustdoc may not resolve the (private) link.
+#[allow(rustdoc::private_intra_doc_links)]
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(untagged)]
 pub enum PostLookupQuery {

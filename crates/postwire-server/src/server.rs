@@ -149,7 +149,7 @@ impl Server {
     /// Opens the database (creating it on first run) and the sender. Does not listen or
     /// deliver yet.
     pub async fn open(options: ServerOptions) -> Result<Server, ServerError> {
-        let ingest = crate::ingest::auth_from(options.ingest_token.as_deref())?;
+        let ingest = crate::ingest_auth::auth_from(options.ingest_token.as_deref())?;
         let metrics = Metrics::new();
         let mut sender_config = options.sender_config;
         if sender_config.observer.is_none() {
@@ -158,14 +158,15 @@ impl Server {
         let (sender, db) = match &options.database_url {
             Some(url) => (
                 Sender::open_postgres(url, sender_config, options.sender_clock).await?,
-                ServerDb::connect_postgres(url).await?,
+                ServerDb::connect_postgres(url).await.map_err(ApiError::from)?,
             ),
             None => {
                 let sender = Sender::open_sqlite(&options.db_path, sender_config, options.sender_clock).await?;
                 let path = options.db_path.clone();
                 let db = tokio::task::spawn_blocking(move || ServerDb::open(path))
                     .await
-                    .map_err(|e| ApiError::Internal(format!("opening the database: {e}")))??;
+                    .map_err(|e| ApiError::Internal(format!("opening the database: {e}")))?
+                    .map_err(ApiError::from)?;
                 (sender, db)
             }
         };
@@ -230,7 +231,7 @@ impl Server {
         let key_watch = self
             .key_file_check_interval
             .map(|every| spawn_key_watch(self.state.sender.clone(), every));
-        let app = crate::routes::app(self.state.clone());
+        let app = crate::app::app(self.state.clone());
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let connections = ConnectionCounter::default();
         let mut metrics_addr = None;

@@ -7,7 +7,7 @@ use postwire_core::Clock;
 use postwire_sender::Sender;
 
 use crate::errors::{ApiError, ApiResult};
-use crate::ingest::IngestAuth;
+use crate::ingest_auth::IngestAuth;
 use crate::limits::{DailyQuota, Limits};
 use crate::portal::PortalStore;
 use crate::rate_limit::RateLimiter;

@@ -11,8 +11,50 @@ use postwire_core::Timestamp;
 use rusqlite::{OptionalExtension, params};
 use sha2::{Digest, Sha256};
 
-use crate::db::ServerDb;
+use crate::db::{DbError, ServerDb};
 use crate::errors::ApiError;
+pub use crate::scope::Scope;
+
+/// Why a token operation failed. The API turns it into an [`ApiError`]
+/// with the same code (`From<TokenError> for ApiError`); the `postwire token` commands
+/// print it.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// The new token's fields are wrong (`invalid_request`), every problem listed.
+    #[error("invalid request: {}", .0.join("; "))]
+    Invalid(Vec<String>),
+    /// No such token (`not_found`).
+    #[error("{0}")]
+    NotFound(String),
+    /// The token table could not be read or written (`internal_error`).
+    #[error(transparent)]
+    Database(#[from] DbError),
+    /// No secure random source (`internal_error`).
+    #[error("no secure random source is available")]
+    NoRandomness,
+}
+
+impl From<TokenError> for ApiError {
+    fn from(e: TokenError) -> ApiError {
+        match e {
+            TokenError::Invalid(problems) => ApiError::Invalid(problems),
+            TokenError::NotFound(message) => ApiError::NotFound(message),
+            TokenError::Database(e) => ApiError::from(e),
+            TokenError::NoRandomness => ApiError::Internal("no secure random source is available".into()),
+        }
+    }
+}
+
+impl TokenError {
+    /// The stable error code an API caller gets for it.
+    pub fn code(&self) -> &'static str {
+        match self {
+            TokenError::Invalid(_) => "invalid_request",
+            TokenError::NotFound(_) => "not_found",
+            TokenError::Database(_) | TokenError::NoRandomness => "internal_error",
+        }
+    }
+}
 
 /// What every API token starts with.
 pub const TOKEN_PREFIX: &str = "pw_";
@@ -20,52 +62,6 @@ pub const TOKEN_PREFIX: &str = "pw_";
 const MAX_TOKEN_LEN: usize = 256;
 /// Most workspaces in one token's selection.
 pub const MAX_TOKEN_WORKSPACES: usize = 100;
-
-/// What a token may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Scope {
-    /// Read subscriptions, deliveries and post events (`webhooks:read`).
-    WebhooksRead,
-    /// Create, change, pause, test and delete subscriptions and rotate their secrets
-    /// (`webhooks:write`). Implies `webhooks:read`.
-    WebhooksWrite,
-}
-
-impl Scope {
-    /// Every scope.
-    pub const ALL: [Scope; 2] = [Scope::WebhooksRead, Scope::WebhooksWrite];
-
-    /// The wire form, e.g. `webhooks:write`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Scope::WebhooksRead => "webhooks:read",
-            Scope::WebhooksWrite => "webhooks:write",
-        }
-    }
-
-    /// Whether holding `self` grants `needed`.
-    pub fn grants(self, needed: Scope) -> bool {
-        self == needed || (self == Scope::WebhooksWrite && needed == Scope::WebhooksRead)
-    }
-}
-
-impl std::fmt::Display for Scope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for Scope {
-    type Err = ApiError;
-    fn from_str(s: &str) -> Result<Self, ApiError> {
-        Scope::ALL.into_iter().find(|sc| sc.as_str() == s).ok_or_else(|| {
-            let shown: String = s.chars().take(40).collect();
-            ApiError::invalid(format!(
-                "unknown scope `{shown}`; expected webhooks:read or webhooks:write"
-            ))
-        })
-    }
-}
 
 /// A stored token (without the token itself, which is never stored).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,9 +132,9 @@ pub fn token_hash(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
-fn random_bytes<const N: usize>() -> Result<[u8; N], ApiError> {
+fn random_bytes<const N: usize>() -> Result<[u8; N], TokenError> {
     let mut b = [0u8; N];
-    getrandom::fill(&mut b).map_err(|_| ApiError::Internal("no secure random source is available".into()))?;
+    getrandom::fill(&mut b).map_err(|_| TokenError::NoRandomness)?;
     Ok(b)
 }
 
@@ -184,7 +180,7 @@ impl TokenStore {
 
     /// Creates a token. Fails with `invalid_request` when there is no scope or no
     /// workspace, or a workspace id is empty or too long.
-    pub async fn create(&self, new: NewToken, now: Timestamp) -> Result<CreatedToken, ApiError> {
+    pub async fn create(&self, new: NewToken, now: Timestamp) -> Result<CreatedToken, TokenError> {
         let mut problems = Vec::new();
         if new.scopes.is_empty() {
             problems.push("a token needs at least one scope (webhooks:read or webhooks:write)".to_owned());
@@ -206,7 +202,7 @@ impl TokenStore {
             problems.push("the name must be at most 200 characters without control characters".to_owned());
         }
         if !problems.is_empty() {
-            return Err(ApiError::Invalid(problems));
+            return Err(TokenError::Invalid(problems));
         }
         let mut scopes = new.scopes;
         scopes.sort();
@@ -276,7 +272,7 @@ impl TokenStore {
     }
 
     /// The live (not revoked) token with this bearer value, if any.
-    pub async fn authenticate(&self, bearer: &str) -> Result<Option<ApiToken>, ApiError> {
+    pub async fn authenticate(&self, bearer: &str) -> Result<Option<ApiToken>, TokenError> {
         if !bearer.starts_with(TOKEN_PREFIX) || bearer.len() > MAX_TOKEN_LEN {
             return Ok(None);
         }
@@ -294,7 +290,8 @@ impl TokenStore {
                         Ok(c.query_opt(&st, &[&&hash[..]]).await?.map(|r| pg_row_to_token(&r)))
                     })
                 })
-                .await;
+                .await
+                .map_err(TokenError::from);
         }
         self.db
             .run(move |c| {
@@ -306,10 +303,11 @@ impl TokenStore {
                 .optional()
             })
             .await
+            .map_err(TokenError::from)
     }
 
     /// Every token, oldest first (revoked ones included).
-    pub async fn list(&self) -> Result<Vec<ApiToken>, ApiError> {
+    pub async fn list(&self) -> Result<Vec<ApiToken>, TokenError> {
         if self.db.is_postgres() {
             return self
                 .db
@@ -324,7 +322,8 @@ impl TokenStore {
                         Ok(rows.iter().map(pg_row_to_token).collect())
                     })
                 })
-                .await;
+                .await
+                .map_err(TokenError::from);
         }
         self.db
             .run(|c| {
@@ -335,10 +334,11 @@ impl TokenStore {
                 rows.collect()
             })
             .await
+            .map_err(TokenError::from)
     }
 
     /// Revokes a token by id; `not_found` when there is none, and revoking twice is fine.
-    pub async fn revoke(&self, id: &str, now: Timestamp) -> Result<(), ApiError> {
+    pub async fn revoke(&self, id: &str, now: Timestamp) -> Result<(), TokenError> {
         let id_owned = id.to_owned();
         let n = if self.db.is_postgres() {
             let id_owned = id_owned.clone();
@@ -359,12 +359,12 @@ impl TokenStore {
         };
         if n == 0 {
             let shown: String = id.chars().take(64).collect();
-            return Err(ApiError::NotFound(format!("token `{shown}` not found")));
+            return Err(TokenError::NotFound(format!("token `{shown}` not found")));
         }
         Ok(())
     }
 
-    async fn run_revoke(&self, id_owned: String, now: Timestamp) -> Result<usize, ApiError> {
+    async fn run_revoke(&self, id_owned: String, now: Timestamp) -> Result<usize, TokenError> {
         self.db
             .run(move |c| {
                 c.execute(
@@ -373,6 +373,7 @@ impl TokenStore {
                 )
             })
             .await
+            .map_err(TokenError::from)
     }
 }
 
@@ -427,6 +428,6 @@ mod tests {
             scopes: vec![],
             workspaces: vec![],
         };
-        assert!(matches!(store.create(empty, now).await.unwrap_err(), ApiError::Invalid(m) if m.len() == 2));
+        assert!(matches!(store.create(empty, now).await.unwrap_err(), TokenError::Invalid(m) if m.len() == 2));
     }
 }

@@ -404,6 +404,9 @@ impl QueryParams {
 /// the sender).
 pub const MAX_ID_CHARS: usize = postwire_sender::events::MAX_ID_LEN;
 
+/// Most changes in one ingest call (`POST /internal/v1/events`).
+pub const MAX_INGEST_BATCH: usize = 1000;
+
 /// The documented pattern of ids in paths and queries: no control character (Unicode
 /// category `Cc`, what [`char::is_control`] tests), the sender's own rule.
 pub const ID_PATTERN: &str = "^[^\\x00-\\x1f\\x7f-\\x9f]+$";

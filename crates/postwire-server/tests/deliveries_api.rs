@@ -135,7 +135,7 @@ async fn failed_attempts_show_in_the_listing() {
     let rx = receiver().await;
     let sub = h.subscribe(&t, &rx.url()).await;
     rx.set_secrets(vec![Secret::parse(sub["secret"].as_str().unwrap()).unwrap()]);
-    rx.set_failure_plan(Some(postwire_server::receiver::FailurePlan {
+    rx.set_failure_plan(Some(postwire_testkit::receiver::FailurePlan {
         event_type: EventType::PostScheduled,
         failed_attempts: 1,
     }));

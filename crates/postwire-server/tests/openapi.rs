@@ -213,17 +213,7 @@ fn documented_enum(doc: &Value, schema: &str) -> Vec<String> {
         .collect()
 }
 
-/// A list of `tests/vectors/catalogue.json`, the one source of the event catalogue.
-fn catalogue(list: &str) -> Vec<String> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/vectors/catalogue.json");
-    let cat: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    cat[list]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.get("type").unwrap_or(v).as_str().unwrap().to_owned())
-        .collect()
-}
+use postwire_testkit::vectors::catalogue_list as catalogue;
 
 #[test]
 fn documented_enums_are_the_catalogues() {

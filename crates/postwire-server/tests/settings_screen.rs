@@ -7,6 +7,7 @@ mod common;
 
 use common::Harness;
 use postwire_server::tokens::Scope;
+use postwire_testkit::scripted::{Receiver, Reply};
 use serde_json::json;
 
 /// A client that does not follow redirects (303 after a form post is the answer).
@@ -383,32 +384,23 @@ async fn a_session_sees_only_its_workspace_and_text_is_escaped() {
     h.stop().await;
 }
 
-/// A real HTTP receiver on loopback that answers 500 with an HTML body.
-async fn hostile_receiver() -> String {
-    use axum::http::StatusCode;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let app = axum::Router::new().route(
-        "/hook",
-        axum::routing::post(|| async {
-            (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                [("content-type", "text/html")],
-                "<script>alert('owned')</script><b>bold</b>",
-            )
-        }),
-    );
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    format!("http://{addr}/hook")
+/// A real HTTP receiver on loopback that answers 500 with an HTML body (it stops when
+/// dropped).
+async fn hostile_receiver() -> Receiver {
+    Receiver::start(|_, _| {
+        Reply::status(500)
+            .header("content-type", "text/html")
+            .body("<script>alert('owned')</script><b>bold</b>")
+    })
+    .await
 }
 
 #[tokio::test]
 async fn a_receiver_body_is_shown_as_text_and_a_failed_delivery_can_be_resent() {
     let h = Harness::start().await;
     let t = h.writer().await;
-    let url = hostile_receiver().await;
+    let receiver = hostile_receiver().await;
+    let url = receiver.url.clone();
     let sub = h.subscribe(&t, &url).await;
     let id = sub["id"].as_str().unwrap();
     let (link_url, _) = link(&h, &t, "ws_a").await;
@@ -540,32 +532,21 @@ async fn pages_stay_bounded_with_thousands_of_deliveries() {
 }
 
 /// A real receiver on loopback that answers 500 while `down` is set, 200 otherwise, and
-/// counts the requests it got.
+/// counts the requests it got (it stops when dropped).
 async fn switchable_receiver(
     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
     count: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-) -> String {
+) -> Receiver {
     use std::sync::atomic::Ordering;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let app = axum::Router::new().route(
-        "/hook",
-        axum::routing::post(move || {
-            let (down, count) = (down.clone(), count.clone());
-            async move {
-                count.fetch_add(1, Ordering::SeqCst);
-                if down.load(Ordering::SeqCst) {
-                    axum::http::StatusCode::INTERNAL_SERVER_ERROR
-                } else {
-                    axum::http::StatusCode::OK
-                }
-            }
-        }),
-    );
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    format!("http://{addr}/hook")
+    Receiver::start(move |_, _| {
+        count.fetch_add(1, Ordering::SeqCst);
+        if down.load(Ordering::SeqCst) {
+            Reply::status(500)
+        } else {
+            Reply::ok()
+        }
+    })
+    .await
 }
 
 /// The whole failure story on a manual sender clock: 50 deliveries fail for good (22 h
@@ -618,7 +599,8 @@ async fn fifty_failures_are_noticed_recovered_and_delivered_from_the_screen() {
     let running = server.start("127.0.0.1:0").await.unwrap();
     let base = running.base_url();
     let (down, count) = (Arc::new(AtomicBool::new(true)), Arc::new(AtomicUsize::new(0)));
-    let url = switchable_receiver(down.clone(), count.clone()).await;
+    let receiver = switchable_receiver(down.clone(), count.clone()).await;
+    let url = receiver.url.clone();
     let api = reqwest::Client::builder().no_proxy().build().unwrap();
     let created: serde_json::Value = serde_json::from_str(
         &api.post(format!("{base}/public/v1/workspaces/ws_a/webhooks"))

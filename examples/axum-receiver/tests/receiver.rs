@@ -136,7 +136,7 @@ async fn signed_delivery_is_handled_once_and_typed() {
     let events = rec.events.lock().unwrap().clone();
     assert_eq!(events.len(), 1);
     match &events[0].data() {
-        EventData::PostPublished(d) => assert_eq!(d.post.release_id.as_deref(), Some("urn:li:share:1")),
+        EventData::PostPublished(d) => assert_eq!(d.post.release_id(), Some("urn:li:share:1")),
         other => panic!("expected post.published, got {other:?}"),
     }
 }

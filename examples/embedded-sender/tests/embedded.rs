@@ -250,7 +250,7 @@ async fn a_post_life_is_delivered_signed_in_order_without_drafts_or_content() {
             .map(|e| e.event_type())
             .collect::<Vec<_>>()
     };
-    let about = |post: &'static str| move |e: &Event| e.data().post().is_some_and(|p| p.id == post);
+    let about = |post: &'static str| move |e: &Event| e.data().post().is_some_and(|p| p.id() == post);
     assert_eq!(
         order(&about("post_1")),
         [

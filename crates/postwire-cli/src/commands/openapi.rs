@@ -18,9 +18,9 @@ pub struct OpenapiArgs {
 /// Runs `postwire openapi`.
 pub fn run(args: OpenapiArgs) -> Result<ExitCode, String> {
     if args.ingest {
-        print!("{}", postwire_server::ingest_openapi::document_json());
+        print!("{}", postwire_server::ingest_openapi_document_json());
     } else {
-        print!("{}", postwire_server::openapi::document_json());
+        print!("{}", postwire_server::openapi_document_json());
     }
     Ok(ExitCode::SUCCESS)
 }

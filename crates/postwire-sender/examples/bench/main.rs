@@ -51,17 +51,10 @@ use std::collections::HashMap;
 /// The allocator `postwire serve` uses (see `crates/postwire-cli/src/main.rs`).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
 use postwire_core::{Clock, CreatedByKind, Integration, PostState, SystemClock, Timestamp};
 use postwire_sender::{
     DomainChange, NewSubscription, PostChange, PostChangeKind, PostRecord, Sender, SenderConfig, Workspace,
@@ -82,45 +75,23 @@ struct Arrivals {
 }
 
 async fn start_receiver(arrivals: Arc<Arrivals>) -> std::net::SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
-            };
-            let _ = stream.set_nodelay(true);
-            let arrivals = arrivals.clone();
-            tokio::spawn(async move {
-                let service = service_fn(move |req: Request<hyper::body::Incoming>| {
-                    let arrivals = arrivals.clone();
-                    async move {
-                        let now = Instant::now();
-                        if !arrivals.skip_first.load(Ordering::Relaxed)
-                            && let Some(id) = req.headers().get("webhook-id").and_then(|v| v.to_str().ok())
-                        {
-                            arrivals.first.lock().unwrap().entry(id.to_owned()).or_insert(now);
-                        }
-                        arrivals.count.fetch_add(1, Ordering::Relaxed);
-                        // Read the body, as a real receiver would.
-                        use http_body_util::BodyExt;
-                        let _ = req.into_body().collect().await;
-                        let mut response = Response::new(Full::new(Bytes::from_static(b"ok")));
-                        if arrivals.down.load(Ordering::Relaxed) {
-                            *response.status_mut() = hyper::StatusCode::SERVICE_UNAVAILABLE;
-                        } else {
-                            arrivals.ok.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Ok::<_, Infallible>(response)
-                    }
-                });
-                let _ = http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
+    postwire_testkit::fast_receiver::start(move |headers| {
+        let now = Instant::now();
+        if !arrivals.skip_first.load(Ordering::Relaxed)
+            && let Some(id) = headers.get("webhook-id").and_then(|v| v.to_str().ok())
+        {
+            arrivals.first.lock().unwrap().entry(id.to_owned()).or_insert(now);
         }
-    });
-    addr
+        arrivals.count.fetch_add(1, Ordering::Relaxed);
+        if arrivals.down.load(Ordering::Relaxed) {
+            hyper::StatusCode::SERVICE_UNAVAILABLE
+        } else {
+            arrivals.ok.fetch_add(1, Ordering::Relaxed);
+            hyper::StatusCode::OK
+        }
+    })
+    .await
+    .unwrap()
 }
 
 fn post_change(i: usize, pad: usize) -> DomainChange {

@@ -111,16 +111,7 @@ pub struct ClaimedDelivery {
     pub created_at: Timestamp,
 }
 
-/// What happens to a delivery after an attempt, decided by the dispatcher.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NextState {
-    /// Delivered.
-    Delivered,
-    /// Try again at this time.
-    RetryAt(Timestamp),
-    /// That was the last attempt.
-    Failed,
-}
+pub use crate::model::NextState;
 
 /// One finished attempt, to be recorded.
 #[derive(Debug, Clone)]

@@ -1,4 +1,6 @@
-//! The public API's routes, under `/public/v1`, and the whole application router.
+//! The public API's routes, under `/public/v1`, and the middleware the whole application
+//! uses (request logging, body limits, JSON errors for unknown routes); [`crate::app`]
+//! puts them together with the ingest API and the Settings screen.
 //!
 //! Every documented route is registered through `utoipa_axum::routes!`, which adds the
 //! handler to the router and its `#[utoipa::path]` description to the OpenAPI document
@@ -16,12 +18,11 @@ pub mod workspaces;
 
 use std::time::Instant;
 
+use axum::Json;
 use axum::extract::{MatchedPath, Request};
 use axum::http::{HeaderValue, Method, Uri, header};
-use axum::middleware::{self, Next};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -54,16 +55,16 @@ pub fn open_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(docs::openapi_document))
 }
 
-async fn route_not_found(method: Method, uri: Uri) -> ApiError {
+pub(crate) async fn route_not_found(method: Method, uri: Uri) -> ApiError {
     let path: String = uri.path().chars().take(100).collect();
     ApiError::NotFound(format!("no route for {method} {path}"))
 }
 
-async fn method_not_allowed() -> ApiError {
+pub(crate) async fn method_not_allowed() -> ApiError {
     ApiError::MethodNotAllowed
 }
 
-async fn healthz() -> Json<serde_json::Value> {
+pub(crate) async fn healthz() -> Json<serde_json::Value> {
     Json(serde_json::json!({ "status": "ok" }))
 }
 
@@ -81,7 +82,7 @@ fn request_id() -> String {
 /// every log line written while it runs carries (a `request` span) and which is returned
 /// as `X-Request-Id`; counts it in the metrics by route template and status; marks every
 /// response `Cache-Control: no-store` (two responses carry a secret).
-async fn log_and_no_store(
+pub(crate) async fn log_and_no_store(
     axum::extract::State(state): axum::extract::State<AppState>,
     request: Request,
     next: Next,
@@ -122,7 +123,7 @@ async fn log_and_no_store(
 /// Refuses a request whose declared `Content-Length` is over the body limit of its path
 /// before a byte of the body is read (a chunked body is still cut off at the limit while
 /// it is read).
-async fn refuse_oversized_bodies(
+pub(crate) async fn refuse_oversized_bodies(
     axum::extract::State(state): axum::extract::State<AppState>,
     request: Request,
     next: Next,
@@ -151,28 +152,6 @@ async fn refuse_oversized_bodies(
     next.run(request).await
 }
 
-fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+pub(crate) fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     ApiError::Internal("a handler panicked".into()).into_response()
-}
-
-/// The whole application: the public API (authenticated and open routes), the internal
-/// ingest API, `GET /healthz`, JSON errors for unknown routes and methods, request
-/// logging and panic containment.
-pub fn app(state: AppState) -> Router {
-    let (authenticated, _) = authenticated_routes().split_for_parts();
-    let authenticated =
-        authenticated.route_layer(middleware::from_fn_with_state(state.clone(), crate::auth::authenticate));
-    let (open, _) = open_routes().split_for_parts();
-    Router::new()
-        .merge(authenticated)
-        .merge(open)
-        .merge(crate::ingest::router(state.clone()))
-        .merge(crate::settings::router(state.clone()))
-        .route("/healthz", get(healthz))
-        .fallback(route_not_found)
-        .method_not_allowed_fallback(method_not_allowed)
-        .layer(middleware::from_fn_with_state(state.clone(), refuse_oversized_bodies))
-        .layer(middleware::from_fn_with_state(state.clone(), log_and_no_store))
-        .layer(tower_http::catch_panic::CatchPanicLayer::custom(panic_response))
-        .with_state(state)
 }

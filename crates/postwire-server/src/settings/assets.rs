@@ -24,11 +24,6 @@ const VERIFIER: Option<(&[u8], &[u8])> = Some((
 #[cfg(not(postwire_verifier))]
 const VERIFIER: Option<(&[u8], &[u8])> = None;
 
-/// Whether this binary carries the browser verifier.
-pub fn has_verifier() -> bool {
-    VERIFIER.is_some()
-}
-
 /// `GET /settings/assets/{name}`.
 pub async fn serve(Path(name): Path<String>) -> Response {
     let (body, kind): (&'static [u8], &str) = match name.as_str() {

@@ -1,11 +1,14 @@
 //! The Settings screen: server-rendered pages under `/settings/` where a workspace's
 //! admin manages its webhook subscriptions, logged in by a magic link ([`crate::portal`]).
 //!
-//! Why this shape (see ARCHITECTURE.md): HTML rendered on the server with `maud`
-//! (templates are Rust, checked at compile time, and every interpolated value is
-//! escaped), a little progressive JavaScript (copy buttons, a delivery log that
-//! refreshes itself while a delivery is pending, the verify box) and one
-//! stylesheet, all embedded in the binary ([`assets`]). Every page works without
+//! Why this shape: HTML rendered on the server with `maud` (templates are Rust, checked
+//! at compile time, no template files to ship or find at run time, and every
+//! interpolated value is escaped, where names, URLs and receiver bodies are untrusted; it
+//! adds one small crate and no build step). askama would add template files and a
+//! derive for the same result; a JavaScript front end would add a bundler, a second
+//! language's state and an API for the browser to call. A little progressive
+//! JavaScript (copy buttons, a delivery log that refreshes itself while a delivery is
+//! pending, the verify box) and one stylesheet, all embedded in the binary ([`assets`]). Every page works without
 //! JavaScript. The handlers call the same [`Sender`](postwire_sender::Sender) methods
 //! as the API's handlers, after the same ownership check
 //! (`routes::webhooks::load`): there is no second path to the data.

@@ -4,14 +4,14 @@
 #![allow(dead_code)]
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use postwire_core::{ManualClock, SystemClock, Timestamp};
 use postwire_sender::SenderConfig;
 use postwire_server::limits::Limits;
 use postwire_server::listener::ConnectionLimits;
-use postwire_server::receiver::Receiver;
 use postwire_server::{NewToken, RunningServer, Scope, Server, ServerOptions};
+use postwire_testkit::receiver::Receiver;
 use serde_json::{Value, json};
 
 pub const INGEST: &str = "test-ingest-token-0123456789";
@@ -265,14 +265,5 @@ pub async fn receiver() -> Receiver {
     Receiver::start(Arc::new(SystemClock)).await.unwrap()
 }
 
-/// Polls `check` until it holds (at most 10 s).
-pub async fn eventually<F: Fn() -> bool>(what: &str, check: F) {
-    let start = Instant::now();
-    while !check() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+#[allow(unused_imports)] // not every test file polls
+pub use postwire_testkit::eventually;

@@ -1,6 +1,8 @@
 //! A webhook receiver on loopback that does what the spec asks of receivers: verify
 //! every delivery with postwire-core (signature over the raw body, timestamp within
-//! five minutes) and de-duplicate by `webhook-id`. `postwire demo` and the tests use it.
+//! five minutes) and de-duplicate by `webhook-id`. `postwire demo` runs it; the
+//! workspace's tests use the same file through `postwire-testkit` (which compiles it
+//! with `#[path]`, so there is one implementation and the CLI stays publishable).
 //!
 //! It can be told to fail on purpose ([`FailurePlan`]) so retries become visible, and
 //! it keeps what it saw per event, so a demo or a test can check that every event
@@ -248,6 +250,10 @@ impl Receiver {
     }
 
     /// Waits this long before verifying and answering each request (a slow receiver).
+    #[allow(
+        dead_code,
+        reason = "the demo never slows down; the tests do, through postwire-testkit"
+    )]
     pub fn set_delay(&self, delay: std::time::Duration) {
         *self.inner.delay.lock().unwrap_or_else(|p| p.into_inner()) = delay;
     }
