@@ -38,8 +38,9 @@ part_deny() { # cargo deny: licenses, banned and duplicate crates, crate sources
   # project's machines cannot reach.
   cargo deny --locked check --hide-inclusion-graph licenses bans sources
 }
-part_rust() { # cargo test --workspace, then postwire-core with every feature
+part_rust() { # cargo test --workspace, then postwire-core without and with every feature
   cargo test --workspace --locked
+  cargo test -p postwire-core --locked   # without `ed25519`: the v1-only build (the npm default module)
   cargo test -p postwire-core --all-features --locked
 }
 part_postgres() { # the sender's tests again, on PostgreSQL (a throwaway cluster; fails if it cannot start)

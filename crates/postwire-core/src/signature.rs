@@ -119,6 +119,15 @@ impl<'a> SignatureHeader<'a> {
             .filter_map(parse_v1_entry)
     }
 
+    /// The well-formed `v1a` (ed25519) signatures, in header order.
+    #[cfg(feature = "ed25519")]
+    pub fn asymmetric_signatures(&self) -> impl Iterator<Item = crate::AsymmetricSignature> + 'a {
+        self.value
+            .split_ascii_whitespace()
+            .map(|entry| entry.strip_suffix(',').unwrap_or(entry))
+            .filter_map(crate::asymmetric::parse_v1a_entry)
+    }
+
     /// Whether any `v1` signature equals one of `expected`. Every entry is compared with
     /// every expected signature, each comparison in constant time.
     pub fn matches_any(&self, expected: &[Signature]) -> Result<(), Error> {
