@@ -20,7 +20,7 @@ MSRV=1.89
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 
 part_vectors() { # the shared test vectors are what tests/vectors/generate.py writes
-  python3 tests/vectors/generate.py
+  .venv/bin/python tests/vectors/generate.py   # .venv has `cryptography` (scripts/setup.sh)
   git diff --exit-code -- tests/vectors || { echo "tests/vectors differ from generate.py's output" >&2; return 1; }
 }
 part_lint() { # cargo fmt --check, cargo clippy -D warnings (the workspace lints included)
