@@ -250,8 +250,7 @@ impl Verifier {
         Ok(event)
     }
 
-    /// The `v1a` half of [`verify_headers`](Self::verify_headers): one copy of the signed
-    /// message, made only if the header has a `v1a` entry; strict ed25519 per key.
+    /// The `v1a` half of [`verify_headers`](Self::verify_headers).
     #[cfg(feature = "ed25519")]
     fn check_asymmetric(
         &self,
@@ -260,29 +259,81 @@ impl Verifier {
         body: &[u8],
         saw_v1: bool,
     ) -> Result<(), Error> {
-        let mut message: Option<Vec<u8>> = None;
-        let mut saw_v1a = false;
-        for sig in header.asymmetric_signatures() {
-            saw_v1a = true;
-            let m = message.get_or_insert_with(|| {
-                crate::asymmetric::signed_message(headers.id().as_bytes(), headers.timestamp_raw().as_bytes(), body)
-            });
-            if self.public_keys.iter().any(|k| k.verifies(m, &sig)) {
-                return Ok(());
-            }
+        check_asymmetric(&self.public_keys, header, headers, body, saw_v1)
+    }
+
+    /// [`check_computed`](Self::check_computed) that also trusts `v1a` public keys
+    /// (feature `ed25519`), for callers that keep the keys themselves (the npm package holds
+    /// them in JavaScript memory): the same checks in the same order as
+    /// [`verify_headers`](Self::verify_headers) with secrets and public keys. `macs` are
+    /// the HMACs computed with your own secrets (see [`verify_computed`](Self::verify_computed));
+    /// `body` is needed for the ed25519 check.
+    #[cfg(feature = "ed25519")]
+    pub fn check_computed_with_public_keys<'h>(
+        headers: WebhookHeaders<'h>,
+        macs: &[Signature],
+        public_keys: &[crate::PublicKey],
+        body: &[u8],
+        now: UnixTime,
+        tolerance_secs: u64,
+    ) -> Result<Verified<'h>, Error> {
+        check_timestamp(headers.timestamp(), now, tolerance_secs)?;
+        let header = SignatureHeader::parse(headers.signature())?;
+        let mut outcome = if macs.is_empty() {
+            Err(Error::InvalidSignature {
+                detail: SignatureDetail::NoV1Signature,
+            })
+        } else {
+            header.matches_any(macs)
+        };
+        if outcome.is_err() && !public_keys.is_empty() {
+            let saw_v1 = !macs.is_empty()
+                && outcome
+                    == Err(Error::InvalidSignature {
+                        detail: SignatureDetail::NoMatch,
+                    });
+            outcome = check_asymmetric(public_keys, &header, &headers, body, saw_v1);
         }
-        Err(Error::InvalidSignature {
-            detail: if saw_v1a || saw_v1 {
-                SignatureDetail::NoMatch
-            } else {
-                SignatureDetail::NoUsableSignature
-            },
+        outcome.map(|()| Verified {
+            id: headers.id(),
+            timestamp: headers.timestamp(),
         })
     }
 
     fn check_timestamp(&self, ts: UnixTime, now: UnixTime) -> Result<(), Error> {
         check_timestamp(ts, now, self.tolerance_secs)
     }
+}
+
+/// Whether a `v1a` entry of `header` is a strict ed25519 signature by one of `public_keys`
+/// over `<id>.<timestamp>.<body>`: one copy of that message, made only if the header has a
+/// `v1a` entry. `saw_v1`: the `v1` half saw well-formed entries (for the error's detail).
+#[cfg(feature = "ed25519")]
+fn check_asymmetric(
+    public_keys: &[crate::PublicKey],
+    header: &SignatureHeader<'_>,
+    headers: &WebhookHeaders<'_>,
+    body: &[u8],
+    saw_v1: bool,
+) -> Result<(), Error> {
+    let mut message: Option<Vec<u8>> = None;
+    let mut saw_v1a = false;
+    for sig in header.asymmetric_signatures() {
+        saw_v1a = true;
+        let m = message.get_or_insert_with(|| {
+            crate::asymmetric::signed_message(headers.id().as_bytes(), headers.timestamp_raw().as_bytes(), body)
+        });
+        if public_keys.iter().any(|k| k.verifies(m, &sig)) {
+            return Ok(());
+        }
+    }
+    Err(Error::InvalidSignature {
+        detail: if saw_v1a || saw_v1 {
+            SignatureDetail::NoMatch
+        } else {
+            SignatureDetail::NoUsableSignature
+        },
+    })
 }
 
 /// `ts` is at most `tolerance_secs` away from `now`, either way.
