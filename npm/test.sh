@@ -26,6 +26,7 @@ bash build.sh
 
 step "cargo test -p postwire-wasm (native)"
 cargo test -p postwire-wasm --locked
+cargo test -p postwire-wasm --locked --features ed25519   # the postwire/v1a module's functions
 
 # wasm-pack prints a summary per test binary; require that the integration tests ran.
 expect_ran() {
