@@ -50,6 +50,7 @@ node --test test/*.test.mjs
 
 step "benchmark smoke runs"
 node bench/verify.mjs --quick
+node bench/v1a.mjs --quick   # postwire/v1a and node:crypto's Ed25519 accept alike
 # Every runtime (Node, Bun, Deno, workerd, Chromium): each verifier accepts and rejects alike.
 node bench/runtimes.mjs --quick
 
