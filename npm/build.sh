@@ -12,7 +12,7 @@
 #   dist/workerd/  index.js + postwire_wasm_bg.wasm imported as a module (Cloudflare)
 #   dist/edge-light/ the same with the `?module` import Vercel's Edge runtime needs
 #   dist/index.d.ts, dist/index.d.cts: the hand-written TypeScript types
-#   postwire/v1a: dist/node/v1a.{cjs,mjs} and dist/web/v1a.js, over a second module built with
+#   postwire/v1a: dist/node/v1a.{cjs,mjs}, dist/workerd/v1a.js (+ its .wasm) and dist/web/v1a.js, over a second module built with
 #     postwire-wasm's `ed25519` feature (`whpk_` keys, v1a), so the default module keeps its size
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -90,6 +90,9 @@ esbuild src/entries/node-v1a.js --bundle --platform=node --format=cjs --target=n
 cp src/entries/node-v1a.mjs dist/node/v1a.mjs
 esbuild src/entries/web-v1a.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   --outfile=dist/web/v1a.js --log-level=warning
+esbuild src/entries/workerd-v1a.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
+  --external:./postwire_wasm_v1a_bg.wasm --outfile=dist/workerd/v1a.js --log-level=warning
+cp build/postwire_wasm_v1a_bg.wasm dist/workerd/postwire_wasm_v1a_bg.wasm
 esbuild src/entries/native.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   --external:node:crypto --outfile=dist/native/index.js --log-level=warning
 esbuild src/entries/browser.js --bundle --platform=browser --format=esm --target=es2022 --keep-names \
@@ -118,7 +121,7 @@ cp build/postwire_wasm_bg.wasm dist/edge-light/postwire_wasm_bg.wasm
 sed -i 's#"\./postwire_wasm_bg\.wasm"#"./postwire_wasm_bg.wasm"#' dist/workerd/index.js
 
 # Nothing on the web and workerd paths may reach for Node or fetch a .wasm URL.
-if grep -nE 'require\(|from "node:|import\.meta|[^y]Buffer\.|new URL' dist/web/index.js dist/web/v1a.js dist/workerd/index.js dist/edge-light/index.js; then
+if grep -nE 'require\(|from "node:|import\.meta|[^y]Buffer\.|new URL' dist/web/index.js dist/web/v1a.js dist/workerd/index.js dist/workerd/v1a.js dist/edge-light/index.js; then
   echo "a non-Node entry point refers to Node APIs or import.meta" >&2
   exit 1
 fi
