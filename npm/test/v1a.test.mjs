@@ -98,3 +98,20 @@ test("dispose() forgets the public keys too", () => {
   const ts = Math.floor(Date.now() / 1000);
   assert.throws(() => wh.verify("{}", { "webhook-id": "m", "webhook-timestamp": String(ts), "webhook-signature": signV1a(privateKey, "m", ts, "{}") }), TypeError);
 });
+
+test("postwire/v1a in Deno and Bun (their own export conditions): verifies, and refuses a forgery", async () => {
+  const { spawnSync } = await import("node:child_process");
+  const { existsSync } = await import("node:fs");
+  const root = fileURLToPath(new URL("../../", import.meta.url));
+  const npmDir = fileURLToPath(new URL("../", import.meta.url));
+  const runtimes = [
+    [root + "node_modules/@deno/linux-x64-glibc/deno", ["run", "--allow-all", "--no-lock", "test/v1a/runtime.mjs"]],
+    [root + "node_modules/@oven/bun-linux-x64/bin/bun", ["test/v1a/runtime.mjs"]],
+  ];
+  for (const [bin, args] of runtimes) {
+    assert.ok(existsSync(bin), `${bin} (the root package.json installs it)`);
+    const r = spawnSync(bin, args, { cwd: npmDir, encoding: "utf8", timeout: 60_000, env: { ...process.env, NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1" } });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout.trim().split("\n").pop()), { ok: 1, forged: "invalid_signature" }, bin);
+  }
+});
