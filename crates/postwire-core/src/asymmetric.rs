@@ -53,6 +53,12 @@ pub const MAX_KEY_STRING_LEN: usize = crate::MAX_SECRET_STRING_LEN;
 /// Base64 characters of an ed25519 signature, padded.
 const SIGNATURE_B64_LEN: usize = 88;
 
+/// A `whsk_` signing key where a verifying key belongs: refused, never used to derive one,
+/// so a verifier's configuration never holds the power to sign.
+const SIGNING_KEY_GIVEN: Error = Error::InvalidPublicKey {
+    reason: "a whsk_ signing key was given to verify with; give its whpk_ public key instead",
+};
+
 /// Why a key's text did not decode. Turned into the error of the key's kind.
 enum KeyTextError {
     TooLong,
@@ -254,6 +260,9 @@ impl PublicKey {
     /// Parses `whpk_<base64>` (or the base64 alone) with the leniency of `whsec_` secrets.
     /// The key must be 32 bytes, a valid compressed point, and not of small order.
     pub fn parse(s: &str) -> Result<Self, Error> {
+        if s.trim_ascii_start().starts_with(SIGNING_KEY_PREFIX) {
+            return Err(SIGNING_KEY_GIVEN);
+        }
         let bytes = decode_key_text(s, PUBLIC_KEY_PREFIX).map_err(|e| Error::InvalidPublicKey {
             reason: match e {
                 KeyTextError::TooLong => "longer than 2048 characters",
@@ -417,9 +426,7 @@ impl TrustedKey {
         if t.starts_with(PUBLIC_KEY_PREFIX) {
             PublicKey::parse(s).map(TrustedKey::PublicKey)
         } else if t.starts_with(SIGNING_KEY_PREFIX) {
-            Err(Error::InvalidPublicKey {
-                reason: "a whsk_ signing key was given to verify with; give its whpk_ public key instead",
-            })
+            Err(SIGNING_KEY_GIVEN)
         } else {
             crate::Secret::parse(s).map(TrustedKey::Secret)
         }
