@@ -31,7 +31,7 @@
 //!   wrapper parses JSON with the engine's own `JSON.parse` and checks the event shape
 //!   in JavaScript, against the same shared vectors as postwire-core.
 //! - **`v1a` in a module of its own.** With the `ed25519` feature the crate also exports
-//!   [`v1a`]'s functions (`whpk_` keys, ed25519 verification): the npm package builds it
+//!   the `v1a` module's functions (`whpk_` keys, ed25519 verification): the npm package builds it
 //!   a second time for its `postwire/v1a` entry point, and the default module, `v1`
 //!   only, carries no curve code.
 
