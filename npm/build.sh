@@ -12,7 +12,7 @@
 #   dist/workerd/  index.js + postwire_wasm_bg.wasm imported as a module (Cloudflare)
 #   dist/edge-light/ the same with the `?module` import Vercel's Edge runtime needs
 #   dist/index.d.ts, dist/index.d.cts: the hand-written TypeScript types
-#   postwire/v1a: dist/node/v1a.{cjs,mjs}, dist/workerd/v1a.js (+ its .wasm) and dist/web/v1a.js, over a second module built with
+#   postwire/v1a: dist/node/v1a.{cjs,mjs}, dist/{workerd,edge-light}/v1a.js (+ its .wasm) and dist/web/v1a.js, over a second module built with
 #     postwire-wasm's `ed25519` feature (`whpk_` keys, v1a), so the default module keeps its size
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -117,11 +117,14 @@ done
 esbuild src/entries/edge-light.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   '--external:./postwire_wasm_bg.wasm?module' --outfile=dist/edge-light/index.js --log-level=warning
 cp build/postwire_wasm_bg.wasm dist/edge-light/postwire_wasm_bg.wasm
+esbuild src/entries/edge-light-v1a.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
+  '--external:./postwire_wasm_v1a_bg.wasm?module' --outfile=dist/edge-light/v1a.js --log-level=warning
+cp build/postwire_wasm_v1a_bg.wasm dist/edge-light/postwire_wasm_v1a_bg.wasm
 # The workerd entry imports the .wasm relative to itself.
 sed -i 's#"\./postwire_wasm_bg\.wasm"#"./postwire_wasm_bg.wasm"#' dist/workerd/index.js
 
 # Nothing on the web and workerd paths may reach for Node or fetch a .wasm URL.
-if grep -nE 'require\(|from "node:|import\.meta|[^y]Buffer\.|new URL' dist/web/index.js dist/web/v1a.js dist/workerd/index.js dist/workerd/v1a.js dist/edge-light/index.js; then
+if grep -nE 'require\(|from "node:|import\.meta|[^y]Buffer\.|new URL' dist/web/index.js dist/web/v1a.js dist/workerd/index.js dist/workerd/v1a.js dist/edge-light/index.js dist/edge-light/v1a.js; then
   echo "a non-Node entry point refers to Node APIs or import.meta" >&2
   exit 1
 fi
