@@ -12,6 +12,8 @@
 #   dist/workerd/  index.js + postwire_wasm_bg.wasm imported as a module (Cloudflare)
 #   dist/edge-light/ the same with the `?module` import Vercel's Edge runtime needs
 #   dist/index.d.ts, dist/index.d.cts: the hand-written TypeScript types
+#   postwire/v1a: dist/node/v1a.{cjs,mjs}, dist/{workerd,edge-light}/v1a.js (+ its .wasm) and dist/web/v1a.js, over a second module built with
+#     postwire-wasm's `ed25519` feature (`whpk_` keys, v1a), so the default module keeps its size
 set -euo pipefail
 cd "$(dirname "$0")"
 NPM_DIR=$PWD
@@ -43,7 +45,7 @@ CARGO_PROFILE_RELEASE_OPT_LEVEL="${POSTWIRE_WASM_OPT_LEVEL:-3}" CARGO_PROFILE_RE
 RAW_WASM="$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/postwire_wasm.wasm"
 
 rm -rf build dist
-mkdir -p build/web dist/browser dist/edge-light dist/node dist/native dist/web dist/workerd
+mkdir -p build/web build/web-v1a dist/browser dist/edge-light dist/node dist/native dist/web dist/workerd
 
 # One glue for every build (the `web` target's initSync); each entry point only differs
 # in how it obtains the compiled module.
@@ -61,6 +63,21 @@ node -e '
   fs.writeFileSync("build/web/wasm-base64.js", "export const WASM_BASE64 = \"" + b64 + "\";\n");
 '
 
+# The v1a module: the same crate with `ed25519` (postwire/v1a only). Built after the default
+# module's glue is written, since both builds leave their .wasm at the same path.
+log "cargo build --features ed25519 (the postwire/v1a module)"
+CARGO_PROFILE_RELEASE_OPT_LEVEL="${POSTWIRE_WASM_OPT_LEVEL:-3}" CARGO_PROFILE_RELEASE_PANIC=abort \
+  cargo build -p postwire-wasm --release --target wasm32-unknown-unknown --locked --features ed25519
+wasm-bindgen --target web --out-dir build/web-v1a "$RAW_WASM"
+wasm-opt "${POSTWIRE_WASM_OPT_FLAGS:--O3}" --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+  --enable-mutable-globals --enable-reference-types --enable-multivalue \
+  build/web-v1a/postwire_wasm_bg.wasm -o build/postwire_wasm_v1a_bg.wasm
+node -e '
+  const fs = require("fs");
+  const b64 = fs.readFileSync("build/postwire_wasm_v1a_bg.wasm").toString("base64");
+  fs.writeFileSync("build/web-v1a/wasm-base64.js", "export const WASM_BASE64 = \"" + b64 + "\";\n");
+'
+
 log "esbuild (entry points)"
 # --keep-names: the classes keep their names (`Webhook.name === "Webhook"`, not "Webhook2"),
 # which error reports, loggers and `instanceof`-free checks rely on.
@@ -68,6 +85,14 @@ log "esbuild (entry points)"
 esbuild src/entries/node.js --bundle --platform=node --format=cjs --target=node18 --keep-names \
   --outfile=dist/node/index.cjs --log-level=warning
 cp src/entries/node.mjs dist/node/index.mjs
+esbuild src/entries/node-v1a.js --bundle --platform=node --format=cjs --target=node18 --keep-names \
+  --outfile=dist/node/v1a.cjs --log-level=warning
+cp src/entries/node-v1a.mjs dist/node/v1a.mjs
+esbuild src/entries/web-v1a.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
+  --outfile=dist/web/v1a.js --log-level=warning
+esbuild src/entries/workerd-v1a.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
+  --external:./postwire_wasm_v1a_bg.wasm --outfile=dist/workerd/v1a.js --log-level=warning
+cp build/postwire_wasm_v1a_bg.wasm dist/workerd/postwire_wasm_v1a_bg.wasm
 esbuild src/entries/native.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   --external:node:crypto --outfile=dist/native/index.js --log-level=warning
 esbuild src/entries/browser.js --bundle --platform=browser --format=esm --target=es2022 --keep-names \
@@ -92,11 +117,14 @@ done
 esbuild src/entries/edge-light.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   '--external:./postwire_wasm_bg.wasm?module' --outfile=dist/edge-light/index.js --log-level=warning
 cp build/postwire_wasm_bg.wasm dist/edge-light/postwire_wasm_bg.wasm
+esbuild src/entries/edge-light-v1a.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
+  '--external:./postwire_wasm_v1a_bg.wasm?module' --outfile=dist/edge-light/v1a.js --log-level=warning
+cp build/postwire_wasm_v1a_bg.wasm dist/edge-light/postwire_wasm_v1a_bg.wasm
 # The workerd entry imports the .wasm relative to itself.
 sed -i 's#"\./postwire_wasm_bg\.wasm"#"./postwire_wasm_bg.wasm"#' dist/workerd/index.js
 
 # Nothing on the web and workerd paths may reach for Node or fetch a .wasm URL.
-if grep -nE 'require\(|from "node:|import\.meta|[^y]Buffer\.|new URL' dist/web/index.js dist/workerd/index.js dist/edge-light/index.js; then
+if grep -nE 'require\(|from "node:|import\.meta|[^y]Buffer\.|new URL' dist/web/index.js dist/web/v1a.js dist/workerd/index.js dist/workerd/v1a.js dist/edge-light/index.js dist/edge-light/v1a.js; then
   echo "a non-Node entry point refers to Node APIs or import.meta" >&2
   exit 1
 fi
@@ -107,4 +135,7 @@ cp types/index.d.ts dist/index.d.cts
 raw=$(stat -c %s build/postwire_wasm_bg.wasm)
 gz=$(gzip -9c build/postwire_wasm_bg.wasm | wc -c)
 log "postwire_wasm_bg.wasm: $raw bytes raw, $gz bytes gzip -9"
-printf '{"raw": %s, "gzip": %s}\n' "$raw" "$gz" > dist/wasm-size.json
+raw_v1a=$(stat -c %s build/postwire_wasm_v1a_bg.wasm)
+gz_v1a=$(gzip -9c build/postwire_wasm_v1a_bg.wasm | wc -c)
+log "postwire_wasm_v1a_bg.wasm (postwire/v1a): $raw_v1a bytes raw, $gz_v1a bytes gzip -9"
+printf '{"raw": %s, "gzip": %s, "v1a": {"raw": %s, "gzip": %s}}\n' "$raw" "$gz" "$raw_v1a" "$gz_v1a" > dist/wasm-size.json

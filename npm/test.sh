@@ -26,6 +26,7 @@ bash build.sh
 
 step "cargo test -p postwire-wasm (native)"
 cargo test -p postwire-wasm --locked
+cargo test -p postwire-wasm --locked --features ed25519   # the postwire/v1a module's functions
 
 # wasm-pack prints a summary per test binary; require that the integration tests ran.
 expect_ran() {
@@ -49,6 +50,7 @@ node --test test/*.test.mjs
 
 step "benchmark smoke runs"
 node bench/verify.mjs --quick
+node bench/v1a.mjs --quick   # postwire/v1a and node:crypto's Ed25519 accept alike
 # Every runtime (Node, Bun, Deno, workerd, Chromium): each verifier accepts and rejects alike.
 node bench/runtimes.mjs --quick
 

@@ -76,14 +76,18 @@ if [ -f package.json ]; then
     npm ci --no-audit --no-fund
   fi
 fi
-# Schemathesis (tests/contract) in a virtual environment of its own, every package at the
-# exact version tests/contract/requirements.txt gives; rebuilt when that file changes.
-if [ ! -x .venv/bin/st ] || ! cmp -s tests/contract/requirements.txt .venv/postwire-requirements.txt; then
-  log "python venv .venv with tests/contract/requirements.txt (Schemathesis)"
+# Python tools in a virtual environment of their own, every package at the exact version
+# the requirements files give: Schemathesis (tests/contract) and `cryptography` for the
+# v1a test vectors (tests/vectors/generate.py). Rebuilt when either file changes.
+PY_REQUIREMENTS=(tests/contract/requirements.txt tests/vectors/requirements.txt)
+if [ ! -x .venv/bin/st ] || ! cat "${PY_REQUIREMENTS[@]}" | cmp -s - .venv/postwire-requirements.txt; then
+  log "python venv .venv with ${PY_REQUIREMENTS[*]} (Schemathesis, cryptography)"
   rm -rf .venv
   python3 -m venv .venv
-  .venv/bin/pip install --quiet --disable-pip-version-check --no-deps -r tests/contract/requirements.txt
+  for req in "${PY_REQUIREMENTS[@]}"; do
+    .venv/bin/pip install --quiet --disable-pip-version-check --no-deps -r "$req"
+  done
   .venv/bin/pip check
-  cp tests/contract/requirements.txt .venv/postwire-requirements.txt
+  cat "${PY_REQUIREMENTS[@]}" > .venv/postwire-requirements.txt
 fi
 log "toolchain ready"

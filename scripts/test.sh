@@ -20,7 +20,7 @@ MSRV=1.89
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 
 part_vectors() { # the shared test vectors are what tests/vectors/generate.py writes
-  python3 tests/vectors/generate.py
+  .venv/bin/python tests/vectors/generate.py   # .venv has `cryptography` (scripts/setup.sh)
   git diff --exit-code -- tests/vectors || { echo "tests/vectors differ from generate.py's output" >&2; return 1; }
 }
 part_lint() { # cargo fmt --check, cargo clippy -D warnings (the workspace lints included), no module cycles
@@ -40,8 +40,9 @@ part_deny() { # cargo deny: licenses, banned and duplicate crates, crate sources
   # project's machines cannot reach.
   cargo deny --locked check --hide-inclusion-graph licenses bans sources
 }
-part_rust() { # cargo test --workspace, then postwire-core with every feature, then trace export
+part_rust() { # cargo test --workspace, postwire-core without and with every feature, trace export
   cargo test --workspace --locked
+  cargo test -p postwire-core --locked   # without `ed25519`: the v1-only build (the npm default module)
   cargo test -p postwire-core --all-features --locked
   cargo test -p postwire-cli --features otel --locked --test otel
 }

@@ -5,7 +5,7 @@
 #      wrangler.toml's [build] command, validates wrangler.toml and bundles the output);
 #   3. the signers used by the tests (postwire-core's Signer example, the postwire CLI);
 #   4. the built Worker in workerd (Miniflare) against a real origin HTTP server on loopback
-#      (behaviour, concurrency, vectors, signers), twice: in KV mode with a real KV namespace
+#      (behaviour, concurrency, vectors, signers, v1a public keys), twice: in KV mode with a real KV namespace
 #      (wrangler.toml), and in Durable Object mode with the real DedupObject class
 #      (wrangler.durable-object.toml, which wrangler also validates with a dry run).
 # Needs what scripts/setup.sh installs; downloads nothing (loopback network only).

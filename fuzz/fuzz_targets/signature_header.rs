@@ -9,6 +9,7 @@ fuzz_target!(|value: &str| {
     if let Ok(h) = SignatureHeader::parse(value) {
         assert!(value.len() <= MAX_SIGNATURE_HEADER_LEN);
         assert!(h.signatures().count() <= MAX_SIGNATURES);
+        assert!(h.signatures().count() + h.asymmetric_signatures().count() <= MAX_SIGNATURES);
         let _ = h.matches_any(&[]);
     }
 });

@@ -43,6 +43,8 @@ const WEBCRYPTO_HMAC_MIN_BYTES = 4096;
 const subtle = globalThis.crypto?.subtle;
 /** Bytes in one key schedule (crates/postwire-wasm/src/schedule.rs). */
 const SCHEDULE_LEN = 64;
+/** Bytes in one `whpk_` public key (v1a, postwire/v1a only). */
+const PUBLIC_KEY_LEN = 32;
 /** The longest key postwire-core accepts; its bytes follow the schedule after parsing. */
 const MAX_KEY_LEN = 1024;
 /** The scratch buffer's size at rest; a call that needed more than `SCRATCH_KEEP` gives it back. */
@@ -208,11 +210,17 @@ export function createApi(wasm, native, nativeMinBytes = NATIVE_HMAC_MIN_BYTES) 
     #rawKeys = null;
     /** Their WebCrypto keys, imported on the first large body. */
     #cryptoKeys = null;
+    /** `v1a` public keys (`whpk_`, 32 bytes each, in order), or null when there are none. */
+    #publicKeys = null;
+    #publicKeyCount = 0;
 
     /**
      * @param secret one secret or an array of them (new first, during a rotation): a
      *   `whsec_<base64>` string (prefix and padding optional; every secret the
      *   `standardwebhooks` package accepts gives the same key here), or the key bytes.
+     *   With the `postwire/v1a` entry point, also `whpk_` public keys (v1a, the opt-in
+     *   ed25519 extension), alone or beside secrets: a delivery verifies when a `v1` entry
+     *   matches a secret or a `v1a` entry is a valid signature by a public key.
      * @param options `format: "raw"` (a string secret is the key itself, as in
      *   `standardwebhooks`), `toleranceInSeconds` (default 300, both ways), `hmac`:
      *   `"auto"` (default: on Node, Bun and Deno, bodies from 1.5 KiB are hashed by
@@ -230,16 +238,22 @@ export function createApi(wasm, native, nativeMinBytes = NATIVE_HMAC_MIN_BYTES) 
       if (hmac === "native" && !native) {
         throw new TypeError('options.hmac "native" needs node:crypto, which this build does not use');
       }
-      const secrets = Array.isArray(secret) ? secret : [secret];
-      if (secrets.length === 0) {
+      const all = Array.isArray(secret) ? secret : [secret];
+      if (all.length === 0) {
         throw new WebhookVerificationError("at least one secret is required", "invalid_secret");
       }
+      // `whpk_` (and, refused, `whsk_`) keys are v1a's: parsed apart from the secrets.
+      const isKeyText = (s) => typeof s === "string" && /^\s*wh[ps]k_/.test(s);
+      const secrets = all.filter((s) => !isKeyText(s));
+      const publicKeyTexts = all.filter(isKeyText);
       const useNative = native !== undefined && hmac !== "wasm";
       const schedules = new Uint8Array(SCHEDULE_LEN * secrets.length);
+      const publicKeys = new Uint8Array(PUBLIC_KEY_LEN * publicKeyTexts.length);
       const rawKeys = useNative || (subtle !== undefined && hmac === "auto") ? [] : null;
       const raw = options?.format === "raw";
       try {
         this.#addSecrets(secrets, raw, schedules, rawKeys);
+        this.#addPublicKeys(publicKeyTexts, publicKeys);
       } catch (e) {
         // Key material of the secrets parsed before the bad one is not left behind.
         schedules.fill(0);
@@ -250,6 +264,10 @@ export function createApi(wasm, native, nativeMinBytes = NATIVE_HMAC_MIN_BYTES) 
       this.#count = secrets.length;
       this.#tolerance = Math.floor(tolerance);
       this.#rawKeys = rawKeys;
+      if (publicKeyTexts.length > 0) {
+        this.#publicKeys = publicKeys;
+        this.#publicKeyCount = publicKeyTexts.length;
+      }
       if (useNative) this.#nativeFrom = hmac === "native" ? 0 : nativeMinBytes;
     }
 
@@ -287,6 +305,26 @@ export function createApi(wasm, native, nativeMinBytes = NATIVE_HMAC_MIN_BYTES) 
       }
     }
 
+    /** Parses each `whpk_` key in wasm (postwire/v1a's module only) into `out`, 32 bytes each. */
+    #addPublicKeys(texts, out) {
+      for (let i = 0; i < texts.length; i++) {
+        if (wasm.publicKey === undefined) {
+          throw new WebhookVerificationError(
+            texts[i].trim().startsWith("whsk_")
+              ? "invalid public key: a whsk_ signing key was given to verify with; give its whpk_ public key instead"
+              : "invalid public key: whpk_ public keys (v1a, the opt-in ed25519 extension) are verified by the " +
+                  'postwire/v1a entry point: import { Webhook } from "postwire/v1a"',
+            "invalid_public_key",
+          );
+        }
+        const [len] = stage(null, [], texts[i]);
+        const n = wasm.publicKey(len);
+        if (n === 0) throw failure(wasm.lastErrorStatus());
+        out.set(mem().subarray(scratchAt, scratchAt + PUBLIC_KEY_LEN), PUBLIC_KEY_LEN * i);
+        release();
+      }
+    }
+
     /**
      * Zeroes this object's key schedules and drops its native keys; any later call throws
      * a TypeError. Optional: an object that is simply dropped holds nothing else, and
@@ -299,6 +337,7 @@ export function createApi(wasm, native, nativeMinBytes = NATIVE_HMAC_MIN_BYTES) 
       for (const k of this.#rawKeys ?? []) k.fill(0);
       this.#rawKeys = null;
       this.#cryptoKeys = null;
+      this.#publicKeys = null;
     }
 
     [DISPOSE]() {
@@ -375,7 +414,12 @@ export function createApi(wasm, native, nativeMinBytes = NATIVE_HMAC_MIN_BYTES) 
     /** `#check`, with WebCrypto's HMAC for large bodies where there is no node:crypto. */
     async #checkAsync(body, headers, now) {
       this.#live();
-      if (native !== undefined || this.#rawKeys === null || body.length < WEBCRYPTO_HMAC_MIN_BYTES) {
+      if (
+        native !== undefined ||
+        this.#rawKeys === null ||
+        this.#publicKeys !== null ||
+        body.length < WEBCRYPTO_HMAC_MIN_BYTES
+      ) {
         return this.#check(body, headers, now);
       }
       const [id, timestamp, signature, present] = boundHeaders(readHeaders(headers));
@@ -440,7 +484,16 @@ export function createApi(wasm, native, nativeMinBytes = NATIVE_HMAC_MIN_BYTES) 
       const [id, timestamp, signature, present] = boundHeaders(readHeaders(headers));
       const nowSecs = nowSeconds(now);
       let status;
-      if (body.length >= this.#nativeFrom) {
+      if (this.#publicKeys !== null) {
+        // v1a: everything in wasm, the secrets' HMACs and the ed25519 checks over one copy of the message.
+        const keys = new Uint8Array(schedules.length + this.#publicKeys.length);
+        keys.set(schedules);
+        keys.set(this.#publicKeys, schedules.length);
+        const [a, b, c, d] = stage(keys, [id, timestamp, signature], body);
+        keys.fill(0);
+        status = wasm.verifyWithPublicKeys(this.#count, this.#publicKeyCount, a, b, c, d, present, nowSecs, this.#tolerance);
+        release();
+      } else if (body.length >= this.#nativeFrom) {
         const [a, b, c, d] = stage(null, [id, timestamp, signature], this.#nativeMacs(id, timestamp, body));
         status = wasm.verifyMacs(a, b, c, d, present, nowSecs, this.#tolerance);
       } else {

@@ -4,7 +4,8 @@
  * Every failure of verification, signing or secret parsing. A real `Error` subclass
  * (`instanceof Error` holds), with a stable `code` equal to postwire-core's:
  * `missing_header`, `invalid_header`, `timestamp_too_old`, `timestamp_too_new`,
- * `invalid_signature`, `invalid_secret`, `invalid_payload`.
+ * `invalid_signature`, `invalid_secret`, `invalid_payload`, and `invalid_public_key` (a bad
+ * `whpk_` key, or one given to the default entry point instead of `postwire/v1a`).
  * Messages say how to fix the cause and never contain secrets or signatures.
  */
 export class WebhookVerificationError extends Error {
@@ -29,4 +30,5 @@ export const ERROR_CODES = Object.freeze([
   "invalid_signature",
   "invalid_secret",
   "invalid_payload",
+  "invalid_public_key",
 ]);

@@ -98,3 +98,36 @@ test("imported natively from dist/web (postwire/inline: the wasm inlined), no bu
   await resultOf(page, errors);
   await page.close();
 });
+
+test("postwire/v1a imported natively from dist/web/v1a.js: the portable checks, and a v1a delivery verified synchronously with a public key", async () => {
+  const crypto = await import("node:crypto");
+  const { privateKey, publicKey } = crypto.generateKeyPairSync("ed25519");
+  const whpk = `whpk_${Buffer.from(publicKey.export({ format: "jwk" }).x, "base64url").toString("base64")}`;
+  const ts = Math.floor(Date.now() / 1000);
+  const body = '{"id":"msg_c","hello":"chromium"}';
+  const signature = `v1a,${crypto.sign(null, Buffer.from(`msg_c.${ts}.${body}`), privateKey).toString("base64")}`;
+  const delivery = { whpk, body, headers: { "webhook-id": "msg_c", "webhook-timestamp": String(ts), "webhook-signature": signature } };
+  const checks = readFileSync(npmDir + "test/portable/checks.js", "utf8");
+  const { page, errors } = await pageWith({
+    "/": ["text/html", `<!doctype html><script type="module">
+      import * as postwire from "/dist/web/v1a.js";
+      import { runChecks } from "/checks.js";
+      const d = ${JSON.stringify(delivery)};
+      let v1a;
+      try {
+        const wh = new postwire.Webhook(d.whpk);
+        const ok = wh.verify(d.body, d.headers).hello;
+        let forged = "accepted";
+        try { wh.verify(d.body.replace("chromium", "chromiun"), d.headers); } catch (e) { forged = e.code; }
+        v1a = { ok, forged };
+      } catch (e) { v1a = { error: String(e) }; }
+      window.__postwire = runChecks(postwire).then((passed) => ({ passed, v1a }), (e) => ({ error: String(e.stack || e) }));
+    </script>`],
+    "/dist/web/v1a.js": ["text/javascript", readFileSync(npmDir + "dist/web/v1a.js", "utf8")],
+    "/checks.js": ["text/javascript", checks],
+  });
+  await page.goto(ORIGIN + "/");
+  const result = await resultOf(page, errors);
+  assert.deepEqual(result.v1a, { ok: "chromium", forged: "invalid_signature" });
+  await page.close();
+});

@@ -65,6 +65,16 @@ test("the exports map resolves each runtime's condition to its build", () => {
   for (const file of ["dist/index.d.ts", "dist/index.d.cts", "dist/workerd/postwire_wasm_bg.wasm"]) {
     assert.ok(existsSync(npmDir + file), file);
   }
+  // postwire/v1a: the same conditions, each to its v1a build (Bun and Deno take the node one).
+  const resolveV1a = (conditions) =>
+    run(process.execPath, [...conditions.map((c) => `--conditions=${c}`), "--input-type=module", "-e", "console.log(import.meta.resolve('postwire/v1a'))"]);
+  assert.equal(resolveV1a([]), "file://" + npmDir + "dist/node/v1a.mjs");
+  for (const [condition, file] of [["workerd", "workerd/v1a.js"], ["edge-light", "edge-light/v1a.js"], ["browser", "node/v1a.mjs"]]) {
+    assert.equal(resolveV1a([condition]), "file://" + npmDir + `dist/${file}`, condition);
+  }
+  for (const file of ["dist/workerd/postwire_wasm_v1a_bg.wasm", "dist/edge-light/postwire_wasm_v1a_bg.wasm", "dist/web/v1a.js"]) {
+    assert.ok(existsSync(npmDir + file), file);
+  }
 });
 
 test("a Node server bundle (as Next.js or esbuild make) still works when moved elsewhere", () => {

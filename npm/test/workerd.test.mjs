@@ -6,6 +6,7 @@ import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
+import crypto from "node:crypto";
 import { Miniflare } from "miniflare";
 import { CHECK_COUNT } from "./portable/checks.js";
 
@@ -14,6 +15,11 @@ const outDir = npmDir + "build/workerd-test/";
 const require = createRequire(npmDir + "../package.json");
 const { Webhook: StandardWebhook } = require("standardwebhooks");
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+/** An ed25519 key pair for postwire/v1a, made by node:crypto (independent of the code under test). */
+const ED = (() => {
+  const { privateKey, publicKey } = crypto.generateKeyPairSync("ed25519");
+  return { privateKey, whpk: `whpk_${Buffer.from(publicKey.export({ format: "jwk" }).x, "base64url").toString("base64")}` };
+})();
 
 let mf;
 before(async () => {
@@ -23,6 +29,7 @@ before(async () => {
     "--conditions=workerd,worker,browser", "--external:*.wasm", `--outfile=${outDir}worker.js`, "--log-level=warning",
   ], { cwd: npmDir, stdio: "inherit" });
   copyFileSync(npmDir + "dist/workerd/postwire_wasm_bg.wasm", outDir + "postwire_wasm_bg.wasm");
+  copyFileSync(npmDir + "dist/workerd/postwire_wasm_v1a_bg.wasm", outDir + "postwire_wasm_v1a_bg.wasm");
   mf = new Miniflare({
     modules: true,
     scriptPath: outDir + "worker.js",
@@ -32,7 +39,7 @@ before(async () => {
       { type: "CompiledWasm", include: ["**/*.wasm"] },
     ],
     compatibilityDate: "2026-04-01",
-    bindings: { WEBHOOK_SECRET: SECRET },
+    bindings: { WEBHOOK_SECRET: SECRET, WEBHOOK_PUBLIC_KEY: ED.whpk },
   });
   await mf.ready;
 });
@@ -76,4 +83,22 @@ test("a signed delivery verifies, a replay is a duplicate, a tampered one is rej
   assert.equal(err.isError, true);
   const missing = await mf.dispatchFetch("http://worker/hook", { method: "POST", body: "{}" });
   assert.equal((await missing.json()).code, "missing_header");
+});
+
+test("postwire/v1a in workerd: a v1a delivery verifies with the public key, a forged one does not", async () => {
+  const id = "msg_v1a";
+  const ts = Math.floor(Date.now() / 1000);
+  const body = event(id);
+  const sig = (b) => `v1a,${crypto.sign(null, Buffer.from(`${id}.${ts}.${b}`), ED.privateKey).toString("base64")}`;
+  const send = (b, signature) =>
+    mf.dispatchFetch("http://worker/hook-v1a", {
+      method: "POST",
+      headers: { "webhook-id": id, "webhook-timestamp": String(ts), "webhook-signature": signature },
+      body: b,
+    });
+  const ok = await send(body, sig(body));
+  assert.deepEqual(await ok.json(), { id });
+  const forged = await send(body.replace("hi", "ho"), sig(body));
+  assert.equal(forged.status, 400);
+  assert.equal((await forged.json()).code, "invalid_signature");
 });

@@ -11,7 +11,8 @@ export type ErrorCode =
   | "timestamp_too_new"
   | "invalid_signature"
   | "invalid_secret"
-  | "invalid_payload";
+  | "invalid_payload"
+  | "invalid_public_key";
 
 /** Every stable error code. */
 export declare const ERROR_CODES: readonly ErrorCode[];
@@ -27,7 +28,11 @@ export declare class WebhookVerificationError extends Error {
   readonly code: ErrorCode;
 }
 
-/** A secret: `whsec_<base64>` (prefix and `=` padding optional), or the key bytes. */
+/**
+ * A secret: `whsec_<base64>` (prefix and `=` padding optional), or the key bytes. With the
+ * `postwire/v1a` entry point also a `whpk_<base64>` ed25519 public key (v1a, the opt-in
+ * asymmetric extension); the default entry points throw `invalid_public_key` for one.
+ */
 export type WebhookSecret = string | Uint8Array | ArrayBuffer;
 
 /** The raw body, exactly as received. Node's `Buffer` is a `Uint8Array`. */

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the shared test vectors (sign.json, verify.json, events.json, matching.json) and
+"""Writes the shared test vectors (sign.json, verify.json, events.json, matching.json, and
+for the opt-in v1a extension keys.json, sign_v1a.json, verify_v1a.json) and
 the event catalogue (catalogue.json): every event type with its description and a sample,
 and every value of every enum of the events, transcribed here from the spec. It is the one
 source the other copies of the catalogue are checked against: postwire-core's enums, the
@@ -8,7 +9,9 @@ playground's samples each have a test that compares them with catalogue.json.
 
 Signatures are computed here with Python's own hmac/hashlib/base64, independently of the
 Rust code they test, so a bug in postwire-core cannot hide by agreeing with itself. The
-Standard Webhooks reference vector is included verbatim. Run: python3 generate.py
+Standard Webhooks reference vector is included verbatim. The v1a (ed25519) vectors are
+signed with the `cryptography` package (tests/vectors/requirements.txt, in .venv), not with
+the Rust crate under test. Run: .venv/bin/python tests/vectors/generate.py
 Output is deterministic: re-running it must not change the files (CI checks this).
 """
 import base64
@@ -168,6 +171,190 @@ write("verify.json", "Verification cases: verify `body` (or `body_base64`) with 
       "`secrets`, at Unix time `now`, with `tolerance` seconds (default 300). `ok` says whether it "
       "verifies; `error` is the stable error code otherwise.", verify_cases)
 
+# ---------------------------------------------------------------- v1a (ed25519): keys.json, sign_v1a.json, verify_v1a.json
+# The opt-in asymmetric extension. Signatures come from the `cryptography` package
+# (OpenSSL's Ed25519), independently of ed25519-dalek under test; ed25519 is deterministic,
+# so the files are stable. The seeds are fixed test keys, never used anywhere else.
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+L = 2**252 + 27742317777372353535851937790883648493   # the order of the ed25519 base point
+SEED_A = bytes(range(32))
+SEED_B = bytes(range(100, 132))
+B64 = lambda b: base64.b64encode(b).decode()
+
+
+def ed_public(seed):
+    return Ed25519PrivateKey.from_private_bytes(seed).public_key().public_bytes_raw()
+
+
+def whsk(seed):
+    return "whsk_" + B64(seed)
+
+
+def whpk(seed):
+    return "whpk_" + B64(ed_public(seed))
+
+
+def sign_v1a(seed, msg_id, ts, body: bytes):
+    sig = Ed25519PrivateKey.from_private_bytes(seed).sign(f"{msg_id}.{ts}.".encode() + body)
+    return "v1a," + B64(sig)
+
+
+def openssl_accepts(seed_or_pub, msg: bytes, sig: bytes, raw_public=False):
+    pub = Ed25519PublicKey.from_public_bytes(seed_or_pub if raw_public else ed_public(seed_or_pub))
+    try:
+        pub.verify(sig, msg)
+        return True
+    except InvalidSignature:
+        return False
+
+
+WHSK_A, WHPK_A, WHSK_B, WHPK_B = whsk(SEED_A), whpk(SEED_A), whsk(SEED_B), whpk(SEED_B)
+WHSK_A_PAIR = "whsk_" + B64(SEED_A + ed_public(SEED_A))          # libsodium's 64-byte form
+# Small-order points (compressed): the identity, and the point of order 2 (y = -1).
+SMALL_ORDER = [bytes([1] + [0] * 31), bytes([0xec] + [0xff] * 30 + [0x7f])]
+
+# ---- keys.json: parsing whsk_/whpk_ text
+key_cases = []
+def kcase(name, kind, text, public_key=None, error=None):
+    c = {"name": name, "kind": kind, "text": text, "ok": error is None}
+    if error is None:
+        c["public_key"] = public_key
+    else:
+        c["error"] = error
+    key_cases.append(c)
+
+kcase("signing key (32-byte seed)", "signing", WHSK_A, WHPK_A)
+kcase("signing key, libsodium 64-byte form (seed then public key)", "signing", WHSK_A_PAIR, WHPK_A)
+kcase("signing key without the prefix", "signing", WHSK_A[5:], WHPK_A)
+kcase("signing key with a trailing newline and no padding", "signing", WHSK_A.rstrip("=") + "\n", WHPK_A)
+kcase("signing key with excess = padding", "signing", WHSK_A + "=", WHPK_A)
+_a = WHSK_A.rstrip("=")
+WHSK_A_SPARE = _a[:-1] + _ALPHABET[_ALPHABET.index(_a[-1]) | 0b11]   # the 2 spare bits set
+assert WHSK_A_SPARE != _a and key(WHSK_A_SPARE[5:]) == SEED_A
+kcase("unpadded signing key whose last character has non-zero spare bits", "signing", WHSK_A_SPARE, WHPK_A)
+kcase("public key", "public", WHPK_A, WHPK_A)
+kcase("public key without padding, with spaces around", "public", "  " + WHPK_B.rstrip("=") + " ", WHPK_B)
+kcase("signing key of 31 bytes", "signing", "whsk_" + B64(SEED_A[:31]), error="invalid_secret")
+kcase("signing key of 33 bytes", "signing", "whsk_" + B64(SEED_A + b"x"), error="invalid_secret")
+kcase("64-byte signing key whose public half is another key's", "signing", "whsk_" + B64(SEED_A + ed_public(SEED_B)),
+      error="invalid_secret")
+kcase("signing key that is not base64", "signing", "whsk_not base64!", error="invalid_secret")
+kcase("empty signing key", "signing", "whsk_", error="invalid_secret")
+kcase("signing key with three = of padding", "signing", WHSK_A + "==", error="invalid_secret")
+kcase("public key of 31 bytes", "public", "whpk_" + B64(ed_public(SEED_A)[:31]), error="invalid_public_key")
+kcase("public key that is not base64", "public", "whpk_!!!!", error="invalid_public_key")
+kcase("empty public key", "public", "whpk_", error="invalid_public_key")
+kcase("public key that is not a curve point", "public", "whpk_" + B64(bytes([2] + [0] * 31)), error="invalid_public_key")
+for i, p in enumerate(SMALL_ORDER):
+    kcase(f"small-order public key {i + 1} (would verify forgeries)", "public", "whpk_" + B64(p), error="invalid_public_key")
+kcase("a signing key where a verifying key belongs", "trusted", WHSK_A, error="invalid_public_key")
+kcase("a whsec_ secret as a trusted key", "trusted", REF_SECRET, None)
+kcase("a whpk_ public key as a trusted key", "trusted", WHPK_A, WHPK_A)
+# the "not a point" case: y = 2 has no x on the curve, checked here against OpenSSL too.
+try:
+    Ed25519PublicKey.from_public_bytes(bytes([2] + [0] * 31)).verify(bytes(64), b"")
+    raise AssertionError("OpenSSL verified with a non-point")
+except (InvalidSignature, ValueError):
+    pass
+write("keys.json", "Key parsing (v1a, the opt-in ed25519 extension): `kind` says how `text` is read (`signing`: a whsk_ "
+      "signing key; `public`: a whpk_ public key; `trusted`: a verifier's trust-list entry, whsec_ or whpk_, where whsk_ is "
+      "refused). `ok`; `public_key` is the canonical whpk_ form (null for a whsec_ secret); `error` the stable code.",
+      key_cases)
+
+# ---- sign_v1a.json
+sign_v1a_cases = []
+def sacase(name, signing_key, seed, msg_id, ts, body: bytes):
+    sign_v1a_cases.append({"name": name, "signing_key": signing_key, "public_key": whpk(seed), "id": msg_id,
+                           "timestamp": ts, **body_fields(body), "signature": sign_v1a(seed, msg_id, ts, body)})
+
+sacase("reference message", WHSK_A, SEED_A, REF_ID, REF_TS, REF_BODY.encode())
+sacase("libsodium 64-byte signing key", WHSK_A_PAIR, SEED_A, REF_ID, REF_TS, REF_BODY.encode())
+sacase("empty body", WHSK_B, SEED_B, "msg_empty", 1700000000, b"")
+sacase("non-UTF-8 body", WHSK_A, SEED_A, "msg_bytes", 1700000000, bytes([0xff, 0xfe, 0x00, 0x80, 0x7b]))
+sacase("unicode body", WHSK_B, SEED_B, "msg_unicode", 1700000001, '{"name":"Zoë 🚀 ünïcødé"}'.encode())
+sacase("4 KiB body", WHSK_A, SEED_A, "msg_4k", 1700000003, (b'{"pad":"' + b"x" * 4085 + b'"}'))
+write("sign_v1a.json", "Known-answer v1a signatures (ed25519, deterministic): `signature` is the `v1a,<base64>` entry "
+      "for `signing_key`, whose public key is `public_key`. Computed by generate.py with Python's `cryptography`.",
+      sign_v1a_cases)
+
+# ---- verify_v1a.json
+GOOD_A = sign_v1a(SEED_A, "msg_v", T, B)
+GOOD_B = sign_v1a(SEED_B, "msg_v", T, B)
+MSG = f"msg_v.{T}.".encode() + B
+verify_v1a_cases = []
+def vacase(name, headers, keys=(WHPK_A,), body=B, now=T, ok=True, error=None):
+    c = {"name": name, "keys": list(keys), "headers": headers, **body_fields(body), "now": now, "ok": ok}
+    if error:
+        c["error"] = error
+    verify_v1a_cases.append(c)
+
+def high_s(entry):
+    """The same signature with S + L: the same scalar mod L, which lax verifiers accept."""
+    sig = bytearray(base64.b64decode(entry[4:]))
+    s = int.from_bytes(sig[32:], "little") + L
+    assert s < 2**256
+    sig[32:] = s.to_bytes(32, "little")
+    return bytes(sig)
+
+NONCANON = high_s(GOOD_A)
+FORGERY_SIG = bytes([1] + [0] * 31) + bytes(32)   # R = identity, S = 0: see below
+assert not openssl_accepts(SEED_A, MSG, NONCANON), "OpenSSL rejects S >= L too"
+assert openssl_accepts(SEED_A, MSG, base64.b64decode(GOOD_A[4:]))
+
+vacase("valid v1a delivery", hdrs(sig=GOOD_A))
+vacase("mixed header (v1 then v1a), verifier holds the public key", hdrs(sig=f"{GOOD} {GOOD_A}"))
+vacase("mixed header (v1a then v1), verifier holds the public key", hdrs(sig=f"{GOOD_A} {GOOD}"))
+vacase("mixed header, verifier holds only the v1 secret", hdrs(sig=f"{GOOD} {GOOD_A}"), keys=[REF_SECRET])
+vacase("mixed header, wrong v1 but right v1a, verifier holds both kinds", hdrs(sig=f"{OTHER} {GOOD_A}"),
+       keys=[REF_SECRET, WHPK_A])
+vacase("mixed header, right v1 but wrong v1a, verifier holds both kinds", hdrs(sig=f"{GOOD} {GOOD_B}"),
+       keys=[REF_SECRET, WHPK_A])
+vacase("mixed header, neither matches, verifier holds both kinds", hdrs(sig=f"{OTHER} {GOOD_B}"),
+       keys=[REF_SECRET, WHPK_A], ok=False, error="invalid_signature")
+vacase("header names in any case", {"Webhook-Id": "msg_v", "WEBHOOK-TIMESTAMP": str(T), "Webhook-Signature": GOOD_A})
+vacase("wrong key", hdrs(sig=GOOD_B), ok=False, error="invalid_signature")
+vacase("rotation: verifier holds new and old public keys", hdrs(sig=GOOD_B), keys=[WHPK_A, WHPK_B])
+vacase("rotation: header carries two v1a entries, the second matches", hdrs(sig=f"{GOOD_B} {GOOD_A}"))
+vacase("tampered body (one byte)", hdrs(sig=GOOD_A), body=B.replace(b"hello", b"hellp"), ok=False,
+       error="invalid_signature")
+vacase("signature for another id", hdrs(msg_id="msg_w", sig=GOOD_A), ok=False, error="invalid_signature")
+vacase("signature for another timestamp", hdrs(ts=T + 1, sig=GOOD_A), ok=False, error="invalid_signature")
+vacase("tampered signature (one bit of R)", hdrs(sig="v1a," + B64(bytes([base64.b64decode(GOOD_A[4:])[0] ^ 1])
+       + base64.b64decode(GOOD_A[4:])[1:])), ok=False, error="invalid_signature")
+vacase("non-canonical signature (S + L) is refused", hdrs(sig="v1a," + B64(NONCANON)), ok=False,
+       error="invalid_signature")
+vacase("only a v1 entry, verifier holds only a public key", hdrs(sig=GOOD), ok=False, error="invalid_signature")
+vacase("v1 entry carrying the ed25519 signature is not v1a", hdrs(sig="v1," + GOOD_A[4:]), ok=False,
+       error="invalid_signature")
+vacase("unknown versions are skipped", hdrs(sig=f"v2,{GOOD_A[4:]} v1b,{GOOD_A[4:]} {GOOD_A}"))
+vacase("unpadded v1a signature is accepted", hdrs(sig=GOOD_A.rstrip("=")))
+vacase("v1a,<sig>,extra is malformed and skipped", hdrs(sig=f"{GOOD_A},extra"), ok=False, error="invalid_signature")
+vacase("v1a of 63 bytes is skipped", hdrs(sig="v1a," + B64(base64.b64decode(GOOD_A[4:])[:63])), ok=False,
+       error="invalid_signature")
+vacase("two header lines joined with \", \": the first still counts", hdrs(sig=f"{GOOD_A}, {GOOD_B}"))
+vacase("301 s old fails before the signature is checked", hdrs(sig=GOOD_A), now=T + 301, ok=False,
+       error="timestamp_too_old")
+vacase("65 entries are too many", hdrs(sig=" ".join([GOOD_B] * 64 + [GOOD_A])), ok=False, error="invalid_header")
+vacase("64 entries, last one good", hdrs(sig=" ".join([GOOD_B] * 63 + [GOOD_A])))
+vacase("small-order public key in the trust list is refused", hdrs(sig="v1a," + B64(FORGERY_SIG)),
+       keys=["whpk_" + B64(SMALL_ORDER[0])], ok=False, error="invalid_public_key")
+vacase("a whsk_ signing key in the trust list is refused", hdrs(sig=GOOD_A), keys=[WHSK_A], ok=False,
+       error="invalid_public_key")
+raw = bytes([0xff, 0x00, 0xc3, 0x28])
+vacase("non-UTF-8 body", hdrs(sig=sign_v1a(SEED_A, "msg_v", T, raw)), body=raw)
+vacase("empty body", hdrs(sig=sign_v1a(SEED_A, "msg_v", T, b"")), body=b"")
+# The forgery a small-order key allows: R = identity and S = 0 satisfy [S]B = R + [k]A for the
+# identity key A and any message, and OpenSSL (a lax verifier for keys) accepts it. Refusing
+# such keys when they are parsed is what keeps this out.
+FORGERY = bytes([1] + [0] * 31) + bytes(32)
+assert openssl_accepts(SMALL_ORDER[0], b"any message at all", FORGERY, raw_public=True)
+write("verify_v1a.json", "v1a verification cases (the opt-in ed25519 extension): verify `body` (or `body_base64`) with "
+      "`headers` against a verifier trusting `keys` (whpk_ public keys and whsec_ secrets alike), at Unix time `now`. "
+      "`ok` says whether it verifies; `error` is the stable error code otherwise (`invalid_public_key` when the "
+      "trust list itself is refused).", verify_v1a_cases)
+
 # ---------------------------------------------------------------- events.json
 def post(**extra):
     p = {"id": "post_1", "externalId": "ext-42", "group": "grp_1", "state": "QUEUE",
@@ -289,5 +476,6 @@ mcase("event with no account still needs its type", ["post.failed"], ["acc_1"], 
 mcase("integration events match on their account", ["integration.disconnected"], ["acc_1"], "integration.disconnected", "acc_1", True)
 write("matching.json", "Subscription matching: a subscription with `events` and `integrationIds` receives an event of "
       "`eventType` concerning `accountId` (null: none) exactly when `matches`.", match_cases)
-print(f"wrote {len(sign_cases)} sign, {len(verify_cases)} verify, {len(event_cases)} event, {len(match_cases)} matching cases"
+print(f"wrote {len(sign_cases)} sign, {len(verify_cases)} verify, {len(key_cases)} key, "
+      f"{len(sign_v1a_cases)} sign_v1a, {len(verify_v1a_cases)} verify_v1a, {len(event_cases)} event, {len(match_cases)} matching cases"
       f" and a catalogue of {len(EVENT_TYPES)} event types")

@@ -8,13 +8,21 @@
 
 use std::fmt;
 
-use postwire_core::{DEFAULT_REPLAY_TTL_SECS, DEFAULT_TOLERANCE_SECS, Secret, Verifier};
+use postwire_core::{
+    DEFAULT_REPLAY_TTL_SECS, DEFAULT_TOLERANCE_SECS, PUBLIC_KEY_PREFIX, PublicKey, SIGNING_KEY_PREFIX, Secret,
+    TrustedKey, Verifier,
+};
 
 use crate::payload::PayloadPolicy;
 
 /// Worker secret: the sender's signing secret(s), `whsec_…`, separated by spaces or commas.
-/// Several during a rotation; a delivery signed with any of them is accepted.
+/// Several during a rotation; a delivery signed with any of them is accepted. Optional when
+/// [`VAR_WEBHOOK_PUBLIC_KEYS`] is set.
 pub const VAR_WEBHOOK_SECRETS: &str = "WEBHOOK_SECRETS";
+/// Variable: the sender's `v1a` public key(s), `whpk_…`, separated by spaces or commas (the
+/// opt-in asymmetric extension). Recommended over [`VAR_WEBHOOK_SECRETS`]: a public key
+/// verifies but cannot sign, so it need not even be a secret. Either or both may be set.
+pub const VAR_WEBHOOK_PUBLIC_KEYS: &str = "WEBHOOK_PUBLIC_KEYS";
 /// Variable: where verified deliveries go, an `https://` (or, for local tests, `http://`) URL.
 pub const VAR_ORIGIN_URL: &str = "ORIGIN_URL";
 /// Optional Worker secret (`whsec_…`): when set, each forwarded delivery also carries a
@@ -63,6 +71,9 @@ pub const MAX_FORWARD_TIMEOUT_MS: u64 = 9_000;
 pub const MAX_TOLERANCE_SECS: u64 = 24 * 3600;
 /// Most secrets accepted in [`VAR_WEBHOOK_SECRETS`]: each costs one HMAC per request.
 pub const MAX_SECRETS: usize = 8;
+/// Most public keys accepted in [`VAR_WEBHOOK_PUBLIC_KEYS`]: each costs up to one ed25519
+/// verification per `v1a` entry of a request.
+pub const MAX_PUBLIC_KEYS: usize = 8;
 
 /// Where de-duplication records live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,7 +90,8 @@ pub enum DedupBackend {
 /// The checked settings of the Worker.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Checks incoming deliveries: the sender's secrets and the timestamp tolerance.
+    /// Checks incoming deliveries: the sender's secrets and public keys, and the timestamp
+    /// tolerance.
     pub verifier: Verifier,
     /// Where verified, first-time deliveries are forwarded.
     pub origin_url: url::Url,
@@ -131,7 +143,8 @@ impl Config {
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
 
-        let secrets = parse_secrets(get(VAR_WEBHOOK_SECRETS).as_deref())?;
+        let public_keys = parse_public_keys(get(VAR_WEBHOOK_PUBLIC_KEYS).as_deref())?;
+        let secrets = parse_secrets(get(VAR_WEBHOOK_SECRETS).as_deref(), !public_keys.is_empty())?;
         let dedup_store = match get(VAR_DEDUP_STORE).as_deref().map(str::trim) {
             None | Some("kv") => DedupBackend::Kv,
             Some("durable-object") => DedupBackend::DurableObject,
@@ -196,7 +209,11 @@ impl Config {
             "must be milliseconds from 1 to 9000 (below the sender's 10 s)",
         )?;
 
-        let verifier = Verifier::with_secrets(secrets)
+        let keys = secrets
+            .into_iter()
+            .map(TrustedKey::Secret)
+            .chain(public_keys.into_iter().map(TrustedKey::PublicKey));
+        let verifier = Verifier::with_keys(keys)
             .map_err(|_| ConfigError {
                 variable: VAR_WEBHOOK_SECRETS,
                 reason: "is required",
@@ -250,22 +267,29 @@ fn parse_payload_policy(allow_non_json: Option<&str>, validate: Option<&str>) ->
     }
 }
 
-/// One or more `whsec_` secrets separated by whitespace or commas (neither occurs in base64).
-fn parse_secrets(value: Option<&str>) -> Result<Vec<Secret>, ConfigError> {
-    const V: &str = VAR_WEBHOOK_SECRETS;
-    let value = value.ok_or(ConfigError {
-        variable: V,
-        reason: "is required (one or more `whsec_` secrets)",
-    })?;
-    let entries: Vec<&str> = value
+/// The entries of a list separated by whitespace or commas (neither occurs in base64).
+fn entries(value: &str) -> Vec<&str> {
+    value
         .split(|c: char| c == ',' || c.is_ascii_whitespace())
         .filter(|s| !s.is_empty())
-        .collect();
+        .collect()
+}
+
+/// One or more `whsec_` secrets separated by whitespace or commas; none is fine when
+/// `optional` (public keys are set).
+fn parse_secrets(value: Option<&str>, optional: bool) -> Result<Vec<Secret>, ConfigError> {
+    const V: &str = VAR_WEBHOOK_SECRETS;
+    const REQUIRED: &str = "is required (one or more `whsec_` secrets), unless WEBHOOK_PUBLIC_KEYS is set";
+    let entries = value.map(entries).unwrap_or_default();
     if entries.is_empty() {
-        return Err(ConfigError {
-            variable: V,
-            reason: "is required (one or more `whsec_` secrets)",
-        });
+        return if optional {
+            Ok(Vec::new())
+        } else {
+            Err(ConfigError {
+                variable: V,
+                reason: REQUIRED,
+            })
+        };
     }
     if entries.len() > MAX_SECRETS {
         return Err(ConfigError {
@@ -279,6 +303,41 @@ fn parse_secrets(value: Option<&str>) -> Result<Vec<Secret>, ConfigError> {
             Secret::parse(s).map_err(|_| ConfigError {
                 variable: V,
                 reason: "holds an entry that is not a valid `whsec_<base64>` secret",
+            })
+        })
+        .collect()
+}
+
+/// Zero or more `whpk_` public keys separated by whitespace or commas. A `whsk_` signing
+/// key is refused with its own reason: the Worker must never hold the power to sign.
+fn parse_public_keys(value: Option<&str>) -> Result<Vec<PublicKey>, ConfigError> {
+    const V: &str = VAR_WEBHOOK_PUBLIC_KEYS;
+    let entries = value.map(entries).unwrap_or_default();
+    if entries.len() > MAX_PUBLIC_KEYS {
+        return Err(ConfigError {
+            variable: V,
+            reason: "holds more than 8 public keys",
+        });
+    }
+    entries
+        .into_iter()
+        .map(|s| {
+            if s.starts_with(SIGNING_KEY_PREFIX) {
+                return Err(ConfigError {
+                    variable: V,
+                    reason: "holds a `whsk_` signing key: give its `whpk_` public key (`postwire keys new` \
+                             prints both); the Worker never needs the power to sign",
+                });
+            }
+            if !s.starts_with(PUBLIC_KEY_PREFIX) {
+                return Err(ConfigError {
+                    variable: V,
+                    reason: "holds an entry without the `whpk_` prefix",
+                });
+            }
+            PublicKey::parse(s).map_err(|_| ConfigError {
+                variable: V,
+                reason: "holds an entry that is not a valid `whpk_` ed25519 public key (32 bytes, not of small order)",
             })
         })
         .collect()
@@ -386,6 +445,53 @@ mod tests {
                 .variable,
             VAR_WEBHOOK_SECRETS
         );
+    }
+
+    #[test]
+    fn public_keys_alone_or_beside_secrets() {
+        use postwire_core::{SigningKey, UnixTime, WebhookHeaders};
+        let key = SigningKey::from_seed(&[9; 32]);
+        let pk = key.public_key().to_string();
+        let t = UnixTime::from_secs(1_700_000_000);
+        let sig = key.sign("msg_1", t, b"{}").unwrap().to_string();
+        let h = WebhookHeaders::new("msg_1", "1700000000", &sig).unwrap();
+        let alone = config(&[(VAR_WEBHOOK_PUBLIC_KEYS, &pk), (VAR_ORIGIN_URL, "https://o.example")]).unwrap();
+        assert!(alone.verifier.verify_headers(h, b"{}", t).is_ok());
+        assert!(alone.verifier.verify_headers(h, b"{ }", t).is_err());
+        let two = format!("{pk}, {}", SigningKey::from_seed(&[8; 32]).public_key());
+        let both = config(&[
+            (VAR_WEBHOOK_SECRETS, S1),
+            (VAR_WEBHOOK_PUBLIC_KEYS, &two),
+            (VAR_ORIGIN_URL, "https://o.example"),
+        ])
+        .unwrap();
+        assert!(both.verifier.verify_headers(h, b"{}", t).is_ok());
+        // Blank public keys and no secrets: the secrets are what is missing.
+        assert_eq!(
+            config(&[(VAR_WEBHOOK_PUBLIC_KEYS, " , "), (VAR_ORIGIN_URL, "https://o.example")])
+                .unwrap_err()
+                .variable,
+            VAR_WEBHOOK_SECRETS
+        );
+    }
+
+    #[test]
+    fn bad_public_keys_are_named_never_shown() {
+        let sk = postwire_core::SigningKey::from_seed(&[9; 32]).expose();
+        let small_order = format!("whpk_AQ{}", "A".repeat(41) + "=");
+        let nine = vec![postwire_core::SigningKey::from_seed(&[9; 32]).public_key().to_string(); 9].join(" ");
+        for (bad, says) in [
+            (sk.as_str(), "whsk_"),
+            (S1, "prefix"),
+            ("whpk_!!!!", "valid"),
+            (small_order.as_str(), "small order"),
+            (nine.as_str(), "more than 8"),
+        ] {
+            let err = config(&[(VAR_WEBHOOK_PUBLIC_KEYS, bad), (VAR_ORIGIN_URL, "https://o.example")]).unwrap_err();
+            assert_eq!(err.variable, VAR_WEBHOOK_PUBLIC_KEYS, "{bad}");
+            assert!(err.reason.contains(says), "{bad}: {err}");
+            assert!(!err.to_string().contains(&sk[5..]));
+        }
     }
 
     #[test]

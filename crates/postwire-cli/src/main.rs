@@ -47,7 +47,8 @@ enum Command {
     /// Signing secrets.
     #[command(subcommand)]
     Secret(commands::secret::SecretCommand),
-    /// The keys that encrypt signing secrets at rest: `rotate`.
+    /// Keys: `rotate` the ones that encrypt signing secrets at rest; `new` prints a v1a
+    /// (ed25519) signing key pair.
     #[command(subcommand)]
     Keys(commands::keys::KeysCommand),
     /// Print the `webhook-signature` value for a body.

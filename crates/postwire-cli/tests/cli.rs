@@ -170,3 +170,93 @@ fn a_bad_secret_is_a_usage_error_that_does_not_echo_it() {
         "{err}"
     );
 }
+
+/// `keys new`, then `sign` with the `whsk_` key and `verify` with the `whpk_` key (`v1a`).
+#[test]
+fn keys_new_signs_with_whsk_and_verifies_with_whpk() {
+    let out = postwire(&["keys", "new"], b"");
+    assert!(out.status.success());
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    let (sk, pk) = (lines[0], lines[1]);
+    assert!(sk.starts_with("whsk_") && sk.len() == 5 + 44, "{sk}");
+    assert!(pk.starts_with("whpk_") && pk.len() == 5 + 44, "{pk}");
+    assert_ne!(stdout(&postwire(&["keys", "new"], b"")), text);
+
+    // Both kinds at once: a v1 entry, then a v1a entry.
+    let sig = stdout(&postwire(
+        &[
+            "sign",
+            "--secret",
+            SECRET,
+            "--secret",
+            sk,
+            "--id",
+            ID,
+            "--timestamp",
+            TS,
+        ],
+        BODY.as_bytes(),
+    ));
+    let entries: Vec<&str> = sig.split(' ').collect();
+    assert_eq!(entries.len(), 2, "{sig}");
+    assert_eq!(entries[0], SIG);
+    assert!(entries[1].starts_with("v1a,") && entries[1].len() == 4 + 88, "{sig}");
+
+    let verify = |key: &str, signature: &str, body: &str| {
+        let out = postwire(
+            &[
+                "verify",
+                "--secret",
+                key,
+                "--id",
+                ID,
+                "--timestamp",
+                TS,
+                "--signature",
+                signature,
+                "--now",
+                TS,
+            ],
+            body.as_bytes(),
+        );
+        stdout(&out)
+    };
+    assert_eq!(verify(pk, &sig, BODY), "ok");
+    assert_eq!(verify(pk, entries[1], BODY), "ok");
+    assert!(verify(pk, entries[1], "{}").starts_with("invalid_signature:"));
+    // The public key does not verify the v1 entry alone, and says why.
+    let v1_only = verify(pk, SIG, BODY);
+    assert!(
+        v1_only.starts_with("invalid_signature:") && v1_only.contains("v1a"),
+        "{v1_only}"
+    );
+    // Another pair's public key refuses it.
+    let other = stdout(&postwire(&["keys", "new"], b""));
+    let other_pk = other.lines().nth(1).unwrap();
+    assert!(verify(other_pk, entries[1], BODY).starts_with("invalid_signature:"));
+
+    // A signing key is refused where a verifying key belongs, without echoing it.
+    let out = postwire(
+        &[
+            "verify",
+            "--secret",
+            sk,
+            "--id",
+            ID,
+            "--timestamp",
+            TS,
+            "--signature",
+            &sig,
+        ],
+        BODY.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("whpk_") && !err.contains(&sk[5..]), "{err}");
+    // A malformed signing key is a usage error that does not echo it.
+    let out = postwire(&["sign", "--secret", "whsk_not*base64", "--id", ID], b"");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!String::from_utf8(out.stderr).unwrap().contains("not*base64"));
+}

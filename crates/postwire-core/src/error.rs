@@ -27,11 +27,14 @@ pub enum ErrorCode {
     InvalidSecret,
     /// The body is not a valid event envelope (bad JSON, wrong shape, rule broken).
     InvalidPayload,
+    /// A `whpk_` public key (or a key of the wrong kind where one was expected) could not
+    /// be parsed: `v1a`, the opt-in asymmetric extension.
+    InvalidPublicKey,
 }
 
 impl ErrorCode {
     /// Every code, for documentation and exhaustive tests.
-    pub const ALL: [ErrorCode; 7] = [
+    pub const ALL: [ErrorCode; 8] = [
         ErrorCode::MissingHeader,
         ErrorCode::InvalidHeader,
         ErrorCode::TimestampTooOld,
@@ -39,6 +42,7 @@ impl ErrorCode {
         ErrorCode::InvalidSignature,
         ErrorCode::InvalidSecret,
         ErrorCode::InvalidPayload,
+        ErrorCode::InvalidPublicKey,
     ];
 
     /// The stable string form, e.g. `"invalid_signature"`.
@@ -51,6 +55,7 @@ impl ErrorCode {
             ErrorCode::InvalidSignature => "invalid_signature",
             ErrorCode::InvalidSecret => "invalid_secret",
             ErrorCode::InvalidPayload => "invalid_payload",
+            ErrorCode::InvalidPublicKey => "invalid_public_key",
         }
     }
 }
@@ -127,6 +132,13 @@ pub enum Error {
         /// What is wrong with it (never the secret itself).
         reason: &'static str,
     },
+    /// A `whpk_` public key could not be parsed, or a `whsk_` signing key was given where
+    /// only a verifying key belongs.
+    #[error("invalid public key: {reason}")]
+    InvalidPublicKey {
+        /// What is wrong with it (never the key itself).
+        reason: &'static str,
+    },
     /// The body is not a valid event envelope.
     #[error("invalid event payload: {reason}")]
     InvalidPayload {
@@ -143,6 +155,10 @@ pub enum SignatureDetail {
     NoMatch,
     /// The header held no well-formed `v1,<base64 of 32 bytes>` entry at all.
     NoV1Signature,
+    /// The verifier holds `whpk_` public keys, and the header held no well-formed entry of
+    /// a scheme it has keys for (`v1a,<base64 of 64 bytes>` for public keys, `v1,…` for
+    /// secrets).
+    NoUsableSignature,
 }
 
 impl fmt::Display for SignatureDetail {
@@ -152,6 +168,10 @@ impl fmt::Display for SignatureDetail {
             SignatureDetail::NoV1Signature => {
                 f.write_str(" (webhook-signature holds no well-formed `v1,<base64>` entry)")
             }
+            SignatureDetail::NoUsableSignature => f.write_str(
+                " (webhook-signature holds no well-formed entry this verifier has keys for: \
+                 `v1a,<base64>` for whpk_ public keys, `v1,<base64>` for whsec_ secrets)",
+            ),
         }
     }
 }
@@ -167,6 +187,7 @@ impl Error {
             Error::InvalidSignature { .. } => ErrorCode::InvalidSignature,
             Error::InvalidSecret { .. } => ErrorCode::InvalidSecret,
             Error::InvalidPayload { .. } => ErrorCode::InvalidPayload,
+            Error::InvalidPublicKey { .. } => ErrorCode::InvalidPublicKey,
         }
     }
 

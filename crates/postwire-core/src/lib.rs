@@ -36,6 +36,8 @@
 )]
 #![deny(missing_docs)]
 
+#[cfg(feature = "ed25519")]
+mod asymmetric;
 mod error;
 mod event;
 mod headers;
@@ -48,6 +50,11 @@ mod subscription;
 mod time;
 mod verifier;
 
+#[cfg(feature = "ed25519")]
+pub use asymmetric::{
+    ASYMMETRIC_SIGNATURE_VERSION, AsymmetricSignature, ED25519_KEY_LEN, ED25519_KEYPAIR_LEN, ED25519_SIGNATURE_LEN,
+    MAX_KEY_STRING_LEN, PUBLIC_KEY_PREFIX, PublicKey, SIGNING_KEY_PREFIX, SigningKey, TrustedKey,
+};
 pub use error::{Error, ErrorCode, SignatureDetail};
 pub use event::{
     Actor, ActorKind, DisconnectReason, Event, EventData, EventError, EventType, FailureCode, Integration,

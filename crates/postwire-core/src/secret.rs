@@ -35,7 +35,7 @@ pub const MAX_SECRET_STRING_LEN: usize = 2048;
 
 /// Standard base64 for secrets, whose padding [`Secret::parse`] has already removed:
 /// the bits beyond the last whole byte are ignored, as `standardwebhooks` ignores them.
-const BASE64_SECRET: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+pub(crate) const BASE64_SECRET: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
     &base64::alphabet::STANDARD,
     base64::engine::GeneralPurposeConfig::new()
         .with_decode_padding_mode(base64::engine::DecodePaddingMode::RequireNone)
@@ -44,7 +44,7 @@ const BASE64_SECRET: base64::engine::GeneralPurpose = base64::engine::GeneralPur
 
 /// `s` without its last character when it has 4k + 1 characters (a lone character after
 /// groups of four cannot make a byte; `standardwebhooks` never reads it).
-fn drop_lone_last_char(s: &str) -> &str {
+pub(crate) fn drop_lone_last_char(s: &str) -> &str {
     match s.char_indices().next_back() {
         Some((last, _)) if s.chars().count() % 4 == 1 => &s[..last],
         _ => s,

@@ -125,6 +125,15 @@ impl<'a> SignatureHeader<'a> {
             .filter_map(parse_v1_entry)
     }
 
+    /// Every entry, in header order, without the one trailing comma an entry may have
+    /// (`v1a` parsing, in `asymmetric`, reads them through this).
+    #[cfg(feature = "ed25519")]
+    pub(crate) fn entries(&self) -> impl Iterator<Item = &'a str> + 'a {
+        self.value
+            .split_ascii_whitespace()
+            .map(|entry| entry.strip_suffix(',').unwrap_or(entry))
+    }
+
     /// Whether any `v1` signature equals one of `expected`. Every entry is compared with
     /// every expected signature, each comparison in constant time.
     pub fn matches_any(&self, expected: &[Signature]) -> Result<(), Error> {

@@ -4,6 +4,13 @@
 //! is within the tolerance (both ways: too old is a replay, too new a skewed clock);
 //! then the HMAC of `<id>.<timestamp>.<raw body>` is computed once per secret and
 //! compared in constant time with every `v1` signature in the header.
+//!
+//! With the `ed25519` feature the trust list may also hold `whpk_` public keys
+//! ([`TrustedKey`](crate::TrustedKey)): when no `v1` entry matched, each well-formed `v1a`
+//! entry is checked strictly against each public key, over one copy of
+//! `<id>.<timestamp>.<body>`. A header may mix both (`v1,… v1a,…`); other versions are
+//! skipped. The work is bounded by the header limits: at most
+//! [`MAX_SIGNATURES`](crate::MAX_SIGNATURES) entries, times the number of public keys.
 
 use crate::headers::{HeaderSource, WebhookHeaders};
 use crate::signature::{Signature, SignatureHeader};
@@ -31,6 +38,8 @@ pub const DEFAULT_TOLERANCE_SECS: u64 = 300;
 #[derive(Debug, Clone)]
 pub struct Verifier {
     secrets: Vec<Secret>,
+    #[cfg(feature = "ed25519")]
+    public_keys: Vec<crate::PublicKey>,
     tolerance_secs: u64,
 }
 
@@ -48,6 +57,8 @@ impl Verifier {
     pub fn new(secret: Secret) -> Self {
         Verifier {
             secrets: vec![secret],
+            #[cfg(feature = "ed25519")]
+            public_keys: Vec::new(),
             tolerance_secs: DEFAULT_TOLERANCE_SECS,
         }
     }
@@ -63,8 +74,71 @@ impl Verifier {
         }
         Ok(Verifier {
             secrets,
+            #[cfg(feature = "ed25519")]
+            public_keys: Vec::new(),
             tolerance_secs: DEFAULT_TOLERANCE_SECS,
         })
+    }
+
+    /// A verifier trusting `v1` secrets and `v1a` public keys alike (feature `ed25519`):
+    /// a delivery verifies when any `v1` entry matches a secret or any `v1a` entry is a
+    /// valid signature by a public key. At least one key is required.
+    ///
+    /// ```
+    /// use postwire_core::{Secret, SigningKey, TrustedKey, UnixTime, Verifier};
+    /// let signing = SigningKey::generate().unwrap();
+    /// let now = UnixTime::from_secs(1_700_000_000);
+    /// let v1a = signing.sign("msg_1", now, b"{}").unwrap().to_string();
+    /// let header = format!("v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE= {v1a}");
+    /// let headers = [("webhook-id", "msg_1"), ("webhook-timestamp", "1700000000"), ("webhook-signature", header.as_str())];
+    /// let verifier = Verifier::with_keys([
+    ///     TrustedKey::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap(),
+    ///     TrustedKey::PublicKey(signing.public_key()),
+    /// ]).unwrap();
+    /// assert!(verifier.verify(&headers, b"{}", now).is_ok());
+    /// assert_eq!(verifier.verify(&headers, b"{ }", now).unwrap_err().code().as_str(), "invalid_signature");
+    /// ```
+    #[cfg(feature = "ed25519")]
+    pub fn with_keys(keys: impl IntoIterator<Item = impl Into<crate::TrustedKey>>) -> Result<Self, Error> {
+        let mut secrets = Vec::new();
+        let mut public_keys = Vec::new();
+        for key in keys {
+            match key.into() {
+                crate::TrustedKey::Secret(s) => secrets.push(s),
+                crate::TrustedKey::PublicKey(k) => public_keys.push(k),
+            }
+        }
+        if secrets.is_empty() && public_keys.is_empty() {
+            return Err(Error::InvalidSecret {
+                reason: "at least one secret or public key is required",
+            });
+        }
+        Ok(Verifier {
+            secrets,
+            public_keys,
+            tolerance_secs: DEFAULT_TOLERANCE_SECS,
+        })
+    }
+
+    /// [`with_keys`](Self::with_keys) from key strings (`whsec_…` or `whpk_…`, see
+    /// [`TrustedKey::parse`](crate::TrustedKey::parse)): the first bad key is the error.
+    #[cfg(feature = "ed25519")]
+    pub fn parse_keys<S: AsRef<str>>(keys: impl IntoIterator<Item = S>) -> Result<Self, Error> {
+        let keys = keys
+            .into_iter()
+            .map(|k| crate::TrustedKey::parse(k.as_ref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Self::with_keys(keys)
+    }
+
+    /// A verifier with one `v1a` public key only (feature `ed25519`).
+    #[cfg(feature = "ed25519")]
+    pub fn from_public_key(key: crate::PublicKey) -> Self {
+        Verifier {
+            secrets: Vec::new(),
+            public_keys: vec![key],
+            tolerance_secs: DEFAULT_TOLERANCE_SECS,
+        }
     }
 
     /// Sets the timestamp tolerance in seconds, applied both to the past and the future.
@@ -107,6 +181,19 @@ impl Verifier {
             if outcome.is_ok() {
                 break;
             }
+        }
+        #[cfg(feature = "ed25519")]
+        if outcome.is_err() && !self.public_keys.is_empty() {
+            outcome = self.check_asymmetric(
+                &header,
+                &headers,
+                body,
+                !self.secrets.is_empty()
+                    && outcome
+                        == Err(Error::InvalidSignature {
+                            detail: SignatureDetail::NoMatch,
+                        }),
+            );
         }
         outcome.map(|()| Verified {
             id: headers.id(),
@@ -163,9 +250,90 @@ impl Verifier {
         Ok(event)
     }
 
+    /// The `v1a` half of [`verify_headers`](Self::verify_headers).
+    #[cfg(feature = "ed25519")]
+    fn check_asymmetric(
+        &self,
+        header: &SignatureHeader<'_>,
+        headers: &WebhookHeaders<'_>,
+        body: &[u8],
+        saw_v1: bool,
+    ) -> Result<(), Error> {
+        check_asymmetric(&self.public_keys, header, headers, body, saw_v1)
+    }
+
+    /// [`check_computed`](Self::check_computed) that also trusts `v1a` public keys
+    /// (feature `ed25519`), for callers that keep the keys themselves (the npm package holds
+    /// them in JavaScript memory): the same checks in the same order as
+    /// [`verify_headers`](Self::verify_headers) with secrets and public keys. `macs` are
+    /// the HMACs computed with your own secrets (see [`verify_computed`](Self::verify_computed));
+    /// `body` is needed for the ed25519 check.
+    #[cfg(feature = "ed25519")]
+    pub fn check_computed_with_public_keys<'h>(
+        headers: WebhookHeaders<'h>,
+        macs: &[Signature],
+        public_keys: &[crate::PublicKey],
+        body: &[u8],
+        now: UnixTime,
+        tolerance_secs: u64,
+    ) -> Result<Verified<'h>, Error> {
+        check_timestamp(headers.timestamp(), now, tolerance_secs)?;
+        let header = SignatureHeader::parse(headers.signature())?;
+        let mut outcome = if macs.is_empty() {
+            Err(Error::InvalidSignature {
+                detail: SignatureDetail::NoV1Signature,
+            })
+        } else {
+            header.matches_any(macs)
+        };
+        if outcome.is_err() && !public_keys.is_empty() {
+            let saw_v1 = !macs.is_empty()
+                && outcome
+                    == Err(Error::InvalidSignature {
+                        detail: SignatureDetail::NoMatch,
+                    });
+            outcome = check_asymmetric(public_keys, &header, &headers, body, saw_v1);
+        }
+        outcome.map(|()| Verified {
+            id: headers.id(),
+            timestamp: headers.timestamp(),
+        })
+    }
+
     fn check_timestamp(&self, ts: UnixTime, now: UnixTime) -> Result<(), Error> {
         check_timestamp(ts, now, self.tolerance_secs)
     }
+}
+
+/// Whether a `v1a` entry of `header` is a strict ed25519 signature by one of `public_keys`
+/// over `<id>.<timestamp>.<body>`: one copy of that message, made only if the header has a
+/// `v1a` entry. `saw_v1`: the `v1` half saw well-formed entries (for the error's detail).
+#[cfg(feature = "ed25519")]
+fn check_asymmetric(
+    public_keys: &[crate::PublicKey],
+    header: &SignatureHeader<'_>,
+    headers: &WebhookHeaders<'_>,
+    body: &[u8],
+    saw_v1: bool,
+) -> Result<(), Error> {
+    let mut message: Option<Vec<u8>> = None;
+    let mut saw_v1a = false;
+    for sig in header.asymmetric_signatures() {
+        saw_v1a = true;
+        let m = message.get_or_insert_with(|| {
+            crate::asymmetric::signed_message(headers.id().as_bytes(), headers.timestamp_raw().as_bytes(), body)
+        });
+        if public_keys.iter().any(|k| k.verifies(m, &sig)) {
+            return Ok(());
+        }
+    }
+    Err(Error::InvalidSignature {
+        detail: if saw_v1a || saw_v1 {
+            SignatureDetail::NoMatch
+        } else {
+            SignatureDetail::NoUsableSignature
+        },
+    })
 }
 
 /// `ts` is at most `tolerance_secs` away from `now`, either way.
@@ -192,6 +360,55 @@ fn check_timestamp(ts: UnixTime, now: UnixTime, tolerance_secs: u64) -> Result<(
 mod tests {
     use super::*;
     use crate::Signer;
+
+    #[cfg(feature = "ed25519")]
+    #[test]
+    fn mixed_trust_lists_and_headers() {
+        use crate::{SigningKey, TrustedKey};
+        let t = UnixTime::from_secs(1_700_000_000);
+        let secret = Secret::generate().unwrap();
+        let key = SigningKey::generate().unwrap();
+        let other = SigningKey::generate().unwrap();
+        let both = Signer::with_keys([secret.clone()], [key.clone()]).unwrap();
+        let value = both.sign("msg_1", t, b"body").unwrap();
+        let h = WebhookHeaders::new("msg_1", "1700000000", value.as_str()).unwrap();
+
+        let pk_only = Verifier::from_public_key(key.public_key());
+        assert!(pk_only.verify_headers(h, b"body", t).is_ok());
+        assert!(pk_only.verify_headers(h, b"bodY", t).is_err());
+        let other_only = Verifier::from_public_key(other.public_key());
+        assert_eq!(
+            other_only.verify_headers(h, b"body", t).unwrap_err(),
+            Error::InvalidSignature {
+                detail: SignatureDetail::NoMatch
+            }
+        );
+        // A wrong secret and the right public key: the v1a entry carries it.
+        let mixed = Verifier::with_keys([
+            TrustedKey::Secret(Secret::generate().unwrap()),
+            TrustedKey::PublicKey(key.public_key()),
+        ])
+        .unwrap();
+        assert!(mixed.verify_headers(h, b"body", t).is_ok());
+        // Only a v1 entry, and the verifier has only a public key.
+        let v1_only = Signer::new(secret).sign("msg_1", t, b"body").unwrap();
+        let h1 = WebhookHeaders::new("msg_1", "1700000000", v1_only.as_str()).unwrap();
+        assert_eq!(
+            pk_only.verify_headers(h1, b"body", t).unwrap_err(),
+            Error::InvalidSignature {
+                detail: SignatureDetail::NoUsableSignature
+            }
+        );
+        // The timestamp is still checked first.
+        let late = UnixTime::from_secs(t.as_secs() + 301);
+        assert_eq!(
+            pk_only.verify_headers(h, b"body", late).unwrap_err().code().as_str(),
+            "timestamp_too_old"
+        );
+        assert!(Verifier::with_keys(Vec::<TrustedKey>::new()).is_err());
+        assert!(Verifier::parse_keys([key.public_key().to_string()]).is_ok());
+        assert!(Verifier::parse_keys([key.expose()]).is_err());
+    }
 
     #[test]
     fn verify_computed_runs_the_same_checks_as_verify() {

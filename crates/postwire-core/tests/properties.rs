@@ -127,3 +127,56 @@ fn arb_json(depth: u32) -> impl Strategy<Value = serde_json::Value> {
         ]
     })
 }
+
+/// `v1a` (feature `ed25519`): the same round-trip and tamper properties with ed25519 keys,
+/// and no key text panics the key parsers.
+#[cfg(feature = "ed25519")]
+mod v1a {
+    use super::*;
+    use postwire_core::{AsymmetricSignature, PublicKey, SigningKey, TrustedKey};
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn sign_then_verify_round_trips(seed in any::<[u8; 32]>(), id in id(), ts in 0i64..4_000_000_000, body in proptest::collection::vec(any::<u8>(), 0..2048)) {
+            let key = SigningKey::from_seed(&seed);
+            let sig = key.sign(&id, UnixTime::from_secs(ts), &body).unwrap();
+            let v = Verifier::from_public_key(key.public_key());
+            let h = headers(&id, ts, &sig.to_string());
+            let ok = v.verify(&h, &body, UnixTime::from_secs(ts)).unwrap();
+            prop_assert_eq!(ok.id, id.as_str());
+        }
+
+        #[test]
+        fn any_change_fails(seed in any::<[u8; 32]>(), id in id(), ts in 1i64..4_000_000_000, body in proptest::collection::vec(any::<u8>(), 1..512), which in 0usize..4, pos in any::<prop::sample::Index>(), bit in 0u8..8) {
+            let key = SigningKey::from_seed(&seed);
+            let mut sig = *key.sign(&id, UnixTime::from_secs(ts), &body).unwrap().as_bytes();
+            let (mut id2, mut ts2, mut body2) = (id.clone(), ts, body.clone());
+            match which {
+                0 => { let i = pos.index(body2.len()); body2[i] ^= 1 << bit; }
+                1 => { ts2 += 1; }
+                2 => { id2.push('x'); }
+                _ => { let i = pos.index(sig.len()); sig[i] ^= 1 << bit; }
+            }
+            let sig2 = AsymmetricSignature::from_bytes(sig).to_string();
+            let err = Verifier::from_public_key(key.public_key())
+                .verify(&headers(&id2, ts2, &sig2), &body2, UnixTime::from_secs(ts))
+                .unwrap_err();
+            prop_assert_eq!(err.code().as_str(), "invalid_signature");
+        }
+
+        #[test]
+        fn key_parsing_never_panics_and_round_trips(text in ".{0,120}", b64 in "(whpk_|whsk_)?[A-Za-z0-9+/]{40,90}={0,3}") {
+            for t in [text.as_str(), b64.as_str()] {
+                if let Ok(k) = SigningKey::parse(t) {
+                    prop_assert_eq!(SigningKey::parse(&k.expose()).unwrap(), k);
+                }
+                if let Ok(k) = PublicKey::parse(t) {
+                    prop_assert_eq!(PublicKey::parse(&k.to_string()).unwrap(), k);
+                }
+                let _ = TrustedKey::parse(t);
+            }
+        }
+    }
+}

@@ -30,6 +30,10 @@
 //!   parsing (serde_json and the typed envelope) would roughly triple the module, so the
 //!   wrapper parses JSON with the engine's own `JSON.parse` and checks the event shape
 //!   in JavaScript, against the same shared vectors as postwire-core.
+//! - **`v1a` in a module of its own.** With the `ed25519` feature the crate also exports
+//!   the `v1a` module's functions (`whpk_` keys, ed25519 verification): the npm package builds it
+//!   a second time for its `postwire/v1a` entry point, and the default module, `v1`
+//!   only, carries no curve code.
 
 // Peer input never panics this crate: no unwrap, expect, panic! or unchecked indexing
 // outside tests (the workspace forbids `unsafe` everywhere).
@@ -44,6 +48,8 @@ mod replay;
 pub mod schedule;
 mod scratch;
 mod secrets;
+#[cfg(feature = "ed25519")]
+pub mod v1a;
 mod verifier;
 
 pub use replay::WasmReplayGuard;
@@ -52,6 +58,8 @@ pub use scratch::{
     write_for_tests as scratch_write_for_tests,
 };
 pub use secrets::generate_secret;
+#[cfg(feature = "ed25519")]
+pub use v1a::{public_key, verify_with_public_keys};
 pub use verifier::{HAS_ID, HAS_SIGNATURE, HAS_TIMESTAMP, key_schedule, sign, verify, verify_macs};
 
 use wasm_bindgen::prelude::*;

@@ -72,7 +72,7 @@ pub fn key_schedule(len: u32, raw: bool) -> u32 {
 }
 
 /// The schedules of the first `count * 64` scratch bytes; `None` for a count of 0.
-fn schedules(bytes: &[u8]) -> impl Iterator<Item = KeySchedule> + '_ {
+pub(crate) fn schedules(bytes: &[u8]) -> impl Iterator<Item = KeySchedule> + '_ {
     bytes.chunks_exact(SCHEDULE_LEN).filter_map(KeySchedule::from_bytes)
 }
 
@@ -222,7 +222,7 @@ pub fn sign(secrets: u32, id_len: u32, body_len: u32, timestamp_secs: f64) -> Op
 /// The three header values as name/value pairs for postwire-core, which then itself
 /// reports a missing header (an absent one gets an empty name, so no look-up finds it)
 /// and checks the values.
-fn present_headers(values: [&[u8]; 3], present: u32) -> Result<[(&'static str, &str); 3], Error> {
+pub(crate) fn present_headers(values: [&[u8]; 3], present: u32) -> Result<[(&'static str, &str); 3], Error> {
     const NAMES: [(&str, u32); 3] = [
         (ID_HEADER, HAS_ID),
         (TIMESTAMP_HEADER, HAS_TIMESTAMP),

@@ -103,3 +103,38 @@ proptest! {
         let _ = g.size();
     }
 }
+
+/// The `postwire/v1a` module's calls (feature `ed25519`): arbitrary key text, counts,
+/// lengths and times only ever give statuses.
+#[cfg(feature = "ed25519")]
+mod v1a {
+    use super::*;
+    use postwire_wasm::{public_key, verify_with_public_keys};
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+        #[test]
+        fn v1a_calls_never_panic(
+            key_text in prop_oneof!["whpk_[A-Za-z0-9+/]{40,46}={0,3}", ".{0,80}"],
+            input in prop::collection::vec(any::<u8>(), 0..400),
+            counts in prop::array::uniform2(prop_oneof![0u32..4, any::<u32>()]),
+            lens in prop::array::uniform4(prop_oneof![0u32..120, any::<u32>()]),
+            present in 0u32..16,
+            now in any_f64(),
+            tolerance in any_f64(),
+        ) {
+            put(key_text.as_bytes());
+            let n = public_key(key_text.len() as u32);
+            prop_assert!(n == 0 || n == 32);
+            let key = if n == 32 { postwire_wasm::scratch_read_for_tests(32) } else { Vec::new() };
+            put(&[&key[..], &input].concat());
+            let status = verify_with_public_keys(0, n / 32, lens[0], lens[1], lens[2], lens[3], present, now, tolerance);
+            prop_assert!(!code_name(status).is_empty());
+            put(&input);
+            let status = verify_with_public_keys(counts[0], counts[1], lens[0], lens[1], lens[2], lens[3], present, now, tolerance);
+            prop_assert!(!code_name(status).is_empty());
+            let _ = public_key(lens[0]);
+        }
+    }
+}

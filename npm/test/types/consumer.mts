@@ -84,3 +84,9 @@ const seen: "fresh" | "duplicate" = guard.checkAndRecord("msg_1");
 const n: number = guard.size;
 const m: boolean = matchesSubscription({ events: ["post.failed"], integrationIds: [] }, EVENT_TYPES[0], null);
 export { parsed, value, fetchHandler, seen, n, m };
+
+// postwire/v1a: the same types, whpk_ public keys beside secrets.
+import { Webhook as V1aWebhook } from "postwire/v1a";
+const byKey = new V1aWebhook(["whpk_" + "A".repeat(44), secret]);
+const fromKey: unknown = byKey.verify("{}", headers);
+const v1aCode: ErrorCode = "invalid_public_key";

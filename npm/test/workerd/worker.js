@@ -1,8 +1,10 @@
 // A Cloudflare Worker that uses the package as a user would: `import ... from "postwire"`,
 // bundled with the conditions wrangler uses (workerd, worker, browser), run in workerd by
-// Miniflare. /hook verifies a delivery; /checks runs the portable checks inside workerd.
+// Miniflare. /hook verifies a delivery; /hook-v1a verifies a v1a one with postwire/v1a and a
+// public key; /checks runs the portable checks inside workerd.
 import * as postwire from "postwire";
 import { Webhook, ReplayGuard, WebhookVerificationError } from "postwire";
+import { Webhook as V1aWebhook } from "postwire/v1a";
 import { runChecks } from "../portable/checks.js";
 
 const guard = new ReplayGuard();
@@ -13,6 +15,15 @@ export default {
     if (url.pathname === "/checks") {
       const passed = await runChecks(postwire);
       return Response.json({ passed });
+    }
+    if (url.pathname === "/hook-v1a") {
+      // postwire/v1a: a public key only, synchronous verify.
+      try {
+        const event = new V1aWebhook(env.WEBHOOK_PUBLIC_KEY).verify(await request.text(), request.headers);
+        return Response.json({ id: event.id });
+      } catch (e) {
+        return Response.json({ code: e.code, message: e.message }, { status: 400 });
+      }
     }
     if (url.pathname === "/hook") {
       const webhook = new Webhook(env.WEBHOOK_SECRET);

@@ -1,4 +1,5 @@
-//! `postwire keys rotate`, and how `postwire serve` finds the key that seals signing
+//! `postwire keys rotate`, `postwire keys new` (a `v1a` signing key pair, in
+//! [`super::signing_keys`]), and how `postwire serve` finds the key that seals signing
 //! secrets at rest (see `postwire_sender::secret_box`).
 //!
 //! The key comes from `POSTWIRE_SECRET_KEY` (the key-file text itself: `<id>:<base64>`
@@ -34,6 +35,10 @@ pub enum KeysCommand {
     /// 30 s and re-encrypts in the background; one given the key by POSTWIRE_SECRET_KEY
     /// needs the new text and a restart.
     Rotate(RotateArgs),
+    /// Print a new `v1a` (ed25519) signing key pair: the `whsk_` signing key on the first
+    /// line (keep it secret, give it to the sender), the `whpk_` public key on the second
+    /// (publish it, give it to receivers).
+    New,
 }
 
 /// Arguments of `postwire keys rotate`.
@@ -144,6 +149,7 @@ pub fn resolve_for_serve(db: &Path, key_file: Option<&Path>) -> Result<ResolvedK
 pub fn run(cmd: KeysCommand) -> Result<ExitCode, String> {
     match cmd {
         KeysCommand::Rotate(args) => rotate(args),
+        KeysCommand::New => super::signing_keys::new_pair(),
     }
 }
 

@@ -7,5 +7,6 @@ pub mod portal;
 pub mod secret;
 pub mod serve;
 pub mod sign;
+pub mod signing_keys;
 pub mod token;
 pub mod verify;

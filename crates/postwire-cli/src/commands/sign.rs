@@ -1,5 +1,6 @@
 //! `postwire sign`: print the `webhook-signature` value for a body (several secrets give
-//! several space-separated signatures, as during a rotation).
+//! several space-separated signatures, as during a rotation). `whsk_` signing keys give
+//! `v1a` (ed25519) entries, after the `v1` ones: the opt-in asymmetric extension.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,7 +13,8 @@ use crate::input;
 /// Arguments of `postwire sign`.
 #[derive(Debug, Args)]
 pub struct SignArgs {
-    /// Signing secret (`whsec_...`); repeat for one signature per secret.
+    /// Signing secret (`whsec_...`, a `v1` signature) or `v1a` signing key (`whsk_...`, from
+    /// `postwire keys new`); repeat for one signature each (`v1` entries first).
     #[arg(long = "secret", required = true, env = "POSTWIRE_SECRET", hide_env_values = true)]
     secrets: Vec<String>,
     /// The `webhook-id`.
@@ -27,7 +29,8 @@ pub struct SignArgs {
 
 /// Runs `postwire sign`.
 pub fn run(args: SignArgs) -> Result<ExitCode, String> {
-    let signer = Signer::with_secrets(input::parse_secrets(&args.secrets)?).map_err(|e| e.to_string())?;
+    let (secrets, keys) = input::parse_signing(&args.secrets)?;
+    let signer = Signer::with_keys(secrets, keys).map_err(|e| e.to_string())?;
     let body = input::read_body(args.file.as_ref())?;
     let ts = args.timestamp.map(UnixTime::from_secs).unwrap_or_else(input::now);
     let value = signer.sign(&args.id, ts, &body).map_err(|e| e.to_string())?;

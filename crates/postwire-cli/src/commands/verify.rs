@@ -1,5 +1,6 @@
 //! `postwire verify`: check a delivery and say exactly why it fails, with the same error
-//! codes as every other part of postwire.
+//! codes as every other part of postwire. `whpk_` public keys check `v1a` (ed25519)
+//! entries, beside `whsec_` secrets for `v1`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,7 +13,8 @@ use crate::input;
 /// Arguments of `postwire verify`.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// Signing secret (`whsec_...`); repeat to accept any of several (rotation).
+    /// Signing secret (`whsec_...`) or `v1a` public key (`whpk_...`); repeat to accept a
+    /// signature by any of them (rotation, or `v1` and `v1a` side by side).
     #[arg(long = "secret", required = true, env = "POSTWIRE_SECRET", hide_env_values = true)]
     secrets: Vec<String>,
     /// The `webhook-id` header.
@@ -36,7 +38,7 @@ pub struct VerifyArgs {
 
 /// Runs `postwire verify`: exit 0 and `ok`, or exit 1 and `<code>: <message>`.
 pub fn run(args: VerifyArgs) -> Result<ExitCode, String> {
-    let verifier = Verifier::with_secrets(input::parse_secrets(&args.secrets)?)
+    let verifier = Verifier::with_keys(input::parse_trusted(&args.secrets)?)
         .map_err(|e| e.to_string())?
         .with_tolerance_secs(args.tolerance);
     let body = input::read_body(args.file.as_ref())?;
