@@ -33,6 +33,11 @@ pub struct SenderConfig {
     /// Requests in flight at once to one subscription (default 32); claimed ahead the
     /// same way.
     pub max_in_flight_per_subscription: usize,
+    /// Most subscriptions per workspace: a creation past it fails with
+    /// [`SenderError::PlanLimit`](crate::SenderError), counted in the creation's own
+    /// transaction, so concurrent creations (in any process) never overshoot (default:
+    /// none; `postwire serve` sets 100).
+    pub max_subscriptions_per_workspace: Option<u64>,
     /// Jitter on retry delays (default ±10 %).
     pub jitter: Jitter,
     /// Seed of the jitter's random source; `None` seeds from the OS.
@@ -68,6 +73,7 @@ impl Default for SenderConfig {
             connect_timeout: Duration::from_secs(5),
             max_in_flight: 256,
             max_in_flight_per_subscription: 32,
+            max_subscriptions_per_workspace: None,
             jitter: Jitter::default(),
             jitter_seed: None,
             address_policy: AddressPolicy::default(),
@@ -98,6 +104,7 @@ impl std::fmt::Debug for SenderConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("max_in_flight", &self.max_in_flight)
             .field("max_in_flight_per_subscription", &self.max_in_flight_per_subscription)
+            .field("max_subscriptions_per_workspace", &self.max_subscriptions_per_workspace)
             .field("jitter", &self.jitter)
             .field("address_policy", &self.address_policy)
             .field("user_agent", &self.user_agent)

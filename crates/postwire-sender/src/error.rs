@@ -24,6 +24,8 @@ pub enum SenderErrorCode {
     IdempotencyKeyReused,
     /// An idempotency key's first request is still running (status 409).
     IdempotencyInProgress,
+    /// The workspace already has its maximum number of subscriptions (status 403).
+    PlanLimit,
 }
 
 impl SenderErrorCode {
@@ -36,6 +38,7 @@ impl SenderErrorCode {
             SenderErrorCode::Internal => "internal_error",
             SenderErrorCode::IdempotencyKeyReused => "idempotency_key_reused",
             SenderErrorCode::IdempotencyInProgress => "idempotency_in_progress",
+            SenderErrorCode::PlanLimit => "plan_limit",
         }
     }
 
@@ -47,6 +50,7 @@ impl SenderErrorCode {
             SenderErrorCode::Unavailable => 503,
             SenderErrorCode::Internal => 500,
             SenderErrorCode::IdempotencyKeyReused | SenderErrorCode::IdempotencyInProgress => 409,
+            SenderErrorCode::PlanLimit => 403,
         }
     }
 }
@@ -116,6 +120,13 @@ pub enum SenderError {
     /// The idempotency key's first request is still running.
     #[error("a request with this Idempotency-Key is still running; retry shortly")]
     IdempotencyInProgress,
+    /// The workspace already has `limit` subscriptions
+    /// ([`SenderConfig::max_subscriptions_per_workspace`](crate::SenderConfig)).
+    #[error("the workspace already has its maximum of {limit} subscriptions")]
+    PlanLimit {
+        /// The maximum.
+        limit: u64,
+    },
     /// The store failed. The detail is for logs; it never holds secrets.
     #[error("storage error: {detail}")]
     Storage {
@@ -134,6 +145,7 @@ impl SenderError {
             SenderError::Storage { .. } => SenderErrorCode::Internal,
             SenderError::IdempotencyKeyReused => SenderErrorCode::IdempotencyKeyReused,
             SenderError::IdempotencyInProgress => SenderErrorCode::IdempotencyInProgress,
+            SenderError::PlanLimit { .. } => SenderErrorCode::PlanLimit,
         }
     }
 

@@ -477,9 +477,19 @@ impl Sender {
             previous_secret: None,
             failing_since: None,
         };
-        if let Err(e) = self.inner.store.insert_subscription(stored, completion).await {
-            self.abandon(lease).await;
-            return Err(e);
+        let limit = self.inner.config.max_subscriptions_per_workspace;
+        match self.inner.store.insert_subscription(stored, completion, limit).await {
+            Ok(true) => {}
+            Ok(false) => {
+                self.abandon(lease).await;
+                return Err(SenderError::PlanLimit {
+                    limit: limit.unwrap_or_default(),
+                });
+            }
+            Err(e) => {
+                self.abandon(lease).await;
+                return Err(e);
+            }
         }
         Ok(Idempotent::Fresh(created))
     }

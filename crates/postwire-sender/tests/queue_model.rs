@@ -295,7 +295,7 @@ async fn open() -> (Box<dyn std::any::Any>, Run) {
         previous_secret: None,
         failing_since: None,
     };
-    store.insert_subscription(stored, None).await.unwrap();
+    store.insert_subscription(stored, None, None).await.unwrap();
     let run = Run {
         store,
         now: T0,

@@ -238,6 +238,9 @@ impl ApiError {
 
 impl From<SenderError> for ApiError {
     fn from(e: SenderError) -> Self {
+        if let SenderError::PlanLimit { limit } = e {
+            return ApiError::PlanLimit(limit);
+        }
         match e.code() {
             SenderErrorCode::InvalidRequest => ApiError::Invalid(e.messages()),
             SenderErrorCode::NotFound => ApiError::NotFound(e.to_string()),

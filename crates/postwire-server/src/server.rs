@@ -152,6 +152,9 @@ impl Server {
         let ingest = crate::ingest_auth::auth_from(options.ingest_token.as_deref())?;
         let metrics = Metrics::new();
         let mut sender_config = options.sender_config;
+        // The plan limit is also counted in the creation's transaction: the API's own
+        // check (under its lock) is per process, this one holds across processes.
+        sender_config.max_subscriptions_per_workspace = Some(options.limits.max_subscriptions_per_workspace);
         if sender_config.observer.is_none() {
             sender_config.observer = Some(Arc::new(metrics.clone()));
         }

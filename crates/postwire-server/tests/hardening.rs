@@ -129,7 +129,9 @@ async fn five_thousand_idle_connections_do_not_stop_the_server_and_are_closed_af
         have >= (2 * IDLE + 500) as u64,
         "need more file descriptors than {have}"
     );
-    let h = start(limits(3, 3, 10_000), Limits::default()).await;
+    // A header timeout of 6 s: opening 5,000 connections takes a second or two, longer
+    // on a loaded machine, and none may time out before all are open.
+    let h = start(limits(6, 6, 10_000), Limits::default()).await;
     let a = addr(&h);
     let started = Instant::now();
     let mut idle = Vec::with_capacity(IDLE);
@@ -148,7 +150,7 @@ async fn five_thousand_idle_connections_do_not_stop_the_server_and_are_closed_af
     let answered = t.elapsed();
     assert!(answered < Duration::from_secs(1), "{answered:?}");
     // They are closed by the header-read timeout, all of them.
-    let closed_within = Duration::from_secs(15);
+    let closed_within = Duration::from_secs(20);
     let waiting = Instant::now();
     let mut closed = 0;
     for mut s in idle {
@@ -164,7 +166,7 @@ async fn five_thousand_idle_connections_do_not_stop_the_server_and_are_closed_af
     })
     .await;
     eprintln!(
-        "{IDLE} idle connections: opened and accepted in {opened:?}; /healthz answered in {answered:?} meanwhile; all closed by the 3 s timeout {:?} after the wait began",
+        "{IDLE} idle connections: opened and accepted in {opened:?}; /healthz answered in {answered:?} meanwhile; all closed by the 6 s timeout {:?} after the wait began",
         waiting.elapsed()
     );
     // A new connection is served (the harness's pooled one was idle too, so it was

@@ -136,3 +136,78 @@ async fn servers_on_one_database_draw_on_one_daily_quota_that_survives_a_restart
     assert_eq!(ingest(&a.base_url(), 3).await.0, 200);
     a.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_creations_through_two_servers_never_pass_the_plan_limit() {
+    let db = postwire_testpg::database();
+    let clock = Arc::new(ManualClock::new(Timestamp::from_unix_millis(1_800_000_000_000)));
+    let url = db.url().to_owned();
+    let open_limited = |clock: Arc<ManualClock>| {
+        let url = url.clone();
+        async move {
+            let mut options = ServerOptions::new("unused.db");
+            options.database_url = Some(url);
+            options.api_clock = clock.clone();
+            options.sender_clock = clock;
+            options.sender_config = postwire_sender::SenderConfig::default().dangerously_allow_insecure_local_urls();
+            options.limits.max_subscriptions_per_workspace = 3;
+            Server::open(options).await.unwrap().start("127.0.0.1:0").await.unwrap()
+        }
+    };
+    let a = open_limited(clock.clone()).await;
+    let b = open_limited(clock.clone()).await;
+    a.state()
+        .sender
+        .upsert_workspace(postwire_sender::Workspace {
+            id: "ws_1".into(),
+            name: "One".into(),
+        })
+        .await
+        .unwrap();
+    let token = a
+        .state()
+        .tokens
+        .create(
+            NewToken {
+                name: "t".into(),
+                scopes: vec![Scope::WebhooksWrite],
+                workspaces: vec!["ws_1".into()],
+            },
+            clock.now(),
+        )
+        .await
+        .unwrap()
+        .token;
+    // 16 creations at once, half through each server: each server's own lock lets one
+    // of its creations through at a time, so only the database can keep the total at 3.
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let creations = (0..16).map(|i| {
+        let base = if i % 2 == 0 { a.base_url() } else { b.base_url() };
+        let (http, token) = (http.clone(), token.clone());
+        async move {
+            let resp = http
+                .post(format!("{base}/public/v1/workspaces/ws_1/webhooks"))
+                .bearer_auth(&token)
+                .header("content-type", "application/json")
+                .body(format!(r#"{{"name":"s{i}","url":"https://93.184.216.34/{i}"}}"#))
+                .send()
+                .await
+                .unwrap();
+            let status = resp.status().as_u16();
+            let body: serde_json::Value = serde_json::from_str(&resp.text().await.unwrap()).unwrap();
+            (status, body["code"].as_str().unwrap_or("").to_owned())
+        }
+    });
+    let answers = futures_util::future::join_all(creations).await;
+    let created = answers.iter().filter(|(s, _)| *s == 201).count();
+    assert_eq!(created, 3, "{answers:?}");
+    assert!(
+        answers
+            .iter()
+            .all(|(s, c)| *s == 201 || (*s == 403 && c == "plan_limit")),
+        "{answers:?}"
+    );
+    assert_eq!(a.state().sender.list_subscriptions("ws_1").await.unwrap().len(), 3);
+    a.shutdown().await;
+    b.shutdown().await;
+}

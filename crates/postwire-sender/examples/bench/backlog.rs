@@ -87,6 +87,7 @@ pub async fn claim_time_at_depth(pending: usize, pad: usize) -> (Duration, Durat
                 failing_since: None,
             },
             None,
+            None,
         )
         .await
         .unwrap();

@@ -97,6 +97,7 @@ pub(crate) async fn store_with_a_subscription(backend: Backend) -> (Guard, Arc<d
                 failing_since: None,
             },
             None,
+            None,
         )
         .await
         .unwrap();
@@ -186,7 +187,7 @@ async fn delivery_rows_are_never_numbered_twice_while_the_store_is_open(backend:
     let sub = store.subscription("wh_1".into()).await.unwrap().unwrap();
     assert!(store.delete_subscription("wh_1".into()).await.unwrap());
     // The same subscription again, with none of its old deliveries left.
-    store.insert_subscription(sub, None).await.unwrap();
+    store.insert_subscription(sub, None, None).await.unwrap();
     store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
     let after = store.claim(claim_at(t0)).await.unwrap()[0].id;
     assert!(after.0 > before.0, "{after:?} after {before:?}");

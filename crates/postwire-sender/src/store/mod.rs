@@ -157,12 +157,15 @@ pub trait Store: Send + Sync + 'static {
     fn integrations(&self, workspace_id: String, ids: Vec<String>) -> BoxFuture<'_, StoreResult<Vec<Integration>>>;
 
     /// Stores a new subscription, and completes `completion`'s key in the same
-    /// transaction.
+    /// transaction. With a `limit`, the workspace's subscriptions are counted in that
+    /// transaction, serialised with every other insert into the workspace (in every
+    /// process), and `false` means it already had `limit`: nothing was written.
     fn insert_subscription(
         &self,
         subscription: StoredSubscription,
         completion: Option<Completion>,
-    ) -> BoxFuture<'_, StoreResult<()>>;
+        limit: Option<u64>,
+    ) -> BoxFuture<'_, StoreResult<bool>>;
     /// One subscription, with its secrets.
     fn subscription(&self, id: String) -> BoxFuture<'_, StoreResult<Option<StoredSubscription>>>;
     /// The subscriptions of a workspace, oldest first.

@@ -322,8 +322,9 @@ impl Store for PostgresStore {
         &self,
         subscription: StoredSubscription,
         completion: Option<Completion>,
-    ) -> BoxFuture<'_, StoreResult<()>> {
-        Box::pin(registry::insert_subscription(self, subscription, completion))
+        limit: Option<u64>,
+    ) -> BoxFuture<'_, StoreResult<bool>> {
+        Box::pin(registry::insert_subscription(self, subscription, completion, limit))
     }
     fn subscription(&self, id: String) -> BoxFuture<'_, StoreResult<Option<StoredSubscription>>> {
         Box::pin(registry::subscription(self, id))

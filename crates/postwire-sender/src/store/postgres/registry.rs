@@ -136,13 +136,18 @@ pub(super) async fn integrations(
         .await
 }
 
+/// The namespace (first key) of the two-key advisory lock of a workspace's inserts.
+const WORKSPACE_LOCK: i32 = 0x7078; // "px"
+
 pub(super) async fn insert_subscription(
     store: &PostgresStore,
     s: StoredSubscription,
     completion: Option<Completion>,
-) -> StoreResult<()> {
+    limit: Option<u64>,
+) -> StoreResult<bool> {
     let cipher = store.cipher.clone();
     let completion = super::idempotency::Once::new(completion);
+    let limit = limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
     store
         .run("insert subscription", move |mut c: Client| {
             let cipher = cipher.clone();
@@ -150,6 +155,26 @@ pub(super) async fn insert_subscription(
             let completion = completion.clone();
             Box::pin(async move {
                 let tx = c.transaction().await?;
+                if let Some(limit) = limit {
+                    // Inserts into one workspace take turns (in every process) until
+                    // their transactions end, so the count cannot go stale before the
+                    // insert.
+                    tx.execute(
+                        "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+                        &[&WORKSPACE_LOCK, &s.workspace_id],
+                    )
+                    .await?;
+                    let count: i64 = tx
+                        .query_one(
+                            "SELECT count(*) FROM subscriptions WHERE workspace_id = $1",
+                            &[&s.workspace_id],
+                        )
+                        .await?
+                        .try_get(0)?;
+                    if count >= limit {
+                        return Ok(false);
+                    }
+                }
                 let sub = &s.subscription;
                 let reason = match &sub.status {
                     SubscriptionStatus::Enabled => None,
@@ -178,7 +203,7 @@ pub(super) async fn insert_subscription(
                 .await?;
                 super::idempotency::complete(&tx, &completion, &[]).await?;
                 tx.commit().await.map_err(PgErr::Commit)?;
-                Ok(())
+                Ok(true)
             })
         })
         .await

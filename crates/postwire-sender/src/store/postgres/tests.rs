@@ -32,7 +32,7 @@ async fn stores_on_one_database(n: usize) -> (postwire_testpg::TestDatabase, Vec
         .unwrap();
     let (_g, template, _) = store_with_a_subscription(Backend::Sqlite).await;
     let sub = template.subscription("wh_1".into()).await.unwrap().unwrap();
-    first.insert_subscription(sub, None).await.unwrap();
+    first.insert_subscription(sub, None, None).await.unwrap();
     let mut stores = vec![first];
     for _ in 1..n {
         stores.push(PostgresStore::connect(db.url()).await.unwrap());
@@ -271,7 +271,7 @@ async fn a_restart_of_postgresql_is_ridden_out_and_nothing_accepted_is_lost() {
         .await
         .unwrap();
     store
-        .insert_subscription(template.subscription("wh_1".into()).await.unwrap().unwrap(), None)
+        .insert_subscription(template.subscription("wh_1".into()).await.unwrap().unwrap(), None, None)
         .await
         .unwrap();
     store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
@@ -310,7 +310,7 @@ async fn secrets_are_sealed_at_rest_and_a_store_without_the_key_refuses_to_start
         .unwrap();
     let (_g, template, t0) = store_with_a_subscription(Backend::Sqlite).await;
     let sub = template.subscription("wh_1".into()).await.unwrap().unwrap();
-    store.insert_subscription(sub.clone(), None).await.unwrap();
+    store.insert_subscription(sub.clone(), None, None).await.unwrap();
     let rotated = postwire_core::Secret::generate().unwrap();
     assert!(
         store

@@ -297,8 +297,9 @@ impl Store for SqliteStore {
         &self,
         subscription: StoredSubscription,
         completion: Option<Completion>,
-    ) -> BoxFuture<'_, StoreResult<()>> {
-        registry::insert_subscription(self, subscription, completion)
+        limit: Option<u64>,
+    ) -> BoxFuture<'_, StoreResult<bool>> {
+        registry::insert_subscription(self, subscription, completion, limit)
     }
     fn subscription(&self, id: String) -> BoxFuture<'_, StoreResult<Option<StoredSubscription>>> {
         registry::subscription(self, id)

@@ -278,9 +278,19 @@ pub(super) fn insert_subscription(
     store: &SqliteStore,
     s: StoredSubscription,
     completion: Option<Completion>,
-) -> BoxFuture<'_, StoreResult<()>> {
+    limit: Option<u64>,
+) -> BoxFuture<'_, StoreResult<bool>> {
     let cipher = store.cipher.clone();
     store.write(move |tx| {
+        // One writer: the count and the insert cannot interleave with another insert.
+        if let Some(limit) = limit {
+            let count: i64 = tx
+                .prepare_cached("SELECT count(*) FROM subscriptions WHERE workspace_id = ?1")?
+                .query_row([&s.workspace_id], |r| r.get(0))?;
+            if u64::try_from(count).unwrap_or(0) >= limit {
+                return Ok(false);
+            }
+        }
         let sub = &s.subscription;
         let reason = match &sub.status {
             SubscriptionStatus::Enabled => None,
@@ -309,7 +319,7 @@ pub(super) fn insert_subscription(
         if let Some(completion) = completion {
             super::idempotency::complete(tx, completion, &[])?;
         }
-        Ok(())
+        Ok(true)
     })
 }
 
