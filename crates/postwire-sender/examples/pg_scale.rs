@@ -188,6 +188,54 @@ fn run_wrk(url: &str) -> Option<f64> {
         .ok()
 }
 
+/// The statements the server spent most time in since the reset, per delivery.
+async fn print_statements(db_url: &str, deliveries: usize) {
+    let (client, conn) = tokio_postgres::connect(db_url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(conn);
+    let rows = client
+        .query(
+            "SELECT calls, total_exec_time, query, (shared_blks_hit + shared_blks_read)::float8 FROM pg_stat_statements
+             ORDER BY total_exec_time DESC LIMIT 12",
+            &[],
+        )
+        .await
+        .unwrap();
+    // Counts that do not depend on how busy the machine is: blocks read and dirtied,
+    // and WAL written, per delivery.
+    let totals = client
+        .query_one(
+            "SELECT sum(calls)::float8, sum(total_exec_time), sum(shared_blks_hit + shared_blks_read)::float8,
+                    sum(shared_blks_dirtied)::float8, sum(wal_bytes)::float8 FROM pg_stat_statements",
+            &[],
+        )
+        .await
+        .unwrap();
+    let per = |i: usize| totals.get::<_, f64>(i) / deliveries as f64;
+    eprintln!(
+        "    per delivery: {:.2} statements, {:.1} us executing, {:.1} blocks read, {:.2} dirtied, {:.0} WAL bytes",
+        per(0),
+        per(1) * 1000.0,
+        per(2),
+        per(3),
+        per(4)
+    );
+    eprintln!(
+        "    {:>8} {:>10} {:>14} {:>12}  statement",
+        "calls", "us/call", "us/delivery", "blocks/call"
+    );
+    for r in rows {
+        let (calls, total_ms, query, blocks): (i64, f64, String, f64) = (r.get(0), r.get(1), r.get(2), r.get(3));
+        let query: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
+        eprintln!(
+            "    {calls:>8} {:>10.1} {:>14.2} {:>12.1}  {}",
+            total_ms * 1000.0 / calls.max(1) as f64,
+            total_ms * 1000.0 / deliveries as f64,
+            blocks / calls.max(1) as f64,
+            query.chars().take(110).collect::<String>()
+        );
+    }
+}
+
 async fn worker(url: String) {
     let sender = Sender::open_postgres(&url, config(), Arc::new(SystemClock))
         .await
@@ -255,7 +303,18 @@ fn main() {
             });
         }
 
-        let cluster = postwire_testpg::Cluster::start().expect("a throwaway PostgreSQL cluster");
+        // BENCH_PG_STATEMENTS=1: where the server's time goes, per statement, after each case.
+        let statements = std::env::var_os("BENCH_PG_STATEMENTS").is_some();
+        let verbose = std::env::var_os("BENCH_VERBOSE").is_some();
+        let cluster = if statements {
+            postwire_testpg::Cluster::start_with_conf(&format!(
+                "shared_preload_libraries = 'pg_stat_statements'\n{}\n",
+                std::env::var("BENCH_PG_CONF").unwrap_or_default()
+            ))
+        } else {
+            postwire_testpg::Cluster::start()
+        }
+        .expect("a throwaway PostgreSQL cluster");
         for (i, n) in processes.iter().enumerate() {
             let name = format!("b{i}");
             cluster.create_database(&name).unwrap();
@@ -264,6 +323,11 @@ fn main() {
             let p0 = Instant::now();
             prepare(&publisher, &url, subscriptions, events).await;
             let published = deliveries as f64 / p0.elapsed().as_secs_f64();
+            if statements {
+                cluster
+                    .psql(&name, "CREATE EXTENSION pg_stat_statements; SELECT pg_stat_statements_reset()")
+                    .unwrap();
+            }
             let base = ok.load(Ordering::Relaxed);
             let pg_pids = cluster_pids(cluster.socket_dir());
             let pg0 = total_ticks(&pg_pids);
@@ -290,6 +354,21 @@ fn main() {
                 let _ = c.wait();
             }
             drop(publisher);
+            if verbose {
+                let per = |t: u64| t as f64 * 10_000.0 / deliveries as f64;
+                eprintln!(
+                    "    CPU us/delivery: dispatchers {:.0}, PostgreSQL {:.0}, this process (receiver) {:.0}",
+                    per(child_ticks),
+                    per(pg),
+                    per(me)
+                );
+            }
+            if statements {
+                print_statements(&db_url, deliveries).await;
+                if let Some(to) = std::env::var_os("BENCH_PG_LOG") {
+                    std::fs::copy(cluster.socket_dir().join("log"), to).unwrap();
+                }
+            }
             let cpu = child_ticks + pg + me;
             rows.push(Row {
                 case: format!("PostgreSQL, {n} process{}", if *n == 1 { "" } else { "es" }),

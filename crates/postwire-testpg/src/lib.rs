@@ -97,16 +97,22 @@ fn is_root() -> bool {
 impl Cluster {
     /// Initialises and starts a new cluster (a few seconds on a busy machine).
     pub fn start() -> Result<Cluster, String> {
-        Cluster::start_with(None)
+        Cluster::start_with(None, "")
+    }
+
+    /// A cluster with extra lines for its `postgresql.auto.conf` (a benchmark's
+    /// `shared_preload_libraries = 'pg_stat_statements'`, say).
+    pub fn start_with_conf(extra: &str) -> Result<Cluster, String> {
+        Cluster::start_with(None, extra)
     }
 
     /// A cluster that also listens on TCP at 127.0.0.1 (see [`Cluster::tcp_port`]) and
     /// accepts TLS there with `cert` (`ssl = on`); plain connections are still allowed.
     pub fn start_tls(cert: &ServerCert) -> Result<Cluster, String> {
-        Cluster::start_with(Some(cert))
+        Cluster::start_with(Some(cert), "")
     }
 
-    fn start_with(cert: Option<&ServerCert>) -> Result<Cluster, String> {
+    fn start_with(cert: Option<&ServerCert>, extra_conf: &str) -> Result<Cluster, String> {
         let bin = find_binaries()?;
         let as_postgres = is_root();
         let dir = tempfile::Builder::new()
@@ -157,6 +163,7 @@ impl Cluster {
             )
             .map_err(|e| e.to_string())?;
         }
+        conf.push_str(extra_conf);
         std::fs::write(data.join("postgresql.auto.conf"), conf).map_err(|e| e.to_string())?;
         cluster.start_server()?;
         Ok(cluster)
