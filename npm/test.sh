@@ -54,5 +54,6 @@ node bench/verify.mjs --quick
 node bench/v1a.mjs --quick   # postwire/v1a and node:crypto's Ed25519 accept alike
 # Every runtime (Node, Bun, Deno, workerd, Chromium): each verifier accepts and rejects alike.
 node bench/runtimes.mjs --quick
+node bench/cold.mjs --quick       # fresh processes: each verifier accepts a valid delivery cold
 
 step "npm package: all tests passed"
