@@ -7,7 +7,7 @@
 //   node npm/bench/cold.mjs                # 31 fresh processes of each (about 15 s)
 //   node npm/bench/cold.mjs --runs 51
 //   node npm/bench/cold.mjs --quick        # smoke run (npm/test.sh): each accepts its delivery
-//   node npm/bench/cold.mjs --json         # one JSON line of the medians (npm/test/cold.test.mjs)
+//   node npm/bench/cold.mjs --json         # one JSON line of the medians
 //
 // Stages: `resolve` (require.resolve: Node finding the file; a package with an `exports`
 // map, as this one, makes Node load its exports resolver, once per process), `require`
