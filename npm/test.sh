@@ -5,7 +5,8 @@
 #      chromium-driver; nothing downloaded)
 #   3. `node --test` against the built package: every tests/vectors file, the drop-in API,
 #      hostile inputs, both module systems, the exports map, Bun and Deno, the types (tsc),
-#      workerd through Miniflare, and a page in headless Chromium (playwright-core)
+#      workerd through Miniflare, edge-light in the edge-runtime package, Hono in every
+#      runtime, the cold start against standardwebhooks, and a page in headless Chromium
 #   4. smoke runs of the benchmarks (all verifiers agree in every runtime; figures not meaningful)
 # Needs the tools of scripts/setup.sh. Run from anywhere: bash npm/test.sh
 set -euo pipefail
@@ -53,5 +54,6 @@ node bench/verify.mjs --quick
 node bench/v1a.mjs --quick   # postwire/v1a and node:crypto's Ed25519 accept alike
 # Every runtime (Node, Bun, Deno, workerd, Chromium): each verifier accepts and rejects alike.
 node bench/runtimes.mjs --quick
+node bench/cold.mjs --quick       # fresh processes: each verifier accepts a valid delivery cold
 
 step "npm package: all tests passed"

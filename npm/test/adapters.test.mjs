@@ -1,24 +1,34 @@
 // The framework adapters with the real frameworks over real HTTP: postwire/express in an
-// Express 5 app, postwire/hono in a Hono app served by @hono/node-server, postwire/next's
+// Express 5 app, postwire/hono in one Hono app on Node, Bun, Deno and workerd, postwire/next's
 // route handler behind Node's HTTP server (through @hono/node-server's Fetch adaptor:
 // Next.js itself is not run here). Deliveries are signed by `standardwebhooks`.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import { once } from "node:events";
+import { execFileSync, spawn } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Miniflare } from "miniflare";
 import { createHandler as expressHandler, memoryStore } from "postwire/express";
-import { createHandler as honoHandler } from "postwire/hono";
 import { createHandler as nextHandler } from "postwire/next";
 
 const require = createRequire(new URL("../../package.json", import.meta.url));
 const express = require("express");
-const { Hono } = await import(require.resolve("hono"));
 const { serve, createAdaptorServer } = await import(require.resolve("@hono/node-server"));
 const { Webhook: StandardWebhook } = require("standardwebhooks");
 
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+const npmDir = fileURLToPath(new URL("..", import.meta.url));
+const rootDir = fileURLToPath(new URL("../..", import.meta.url));
+const BUN = rootDir + "node_modules/@oven/bun-linux-x64/bin/bun";
+const DENO = rootDir + "node_modules/@deno/linux-x64-glibc/deno";
 const servers = [];
-after(() => Promise.all(servers.map((s) => new Promise((r) => s.close(r)))));
+const children = [];
+after(() => {
+  for (const child of children) child.kill();
+  return Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+});
 
 function event(type, id, data) {
   return JSON.stringify({ id, type, createdAt: new Date().toISOString(), workspaceId: "ws_1", data });
@@ -43,7 +53,7 @@ async function post(url, body, { id = JSON.parse(body).id, tamper = false, secre
   return { status: res.status, json: text ? JSON.parse(text) : undefined };
 }
 
-/** The handlers every framework gets, recording what they saw; `failNext` makes the next call throw. */
+/** The handlers every framework gets, recording what they saw, with the interface `contract` reads. */
 function recorder() {
   const seen = [];
   const state = { failNext: false };
@@ -53,29 +63,41 @@ function recorder() {
         state.failNext = false;
         throw new Error("database down");
       }
-      seen.push([e.type, e.id, e.data.message]);
+      seen.push([e.type, e.id, e.data.message.slice(0, 16)]);
     },
     "integration.disconnected": (e) => {
       seen.push([e.type, e.id, e.data.reason]);
     },
   };
-  return { seen, state, handlers };
+  return { handlers, seen: async () => seen, failNext: async () => void (state.failNext = true) };
 }
 
-/** The behaviour every adapter must have, against a running server's URL. */
+/**
+ * The behaviour every adapter must have, against a running server's URL. `rec` sees inside
+ * the app: `seen()` resolves to the [type, id, detail] its handlers recorded, `failNext()`
+ * makes the next handler call throw (a local recorder, or a remote app's endpoints).
+ */
 async function contract(url, rec) {
   const a = await post(url, testEvent("msg_a"));
   assert.deepEqual(a, { status: 204, json: undefined });
-  assert.deepEqual(rec.seen.at(-1), ["webhook.test", "msg_a", "hi"], "the typed handler ran");
+  assert.deepEqual((await rec.seen()).at(-1), ["webhook.test", "msg_a", "hi"], "the typed handler ran");
   assert.deepEqual(await post(url, testEvent("msg_a")), { status: 200, json: { duplicate: true } });
-  assert.equal(rec.seen.filter((s) => s[1] === "msg_a").length, 1, "a redelivery is not handled twice");
+  assert.equal((await rec.seen()).filter((s) => s[1] === "msg_a").length, 1, "a redelivery is not handled twice");
   assert.equal((await post(url, disconnected("msg_d"))).status, 204);
-  assert.deepEqual(rec.seen.at(-1), ["integration.disconnected", "msg_d", "reconnect_required"]);
+  assert.deepEqual((await rec.seen()).at(-1), ["integration.disconnected", "msg_d", "reconnect_required"]);
 
   const bad = await post(url, testEvent("msg_t"), { tamper: true });
   assert.equal(bad.status, 400);
   assert.equal(bad.json.code, "invalid_signature");
   assert.equal((await post(url, testEvent("msg_w"), { secret: "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" })).json.code, "invalid_signature");
+
+  // A body large enough for the runtime's native HMAC (node:crypto, or WebCrypto in workerd).
+  const big = (id) => event("webhook.test", id, { message: "hi" + "x".repeat(64 * 1024) });
+  assert.equal((await post(url, big("msg_big"))).status, 204);
+  assert.deepEqual((await rec.seen()).at(-1), ["webhook.test", "msg_big", "hi" + "x".repeat(14)]);
+  const bigBad = await post(url, big("msg_big_t"), { tamper: true });
+  assert.equal(bigBad.status, 400);
+  assert.equal(bigBad.json.code, "invalid_signature");
 
   // A known type without a handler, and a type this version does not know: 202, ignored.
   const reconnected = event("integration.reconnected", "msg_r", { integration: { id: "acc_1", name: "Acme on X", providerIdentifier: "x", picture: null } });
@@ -87,12 +109,20 @@ async function contract(url, rec) {
   assert.equal(wrong.json.code, "invalid_payload");
 
   // A handler that throws: 500 so the sender retries, and the retry is handled.
-  rec.state.failNext = true;
+  await rec.failNext();
   const failed = await post(url, testEvent("msg_f"));
   assert.equal(failed.status, 500);
   assert.equal(failed.json.code, "handler_failed");
   assert.deepEqual(await post(url, testEvent("msg_f")), { status: 204, json: undefined }, "the retry runs the handler");
-  assert.deepEqual(rec.seen.at(-1), ["webhook.test", "msg_f", "hi"]);
+  assert.deepEqual((await rec.seen()).at(-1), ["webhook.test", "msg_f", "hi"]);
+}
+
+/** The recorder of test/hono/app.js served elsewhere, through its endpoints. */
+function remote(base) {
+  return {
+    seen: async () => (await fetch(`${base}/seen`)).json(),
+    failNext: async () => assert.equal((await fetch(`${base}/fail-next`, { method: "POST" })).status, 204),
+  };
 }
 
 /** Waits for `server` (already told to listen on port 0) and returns its webhook URL. */
@@ -130,16 +160,85 @@ test("postwire/express in an Express app: no body parser, express.raw, and a cle
   }
 });
 
-test("postwire/hono in a Hono app on @hono/node-server, with a body-reading middleware before it", async () => {
-  const rec = recorder();
-  const app = new Hono();
-  app.use("/webhooks", async (c, next) => {
-    await c.req.json().catch(() => null); // a logging middleware that read the body first
-    await next();
-  });
-  app.post("/webhooks", honoHandler(rec.handlers, { secret: SECRET, onError: quiet }));
+// One Hono app (test/hono/app.js), with a body-reading middleware before the handler, in
+// every runtime Hono runs on: Node (@hono/node-server), Bun (Bun.serve), Deno (Deno.serve)
+// and workerd (Miniflare, bundled with the workerd condition as wrangler does). Each loads
+// postwire through its own export condition; the same deliveries go to each over HTTP.
+test("postwire/hono on Node (@hono/node-server)", async () => {
+  const { makeApp } = await import("./hono/app.js");
+  const app = makeApp();
   const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" });
-  await contract(await listen(server), rec);
+  const base = (await listen(server)).replace(/\/webhooks$/, "");
+  assert.deepEqual(await (await fetch(`${base}/info`)).json(), { runtime: "node", nativeHmac: true, webCryptoHmac: false });
+  await contract(`${base}/webhooks`, remote(base));
+});
+
+/** Starts test/hono/serve.mjs in `bin` and resolves to its base URL; the process is killed after the tests. */
+async function serveIn(bin, args) {
+  assert.ok(existsSync(bin), `${bin} (the root package.json installs it)`);
+  const child = spawn(bin, [...args, "test/hono/serve.mjs"], {
+    cwd: npmDir,
+    env: { ...process.env, NO_COLOR: "1", DENO_NO_UPDATE_CHECK: "1" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  let out = "";
+  let err = "";
+  child.stderr.on("data", (d) => (err += d));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${bin} did not start listening: ${out}${err}`)), 60_000);
+    child.stdout.on("data", (d) => {
+      out += d;
+      const line = out.split("\n").find((l) => l.startsWith("{"));
+      if (line) {
+        clearTimeout(timer);
+        resolve(JSON.parse(line).url);
+      }
+    });
+    child.on("exit", (code) => reject(new Error(`${bin} exited with ${code}: ${out}${err}`)));
+  });
+}
+
+test("postwire/hono on Bun (Bun.serve), with the bun build's node:crypto HMAC", async () => {
+  const base = await serveIn(BUN, []);
+  assert.deepEqual(await (await fetch(`${base}/info`)).json(), { runtime: "bun", nativeHmac: true, webCryptoHmac: false });
+  await contract(`${base}/webhooks`, remote(base));
+});
+
+test("postwire/hono on Deno (Deno.serve), with the deno build's node:crypto HMAC", async () => {
+  const base = await serveIn(DENO, ["run", "--allow-net", "--allow-read", "--allow-env", "--no-lock"]);
+  assert.deepEqual(await (await fetch(`${base}/info`)).json(), { runtime: "deno", nativeHmac: true, webCryptoHmac: false });
+  await contract(`${base}/webhooks`, remote(base));
+});
+
+test("postwire/hono on workerd (Miniflare), bundled with the workerd condition", async () => {
+  const out = npmDir + "build/hono-worker/";
+  mkdirSync(out, { recursive: true });
+  const meta = out + "meta.json";
+  execFileSync(rootDir + "node_modules/.bin/esbuild", [
+    "test/hono/worker.js", "--bundle", "--format=esm", "--platform=neutral", "--conditions=workerd,worker,browser",
+    "--external:*.wasm", `--outfile=${out}worker.js`, `--metafile=${meta}`, "--log-level=warning",
+  ], { cwd: npmDir, stdio: "inherit" });
+  const inputs = Object.keys(JSON.parse(readFileSync(meta, "utf8")).inputs);
+  assert.ok(inputs.includes("dist/workerd/index.js") && inputs.includes("dist/adapters/hono.js"), inputs.join(", "));
+  copyFileSync(npmDir + "dist/workerd/postwire_wasm_bg.wasm", out + "postwire_wasm_bg.wasm");
+  const mf = new Miniflare({
+    modules: true,
+    scriptPath: out + "worker.js",
+    modulesRoot: out,
+    modulesRules: [
+      { type: "ESModule", include: ["**/*.js"] },
+      { type: "CompiledWasm", include: ["**/*.wasm"] },
+    ],
+    compatibilityDate: "2024-09-23",
+  });
+  try {
+    const base = String(await mf.ready).replace(/\/$/, "");
+    assert.deepEqual(await (await fetch(`${base}/info`)).json(), { runtime: "workerd", nativeHmac: false, webCryptoHmac: true });
+    await contract(`${base}/webhooks`, remote(base));
+  } finally {
+    await mf.dispose();
+  }
 });
 
 test("postwire/next's route handler over real HTTP, with a pluggable store", async () => {

@@ -1,7 +1,9 @@
 // postwire/next in a real Next.js app (next from npm): test/next-app/app/webhooks/route.js
 // exports `createHandler(...)` as POST, exactly as the README shows; the app is built with
 // `next build` (which evaluates the route without the secret in the environment) and
-// served by `next start`, and deliveries signed by `standardwebhooks` are posted to it.
+// served by `next start`, and deliveries signed by `standardwebhooks` are posted to it. The
+// same handler also runs as an Edge route (app/edge-webhooks/route.js): postwire's
+// edge-light build in Next.js's edge sandbox.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
@@ -60,10 +62,10 @@ after(() => {
   if (server && server.exitCode === null) server.kill("SIGTERM");
 });
 
-async function post(body, { tamper = false } = {}) {
+async function post(body, { tamper = false, path = "/webhooks" } = {}) {
   const id = JSON.parse(body).id;
   const at = new Date();
-  const res = await fetch(base + "/webhooks", {
+  const res = await fetch(base + path, {
     method: "POST",
     headers: {
       "content-type": "application/json",
@@ -101,4 +103,23 @@ test("next start serves the route: verify, de-duplicate, dispatch, retry after a
       ["webhook.test", "msg_n5", 1 << 20],
     ],
   );
+});
+
+test("the same handler as an Edge route (runtime = \"edge\"): the edge-light build in Next.js's edge sandbox", async () => {
+  const path = "/edge-webhooks";
+  assert.deepEqual(await post(event("msg_e1"), { path }), { status: 204, json: undefined });
+  assert.deepEqual(await post(event("msg_e1"), { path }), { status: 200, json: { duplicate: true } });
+  const bad = await post(event("msg_e2"), { tamper: true, path });
+  assert.equal(bad.status, 400);
+  assert.equal(bad.json.code, "invalid_signature");
+  // 64 KiB: hashed by WebCrypto there (verifyEventAsync), every decision still in wasm.
+  assert.equal((await post(event("msg_e3", "x".repeat(64 * 1024)), { path })).status, 204);
+  const bigBad = await post(event("msg_e4", "hi" + "x".repeat(64 * 1024)), { tamper: true, path });
+  assert.equal(bigBad.json?.code, "invalid_signature");
+  const info = await (await fetch(base + path)).json();
+  assert.deepEqual(info, {
+    seen: [["webhook.test", "msg_e1", 2], ["webhook.test", "msg_e3", 64 * 1024]],
+    nativeHmac: false,
+    edgeRuntime: "string",
+  });
 });

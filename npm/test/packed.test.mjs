@@ -13,6 +13,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Miniflare } from "miniflare";
 import { chromium } from "playwright-core";
+import { createHash, generateKeyPairSync, sign } from "node:crypto";
+import { createRequire } from "node:module";
 import { CHECK_COUNT } from "./portable/checks.js";
 
 const npmDir = fileURLToPath(new URL("..", import.meta.url));
@@ -21,6 +23,7 @@ const DENO = rootDir + "node_modules/@deno/linux-x64-glibc/deno";
 const BUN = rootDir + "node_modules/@oven/bun-linux-x64/bin/bun";
 const ESBUILD = rootDir + "node_modules/.bin/esbuild";
 
+const EDGE_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 let project; // a fresh project with the unpacked tarball as node_modules/postwire
 let tarball;
 
@@ -132,10 +135,10 @@ export default {
   }
 });
 
-test("edge-light (Vercel Edge): the precompiled ?module import, run in workerd standing in for it", async () => {
-  // Vercel's Edge runtime itself is not available here. Its compiler resolves the
-  // edge-light condition and turns `import m from "./x.wasm?module"` into a
-  // WebAssembly.Module; Miniflare does the same here for a file of that very name.
+test("edge-light (Vercel Edge): the precompiled ?module import, also in workerd", async () => {
+  // Vercel's compiler resolves the edge-light condition and turns
+  // `import m from "./x.wasm?module"` into a WebAssembly.Module; Miniflare does the same for
+  // a file of that very name (edge-runtime, Vercel's own, is the next tests).
   writeFileSync(
     join(project, "edge.js"),
     `import * as pw from "postwire";
@@ -169,6 +172,141 @@ export default { async fetch() { return Response.json({ passed: (await runChecks
   } finally {
     await mf.dispose();
   }
+});
+
+/**
+ * Bundles `entry` (in the project) with the edge-light condition as Next.js's edge compiler
+ * does: a `*.wasm?module` import becomes a global binding `wasm_<sha1 of the bytes>` (its
+ * middleware-wasm loader), whose WebAssembly.Module Next.js compiles outside the sandbox and
+ * adds to it. Resolves to the script and those bindings.
+ */
+async function bundleForEdge(entry) {
+  const esbuild = await import("esbuild");
+  const bindings = {};
+  const result = await esbuild.build({
+    entryPoints: [entry],
+    absWorkingDir: project,
+    bundle: true,
+    write: false,
+    format: "iife",
+    platform: "neutral",
+    conditions: ["edge-light", "worker", "browser"],
+    metafile: true,
+    logLevel: "warning",
+    plugins: [
+      {
+        name: "wasm-module-binding",
+        setup(build) {
+          build.onResolve({ filter: /\.wasm\?module$/ }, (args) => ({
+            path: join(args.resolveDir, args.path.replace(/\?module$/, "")),
+            namespace: "wasm-module",
+          }));
+          build.onLoad({ filter: /.*/, namespace: "wasm-module" }, async (args) => {
+            const bytes = readFileSync(args.path);
+            const name = `wasm_${createHash("sha1").update(bytes).digest("hex")}`;
+            bindings[name] = await WebAssembly.compile(bytes);
+            return { contents: `export default globalThis.${name};`, loader: "js" };
+          });
+        },
+      },
+    ],
+  });
+  return { code: result.outputFiles[0].text, inputs: Object.keys(result.metafile.inputs), bindings };
+}
+
+/**
+ * Vercel's Edge runtime as the `edge-runtime` package (what Next.js runs edge routes in)
+ * gives it: a fresh context whose globals are the Web APIs only, here with wasm compilation
+ * from bytes refused outright (Vercel's rule, stricter than Next.js's warning), the bundle's
+ * WebAssembly.Module bindings added from outside, and a fetch event per request.
+ */
+async function runOnEdge(bundle, request) {
+  const { EdgeRuntime } = await import("edge-runtime");
+  const runtime = new EdgeRuntime({
+    initialCode: bundle.code,
+    codeGeneration: { strings: false, wasm: false },
+    extend: (context) => Object.assign(context, bundle.bindings),
+  });
+  const res = await runtime.dispatchFetch(request.url, request.init);
+  return res.json();
+}
+
+test("edge-light in edge-runtime (Vercel's Edge runtime): the tarball's build verifies a delivery, with no wasm compiled from bytes", async () => {
+  writeFileSync(
+    join(project, "edge-runtime.js"),
+    `import * as pw from "postwire";
+import { runChecks } from "./checks.js";
+addEventListener("fetch", (event) => {
+  event.respondWith((async () => {
+    try {
+      const wh = new pw.Webhook(${JSON.stringify(EDGE_SECRET)});
+      const delivered = await wh.verifyRequest(event.request.clone());
+      let tampered = "accepted";
+      try {
+        wh.verify((await event.request.text()) + " ", event.request.headers);
+      } catch (e) {
+        tampered = e.code;
+      }
+      const passed = (await runChecks(pw)).length;
+      const internals = pw.Webhook[Symbol.for("postwire.internals")];
+      return Response.json({ type: delivered.type, id: delivered.id, tampered, passed, runtime: typeof EdgeRuntime, webCrypto: internals.webCryptoHmac, name: pw.Webhook.name });
+    } catch (e) {
+      return Response.json({ error: String(e && e.stack || e) });
+    }
+  })());
+});
+`,
+  );
+  const bundle = await bundleForEdge("edge-runtime.js");
+  assert.ok(bundle.inputs.includes("node_modules/postwire/dist/edge-light/index.js"), bundle.inputs.join(", "));
+  assert.equal(Object.keys(bundle.bindings).length, 1, "one module, imported precompiled");
+  assert.doesNotMatch(bundle.code, /AGFzbQ/, "no module inlined as bytes (base64 of \\0asm)");
+  const { Webhook: StandardWebhook } = createRequire(rootDir + "package.json")("standardwebhooks");
+  const now = new Date();
+  const body = JSON.stringify({ id: "msg_edge", type: "webhook.test", createdAt: now.toISOString(), workspaceId: "ws_1", data: { message: "hi" } });
+  const headers = {
+    "content-type": "application/json",
+    "webhook-id": "msg_edge",
+    "webhook-timestamp": String(Math.floor(now / 1000)),
+    "webhook-signature": new StandardWebhook(EDGE_SECRET).sign("msg_edge", now, body),
+  };
+  const out = await runOnEdge(bundle, { url: "http://edge/webhooks", init: { method: "POST", headers, body } });
+  assert.deepEqual(out, { type: "webhook.test", id: "msg_edge", tampered: "invalid_signature", passed: CHECK_COUNT, runtime: "string", webCrypto: true, name: "Webhook" });
+});
+
+test("postwire/v1a's edge-light build in edge-runtime verifies a node:crypto-signed v1a delivery and refuses a tampered one", async () => {
+  const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+  const whpk = `whpk_${Buffer.from(publicKey.export({ format: "jwk" }).x, "base64url").toString("base64")}`;
+  writeFileSync(
+    join(project, "edge-runtime-v1a.js"),
+    `import { Webhook } from "postwire/v1a";
+addEventListener("fetch", (event) => {
+  event.respondWith((async () => {
+    try {
+      const body = await event.request.text();
+      const wh = new Webhook(${JSON.stringify(whpk)});
+      const ok = wh.verify(body, event.request.headers).x;
+      let tampered = "accepted";
+      try {
+        wh.verify(body + " ", event.request.headers);
+      } catch (e) {
+        tampered = e.code;
+      }
+      return Response.json({ ok, tampered });
+    } catch (e) {
+      return Response.json({ error: String(e && e.stack || e) });
+    }
+  })());
+});
+`,
+  );
+  const bundle = await bundleForEdge("edge-runtime-v1a.js");
+  assert.ok(bundle.inputs.includes("node_modules/postwire/dist/edge-light/v1a.js"), bundle.inputs.join(", "));
+  const ts = Math.floor(Date.now() / 1000);
+  const body = '{"id":"m","x":1}';
+  const sig = `v1a,${sign(null, Buffer.from(`m.${ts}.${body}`), privateKey).toString("base64")}`;
+  const headers = { "webhook-id": "m", "webhook-timestamp": String(ts), "webhook-signature": sig };
+  assert.deepEqual(await runOnEdge(bundle, { url: "http://edge/", init: { method: "POST", headers, body } }), { ok: 1, tampered: "invalid_signature" });
 });
 
 test("headless Chromium runs the browser build from the tarball, bundled by esbuild", { timeout: 90_000 }, async () => {
