@@ -14,9 +14,11 @@
 //! [`crate::health`], [`crate::idempotency`]) called inside the transactions. What
 //! differs is what several processes need:
 //!
-//! * **Leases in the table.** A claim sets `lease_owner` and `lease_until` on the rows
-//!   it takes; a row is claimable when it heads its queue, is due, and has no lease or
-//!   one that has ended. Recording the outcome clears the lease. A process that dies
+//! * **Leases in a table.** A claim writes a row into `leases` (delivery, subscription,
+//!   owner, until) for each delivery it takes; a delivery is claimable when it heads its
+//!   queue, is due, and has no lease or one that has ended. Recording the outcome deletes
+//!   the lease. (They are not columns of `deliveries`: writing one there made a new
+//!   version of the delivery row, with an entry in each of its indexes.) A process that dies
 //!   (SIGKILL, lost network) loses its leases when they end, and another process claims
 //!   the deliveries again (at least once, same `webhook-id`). [`Store::recover`] releases
 //!   only the given owner's leases.

@@ -114,7 +114,8 @@ pub(super) async fn record_attempts(
                 if !cols.seqs.is_empty() {
                     let insert = tx
                         .prepare_cached(
-                            "INSERT INTO attempts (delivery_seq, number, started_at, duration_ms, status, error, body_prefix)
+                            "WITH ended AS (DELETE FROM leases WHERE delivery_seq = ANY($1))
+                             INSERT INTO attempts (delivery_seq, number, started_at, duration_ms, status, error, body_prefix)
                              SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[],
                                                   $5::bigint[], $6::text[], $7::text[])
                              ON CONFLICT (delivery_seq, number) DO UPDATE SET started_at = excluded.started_at,
@@ -144,8 +145,7 @@ pub(super) async fn record_attempts(
                 if !cols.end_seqs.is_empty() {
                     let finish = tx
                         .prepare_cached(
-                            "UPDATE deliveries d SET state = u.state, attempts = u.attempts, finished_at = $4,
-                               lease_owner = NULL, lease_until = NULL
+                            "UPDATE deliveries d SET state = u.state, attempts = u.attempts, finished_at = $4
                              FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(seq, state, attempts)
                              WHERE d.seq = u.seq AND d.finished_at IS NULL
                              RETURNING d.seq, d.sub_seq, d.okey",
@@ -170,8 +170,7 @@ pub(super) async fn record_attempts(
                 if !cols.retry_seqs.is_empty() {
                     let retry = tx
                         .prepare_cached(
-                            "UPDATE deliveries d SET state = u.state, attempts = u.attempts, due_at = u.due,
-                               lease_owner = NULL, lease_until = NULL
+                            "UPDATE deliveries d SET state = u.state, attempts = u.attempts, due_at = u.due
                              FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[])
                                   AS u(seq, state, attempts, due)
                              WHERE d.seq = u.seq AND d.finished_at IS NULL

@@ -65,14 +65,7 @@ pub(super) async fn recover(store: &PostgresStore, owner: String) -> StoreResult
     store
         .run("release leases", move |c: Client| {
             let owner = owner.clone();
-            Box::pin(async move {
-                Ok(c.execute(
-                    "UPDATE deliveries SET lease_owner = NULL, lease_until = NULL
-                     WHERE lease_owner = $1 AND lease_until IS NOT NULL",
-                    &[&owner],
-                )
-                .await?)
-            })
+            Box::pin(async move { Ok(c.execute("DELETE FROM leases WHERE owner = $1", &[&owner]).await?) })
         })
         .await
 }
@@ -127,13 +120,19 @@ pub(super) async fn resume(
                 // expired under it: its outcome decides, and its successor must not
                 // start before that.
                 let expired = tx
-                    .execute(
-                        "UPDATE deliveries SET state = $4, finished_at = $2, lease_owner = NULL, lease_until = NULL
-                         WHERE sub_seq = $1 AND state = 1 AND created_at < $3
-                           AND NOT (lease_until IS NOT NULL AND lease_until > $2)",
+                    .query_one(
+                        "WITH gone AS (
+                             UPDATE deliveries d SET state = $4, finished_at = $2
+                             WHERE d.sub_seq = $1 AND d.state = 1 AND d.created_at < $3
+                               AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.delivery_seq = d.seq AND l.until > $2)
+                             RETURNING d.seq),
+                         ended AS (DELETE FROM leases WHERE delivery_seq IN (SELECT seq FROM gone))
+                         SELECT count(*) FROM gone",
                         &[&seq, &now_ms, &cutoff.unix_millis(), &EXPIRED],
                     )
-                    .await?;
+                    .await?
+                    .try_get::<_, i64>(0)?
+                    .max(0) as u64;
                 // What is left is delivered in order: per key, the earliest is the head
                 // and the others wait behind it.
                 let waiting = tx
@@ -410,7 +409,7 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                          FROM subscriptions s CROSS JOIN LATERAL (
                              SELECT d.due_at FROM deliveries d
                              WHERE d.sub_seq = s.seq AND d.state = 0 AND d.due_at <= $1
-                               AND (d.lease_until IS NULL OR d.lease_until <= $1)
+                               AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.delivery_seq = d.seq AND l.until > $1)
                              ORDER BY d.due_at LIMIT 1) h
                          WHERE s.paused_reason IS NULL
                          ORDER BY h.due_at, s.seq LIMIT $2",
@@ -454,18 +453,19 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                     .zip(locked)
                     .filter_map(|(c, ok)| ok.then_some(c))
                     .collect();
-                // Leased, unfinished deliveries per subscription, in every process: read
-                // under the claim locks, so the limit holds across processes.
+                // Leases per subscription, of every process (counted up to the limit,
+                // which is all a claim needs): read under the claim locks, so the limit
+                // holds across processes.
                 let leased_sql = tx
                     .prepare_cached(
-                        "SELECT sub_seq, count(*) FROM deliveries
-                         WHERE sub_seq = ANY($1) AND state = 0 AND lease_until IS NOT NULL AND lease_until > $2
-                         GROUP BY sub_seq",
+                        "SELECT r.sub, (SELECT count(*) FROM (
+                             SELECT 1 FROM leases l WHERE l.sub_seq = r.sub AND l.until > $2 ORDER BY l.until LIMIT $3) x)
+                         FROM unnest($1::bigint[]) AS r(sub)",
                     )
                     .await?;
                 let subs: Vec<i64> = candidates.iter().map(|c| c.seq).collect();
                 let leased: HashMap<i64, i64> = tx
-                    .query(&leased_sql, &[&subs, &now_ms])
+                    .query(&leased_sql, &[&subs, &now_ms, &(req.per_subscription_limit.min(i64::MAX as usize) as i64)])
                     .await?
                     .iter()
                     .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
@@ -494,16 +494,22 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                     let take = tx
                         .prepare_cached(
                             "WITH picked AS (
-                                 SELECT p.seq FROM unnest($1::bigint[], $2::bigint[]) AS r(sub, room)
+                                 SELECT p.*, r.sub FROM unnest($1::bigint[], $2::bigint[]) AS r(sub, room)
                                  CROSS JOIN LATERAL (
-                                     SELECT seq FROM deliveries
-                                     WHERE sub_seq = r.sub AND state = 0 AND due_at <= $3
-                                       AND (lease_until IS NULL OR lease_until <= $3)
-                                     ORDER BY due_at, seq LIMIT r.room FOR UPDATE SKIP LOCKED) p)
-                             UPDATE deliveries d SET lease_owner = $4, lease_until = $5
-                             FROM picked, events e
-                             WHERE d.seq = picked.seq AND e.seq = d.event_seq
-                             RETURNING d.sub_seq, d.seq, d.attempts, d.created_at, d.due_at, e.id, e.body",
+                                     SELECT d.seq, d.attempts, d.created_at, d.due_at, d.event_seq FROM deliveries d
+                                     WHERE d.sub_seq = r.sub AND d.state = 0 AND d.due_at <= $3
+                                       AND NOT EXISTS (
+                                           SELECT 1 FROM leases l WHERE l.delivery_seq = d.seq AND l.until > $3)
+                                     ORDER BY d.due_at, d.seq LIMIT r.room FOR UPDATE SKIP LOCKED) p),
+                             taken AS (
+                                 INSERT INTO leases (delivery_seq, sub_seq, owner, until)
+                                 SELECT seq, sub, $4, $5 FROM picked
+                                 ON CONFLICT (delivery_seq) DO UPDATE SET owner = excluded.owner, until = excluded.until
+                                     WHERE leases.until <= $3
+                                 RETURNING delivery_seq)
+                             SELECT p.sub, p.seq, p.attempts, p.created_at, p.due_at, e.id, e.body
+                             FROM picked p JOIN taken t ON t.delivery_seq = p.seq
+                             CROSS JOIN LATERAL (SELECT id, body FROM events WHERE events.seq = p.event_seq) e",
                         )
                         .await?;
                     let mut rows = tx
@@ -566,8 +572,16 @@ pub(super) async fn next_due_at(store: &PostgresStore) -> StoreResult<Option<Tim
                 let st = c
                     .prepare_cached(
                         "SELECT LEAST(
-                             (SELECT MIN(due_at) FROM deliveries WHERE state = 0 AND lease_until IS NULL),
-                             (SELECT MIN(lease_until) FROM deliveries WHERE lease_until IS NOT NULL AND state = 0))",
+                             (SELECT MIN(h.due_at) FROM subscriptions s CROSS JOIN LATERAL (
+                                 SELECT d.due_at FROM deliveries d
+                                 WHERE d.sub_seq = s.seq AND d.state = 0
+                                   AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.delivery_seq = d.seq)
+                                 ORDER BY d.due_at LIMIT 1) h),
+                             (SELECT MIN(x.until) FROM subscriptions s CROSS JOIN LATERAL (
+                                 SELECT l.until FROM leases l
+                                 WHERE l.sub_seq = s.seq
+                                   AND EXISTS (SELECT 1 FROM deliveries d WHERE d.seq = l.delivery_seq AND d.state = 0)
+                                 ORDER BY l.until LIMIT 1) x))",
                     )
                     .await?;
                 Ok(c.query_one(&st, &[]).await?.try_get::<_, Option<i64>>(0)?.map(ts))

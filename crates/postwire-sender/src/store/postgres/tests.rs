@@ -86,6 +86,60 @@ async fn a_database_of_a_newer_schema_version_is_refused_and_a_bad_url_is_invali
     assert_eq!(err.code(), crate::SenderErrorCode::InvalidRequest, "{err}");
 }
 
+/// A version-2 database (leases in columns of `deliveries`) is migrated with its leases in
+/// flight: a leased delivery stays taken until its lease ends, and its owner's `recover`
+/// still releases it.
+#[tokio::test]
+async fn leases_in_flight_survive_the_migration_to_a_table_of_their_own() {
+    let (_db, stores, t0) = stores_on_one_database(1).await;
+    let store = &stores[0];
+    store
+        .enqueue(vec![test_event(t0), test_event(t0), test_event(t0)], t0, None)
+        .await
+        .unwrap();
+    let mut req = claim_as("a", t0, 10_000);
+    req.limit = 1;
+    let taken_by_a = store.claim(req).await.unwrap();
+    let mut req = claim_as("b", t0, 10_000);
+    req.limit = 1;
+    let taken_by_b = store.claim(req).await.unwrap();
+    assert_eq!((taken_by_a.len(), taken_by_b.len()), (1, 1));
+    // Back to version 2's layout, as that version left it.
+    store
+        .run("downgrade", |c: Client| {
+            Box::pin(async move {
+                c.batch_execute(
+                    "ALTER TABLE deliveries ADD COLUMN lease_owner TEXT, ADD COLUMN lease_until BIGINT;
+                     UPDATE deliveries d SET lease_owner = l.owner, lease_until = l.until
+                         FROM leases l WHERE l.delivery_seq = d.seq;
+                     DROP TABLE leases;
+                     CREATE INDEX deliveries_leases ON deliveries (lease_until) WHERE lease_until IS NOT NULL;
+                     UPDATE postwire_schema SET version = 2",
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .await
+        .unwrap();
+    let migrated = PostgresStore::connect(_db.url()).await.unwrap();
+    let free = migrated.claim(claim_as("c", t0, 10_000)).await.unwrap();
+    assert_eq!(free.len(), 1, "the two leased deliveries stay taken");
+    assert_eq!(
+        migrated.recover("a".into()).await.unwrap(),
+        1,
+        "a's lease moved with it"
+    );
+    let again = migrated.claim(claim_as("c", t0, 10_000)).await.unwrap();
+    assert_eq!(again.iter().map(|d| d.id).collect::<Vec<_>>(), vec![taken_by_a[0].id]);
+    let later = t0.add_millis(120_000);
+    let ended = migrated.claim(claim_as("c", later, 10_000)).await.unwrap();
+    assert!(
+        ended.iter().any(|d| d.id == taken_by_b[0].id),
+        "b's lease ended: its delivery is claimable again"
+    );
+}
+
 /// Three stores claim side by side while one publishes: every delivery is claimed by
 /// exactly one of them (SKIP LOCKED and the leases), and none is lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
