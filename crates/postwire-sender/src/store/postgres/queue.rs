@@ -406,10 +406,13 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                 let candidates = tx
                     .prepare_cached(
                         "SELECT s.seq, s.id, s.url, s.secret, s.previous_secret, s.previous_secret_until
-                         FROM subscriptions s CROSS JOIN LATERAL (
+                         FROM subscriptions s
+                         CROSS JOIN LATERAL (SELECT ARRAY(
+                             SELECT l.delivery_seq FROM leases l WHERE l.sub_seq = s.seq AND l.until > $1) AS busy
+                             OFFSET 0) b
+                         CROSS JOIN LATERAL (
                              SELECT d.due_at FROM deliveries d
-                             WHERE d.sub_seq = s.seq AND d.state = 0 AND d.due_at <= $1
-                               AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.delivery_seq = d.seq AND l.until > $1)
+                             WHERE d.sub_seq = s.seq AND d.state = 0 AND d.due_at <= $1 AND d.seq <> ALL(b.busy)
                              ORDER BY d.due_at LIMIT 1) h
                          WHERE s.paused_reason IS NULL
                          ORDER BY h.due_at, s.seq LIMIT $2",
@@ -490,17 +493,23 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                 let mut out = Vec::new();
                 if !room_subs.is_empty() {
                     // Every subscription's due heads in one statement: its first `room`
-                    // unleased ones, locked (SKIP LOCKED) and leased.
+                    // unleased ones, locked (SKIP LOCKED) and leased. The heads in flight
+                    // are read once per subscription (`busy`, at most its limit) rather
+                    // than probed row by row: they stand at the front of its queue, so
+                    // every claim passes them. `OFFSET 0` keeps each lateral subquery a
+                    // per-row lookup: flattened, the planner (which cannot know `room` is
+                    // small) turned the event lookup into a scan of the events table.
                     let take = tx
                         .prepare_cached(
                             "WITH picked AS (
                                  SELECT p.*, r.sub FROM unnest($1::bigint[], $2::bigint[]) AS r(sub, room)
+                                 CROSS JOIN LATERAL (SELECT ARRAY(
+                                     SELECT l.delivery_seq FROM leases l WHERE l.sub_seq = r.sub AND l.until > $3) AS busy
+                                     OFFSET 0) b
                                  CROSS JOIN LATERAL (
                                      SELECT d.seq, d.attempts, d.created_at, d.due_at, d.event_seq FROM deliveries d
-                                     WHERE d.sub_seq = r.sub AND d.state = 0 AND d.due_at <= $3
-                                       AND NOT EXISTS (
-                                           SELECT 1 FROM leases l WHERE l.delivery_seq = d.seq AND l.until > $3)
-                                     ORDER BY d.due_at, d.seq LIMIT r.room FOR UPDATE SKIP LOCKED) p),
+                                     WHERE d.sub_seq = r.sub AND d.state = 0 AND d.due_at <= $3 AND d.seq <> ALL(b.busy)
+                                     ORDER BY d.due_at, d.seq LIMIT r.room FOR UPDATE OF d SKIP LOCKED) p),
                              taken AS (
                                  INSERT INTO leases (delivery_seq, sub_seq, owner, until)
                                  SELECT seq, sub, $4, $5 FROM picked
@@ -509,7 +518,7 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                                  RETURNING delivery_seq)
                              SELECT p.sub, p.seq, p.attempts, p.created_at, p.due_at, e.id, e.body
                              FROM picked p JOIN taken t ON t.delivery_seq = p.seq
-                             CROSS JOIN LATERAL (SELECT id, body FROM events WHERE events.seq = p.event_seq) e",
+                             CROSS JOIN LATERAL (SELECT id, body FROM events WHERE events.seq = p.event_seq OFFSET 0) e",
                         )
                         .await?;
                     let mut rows = tx
