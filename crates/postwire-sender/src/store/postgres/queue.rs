@@ -408,7 +408,7 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                         "SELECT s.seq, s.id, s.url, s.secret, s.previous_secret, s.previous_secret_until
                          FROM subscriptions s
                          CROSS JOIN LATERAL (SELECT ARRAY(
-                             SELECT l.delivery_seq FROM leases l WHERE l.sub_seq = s.seq AND l.until > $1) AS busy
+                             SELECT l.delivery_seq FROM leases l WHERE l.sub_seq = s.seq AND l.until > $1 ORDER BY l.until) AS busy
                              OFFSET 0) b
                          CROSS JOIN LATERAL (
                              SELECT d.due_at FROM deliveries d
@@ -504,7 +504,7 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                             "WITH picked AS (
                                  SELECT p.*, r.sub FROM unnest($1::bigint[], $2::bigint[]) AS r(sub, room)
                                  CROSS JOIN LATERAL (SELECT ARRAY(
-                                     SELECT l.delivery_seq FROM leases l WHERE l.sub_seq = r.sub AND l.until > $3) AS busy
+                                     SELECT l.delivery_seq FROM leases l WHERE l.sub_seq = r.sub AND l.until > $3 ORDER BY l.until) AS busy
                                      OFFSET 0) b
                                  CROSS JOIN LATERAL (
                                      SELECT d.seq, d.attempts, d.created_at, d.due_at, d.event_seq FROM deliveries d
@@ -524,7 +524,7 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                     let mut rows = tx
                         .query(&take, &[&room_subs, &rooms, &now_ms, &req.owner, &until_ms])
                         .await?;
-                    // In queue order per subscription (UPDATE ... RETURNING has none).
+                    // In queue order per subscription (the statement's rows come in no order).
                     let mut keyed = Vec::with_capacity(rows.len());
                     for r in rows.drain(..) {
                         let key: (i64, i64, i64) = (r.try_get(0)?, r.try_get(4)?, r.try_get(1)?);
