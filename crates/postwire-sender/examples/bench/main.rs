@@ -252,6 +252,7 @@ async fn open_sender_with_clock(
                 events: vec![],
                 integration_ids: vec![],
                 created_by_kind: CreatedByKind::ApiToken,
+                signing: Default::default(),
             })
             .await
             .unwrap();

@@ -6,7 +6,7 @@ use super::*;
 
 /// The layout's version, kept in the `postwire_schema` row; a database of a newer
 /// version is refused rather than misread.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Serialises start-ups: concurrent processes migrate one at a time.
 const MIGRATION_LOCK: i64 = 0x706f_7374_7769_7265; // "postwire"
@@ -16,10 +16,27 @@ const MIGRATIONS: &[(i64, &str)] = &[
     // 1 → 2: leases indexed by subscription (`deliveries_leases`, in SCHEMA), so a claim
     // counts a subscription's leases without reading its whole queue.
     (1, "DROP INDEX IF EXISTS deliveries_leased"),
+    // 2 → 3: the `v1a` extension. Each subscription says which signatures it gets
+    // (existing ones keep the spec's `symmetric`); a workspace keeps its ed25519 signing
+    // key (sealed like the secrets) and, during a rotation, the previous one.
+    (
+        2,
+        "ALTER TABLE subscriptions ADD COLUMN IF NOT EXISTS signing TEXT NOT NULL DEFAULT 'symmetric';
+         ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS signing_key TEXT;
+         ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS signing_key_created_at BIGINT;
+         ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS previous_signing_key TEXT;
+         ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS previous_signing_key_created_at BIGINT;
+         ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS previous_signing_key_until BIGINT;",
+    ),
 ];
 
 const SCHEMA: &str = r#"
-CREATE TABLE IF NOT EXISTS workspaces (id TEXT PRIMARY KEY, name TEXT NOT NULL);
+-- signing_key: the workspace's `v1a` (ed25519) `whsk_` key, sealed like the secrets;
+-- made on first use. previous_*: the key a rotation replaced, signing until `_until`.
+CREATE TABLE IF NOT EXISTS workspaces (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL,
+    signing_key TEXT, signing_key_created_at BIGINT,
+    previous_signing_key TEXT, previous_signing_key_created_at BIGINT, previous_signing_key_until BIGINT);
 CREATE TABLE IF NOT EXISTS integrations (
     workspace_id TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL,
     provider_identifier TEXT NOT NULL, picture TEXT, PRIMARY KEY (workspace_id, id));
@@ -28,7 +45,8 @@ CREATE TABLE IF NOT EXISTS subscriptions (
     name TEXT NOT NULL, url TEXT NOT NULL, events TEXT NOT NULL, integrations TEXT NOT NULL,
     paused_reason TEXT, created_by_kind TEXT NOT NULL,
     consecutive_failures BIGINT NOT NULL DEFAULT 0, last_success_at BIGINT, failing_since BIGINT,
-    created_at BIGINT NOT NULL, secret TEXT NOT NULL, previous_secret TEXT, previous_secret_until BIGINT);
+    created_at BIGINT NOT NULL, secret TEXT NOT NULL, previous_secret TEXT, previous_secret_until BIGINT,
+    signing TEXT NOT NULL DEFAULT 'symmetric');
 CREATE INDEX IF NOT EXISTS subscriptions_workspace ON subscriptions (workspace_id, seq);
 CREATE TABLE IF NOT EXISTS events (
     seq BIGSERIAL PRIMARY KEY, id TEXT NOT NULL, workspace_id TEXT NOT NULL,
