@@ -202,6 +202,7 @@ pub async fn create(State(state): State<AppState>, session: Session, headers: He
             events,
             integration_ids: values.integration_ids.clone(),
             created_by_kind: CreatedByKind::Dashboard,
+            signing: Default::default(),
         })
         .await;
     match created {
@@ -379,6 +380,8 @@ pub async fn edit(
         url: Some(values.url.clone()),
         events: Some(events),
         integration_ids: Some(values.integration_ids.clone()),
+        // The form does not show the `v1a` choice: it is kept as it is.
+        signing: None,
     };
     match state.sender.update_subscription(&id, update).await {
         Ok(_) => Ok(see_other(&format!("/settings/webhooks/{id}?done=updated"))),
