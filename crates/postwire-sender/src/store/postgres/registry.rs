@@ -634,7 +634,7 @@ pub(super) async fn ensure_signing_key(
     now: Timestamp,
 ) -> StoreResult<Option<WorkspaceKeys>> {
     let cipher = store.cipher.clone();
-    let sealed = StoredSecret::seal_signing_key(cipher.as_deref(), &key).map_err(|e| SenderError::storage(e))?;
+    let sealed = StoredSecret::seal_signing_key(cipher.as_deref(), &key).map_err(SenderError::storage)?;
     store
         .run("make a signing key", move |mut c: Client| {
             let cipher = cipher.clone();
@@ -670,7 +670,7 @@ pub(super) async fn rotate_signing_key(
     now: Timestamp,
     until: Timestamp,
 ) -> StoreResult<bool> {
-    let sealed = StoredSecret::seal_signing_key(store.cipher.as_deref(), &key).map_err(|e| SenderError::storage(e))?;
+    let sealed = StoredSecret::seal_signing_key(store.cipher.as_deref(), &key).map_err(SenderError::storage)?;
     store
         .run("rotate signing key", move |c: Client| {
             let (ws, sealed) = (workspace_id.clone(), sealed.clone());
