@@ -97,7 +97,7 @@ pub use events::{
 pub use model::{
     AttemptErrorKind, AttemptOutcome, AttemptRecord, DeliveryCursor, DeliveryId, DeliveryRecord, DeliveryState,
     NewSubscription, Notification, PAUSED_BY_REQUEST, Page, PauseCause, Published, ResumeSummary, RotatedSecret,
-    RotatedSigningKey, SigningKeyInfo, SubscriptionRecord, SubscriptionUpdate, Workspace,
+    RotatedSigningKey, SignedSample, SigningKeyInfo, SubscriptionRecord, SubscriptionUpdate, Workspace,
 };
 pub use notify::{LogNotifier, Notifier};
 pub use sender::{MAX_INTEGRATION_IDS, MAX_NAME_LEN, MAX_PAGE_SIZE, MAX_PUBLISH_BATCH, MAX_RECOVER, Sender};

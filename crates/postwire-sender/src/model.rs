@@ -159,6 +159,21 @@ pub struct SigningKeyInfo {
     pub expires_at: Option<Timestamp>,
 }
 
+/// A `webhook.test` delivery signed now by a workspace's current `v1a` key only (what an
+/// `asymmetric` subscription would receive), for pages that show how to verify with the
+/// public key. Never sent anywhere; holds no secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedSample {
+    /// `webhook-id`.
+    pub id: String,
+    /// `webhook-timestamp`, seconds.
+    pub timestamp: i64,
+    /// `webhook-signature`: one `v1a` entry.
+    pub signature: String,
+    /// The body, exactly as signed.
+    pub body: String,
+}
+
 /// The result of a rotation of a workspace's key pair.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RotatedSigningKey {

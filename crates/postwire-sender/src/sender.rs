@@ -18,8 +18,8 @@ use crate::events::{DomainChange, build_event, check_id, check_text};
 use crate::idempotency::{Completion, Decision, IdempotencyKey, Idempotent, Response};
 use crate::model::{
     DeliveryCursor, DeliveryId, DeliveryRecord, NewSubscription, Notification, PAUSED_BY_REQUEST, Page, Published,
-    ResumeSummary, RotatedSecret, RotatedSigningKey, SigningKeyInfo, StoredSubscription, SubscriptionChanges,
-    SubscriptionRecord, SubscriptionUpdate, Workspace, WorkspaceKeys,
+    ResumeSummary, RotatedSecret, RotatedSigningKey, SignedSample, SigningKeyInfo, StoredSubscription,
+    SubscriptionChanges, SubscriptionRecord, SubscriptionUpdate, Workspace, WorkspaceKeys,
 };
 use crate::signals::{Owners, Signals};
 use crate::signing;
@@ -666,6 +666,39 @@ impl Sender {
         self.require_workspace(workspace_id).await?;
         let keys = self.workspace_keys(workspace_id).await?;
         Ok(signing::published_keys(&keys, self.inner.clock.now()))
+    }
+
+    /// A `webhook.test` delivery with `message`, signed now by the workspace's current
+    /// `v1a` key alone, for a page that shows verification with the published public key
+    /// (the Settings screen's verify box). Nothing is stored or sent; the body is always a
+    /// test event, so this signs nothing a caller chooses beyond its message.
+    pub async fn signed_sample(&self, workspace_id: &str, message: &str) -> Result<SignedSample, SenderError> {
+        let mut v = Violations::default();
+        check_id(&mut v, "workspaceId", workspace_id);
+        v.into_result()?;
+        self.require_workspace(workspace_id).await?;
+        let keys = self.workspace_keys(workspace_id).await?;
+        let now = self.inner.clock.now();
+        let change = DomainChange::from(crate::events::TestEvent {
+            workspace_id: workspace_id.to_owned(),
+            subscription_id: None,
+            message: message.to_owned(),
+        });
+        let id = Event::generate_id(now).map_err(|_| SenderError::storage("no secure random source is available"))?;
+        let built = build_event(&change, id.clone(), now)?
+            .map_err(|_| SenderError::invalid("a test event could not be built"))?;
+        let timestamp = now.unix_time();
+        let signer =
+            postwire_core::Signer::with_keys([], [keys.current]).map_err(|_| SenderError::storage("no signing key"))?;
+        let signature = signer
+            .sign(&id, timestamp, built.body.as_bytes())
+            .map_err(|_| SenderError::storage("the sample could not be signed"))?;
+        Ok(SignedSample {
+            id,
+            timestamp: timestamp.as_secs(),
+            signature: signature.into_string(),
+            body: built.body,
+        })
     }
 
     /// Replaces the workspace's `v1a` signing key. For 24 hours every `v1a` delivery

@@ -194,3 +194,27 @@ async fn signing_keys_of_an_unknown_workspace_are_not_found() {
     assert_eq!(e.code().as_str(), "invalid_request");
     h.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_sample_verifies_with_the_public_key_alone() {
+    let h = Harness::new().await;
+    let sample = h.sender.signed_sample(WS, "hello").await.unwrap();
+    let public = h.sender.signing_keys(WS).await.unwrap()[0].public_key;
+    let ts = sample.timestamp.to_string();
+    let headers = [
+        ("webhook-id", sample.id.as_str()),
+        ("webhook-timestamp", ts.as_str()),
+        ("webhook-signature", sample.signature.as_str()),
+    ];
+    assert!(sample.signature.starts_with("v1a,") && !sample.signature.contains(' '));
+    let event = postwire_core::Verifier::from_public_key(public)
+        .verify_event(
+            &headers,
+            sample.body.as_bytes(),
+            postwire_core::UnixTime::from_secs(sample.timestamp),
+        )
+        .unwrap();
+    assert_eq!(event.id(), sample.id);
+    assert!(sample.body.contains("\"hello\""));
+    h.shutdown().await;
+}

@@ -539,9 +539,17 @@ pub async fn notifications(State(state): State<AppState>, session: Session) -> P
     Ok(html(pages::notifications(&session, &list)))
 }
 
-/// `GET /settings/events`: the event catalogue and the verify box.
-pub async fn events(session: Session) -> PageResult {
-    Ok(html(pages::events(&session)))
+/// The message of the Settings screen's signed sample delivery.
+pub const SAMPLE_MESSAGE: &str = "A sample delivery, signed by this workspace's v1a key.";
+
+/// `GET /settings/events`: the event catalogue and the verify box, with the workspace's
+/// published `v1a` public keys and a sample delivery signed by its current key (so the
+/// box verifies with the public key alone; no secret is on the page).
+pub async fn events(State(state): State<AppState>, session: Session) -> PageResult {
+    let workspace = &session.portal.workspace_id;
+    let keys = state.sender.signing_keys(workspace).await?;
+    let sample = state.sender.signed_sample(workspace, SAMPLE_MESSAGE).await?;
+    Ok(html(pages::events(&session, &keys, &sample)))
 }
 
 #[cfg(test)]
