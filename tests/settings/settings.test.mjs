@@ -368,7 +368,7 @@ test("the Settings screen, end to end in Chromium", { timeout: 240_000 }, async 
     await page.fill("#v-body", (await page.inputValue("#v-body")).replace("sample", "Sample"));
     await page.click("#verify-form button");
     await until("a tampered sample refused", async () => /^Not valid: /.test(await page.locator("#v-result").textContent()));
-    await check(page, "14-events-v1a");
+    await check(page, "13-events-v1a");
   } else {
     log("the server was built without npm/dist/web/v1a.js: the verify box says so");
     assert.match(v1aVerdict, /not part of this server build/);
