@@ -2,12 +2,26 @@
 // browser build (WebAssembly, loaded by serve.mjs at /vendor/postwire.js) signs the
 // samples and verifies whatever is in the form. No request leaves the page.
 //
+// A `whpk_` public key (a workspace's, from `GET …/signing-keys`) in the key field checks
+// `v1a` (ed25519) signatures instead, with the postwire/v1a build (/vendor/postwire-v1a.js,
+// loaded on first use so the default page stays small). A public key verifies but cannot
+// sign: with one, paste a delivery the workspace signed; no secret is on the page.
+//
 // Verification is done in two steps, so the result can say exactly what is wrong:
 //   1. webhook.verify(): headers, timestamp window, signature (the Standard Webhooks part);
 //   2. webhook.verifyEvent(): the same, plus the body must be an event of this API whose
 //      `id` equals `webhook-id`. A delivery can pass 1 and fail 2 (signed, but not an event).
 import { Webhook, WebhookVerificationError, generateSecret } from "./vendor/postwire.js";
 import { sampleBody, newEventId } from "./samples.js";
+
+/** postwire/v1a's `Webhook`, for `whpk_` public keys, loaded on first use. */
+let v1a = null;
+async function v1aWebhook() {
+  v1a ??= await import("./vendor/postwire-v1a.js");
+  return v1a;
+}
+
+const isPublicKey = (key) => key.startsWith("whpk_");
 
 const $ = (id) => document.getElementById(id);
 const form = $("delivery");
@@ -37,6 +51,9 @@ const HINTS = {
   invalid_secret:
     "The secret is not a valid signing secret: it is `whsec_` followed by base64, as shown when the subscription " +
     "was created.",
+  invalid_public_key:
+    "The public key is not valid: it is `whpk_` followed by the base64 of 32 bytes, as listed by " +
+    "GET …/signing-keys (a `whsk_` signing key is never needed here).",
   invalid_payload: "The body could not be read.",
 };
 
@@ -96,21 +113,23 @@ function summarize(event) {
 }
 
 function failure(err) {
-  if (err instanceof WebhookVerificationError) {
+  if (err instanceof WebhookVerificationError || (err && typeof err.code === "string" && err.name === "WebhookVerificationError")) {
     show("failed", "Not verified", { code: err.code, hint: HINTS[err.code], detail: err.message });
   } else {
     show("failed", "Not verified", { code: "unexpected", detail: String(err) });
   }
 }
 
-function verifyNow() {
+async function verifyNow() {
   if (!Object.values(fields).some((f) => f.value.trim())) {
     show("idle", "Load a sample or paste a delivery, then verify.");
     return;
   }
+  const key = fields.secret.value.trim();
   let webhook;
   try {
-    webhook = new Webhook(fields.secret.value.trim());
+    const Lib = isPublicKey(key) ? (await v1aWebhook()).Webhook : Webhook;
+    webhook = new Lib(key);
     webhook.verify(fields.body.value, headers(), { jsonParse: false });
   } catch (err) {
     failure(err);
@@ -135,6 +154,12 @@ function verifyNow() {
 
 /** Signs the current body with the current secret, as a sender would right now. */
 function signNow({ freshId = false } = {}) {
+  if (isPublicKey(fields.secret.value.trim())) {
+    show("failed", "A public key cannot sign", {
+      hint: "Paste a delivery signed by the workspace (its headers and body), or clear the key field to sign a sample with a generated secret.",
+    });
+    return false;
+  }
   if (!fields.secret.value.trim()) fields.secret.value = generateSecret();
   if (freshId || !fields.id.value.trim()) fields.id.value = newEventId();
   const now = new Date();

@@ -15,7 +15,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import { startPlaygroundServer } from "./serve.mjs";
-import { SAMPLE_TYPES } from "./samples.js";
+import { SAMPLE_TYPES, sampleBody } from "./samples.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const SCREENSHOT = path.join(ROOT, "target", "artifacts", "playground.png");
@@ -176,6 +176,45 @@ test("a signed body that is not an event says so, separately from signature fail
   await page.waitForFunction(() => document.getElementById("result").dataset.state === "not-an-event");
   assert.equal(await text("#error-code"), "Error code: invalid_payload");
   assert.match(await text("#verdict"), /Signature verified, but the body is not an event/);
+});
+
+/** A workspace's v1a key pair and a delivery it signed, made outside the page (Node's
+ * Ed25519): the page gets only the `whpk_` public key, never a secret. */
+function v1aDelivery(type) {
+  const { publicKey, privateKey } = crypto.generateKeyPairSync("ed25519");
+  const raw = publicKey.export({ format: "jwk" }).x; // base64url of the 32 bytes
+  const whpk = "whpk_" + Buffer.from(raw, "base64url").toString("base64");
+  const id = `msg_${crypto.randomBytes(8).toString("hex")}`;
+  const timestamp = Math.floor(Date.now() / 1000);
+  const body = sampleBody(type, { id });
+  const signature = "v1a," + crypto.sign(null, Buffer.from(`${id}.${timestamp}.${body}`), privateKey).toString("base64");
+  return { whpk, id, timestamp: String(timestamp), signature, body };
+}
+
+test("a delivery signed with the workspace's v1a key verifies with its public key alone", async () => {
+  const d = v1aDelivery("webhook.test");
+  await page.fill("#secret", d.whpk);
+  await page.fill("#webhook-id", d.id);
+  await page.fill("#webhook-timestamp", d.timestamp);
+  await page.fill("#webhook-signature", d.signature);
+  await page.fill("#body", d.body);
+  await verify();
+  await page.waitForFunction(() => document.getElementById("verdict").textContent === "Verified: webhook.test");
+  assert.equal(JSON.parse(await text("#event")).id, d.id);
+  // A changed body, or another workspace's key, fails with the usual code.
+  await page.fill("#body", d.body.replace("Hello", "hello"));
+  await verify();
+  await expectFailure("invalid_signature");
+  await page.fill("#body", d.body);
+  await page.fill("#secret", v1aDelivery("webhook.test").whpk);
+  await verify();
+  await expectFailure("invalid_signature");
+  // A public key cannot sign: re-signing says so instead of making up a secret.
+  await page.fill("#secret", d.whpk);
+  await page.click("#resign");
+  await page.waitForFunction(() => document.getElementById("verdict").textContent === "A public key cannot sign");
+  assert.equal(await page.inputValue("#secret"), d.whpk);
+  await page.fill("#secret", "");
 });
 
 test("usable with the keyboard alone", async () => {

@@ -1,6 +1,6 @@
 // A tiny static server for the playground, with no dependencies: it serves this folder,
-// and the `postwire` package's browser build at /vendor/postwire.js (app.js imports it
-// from there). Nothing else is reachable, and it listens on
+// and the `postwire` package's browser builds at /vendor/postwire.js and, for `whpk_`
+// public keys, /vendor/postwire-v1a.js (postwire/v1a; app.js imports them from there). Nothing else is reachable, and it listens on
 // loopback only.
 //
 //   node examples/playground/serve.mjs [port]     then open http://127.0.0.1:<port>/
@@ -32,6 +32,7 @@ const FILES = {
 
 export async function startPlaygroundServer({ port = 0 } = {}) {
   const vendor = postwireWebBuild();
+  const vendorV1a = path.join(path.dirname(vendor), "v1a.js");
   const server = http.createServer(async (req, res) => {
     const { pathname } = new URL(req.url ?? "/", "http://localhost");
     if (req.method !== "GET" && req.method !== "HEAD") {
@@ -42,6 +43,8 @@ export async function startPlaygroundServer({ port = 0 } = {}) {
     let type;
     if (pathname === "/vendor/postwire.js") {
       [file, type] = [vendor, "text/javascript; charset=utf-8"];
+    } else if (pathname === "/vendor/postwire-v1a.js") {
+      [file, type] = [vendorV1a, "text/javascript; charset=utf-8"];
     } else if (FILES[pathname]) {
       [file, type] = [path.join(HERE, FILES[pathname][0]), FILES[pathname][1]];
     } else {
@@ -59,7 +62,7 @@ export async function startPlaygroundServer({ port = 0 } = {}) {
       });
       res.end(req.method === "HEAD" ? undefined : body);
     } catch (e) {
-      const missing = file === vendor;
+      const missing = file === vendor || file === vendorV1a;
       res.writeHead(missing ? 503 : 404, { "content-type": "text/plain" });
       res.end(missing ? "the postwire package is not built: run `bash npm/build.sh`" : "not found");
     }

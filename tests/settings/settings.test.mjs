@@ -350,6 +350,30 @@ test("the Settings screen, end to end in Chromium", { timeout: 240_000 }, async 
     assert.match(verdict, /not part of this server build/);
   }
 
+  // ---- the verify box with the workspace's public key (v1a): the page holds a sample
+  // delivery signed by the workspace's key and the whpk_ key that verifies it, no secret
+  const hasV1a = (await fetch(`${base}/settings/assets/postwire-v1a.js`)).status === 200;
+  await page.goto(`${base}/settings/events`);
+  const publicKey = await page.inputValue("#v-public-key");
+  assert.match(publicKey, /^whpk_[A-Za-z0-9+/]{43}=$/);
+  assert.equal(await page.inputValue("#v-secret"), "");
+  assert.doesNotMatch(await page.content(), /whs(ec|k)_[A-Za-z0-9+/]/);
+  await page.click("#verify-form button");
+  const v1aVerdict = await until("a v1a verdict", async () => {
+    const t = await page.locator("#v-result").textContent();
+    return t && t !== "Checking…" ? t : null;
+  });
+  if (hasV1a) {
+    assert.match(v1aVerdict, /^Valid: webhook\.test msg_/, v1aVerdict);
+    await page.fill("#v-body", (await page.inputValue("#v-body")).replace("sample", "Sample"));
+    await page.click("#verify-form button");
+    await until("a tampered sample refused", async () => /^Not valid: /.test(await page.locator("#v-result").textContent()));
+    await check(page, "13-events-v1a");
+  } else {
+    log("the server was built without npm/dist/web/v1a.js: the verify box says so");
+    assert.match(v1aVerdict, /not part of this server build/);
+  }
+
   // ---- a cross-site form post is refused (localhost is another site than 127.0.0.1)
   await page.goto(detailUrl);
   const csrf = await page.inputValue("input[name=csrf] >> nth=0");

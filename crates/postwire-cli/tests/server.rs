@@ -577,6 +577,57 @@ fn db_holds_any_secret(db: &Path, secrets: &[String]) {
     }
 }
 
+/// No `v1a` signing key (`whsk_…`, its base64 or its raw 32-byte seed) is in the
+/// database files.
+fn db_holds_no_signing_key(db: &Path, keys: &[String]) {
+    use base64::Engine as _;
+    assert!(
+        found_in_db_files(db, b"whsk_").is_empty(),
+        "`whsk_` found in the database files"
+    );
+    for k in keys {
+        let b64 = &k["whsk_".len()..];
+        let raw = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
+        assert_eq!(raw.len(), 32);
+        assert!(
+            found_in_db_files(db, b64.as_bytes()).is_empty(),
+            "a signing key's base64 is in the database files"
+        );
+        assert!(
+            found_in_db_files(db, &raw).is_empty(),
+            "a signing key's raw seed is in the database files"
+        );
+    }
+}
+
+/// The workspace's signing keys (current, previous) as `whsk_…`, read by opening the
+/// stopped server's database with its key file, as the server does; and their public keys.
+fn stored_signing_keys(db: &Path, key_file: &Path, workspace: &str) -> (Vec<String>, Vec<String>) {
+    use postwire_sender::Store as _;
+    use postwire_sender::secret_box::SecretCipher;
+    use postwire_sender::store::sqlite::{SqliteOptions, SqliteStore};
+    let store = SqliteStore::open_with(
+        db,
+        SqliteOptions {
+            secret_cipher: Some(Arc::new(SecretCipher::from_file(key_file).unwrap())),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let keys = runtime()
+        .block_on(store.signing_keys(workspace.to_owned()))
+        .unwrap()
+        .expect("the workspace has a key pair");
+    let previous = keys.previous.expect("a rotated key pair keeps the previous key");
+    (
+        vec![keys.current.expose(), previous.key.expose()],
+        vec![
+            keys.current.public_key().to_string(),
+            previous.key.public_key().to_string(),
+        ],
+    )
+}
+
 #[test]
 fn secrets_are_encrypted_at_rest_the_key_is_required_and_rotates() {
     let dir = tempfile::tempdir().unwrap();
@@ -648,6 +699,16 @@ fn secrets_are_encrypted_at_rest_the_key_is_required_and_rotates() {
             .map(|t| serde_json::from_str(&t).unwrap())
             .unwrap();
         assert_eq!(replay["secret"].as_str().unwrap(), first);
+        // The workspace's `v1a` key pair, made and rotated: two signing keys stored.
+        let (status, _, rotated) = call(
+            &base,
+            "POST",
+            "/public/v1/workspaces/ws_1/rotate-signing-key",
+            &token,
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{rotated}");
         (vec![first, second], path)
     });
     // While it runs (the WAL holds the recent writes) and after it stops.
@@ -656,6 +717,8 @@ fn secrets_are_encrypted_at_rest_the_key_is_required_and_rotates() {
     let (ok, _) = server.terminate();
     assert!(ok);
     db_holds_any_secret(&db, &secrets);
+    let (signing_keys, public_keys) = stored_signing_keys(&db, &key_file, "ws_1");
+    db_holds_no_signing_key(&db, &signing_keys);
 
     // Without the key, start-up fails clearly, naming the key id it needs, and leaves
     // no stray key file behind.
@@ -689,6 +752,12 @@ fn secrets_are_encrypted_at_rest_the_key_is_required_and_rotates() {
     assert!(found_in_db_files(&db, format!("pwenc1.{first_key_id}.").as_bytes()).is_empty());
     assert!(!found_in_db_files(&db, format!("pwenc1.{}.", ids[0]).as_bytes()).is_empty());
     db_holds_any_secret(&db, &secrets);
+    // The signing keys moved to the new key too, and are the same keys.
+    db_holds_no_signing_key(&db, &signing_keys);
+    assert_eq!(
+        stored_signing_keys(&db, &key_file, "ws_1"),
+        (signing_keys.clone(), public_keys.clone())
+    );
 
     // The server starts with the rotated file and signs with the secret it decrypts: a
     // test delivery of the subscription made before the rotation verifies.
@@ -705,6 +774,22 @@ fn secrets_are_encrypted_at_rest_the_key_is_required_and_rotates() {
         }
     });
     assert_eq!(rx.stats().rejected, 0);
+    // After the restart the API publishes the same public keys.
+    let (status, _, listed) = rt.block_on(call(
+        &base,
+        "GET",
+        "/public/v1/workspaces/ws_1/signing-keys",
+        &token,
+        None,
+    ));
+    assert_eq!(status, 200, "{listed}");
+    let listed: Vec<String> = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["publicKey"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(listed, public_keys);
     assert!(server.terminate().0);
     rt.block_on(rx.stop());
 }

@@ -72,7 +72,7 @@ pub use secret::{
 };
 pub use signature::{MAX_SIGNATURE_HEADER_LEN, MAX_SIGNATURES, SIGNATURE_VERSION, Signature, SignatureHeader};
 pub use signer::{SignatureValue, Signer};
-pub use subscription::{CreatedByKind, CreatedSubscription, Subscription, SubscriptionStatus};
+pub use subscription::{CreatedByKind, CreatedSubscription, SigningMode, Subscription, SubscriptionStatus};
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 pub use time::SystemClock;
 pub use time::{Clock, ManualClock, Timestamp, UnixTime};

@@ -22,6 +22,34 @@ string_enum! {
     }
 }
 
+string_enum! {
+    /// Which signatures a subscription's deliveries carry (`signing`, an extension of the
+    /// spec; see `docs/api.md`).
+    #[derive(Default)]
+    SigningMode, "signing choice" {
+        /// `v1` (HMAC-SHA256 with the subscription's `whsec_` secret) only: the spec's
+        /// behaviour, and the default.
+        #[default]
+        Symmetric = "symmetric",
+        /// `v1a` (ed25519 with the workspace's signing key) only.
+        Asymmetric = "asymmetric",
+        /// The `v1` entries, then the `v1a` ones.
+        Both = "both",
+    }
+}
+
+impl SigningMode {
+    /// Whether deliveries carry `v1` (HMAC) entries.
+    pub const fn symmetric(self) -> bool {
+        matches!(self, SigningMode::Symmetric | SigningMode::Both)
+    }
+
+    /// Whether deliveries carry `v1a` (ed25519) entries, so the workspace needs a key pair.
+    pub const fn asymmetric(self) -> bool {
+        matches!(self, SigningMode::Asymmetric | SigningMode::Both)
+    }
+}
+
 /// Whether a subscription receives deliveries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SubscriptionStatus {
@@ -65,6 +93,8 @@ pub struct Subscription {
     pub last_success_at: Option<Timestamp>,
     /// Creation time.
     pub created_at: Timestamp,
+    /// Which signatures its deliveries carry.
+    pub signing: SigningMode,
 }
 
 #[derive(Clone, Serialize, Deserialize)]
@@ -81,6 +111,9 @@ struct SubscriptionWire {
     consecutive_failures: u32,
     last_success_at: Option<Timestamp>,
     created_at: Timestamp,
+    /// Absent in documents written before the extension: the spec's `symmetric`.
+    #[serde(default)]
+    signing: SigningMode,
 }
 
 impl TryFrom<SubscriptionWire> for Subscription {
@@ -108,6 +141,7 @@ impl TryFrom<SubscriptionWire> for Subscription {
             consecutive_failures: w.consecutive_failures,
             last_success_at: w.last_success_at,
             created_at: w.created_at,
+            signing: w.signing,
         })
     }
 }
@@ -130,6 +164,7 @@ impl From<Subscription> for SubscriptionWire {
             consecutive_failures: s.consecutive_failures,
             last_success_at: s.last_success_at,
             created_at: s.created_at,
+            signing: s.signing,
         }
     }
 }
@@ -188,6 +223,7 @@ mod tests {
             consecutive_failures: 0,
             last_success_at: None,
             created_at: Timestamp::from_unix_millis(1_700_000_000_123),
+            signing: SigningMode::Symmetric,
         }
     }
 
@@ -200,6 +236,26 @@ mod tests {
         assert_eq!(v["createdAt"], "2023-11-14T22:13:20.123Z");
         assert!(v.get("secret").is_none());
         assert!(v.get("status").is_none());
+        assert_eq!(v["signing"], "symmetric");
+    }
+
+    #[test]
+    fn signing_defaults_to_symmetric_and_round_trips() {
+        let mut v = serde_json::to_value(sample()).unwrap();
+        v.as_object_mut().unwrap().remove("signing");
+        assert_eq!(
+            serde_json::from_value::<Subscription>(v.clone()).unwrap().signing,
+            SigningMode::Symmetric
+        );
+        v["signing"] = "both".into();
+        assert_eq!(
+            serde_json::from_value::<Subscription>(v.clone()).unwrap().signing,
+            SigningMode::Both
+        );
+        v["signing"] = "hmac".into();
+        assert!(serde_json::from_value::<Subscription>(v).is_err());
+        assert!(SigningMode::Both.symmetric() && SigningMode::Both.asymmetric());
+        assert!(!SigningMode::Asymmetric.symmetric() && !SigningMode::Symmetric.asymmetric());
     }
 
     #[test]

@@ -94,6 +94,7 @@ async fn prepare(sender: &Sender, url: &str, subscriptions: usize, events: usize
                 events: vec![],
                 integration_ids: vec![],
                 created_by_kind: CreatedByKind::ApiToken,
+                signing: Default::default(),
             })
             .await
             .unwrap();

@@ -112,6 +112,7 @@ async fn main() {
                 events: vec![],
                 integration_ids: vec![],
                 created_by_kind: CreatedByKind::ApiToken,
+                signing: Default::default(),
             })
             .await
             .unwrap();

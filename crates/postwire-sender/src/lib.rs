@@ -23,6 +23,7 @@
 //!     events: vec![],
 //!     integration_ids: vec![],
 //!     created_by_kind: CreatedByKind::ApiToken,
+//!     signing: Default::default(),
 //! }).await?;
 //! // created.secret is shown to the client once.
 //! sender.publish(TestEvent { workspace_id: "ws_1".into(), subscription_id: None, message: "hello".into() }).await?;
@@ -42,6 +43,9 @@
 //! * Pause, hold, resume and the 7-day expiry: [`Sender::pause`], [`Sender::resume`].
 //!   Held deliveries are rows in the store, so memory does not grow with them.
 //! * Secret rotation with 24 h of dual signatures: [`Sender::rotate_secret`].
+//! * `v1a` (ed25519) signatures per subscription (`signing`), with the workspace's key
+//!   pair and its rotation: [`signing`], [`Sender::signing_keys`],
+//!   [`Sender::rotate_signing_key`].
 //! * Address checks against SSRF, at creation and at every attempt: [`ssrf`].
 //! * Durability and the storage interface, with SQLite (embedded, one process) and
 //!   PostgreSQL (several processes on one queue) behind it: [`store`].
@@ -72,14 +76,15 @@ pub mod schedule;
 pub mod secret_box;
 mod sender;
 mod signals;
+pub mod signing;
 pub mod ssrf;
 pub mod store;
 pub mod tuning;
 
 // The core types a host needs to call the sender, so an embedder depends on one crate.
 pub use postwire_core::{
-    Clock, CreatedByKind, DisconnectReason, Event, EventType, Integration, ManualClock, PostState, Secret,
-    Subscription, SubscriptionStatus, SystemClock, Timestamp, UnixTime,
+    Clock, CreatedByKind, DisconnectReason, Event, EventType, Integration, ManualClock, PostState, PublicKey, Secret,
+    SigningKey, SigningMode, Subscription, SubscriptionStatus, SystemClock, Timestamp, UnixTime,
 };
 
 pub use config::SenderConfig;
@@ -92,7 +97,7 @@ pub use events::{
 pub use model::{
     AttemptErrorKind, AttemptOutcome, AttemptRecord, DeliveryCursor, DeliveryId, DeliveryRecord, DeliveryState,
     NewSubscription, Notification, PAUSED_BY_REQUEST, Page, PauseCause, Published, ResumeSummary, RotatedSecret,
-    SubscriptionRecord, SubscriptionUpdate, Workspace,
+    RotatedSigningKey, SignedSample, SigningKeyInfo, SubscriptionRecord, SubscriptionUpdate, Workspace,
 };
 pub use notify::{LogNotifier, Notifier};
 pub use sender::{MAX_INTEGRATION_IDS, MAX_NAME_LEN, MAX_PAGE_SIZE, MAX_PUBLISH_BATCH, MAX_RECOVER, Sender};

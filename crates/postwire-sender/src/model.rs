@@ -7,7 +7,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-use postwire_core::{CreatedByKind, EventType, Integration, Secret, Subscription, Timestamp};
+use postwire_core::{
+    CreatedByKind, EventType, Integration, PublicKey, Secret, SigningKey, SigningMode, Subscription, Timestamp,
+};
 use serde::Serialize;
 
 use crate::error::SenderError;
@@ -37,6 +39,8 @@ pub struct NewSubscription {
     pub integration_ids: Vec<String>,
     /// Who is creating it.
     pub created_by_kind: CreatedByKind,
+    /// Which signatures its deliveries carry (`symmetric`, the spec's, by default).
+    pub signing: SigningMode,
 }
 
 /// A change to a subscription; `None` leaves a field as it is.
@@ -50,6 +54,8 @@ pub struct SubscriptionUpdate {
     pub events: Option<Vec<EventType>>,
     /// New account restriction.
     pub integration_ids: Option<Vec<String>>,
+    /// New signing choice.
+    pub signing: Option<SigningMode>,
 }
 
 /// A subscription as the API shows it, with the workspace it belongs to.
@@ -112,6 +118,69 @@ pub struct SubscriptionChanges {
     pub events: Option<Vec<EventType>>,
     /// New account restriction, as full records.
     pub integrations: Option<Vec<Integration>>,
+    /// New signing choice.
+    pub signing: Option<SigningMode>,
+}
+
+/// A workspace's ed25519 key pair as stored (its `v1a` signing keys), with the previous
+/// one during a rotation's window. Internal to the sender and its stores; only the
+/// public halves leave it ([`SigningKeyInfo`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkspaceKeys {
+    /// The current signing key.
+    pub current: SigningKey,
+    /// When it was made.
+    pub created_at: Timestamp,
+    /// The previous key while a rotation's window is open (or was: the window's end is
+    /// stored and compared with the clock by [`crate::signing`]).
+    pub previous: Option<PreviousKey>,
+}
+
+/// The key a rotation replaced, and until when it still signs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreviousKey {
+    /// The key.
+    pub key: SigningKey,
+    /// When it was made.
+    pub created_at: Timestamp,
+    /// It signs until then (exclusive).
+    pub until: Timestamp,
+}
+
+/// One published public key of a workspace (`GET …/signing-keys`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SigningKeyInfo {
+    /// The `whpk_` public key receivers verify `v1a` entries with.
+    pub public_key: PublicKey,
+    /// When its key pair was made.
+    pub created_at: Timestamp,
+    /// For the key a rotation replaced: when deliveries stop carrying its signature.
+    /// `None` for the current key.
+    pub expires_at: Option<Timestamp>,
+}
+
+/// A `webhook.test` delivery signed now by a workspace's current `v1a` key only (what an
+/// `asymmetric` subscription would receive), for pages that show how to verify with the
+/// public key. Never sent anywhere; holds no secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedSample {
+    /// `webhook-id`.
+    pub id: String,
+    /// `webhook-timestamp`, seconds.
+    pub timestamp: i64,
+    /// `webhook-signature`: one `v1a` entry.
+    pub signature: String,
+    /// The body, exactly as signed.
+    pub body: String,
+}
+
+/// The result of a rotation of a workspace's key pair.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RotatedSigningKey {
+    /// The workspace's public keys after the rotation, the new one first.
+    pub keys: Vec<SigningKeyInfo>,
+    /// Until then every `v1a` delivery also carries a signature by the old key.
+    pub previous_valid_until: Timestamp,
 }
 
 /// A delivery's identifier: `dlv_<n>`.

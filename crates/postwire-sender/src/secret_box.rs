@@ -25,6 +25,10 @@
 //!    (each backend's `registry::reseal_all`), every secret (current and previous)
 //!    sealed again under the current key, in one transaction.
 //!
+//! A workspace's `v1a` signing keys (current and previous, `whsk_…`) are stored the same
+//! way ([`StoredSecret::seal_signing_key`], [`StoredSecret::open_signing_key`]), checked
+//! and sealed again at open and by the background re-encryption with the secrets.
+//!
 //! The sender itself seals what it stores besides: an idempotent creation's stored
 //! response, which carries the new secret for 24 h ([`SecretCipher::seal_text`]).
 //!
@@ -40,7 +44,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
-use postwire_core::Secret;
+use postwire_core::{Secret, SigningKey};
 use zeroize::Zeroizing;
 
 /// The prefix of sealed text.
@@ -332,6 +336,42 @@ impl StoredSecret {
         let bytes = cipher.open_bytes(stored)?;
         let text = std::str::from_utf8(&bytes).map_err(|_| CipherError::NotASecret)?;
         Secret::parse(text).map_err(|_| CipherError::NotASecret)
+    }
+
+    /// The text to store for a workspace's `v1a` signing key: sealed under the current
+    /// key like the HMAC secrets, or the plain `whsk_…` form without a cipher.
+    pub fn seal_signing_key(cipher: Option<&SecretCipher>, key: &SigningKey) -> Result<String, CipherError> {
+        let text = Zeroizing::new(key.expose());
+        match cipher {
+            Some(c) => c.seal_bytes(text.as_bytes()),
+            None => Ok(text.to_string()),
+        }
+    }
+
+    /// The signing key a stored text holds: opened with the cipher, or parsed when plain.
+    pub fn open_signing_key(cipher: Option<&SecretCipher>, stored: &str) -> Result<SigningKey, CipherError> {
+        if !is_sealed(stored) {
+            return SigningKey::parse(stored).map_err(|_| CipherError::NotASecret);
+        }
+        let cipher = cipher.ok_or_else(|| CipherError::NoCipher(key_id_of(stored).unwrap_or("?").to_owned()))?;
+        let bytes = cipher.open_bytes(stored)?;
+        let text = std::str::from_utf8(&bytes).map_err(|_| CipherError::NotASecret)?;
+        SigningKey::parse(text).map_err(|_| CipherError::NotASecret)
+    }
+
+    /// A stored text of either kind (`whsec_` secret or `whsk_` signing key) sealed again
+    /// under the cipher's current key, checked to open as its kind first.
+    pub fn reseal_any(cipher: &SecretCipher, stored: &str) -> Result<String, CipherError> {
+        let plain = if is_sealed(stored) {
+            cipher.open_bytes(stored)?
+        } else {
+            Zeroizing::new(stored.as_bytes().to_vec())
+        };
+        let text = std::str::from_utf8(&plain).map_err(|_| CipherError::NotASecret)?;
+        if Secret::parse(text).is_err() && SigningKey::parse(text).is_err() {
+            return Err(CipherError::NotASecret);
+        }
+        cipher.seal_bytes(text.as_bytes())
     }
 
     /// Checks at open that a stored text can be read: `Err` names the missing key.

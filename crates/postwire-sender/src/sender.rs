@@ -7,7 +7,8 @@
 use std::sync::Arc;
 
 use postwire_core::{
-    Clock, CreatedSubscription, Event, EventType, Integration, Secret, Subscription, SubscriptionStatus, Timestamp,
+    Clock, CreatedSubscription, Event, EventType, Integration, Secret, SigningKey, SigningMode, Subscription,
+    SubscriptionStatus, Timestamp,
 };
 
 use crate::config::{DUAL_SIGNATURE_WINDOW_MS, HOLD_LIMIT_MS, SenderConfig};
@@ -17,10 +18,11 @@ use crate::events::{DomainChange, build_event, check_id, check_text};
 use crate::idempotency::{Completion, Decision, IdempotencyKey, Idempotent, Response};
 use crate::model::{
     DeliveryCursor, DeliveryId, DeliveryRecord, NewSubscription, Notification, PAUSED_BY_REQUEST, Page, Published,
-    ResumeSummary, RotatedSecret, StoredSubscription, SubscriptionChanges, SubscriptionRecord, SubscriptionUpdate,
-    Workspace,
+    ResumeSummary, RotatedSecret, RotatedSigningKey, SignedSample, SigningKeyInfo, StoredSubscription,
+    SubscriptionChanges, SubscriptionRecord, SubscriptionUpdate, Workspace, WorkspaceKeys,
 };
 use crate::signals::{Owners, Signals};
+use crate::signing;
 use crate::ssrf::{Blocked, resolve_checked};
 use crate::store::sqlite::SqliteStore;
 use crate::store::{DeliveryCounts, RequeueError, Store};
@@ -445,7 +447,11 @@ impl Sender {
             consecutive_failures: 0,
             last_success_at: None,
             created_at: self.inner.clock.now(),
+            signing: new.signing,
         };
+        if new.signing.asymmetric() {
+            self.workspace_keys(&new.workspace_id).await?;
+        }
         let created = CreatedSubscription { subscription, secret };
         let lease = match self.begin(key).await? {
             Begun::Replay(stored) => return Ok(Idempotent::Replayed(stored)),
@@ -546,11 +552,15 @@ impl Sender {
             None => None,
         };
         v.into_result()?;
+        if update.signing.is_some_and(SigningMode::asymmetric) {
+            self.workspace_keys(&current.workspace_id).await?;
+        }
         let changes = SubscriptionChanges {
             name: update.name,
             url,
             events: update.events.map(dedup_events),
             integrations,
+            signing: update.signing,
         };
         if !self.inner.store.update_subscription(id.to_owned(), changes).await? {
             return Err(SenderError::not_found(Resource::Subscription, id));
@@ -628,6 +638,92 @@ impl Sender {
         }
         Ok(RotatedSecret {
             secret,
+            previous_valid_until: until,
+        })
+    }
+
+    /// The workspace's `v1a` key pair, made now if it has none yet (first use); every
+    /// caller, in every process, gets the same one.
+    async fn workspace_keys(&self, workspace_id: &str) -> Result<WorkspaceKeys, SenderError> {
+        if let Some(keys) = self.inner.store.signing_keys(workspace_id.to_owned()).await? {
+            return Ok(keys);
+        }
+        let key = SigningKey::generate().map_err(|_| SenderError::storage("no secure random source is available"))?;
+        self.inner
+            .store
+            .ensure_signing_key(workspace_id.to_owned(), key, self.inner.clock.now())
+            .await?
+            .ok_or_else(|| SenderError::not_found(Resource::Workspace, workspace_id))
+    }
+
+    /// The public keys that verify the workspace's `v1a` signatures: the current one,
+    /// then, during a rotation's 24 h window, the previous one with the window's end.
+    /// The key pair is made on first use, so this always lists at least one key.
+    pub async fn signing_keys(&self, workspace_id: &str) -> Result<Vec<SigningKeyInfo>, SenderError> {
+        let mut v = Violations::default();
+        check_id(&mut v, "workspaceId", workspace_id);
+        v.into_result()?;
+        self.require_workspace(workspace_id).await?;
+        let keys = self.workspace_keys(workspace_id).await?;
+        Ok(signing::published_keys(&keys, self.inner.clock.now()))
+    }
+
+    /// A `webhook.test` delivery with `message`, signed now by the workspace's current
+    /// `v1a` key alone, for a page that shows verification with the published public key
+    /// (the Settings screen's verify box). Nothing is stored or sent; the body is always a
+    /// test event, so this signs nothing a caller chooses beyond its message.
+    pub async fn signed_sample(&self, workspace_id: &str, message: &str) -> Result<SignedSample, SenderError> {
+        let mut v = Violations::default();
+        check_id(&mut v, "workspaceId", workspace_id);
+        v.into_result()?;
+        self.require_workspace(workspace_id).await?;
+        let keys = self.workspace_keys(workspace_id).await?;
+        let now = self.inner.clock.now();
+        let change = DomainChange::from(crate::events::TestEvent {
+            workspace_id: workspace_id.to_owned(),
+            subscription_id: None,
+            message: message.to_owned(),
+        });
+        let id = Event::generate_id(now).map_err(|_| SenderError::storage("no secure random source is available"))?;
+        let built = build_event(&change, id.clone(), now)?
+            .map_err(|_| SenderError::invalid("a test event could not be built"))?;
+        let timestamp = now.unix_time();
+        let signer =
+            postwire_core::Signer::with_keys([], [keys.current]).map_err(|_| SenderError::storage("no signing key"))?;
+        let signature = signer
+            .sign(&id, timestamp, built.body.as_bytes())
+            .map_err(|_| SenderError::storage("the sample could not be signed"))?;
+        Ok(SignedSample {
+            id,
+            timestamp: timestamp.as_secs(),
+            signature: signature.into_string(),
+            body: built.body,
+        })
+    }
+
+    /// Replaces the workspace's `v1a` signing key. For 24 hours every `v1a` delivery
+    /// carries two `v1a` signatures, one by the old and one by the new key; then only the
+    /// new one. Rotating again within the window drops the oldest key.
+    pub async fn rotate_signing_key(&self, workspace_id: &str) -> Result<RotatedSigningKey, SenderError> {
+        let mut v = Violations::default();
+        check_id(&mut v, "workspaceId", workspace_id);
+        v.into_result()?;
+        self.require_workspace(workspace_id).await?;
+        self.workspace_keys(workspace_id).await?;
+        let key = SigningKey::generate().map_err(|_| SenderError::storage("no secure random source is available"))?;
+        let now = self.inner.clock.now();
+        let until = now.add_millis(DUAL_SIGNATURE_WINDOW_MS);
+        if !self
+            .inner
+            .store
+            .rotate_signing_key(workspace_id.to_owned(), key, now, until)
+            .await?
+        {
+            return Err(SenderError::not_found(Resource::Workspace, workspace_id));
+        }
+        let keys = self.workspace_keys(workspace_id).await?;
+        Ok(RotatedSigningKey {
+            keys: signing::published_keys(&keys, now),
             previous_valid_until: until,
         })
     }

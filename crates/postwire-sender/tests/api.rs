@@ -17,6 +17,7 @@ fn new_sub(url: &str) -> NewSubscription {
         events: vec![],
         integration_ids: vec![],
         created_by_kind: CreatedByKind::Dashboard,
+        signing: Default::default(),
     }
 }
 
@@ -232,6 +233,7 @@ async fn update_changes_matching_and_delete_removes_everything() {
                 events: Some(vec![EventType::PostDeleted]),
                 integration_ids: Some(vec!["acc-1".into()]),
                 url: None,
+                signing: None,
             },
         )
         .await

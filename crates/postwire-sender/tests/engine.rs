@@ -922,6 +922,7 @@ async fn the_address_is_checked_again_at_every_attempt() {
             events: vec![],
             integration_ids: vec![],
             created_by_kind: postwire_core::CreatedByKind::Dashboard,
+            signing: Default::default(),
         })
         .await
         .unwrap();
@@ -935,6 +936,7 @@ async fn the_address_is_checked_again_at_every_attempt() {
             events: vec![],
             integration_ids: vec![],
             created_by_kind: postwire_core::CreatedByKind::Dashboard,
+            signing: Default::default(),
         })
         .await
         .unwrap()

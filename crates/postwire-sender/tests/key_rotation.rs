@@ -1,7 +1,7 @@
 //! A new at-rest key while the sender runs (`postwire keys rotate` beside a running
 //! server), on the suite's backend: reading the key file again adopts the new current
 //! key, `reseal_secrets` moves every stored secret (current and previous) and sealed
-//! idempotent response to it in batches, nothing changes a second time, and the
+//! idempotent response (and the workspace's `v1a` signing keys) to it in batches, nothing changes a second time, and the
 //! database then opens with the new key alone and signs with the same secrets.
 
 mod common;
@@ -9,7 +9,7 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use postwire_core::{CreatedByKind, Secret};
+use postwire_core::{CreatedByKind, Secret, SigningMode};
 use postwire_sender::idempotency::{IdempotencyKey, Idempotent};
 use postwire_sender::secret_box::{RESEAL_BATCH, SecretCipher};
 use postwire_sender::{NewSubscription, PostChangeKind};
@@ -47,6 +47,13 @@ async fn stored_secrets_move_to_a_new_key_in_batches_and_still_sign() {
             events: vec![],
             integration_ids: vec![],
             created_by_kind: CreatedByKind::ApiToken,
+            // The receiver's subscription also gets `v1a` signatures, by the workspace's
+            // key pair, sealed at rest like the secrets.
+            signing: if i == 0 {
+                SigningMode::Both
+            } else {
+                SigningMode::Symmetric
+            },
         };
         let created = if i % 2 == 0 {
             let key =
@@ -64,6 +71,9 @@ async fn stored_secrets_move_to_a_new_key_in_batches_and_still_sign() {
         }
     }
     let rotated = h.sender.rotate_secret(&first_id).await.unwrap();
+    // The workspace's key pair rotated too: a current and a previous signing key.
+    let keys = h.sender.rotate_signing_key(WS).await.unwrap().keys;
+    assert_eq!(keys.len(), 2);
 
     // No change in the file: nothing to do.
     assert_eq!(h.sender.reload_secret_key().unwrap(), None);
@@ -75,8 +85,9 @@ async fn stored_secrets_move_to_a_new_key_in_batches_and_still_sign() {
     assert_eq!(h.sender.reload_secret_key().unwrap(), Some(new_id));
     let resealed = h.sender.reseal_secrets().await.unwrap();
     let idempotent = subscriptions.div_ceil(2) as u64;
-    // Every secret, the one previous secret, and every sealed stored response.
-    assert_eq!(resealed, subscriptions as u64 + 1 + idempotent);
+    // Every secret, the one previous secret, both signing keys, and every sealed stored
+    // response.
+    assert_eq!(resealed, subscriptions as u64 + 1 + 2 + idempotent);
     assert_eq!(h.sender.reseal_secrets().await.unwrap(), 0);
     assert_eq!(h.sender.reload_secret_key().unwrap(), None);
 
@@ -91,6 +102,7 @@ async fn stored_secrets_move_to_a_new_key_in_batches_and_still_sign() {
     let sender = db
         .open(config_with(SecretCipher::from_file(&key_file).unwrap()), clock)
         .await;
+    assert_eq!(sender.signing_keys(WS).await.unwrap(), keys);
     let dispatcher = sender.start();
     sender
         .publish(change("post-1", "acc-1", PostChangeKind::Scheduled))
@@ -101,5 +113,9 @@ async fn stored_secrets_move_to_a_new_key_in_batches_and_still_sign() {
     let first_secret: Secret = first_secret.unwrap();
     delivery.verify(std::slice::from_ref(&rotated.secret)).unwrap();
     delivery.verify(std::slice::from_ref(&first_secret)).unwrap();
+    assert_eq!(signature_versions(delivery), ["v1", "v1", "v1a", "v1a"]);
+    for key in &keys {
+        verify_with_keys(delivery, &[&key.public_key.to_string()]).unwrap();
+    }
     dispatcher.shutdown().await;
 }

@@ -287,6 +287,7 @@ async fn open() -> (Box<dyn std::any::Any>, Run) {
         consecutive_failures: 0,
         last_success_at: None,
         created_at: t0,
+        signing: Default::default(),
     };
     let stored = StoredSubscription {
         workspace_id: "ws".into(),

@@ -245,6 +245,7 @@ async fn recover_is_bounded_per_call_and_each_failure_is_recovered_once() {
             events: vec![],
             integration_ids: vec![],
             created_by_kind: postwire_core::CreatedByKind::Dashboard,
+            signing: Default::default(),
         })
         .await
         .unwrap()

@@ -61,6 +61,7 @@ async fn killed_with_sigkill_and_restarted_it_delivers_every_accepted_event_in_o
                 events: vec![],
                 integration_ids: vec![],
                 created_by_kind: CreatedByKind::ApiToken,
+                signing: Default::default(),
             })
             .await
             .unwrap()

@@ -42,6 +42,7 @@ signed with `webhook-id`, `webhook-timestamp` and `webhook-signature`.",
         (name = "Workspaces", description = "Workspaces the token may use."),
         (name = "Webhooks", description = "Webhook subscriptions, their deliveries, test events and secrets."),
         (name = "Posts", description = "Reconciling missed events."),
+        (name = "Signing keys", description = "Extension: the workspace's ed25519 key pair for asymmetric (`v1a`) signatures; its public keys and their rotation."),
         (name = "Meta", description = "This document."),
     ),
     components(schemas(ErrorBody, ValidationErrorBody, ValidationMessage, ErrorCodeName, InvalidRequestCode, EventEnvelope, EventTypeName, PostLookupQuery))

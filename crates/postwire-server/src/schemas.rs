@@ -105,6 +105,8 @@ pub struct WebhookSubscription {
     /// Creation time (UTC, milliseconds).
     #[schema(format = DateTime, example = "2026-11-22T10:00:00.000Z")]
     pub created_at: String,
+    /// Which signatures its deliveries carry (extension; see `SigningChoice`).
+    pub signing: SigningChoice,
 }
 
 /// The creation response: the subscription and its signing secret, shown this once.
@@ -137,9 +139,33 @@ pub struct CreatedWebhookSubscription {
     /// Creation time (UTC, milliseconds).
     #[schema(format = DateTime)]
     pub created_at: String,
+    /// Which signatures its deliveries carry (extension; see `SigningChoice`).
+    pub signing: SigningChoice,
     /// The signing secret (`whsec_…`). Returned only here; never again.
     #[schema(example = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")]
     pub secret: String,
+}
+
+/// Which signatures a subscription's deliveries carry: an extension of the spec
+/// (Standard Webhooks' asymmetric `v1a` scheme, ed25519). `symmetric`, the default, is the
+/// spec's: `v1` HMAC-SHA256 signatures with the subscription's `whsec_` secret.
+/// `asymmetric`: only `v1a` signatures, by the workspace's signing key, which receivers
+/// verify with a public key from `GET …/signing-keys` (no secret to hold). `both`: the
+/// `v1` signatures, then the `v1a` ones.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SigningChoice {
+    /// `v1` (HMAC-SHA256) only, as the spec.
+    Symmetric,
+    /// `v1a` (ed25519) only.
+    Asymmetric,
+    /// `v1`, then `v1a`.
+    Both,
+}
+
+impl SigningChoice {
+    /// Every documented choice, in order.
+    pub const ALL: [SigningChoice; 3] = [SigningChoice::Symmetric, SigningChoice::Asymmetric, SigningChoice::Both];
 }
 
 /// Who created a subscription.
@@ -187,6 +213,10 @@ pub struct CreateWebhookRequest {
     /// account of this workspace). Omitted, null or `[]` means all accounts.
     #[schema(max_items = 100)]
     pub integration_ids: Option<Vec<String>>,
+    /// Which signatures deliveries carry (extension). Omitted or null means `symmetric`,
+    /// the spec's; `asymmetric` or `both` make the workspace's signing key pair on first
+    /// use.
+    pub signing: Option<SigningChoice>,
 }
 
 /// The body of `PATCH …/webhooks/{id}`: the fields to change; absent fields keep their
@@ -217,6 +247,10 @@ pub struct UpdateWebhookRequest {
     /// New account restriction (`[]` for all; at most 100).
     #[schema(nullable = false, max_items = 100)]
     pub integration_ids: Option<Vec<String>>,
+    /// New signing choice (extension); deliveries attempted from then on carry the new
+    /// signatures.
+    #[schema(nullable = false)]
+    pub signing: Option<SigningChoice>,
 }
 
 /// The body of `PUT …/webhooks/{id}/enabled`.
@@ -306,6 +340,55 @@ pub struct RotatedSecret {
     /// Until then each delivery also carries a signature made with the previous secret.
     #[schema(format = DateTime)]
     pub previous_secret_expires_at: String,
+}
+
+/// One public key of a workspace (`v1a` extension).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SigningPublicKey {
+    /// The ed25519 public key, `whpk_` then the base64 of its 32 bytes: give it to a
+    /// receiver (or the edge verifier, or a docs page) to verify `v1a` signatures. It
+    /// cannot sign.
+    #[schema(
+        example = "whpk_u1PaYf2wAkbrTsGFOHc4qMtMgEoqEiVTQ/wukNNUqmE=",
+        pattern = "^whpk_[A-Za-z0-9+/]{43}=$"
+    )]
+    pub public_key: String,
+    /// When the key pair was made (UTC, milliseconds).
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    /// For the key a rotation replaced: when deliveries stop carrying its signature (24 h
+    /// after the rotation). Null for the current key.
+    #[schema(required = true, format = DateTime)]
+    pub expires_at: Option<String>,
+}
+
+/// The public keys of a workspace's `v1a` signatures: the current one first, then,
+/// during a rotation's 24 h window, the previous one.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SigningKeyList {
+    /// The keys, current first.
+    #[schema(min_items = 1, max_items = 2)]
+    pub data: Vec<SigningPublicKey>,
+}
+
+/// A workspace's signing key pair was replaced (`v1a` extension).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RotatedSigningKey {
+    /// The new public key (`whpk_…`); `v1a` signatures by its key pair start now.
+    #[schema(
+        example = "whpk_u1PaYf2wAkbrTsGFOHc4qMtMgEoqEiVTQ/wukNNUqmE=",
+        pattern = "^whpk_[A-Za-z0-9+/]{43}=$"
+    )]
+    pub public_key: String,
+    /// The public key it replaces, still listed and still signing until
+    /// `previousKeyExpiresAt`.
+    #[schema(pattern = "^whpk_[A-Za-z0-9+/]{43}=$")]
+    pub previous_public_key: String,
+    /// Until then every `v1a` delivery also carries a signature by the previous key.
+    #[schema(format = DateTime)]
+    pub previous_key_expires_at: String,
 }
 
 /// A workspace the token may use.

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use axum::body::{Body, Bytes};
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use postwire_core::EventType;
+use postwire_core::{EventType, SigningMode};
 use postwire_sender::SubscriptionUpdate;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -232,6 +232,23 @@ fn event_types(names: Vec<String>, problems: &mut Vec<String>) -> Vec<EventType>
     out
 }
 
+/// The `signing` choice (an extension: `symmetric`, `asymmetric` or `both`).
+fn signing_mode(value: Option<String>, problems: &mut Vec<String>) -> Option<SigningMode> {
+    let value = value?;
+    match value.parse::<SigningMode>() {
+        Ok(mode) => Some(mode),
+        Err(_) => {
+            let shown: String = value.chars().take(40).collect();
+            let known: Vec<&str> = SigningMode::ALL.iter().map(|m| m.as_str()).collect();
+            problems.push(format!(
+                "`signing`: unknown signing choice `{shown}`; expected one of: {}",
+                known.join(", ")
+            ));
+            None
+        }
+    }
+}
+
 fn done<T>(value: T, problems: Vec<String>) -> ApiResult<T> {
     if problems.is_empty() {
         Ok(value)
@@ -251,12 +268,18 @@ pub struct CreateWebhook {
     pub events: Vec<EventType>,
     /// Account restriction; empty means all.
     pub integration_ids: Vec<String>,
+    /// Which signatures deliveries carry (`symmetric` when absent or null).
+    pub signing: SigningMode,
 }
 
 /// Checks the shape of a creation body.
 pub fn parse_create(body: Option<&Value>) -> ApiResult<CreateWebhook> {
     let mut problems = Vec::new();
-    let Some(map) = object(body, &["name", "url", "events", "integrationIds"], &mut problems) else {
+    let Some(map) = object(
+        body,
+        &["name", "url", "events", "integrationIds", "signing"],
+        &mut problems,
+    ) else {
         return Err(ApiError::Invalid(problems));
     };
     let name = string_field(map, "name", Presence::Required, &mut problems);
@@ -264,11 +287,14 @@ pub fn parse_create(body: Option<&Value>) -> ApiResult<CreateWebhook> {
     let events = string_array(map, "events", Presence::Optional, &mut problems).unwrap_or_default();
     let events = event_types(events, &mut problems);
     let integration_ids = string_array(map, "integrationIds", Presence::Optional, &mut problems).unwrap_or_default();
+    let signing = string_field(map, "signing", Presence::Optional, &mut problems);
+    let signing = signing_mode(signing, &mut problems).unwrap_or_default();
     let value = CreateWebhook {
         name: name.unwrap_or_default(),
         url: url.unwrap_or_default(),
         events,
         integration_ids,
+        signing,
     };
     done(value, problems)
 }
@@ -277,7 +303,11 @@ pub fn parse_create(body: Option<&Value>) -> ApiResult<CreateWebhook> {
 /// they are; `null` is refused (use `[]` for "all").
 pub fn parse_update(body: Option<&Value>) -> ApiResult<SubscriptionUpdate> {
     let mut problems = Vec::new();
-    let Some(map) = object(body, &["name", "url", "events", "integrationIds"], &mut problems) else {
+    let Some(map) = object(
+        body,
+        &["name", "url", "events", "integrationIds", "signing"],
+        &mut problems,
+    ) else {
         return Err(ApiError::Invalid(problems));
     };
     for (key, value) in map {
@@ -292,6 +322,8 @@ pub fn parse_update(body: Option<&Value>) -> ApiResult<SubscriptionUpdate> {
     let events =
         string_array(map, "events", Presence::OptionalNotNull, &mut problems).map(|e| event_types(e, &mut problems));
     let integration_ids = string_array(map, "integrationIds", Presence::OptionalNotNull, &mut problems);
+    let signing = string_field(map, "signing", Presence::OptionalNotNull, &mut problems);
+    let signing = signing_mode(signing, &mut problems);
     problems.dedup();
     done(
         SubscriptionUpdate {
@@ -299,6 +331,7 @@ pub fn parse_update(body: Option<&Value>) -> ApiResult<SubscriptionUpdate> {
             url,
             events,
             integration_ids,
+            signing,
         },
         problems,
     )
@@ -472,6 +505,43 @@ mod tests {
                 .any(|s| s.contains("`events[1]`: unknown event type `post.exploded`"))
         );
         assert!(m.iter().any(|s| s.starts_with("`integrationIds` must be an array")));
+    }
+
+    #[test]
+    fn signing_is_one_of_three_choices_symmetric_by_default() {
+        let base = json!({"name": "n", "url": "https://e.com"});
+        assert_eq!(parse_create(Some(&base)).unwrap().signing, SigningMode::Symmetric);
+        for (text, mode) in [
+            ("symmetric", SigningMode::Symmetric),
+            ("asymmetric", SigningMode::Asymmetric),
+            ("both", SigningMode::Both),
+        ] {
+            let mut body = base.clone();
+            body["signing"] = text.into();
+            assert_eq!(parse_create(Some(&body)).unwrap().signing, mode);
+            assert_eq!(
+                parse_update(Some(&json!({"signing": text}))).unwrap().signing,
+                Some(mode)
+            );
+        }
+        let mut body = base.clone();
+        body["signing"] = "ed25519".into();
+        let m = messages(parse_create(Some(&body)).unwrap_err());
+        assert_eq!(
+            m,
+            ["`signing`: unknown signing choice `ed25519`; expected one of: symmetric, asymmetric, both"]
+        );
+        body["signing"] = json!(1);
+        assert!(messages(parse_create(Some(&body)).unwrap_err())[0].starts_with("`signing` must be a string"));
+        assert_eq!(
+            messages(parse_update(Some(&json!({"signing": "BOTH"}))).unwrap_err()).len(),
+            1
+        );
+        assert_eq!(
+            messages(parse_update(Some(&json!({"signing": null}))).unwrap_err()).len(),
+            1
+        );
+        assert_eq!(parse_update(Some(&json!({}))).unwrap().signing, None);
     }
 
     #[test]

@@ -121,8 +121,10 @@ async fn creation_and_the_list_link_to_every_operation_taking_a_webhook_id() {
         BTreeSet::from([
             "createPortalSession",
             "createWebhook",
+            "listSigningKeys",
             "listWebhooks",
-            "lookupPostEvents"
+            "lookupPostEvents",
+            "rotateSigningKey"
         ])
     );
 }

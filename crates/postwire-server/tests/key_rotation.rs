@@ -1,6 +1,7 @@
 //! `postwire keys rotate` while the server runs: the running server reads its key file
 //! again, seals new secrets under the new key at once, re-encrypts every stored secret
-//! (current and previous ones, and sealed idempotent responses) in the background, and
+//! (current and previous ones, sealed idempotent responses, and the workspace's `v1a`
+//! signing keys) in the background, and
 //! keeps signing deliveries the receivers verify. Afterwards the old key can leave the
 //! key file. Real HTTP, a real SQLite file; the key file is checked every 100 ms.
 
@@ -19,6 +20,12 @@ use serde_json::json;
 /// Stored values sealed under `key_id`: subscription secrets, previous secrets,
 /// idempotent responses.
 fn sealed_under(db: &std::path::Path, key_id: &str) -> (i64, i64, i64) {
+    let all = sealed_with_keys_under(db, key_id);
+    (all.0, all.1, all.2)
+}
+
+/// [`sealed_under`], and the workspaces' `v1a` signing keys (current and previous).
+fn sealed_with_keys_under(db: &std::path::Path, key_id: &str) -> (i64, i64, i64, i64) {
     let c = rusqlite::Connection::open(db).unwrap();
     let prefix = format!("pwenc1.{key_id}.");
     let count = |sql: &str| -> i64 { c.query_row(sql, [&prefix], |r| r.get(0)).unwrap() };
@@ -26,6 +33,8 @@ fn sealed_under(db: &std::path::Path, key_id: &str) -> (i64, i64, i64) {
         count("SELECT count(*) FROM subscriptions WHERE substr(secret, 1, length(?1)) = ?1"),
         count("SELECT count(*) FROM subscriptions WHERE substr(previous_secret, 1, length(?1)) = ?1"),
         count("SELECT count(*) FROM idempotency_keys WHERE substr(response, 1, length(?1)) = ?1"),
+        count("SELECT count(*) FROM workspaces WHERE substr(signing_key, 1, length(?1)) = ?1")
+            + count("SELECT count(*) FROM workspaces WHERE substr(previous_signing_key, 1, length(?1)) = ?1"),
     )
 }
 
@@ -88,6 +97,12 @@ async fn a_rotation_while_serving_reseals_every_secret_in_the_background_and_del
     assert_eq!(r.status, 200, "{}", r.text);
     let secret = Secret::parse(r.json["secret"].as_str().unwrap()).unwrap();
     good.set_secrets(vec![secret]);
+    // The workspace's v1a key pair, made and rotated: two signing keys sealed too.
+    let r = h
+        .send("POST", "/public/v1/workspaces/ws_a/rotate-signing-key", Some(&w), None)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(sealed_with_keys_under(&db, &old_id).3, 2);
     let before = sealed_under(&db, &old_id);
     assert_eq!(before.0, subscriptions as i64);
     assert_eq!(before.1, 1);
@@ -100,10 +115,11 @@ async fn a_rotation_while_serving_reseals_every_secret_in_the_background_and_del
     let new_id = SecretCipher::from_file(&key_file).unwrap().current_key_id();
     assert_ne!(new_id, old_id);
 
-    eventually("every secret sealed under the new key", || {
-        sealed_under(&db, &old_id) == (0, 0, 0)
+    eventually("every secret and signing key sealed under the new key", || {
+        sealed_with_keys_under(&db, &old_id) == (0, 0, 0, 0)
     })
     .await;
+    assert_eq!(sealed_with_keys_under(&db, &new_id).3, 2);
     let after = sealed_under(&db, &new_id);
     assert_eq!((after.0, after.1), (subscriptions as i64, 1));
     assert_eq!(after.2, before.2);

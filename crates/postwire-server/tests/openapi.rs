@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use common::{Harness, receiver};
 use postwire_core::{EventType, Secret};
-use postwire_server::schemas::EventTypeName;
+use postwire_server::schemas::{EventTypeName, SigningChoice};
 use serde_json::{Value, json};
 
 const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
@@ -64,7 +64,7 @@ async fn every_documented_operation_is_routed_and_nothing_else_on_its_paths() {
             }
         }
     }
-    assert_eq!(documented.len(), 16);
+    assert_eq!(documented.len(), 18);
     // Around every documented path (its parents, one segment more, a sibling), nothing
     // undocumented is routed: each such path gets the fallback 404 for every method.
     let templates: Vec<&String> = doc["paths"].as_object().unwrap().keys().collect();
@@ -188,6 +188,18 @@ async fn documented_shapes_are_the_ones_sent() {
     );
     let rotated = h.send("POST", &format!("{base}/rotate-secret"), Some(&t), None).await;
     assert_eq!(keys(&rotated.json), documented_properties(&doc, "RotatedSecret"));
+    let listed = h
+        .send("GET", "/public/v1/workspaces/ws_a/signing-keys", Some(&t), None)
+        .await;
+    assert_eq!(keys(&listed.json), documented_properties(&doc, "SigningKeyList"));
+    assert_eq!(
+        keys(&listed.json["data"][0]),
+        documented_properties(&doc, "SigningPublicKey")
+    );
+    let rotated = h
+        .send("POST", "/public/v1/workspaces/ws_a/rotate-signing-key", Some(&t), None)
+        .await;
+    assert_eq!(keys(&rotated.json), documented_properties(&doc, "RotatedSigningKey"));
     let error = h.send("GET", &base, None, None).await;
     assert_eq!(keys(&error.json), documented_properties(&doc, "ErrorBody"));
     let invalid = h
@@ -228,4 +240,15 @@ fn documented_enums_are_the_catalogues() {
     let doc = checked_in();
     assert_eq!(documented_enum(&doc, "EventTypeName"), catalogue_types);
     assert_eq!(documented_enum(&doc, "CreatedByKindName"), catalogue("createdByKinds"));
+    // The `signing` extension: the documented choices are core's.
+    let choices: Vec<String> = SigningChoice::ALL
+        .iter()
+        .map(|c| serde_json::to_value(c).unwrap().as_str().unwrap().to_owned())
+        .collect();
+    let core: Vec<String> = postwire_core::SigningMode::ALL
+        .iter()
+        .map(|m| m.as_str().to_owned())
+        .collect();
+    assert_eq!(choices, core);
+    assert_eq!(documented_enum(&doc, "SigningChoice"), core);
 }

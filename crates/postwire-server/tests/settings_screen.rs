@@ -731,3 +731,84 @@ async fn fifty_failures_are_noticed_recovered_and_delivered_from_the_screen() {
     drop(h);
     running.shutdown().await;
 }
+
+/// The value of the form field (`<textarea id=…>` or `<input id=… value=…>`) `id` in
+/// server-rendered HTML, unescaped.
+fn field_of(html: &str, id: &str) -> String {
+    let unescape = |s: &str| {
+        s.replace("&quot;", "\"")
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&#39;", "'")
+            .replace("&amp;", "&")
+    };
+    if let Some(at) = html.find(&format!("<textarea id=\"{id}\"")) {
+        let rest = &html[at..];
+        let start = rest.find('>').unwrap() + 1;
+        let end = rest.find("</textarea>").unwrap();
+        return unescape(&rest[start..end]);
+    }
+    let at = html.find(&format!("id=\"{id}\"")).expect("the field");
+    let rest = &html[at..];
+    let v = rest.find("value=\"").unwrap() + 7;
+    unescape(rest[v..].split('"').next().unwrap())
+}
+
+#[tokio::test]
+async fn the_event_catalogue_verifies_a_sample_with_the_published_public_key_and_holds_no_secret() {
+    let h = Harness::start().await;
+    let t = h.writer().await;
+    let (url, _) = link(&h, &t, "ws_a").await;
+    let (cookie, _) = sign_in(&url).await;
+    let page = get(&h, "/settings/events", Some(&cookie)).await;
+    assert_eq!(page.status, 200);
+    let listed = h
+        .send("GET", "/public/v1/workspaces/ws_a/signing-keys", Some(&t), None)
+        .await;
+    let public = listed.json["data"][0]["publicKey"].as_str().unwrap().to_owned();
+    assert_eq!(field_of(&page.text, "v-public-key"), public);
+    assert!(page.text.contains(&public));
+    // No secret or signing key on the page (the labels name the prefixes only).
+    for prefix in ["whsec_", "whsk_"] {
+        for (at, _) in page.text.match_indices(prefix) {
+            let next = page.text[at + prefix.len()..].chars().next().unwrap_or(' ');
+            assert!(
+                !next.is_ascii_alphanumeric() && next != '+' && next != '/',
+                "a {prefix} key on the page"
+            );
+        }
+    }
+    // The prefilled delivery verifies with the public key alone, as the page's script
+    // does it in the browser.
+    let headers: Vec<(String, String)> = field_of(&page.text, "v-headers")
+        .lines()
+        .map(|l| {
+            let (k, v) = l.split_once(':').unwrap();
+            (k.trim().to_owned(), v.trim().to_owned())
+        })
+        .collect();
+    let body = field_of(&page.text, "v-body");
+    let ts: i64 = headers
+        .iter()
+        .find(|(k, _)| k == "webhook-timestamp")
+        .unwrap()
+        .1
+        .parse()
+        .unwrap();
+    let verifier = postwire_core::Verifier::parse_keys([public.as_str()]).unwrap();
+    let event = verifier
+        .verify_event(&headers, body.as_bytes(), postwire_core::UnixTime::from_secs(ts))
+        .unwrap();
+    assert_eq!(event.event_type().as_str(), "webhook.test");
+    let other = postwire_core::SigningKey::generate().unwrap().public_key();
+    assert!(
+        postwire_core::Verifier::from_public_key(other)
+            .verify(&headers, body.as_bytes(), postwire_core::UnixTime::from_secs(ts))
+            .is_err()
+    );
+    // The page's script asks for the v1a build by this path (404 when the npm package
+    // was not built before the server).
+    let asset = get(&h, "/settings/assets/postwire-v1a.js", None).await;
+    assert!(asset.status == 200 || asset.status == 404, "{}", asset.status);
+    h.stop().await;
+}

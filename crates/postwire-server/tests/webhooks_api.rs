@@ -37,9 +37,11 @@ async fn creation_returns_the_full_subscription_and_the_secret_only_once() {
             "lastSuccessAt",
             "name",
             "secret",
+            "signing",
             "url"
         ]
     );
+    assert_eq!(b["signing"], "symmetric", "the spec's signatures unless asked");
     assert_eq!(b["name"], "prod");
     assert_eq!(b["url"], PUBLIC_URL);
     assert_eq!(b["events"], json!(["post.published", "post.failed"]));

@@ -76,6 +76,7 @@ async fn run(db: &str, url: &str, insecure: bool) -> Result<(), Box<dyn std::err
                 events: vec![],
                 integration_ids: vec![],
                 created_by_kind: CreatedByKind::Dashboard,
+                signing: Default::default(),
             })
             .await?;
         let path = format!("{db}.secret");

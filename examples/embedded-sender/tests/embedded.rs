@@ -121,6 +121,7 @@ impl Harness {
                 events: vec![],
                 integration_ids: vec![],
                 created_by_kind: CreatedByKind::ApiToken,
+                signing: Default::default(),
             })
             .await
             .unwrap();

@@ -81,6 +81,7 @@ pub async fn claim_time_at_depth(pending: usize, pad: usize) -> (Duration, Durat
                     consecutive_failures: 0,
                     last_success_at: None,
                     created_at: t0,
+                    signing: Default::default(),
                 },
                 secret: Secret::generate().unwrap(),
                 previous_secret: None,

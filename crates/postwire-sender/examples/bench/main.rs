@@ -7,6 +7,8 @@
 //!     [--subscriptions 1|10|100]               (only that throughput run)
 //!     [--backlog N]       (the outage's backlog drained, default 1,000,000; 0 skips it)
 //!     [--claim-depths N,N,..] (claim time at these depths, default 1000,100000,1000000)
+//!     [--signing symmetric|asymmetric|both] (the subscriptions' signatures: v1 HMAC, the
+//!                         default; v1a ed25519; or both, v1 then v1a)
 //! BENCH_DIR=/dev/shm (where the database goes)  BENCH_WORKERS=N (runtime threads, default 2)
 //! BENCH_VERBOSE=1 (how long publishing took, and the CPU per delivery of each kind of thread)
 //! BENCH_DRAIN_ONLY=1 (publish every event first, then time the dispatcher alone: splits
@@ -252,6 +254,7 @@ async fn open_sender_with_clock(
                 events: vec![],
                 integration_ids: vec![],
                 created_by_kind: CreatedByKind::ApiToken,
+                signing: signing_choice(),
             })
             .await
             .unwrap();
@@ -458,6 +461,17 @@ fn run_wrk(url: &str, body_len: usize) -> Option<f64> {
         .ok()
 }
 
+/// `--signing`: which signatures the throughput runs' subscriptions get (default
+/// `symmetric`, the spec's `v1`).
+fn signing_choice() -> postwire_core::SigningMode {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == "--signing")
+        .and_then(|i| args.get(i + 1))
+        .map(|v| v.parse().expect("--signing: symmetric, asymmetric or both"))
+        .unwrap_or_default()
+}
+
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();
     args.iter()
@@ -492,8 +506,9 @@ fn main() {
         let url = format!("http://{addr}/hook");
         let pad = padding_for_1kib();
         println!(
-            "machine: {} CPUs; event body 1024 bytes; receiver {url}",
-            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
+            "machine: {} CPUs; event body 1024 bytes; receiver {url}; signing {}",
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+            signing_choice()
         );
 
         let mut wrk = if skip_wrk { None } else { measure_wrk(&url, &arrivals).await };

@@ -91,6 +91,7 @@ pub(crate) async fn store_with_a_subscription(backend: Backend) -> (Guard, Arc<d
                     consecutive_failures: 0,
                     last_success_at: None,
                     created_at: t0,
+                    signing: Default::default(),
                 },
                 secret: Secret::generate().unwrap(),
                 previous_secret: None,
@@ -258,7 +259,149 @@ async fn an_idempotency_key_whose_request_died_is_taken_over_after_its_lease_and
     );
 }
 
+/// The entries of a claimed delivery's signature, by version.
+fn versions(d: &super::ClaimedDelivery) -> Vec<String> {
+    d.signer
+        .sign(&d.event_id, postwire_core::UnixTime::from_secs(1_800_000_000), &d.body)
+        .unwrap()
+        .as_str()
+        .split(' ')
+        .map(|e| e.split(',').next().unwrap().to_owned())
+        .collect()
+}
+
+async fn a_workspace_key_pair_is_made_once_rotated_and_signs_what_signing_asks(backend: Backend) {
+    use postwire_core::{SigningKey, SigningMode};
+    let (_dir, store, t0) = store_with_a_subscription(backend).await;
+    assert_eq!(store.signing_keys("ws".into()).await.unwrap(), None);
+    let (k1, k2, k3) = (
+        SigningKey::generate().unwrap(),
+        SigningKey::generate().unwrap(),
+        SigningKey::generate().unwrap(),
+    );
+    // A second first use keeps the first key; no workspace, no key.
+    let made = store
+        .ensure_signing_key("ws".into(), k1.clone(), t0)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (made.current.clone(), made.created_at, made.previous.clone()),
+        (k1.clone(), t0, None)
+    );
+    let again = store
+        .ensure_signing_key("ws".into(), k2.clone(), t0.add_millis(5))
+        .await
+        .unwrap();
+    assert_eq!(again, Some(made.clone()));
+    assert_eq!(
+        store.ensure_signing_key("nope".into(), k2.clone(), t0).await.unwrap(),
+        None
+    );
+    assert!(
+        !store
+            .rotate_signing_key("nope".into(), k2.clone(), t0, t0)
+            .await
+            .unwrap()
+    );
+
+    // The choice is stored and read back; an update changes it.
+    assert_eq!(
+        store
+            .subscription("wh_1".into())
+            .await
+            .unwrap()
+            .unwrap()
+            .subscription
+            .signing,
+        SigningMode::Symmetric
+    );
+    let change = |signing| crate::model::SubscriptionChanges {
+        name: None,
+        url: None,
+        events: None,
+        integrations: None,
+        signing: Some(signing),
+    };
+    assert!(
+        store
+            .update_subscription("wh_1".into(), change(SigningMode::Both))
+            .await
+            .unwrap()
+    );
+    let stored = store.subscription("wh_1".into()).await.unwrap().unwrap();
+    assert_eq!(stored.subscription.signing, SigningMode::Both);
+    assert_eq!(
+        store.list_subscriptions("ws".into()).await.unwrap()[0]
+            .subscription
+            .signing,
+        SigningMode::Both
+    );
+
+    // Claims sign as the choice says, with the workspace's key.
+    store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
+    let claimed = store.claim(claim_at(t0)).await.unwrap();
+    assert_eq!(versions(&claimed[0]), ["v1", "v1a"]);
+
+    // A rotation: the old key signs beside the new one until the window's end.
+    let until = t0.add_millis(1_000);
+    assert!(
+        store
+            .rotate_signing_key("ws".into(), k2.clone(), t0.add_millis(10), until)
+            .await
+            .unwrap()
+    );
+    let keys = store.signing_keys("ws".into()).await.unwrap().unwrap();
+    assert_eq!(keys.current, k2);
+    assert_eq!(keys.created_at, t0.add_millis(10));
+    let previous = keys.previous.unwrap();
+    assert_eq!(
+        (previous.key, previous.created_at, previous.until),
+        (k1.clone(), t0, until)
+    );
+    assert!(
+        store
+            .update_subscription("wh_1".into(), change(SigningMode::Asymmetric))
+            .await
+            .unwrap()
+    );
+    store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
+    let claimed = store.claim(claim_at(t0.add_millis(999))).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(versions(&claimed[0]), ["v1a", "v1a"]);
+    store.enqueue(vec![test_event(until)], until, None).await.unwrap();
+    let claimed = store.claim(claim_at(until)).await.unwrap();
+    // The two earlier deliveries' leases are still running: only the new one.
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(versions(&claimed[0]), ["v1a"]);
+    let value = claimed[0]
+        .signer
+        .sign(&claimed[0].event_id, until.unix_time(), &claimed[0].body)
+        .unwrap();
+    let ts = until.unix_time().as_secs().to_string();
+    let headers = [
+        ("webhook-id", claimed[0].event_id.as_str()),
+        ("webhook-timestamp", ts.as_str()),
+        ("webhook-signature", value.as_str()),
+    ];
+    let verify = |k: &SigningKey| {
+        postwire_core::Verifier::from_public_key(k.public_key()).verify(&headers, &claimed[0].body, until.unix_time())
+    };
+    assert!(verify(&k2).is_ok() && verify(&k1).is_err());
+
+    // Rotating again drops the oldest key.
+    assert!(
+        store
+            .rotate_signing_key("ws".into(), k3.clone(), until, until.add_millis(5))
+            .await
+            .unwrap()
+    );
+    let keys = store.signing_keys("ws".into()).await.unwrap().unwrap();
+    assert_eq!((keys.current, keys.previous.unwrap().key), (k3, k2));
+}
+
 conformance!(
+    a_workspace_key_pair_is_made_once_rotated_and_signs_what_signing_asks,
     a_claimed_delivery_whose_outcome_is_never_written_is_claimed_again_when_its_lease_ends,
     a_retried_delivery_is_claimed_with_its_attempt_count_and_the_same_body,
     delivery_rows_are_never_numbered_twice_while_the_store_is_open,

@@ -54,14 +54,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use postwire_core::{Event, Integration, Secret, Signer, Timestamp};
+use postwire_core::{Event, Integration, Secret, Signer, SigningKey, Timestamp};
 
 use crate::error::SenderError;
 use crate::events::BuiltEvent;
 use crate::idempotency::{Completion, Decision, IdempotencyKey};
 use crate::model::{
     AttemptOutcome, DeliveryId, DeliveryRecord, Notification, PauseCause, ResumeSummary, StoredSubscription,
-    SubscriptionChanges, Workspace,
+    SubscriptionChanges, Workspace, WorkspaceKeys,
 };
 
 /// A boxed, sendable future: what every [`Store`] method returns.
@@ -102,8 +102,9 @@ pub struct ClaimedDelivery {
     pub body: bytes::Bytes,
     /// The endpoint.
     pub url: String,
-    /// Signs with the current secret, then the previous one while the rotation window
-    /// is open. Shared by the deliveries of one subscription in a claim.
+    /// Signs as [`crate::signing::signer_at`] says for the subscription's `signing`
+    /// choice at the claim's time. Shared by the deliveries of one subscription in a
+    /// claim.
     pub signer: Arc<Signer>,
     /// The number of this attempt (1 for the first).
     pub attempt: u32,
@@ -190,6 +191,29 @@ pub trait Store: Send + Sync + 'static {
         &self,
         id: String,
         new_secret: Secret,
+        previous_until: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<bool>>;
+
+    /// The workspace's `v1a` key pair as stored (`None` when it has none yet, or when
+    /// there is no such workspace).
+    fn signing_keys(&self, workspace_id: String) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>>;
+    /// Stores `key`, made at `now`, as the workspace's signing key if it has none, and
+    /// returns the key pair it has after that (`None` when there is no such workspace).
+    /// Concurrent calls (in every process) agree on one key.
+    fn ensure_signing_key(
+        &self,
+        workspace_id: String,
+        key: SigningKey,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>>;
+    /// Replaces the workspace's signing key with `key`, made at `now`; the old one
+    /// becomes the previous key, signing until `previous_until` (an older previous key is
+    /// dropped). False when there is no such workspace or it has no key yet.
+    fn rotate_signing_key(
+        &self,
+        workspace_id: String,
+        key: SigningKey,
+        now: Timestamp,
         previous_until: Timestamp,
     ) -> BoxFuture<'_, StoreResult<bool>>;
 
@@ -282,8 +306,8 @@ pub trait Store: Send + Sync + 'static {
     fn paused_subscriptions(&self) -> BoxFuture<'_, StoreResult<u64>>;
 
     /// After a key rotation, one batch in one short transaction: seals again under the
-    /// cipher's current key at most `batch` subscriptions' secrets (and sealed stored
-    /// responses) that are under another key. Returns how many values changed; the
+    /// cipher's current key at most `batch` subscriptions' secrets (and workspaces'
+    /// signing keys, and sealed stored responses) that are under another key. Returns how many values changed; the
     /// caller repeats until 0 (see [`crate::secret_box`]). Without a cipher, 0.
     fn reseal_secrets(&self, batch: usize) -> BoxFuture<'_, StoreResult<u64>>;
 

@@ -139,6 +139,7 @@ impl Harness {
                 events,
                 integration_ids,
                 created_by_kind: CreatedByKind::ApiToken,
+                signing: Default::default(),
             })
             .await
             .unwrap();
@@ -219,4 +220,21 @@ pub fn disconnected(account: &str) -> AccountChange {
             reason: postwire_core::DisconnectReason::ReconnectRequired,
         },
     }
+}
+
+/// Verifies a recorded delivery with a trust list of `whsec_` secrets and `whpk_` public
+/// keys (any one suffices), at the request's own timestamp.
+pub fn verify_with_keys(r: &Recorded, keys: &[&str]) -> Result<postwire_core::Event, postwire_core::Error> {
+    let v = postwire_core::Verifier::parse_keys(keys.iter())?;
+    v.verify_event(&r.headers, &r.body, postwire_core::UnixTime::from_secs(r.timestamp()))
+}
+
+/// The versions of a recorded delivery's `webhook-signature` entries, in order.
+pub fn signature_versions(r: &Recorded) -> Vec<String> {
+    r.header("webhook-signature")
+        .unwrap_or_default()
+        .split(' ')
+        .filter(|e| !e.is_empty())
+        .map(|e| e.split(',').next().unwrap_or_default().to_owned())
+        .collect()
 }

@@ -13,6 +13,7 @@ pub mod docs;
 pub mod portal_sessions;
 pub mod posts;
 pub mod replay;
+pub mod signing_keys;
 pub mod webhooks;
 pub mod workspaces;
 
@@ -48,6 +49,8 @@ pub fn authenticated_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(portal_sessions::create_portal_session))
         .routes(routes!(portal_sessions::revoke_portal_session))
         .routes(routes!(posts::lookup_post_events))
+        .routes(routes!(signing_keys::list_signing_keys))
+        .routes(routes!(signing_keys::rotate_signing_key))
 }
 
 /// The routes open to anyone: the OpenAPI document.

@@ -56,7 +56,7 @@ pub(crate) async fn load(state: &AppState, workspace_id: &str, id: &str) -> ApiR
     request_body(content = CreateWebhookRequest, content_type = "application/json"),
     responses(
         (status = 201, description = "Created; the body carries the signing secret, this once.", body = CreatedWebhookSubscription),
-        (status = 400, description = "Validation failed (`invalid_request`): missing or empty `name`; missing, malformed, non-https or non-public `url`; unknown event type; account ids not of this workspace; wrong JSON type; malformed JSON; body over the size limit.", body = ValidationErrorBody),
+        (status = 400, description = "Validation failed (`invalid_request`): missing or empty `name`; missing, malformed, non-https or non-public `url`; unknown event type; account ids not of this workspace; unknown `signing` choice; wrong JSON type; malformed JSON; body over the size limit.", body = ValidationErrorBody),
         (status = 401, description = "Bearer token missing or invalid (`unauthorized`).", body = ErrorBody),
         (status = 403, description = "The token lacks `webhooks:write` (`insufficient_scope`), may not use the workspace (`forbidden`), or the workspace already has its maximum number of subscriptions (`plan_limit`).", body = ErrorBody),
         (status = 404, description = "No such workspace (`not_found`).", body = ErrorBody),
@@ -86,6 +86,7 @@ pub async fn create_webhook(
         events: input.events,
         integration_ids: input.integration_ids,
         created_by_kind: CreatedByKind::ApiToken,
+        signing: input.signing,
     };
     let mut response_headers = HeaderMap::new();
     let _one_creation_at_a_time = state.create_lock.lock().await;
@@ -160,8 +161,8 @@ pub async fn get_webhook(
     Ok(Json(load(&state, &workspace_id, &webhook_id).await?.subscription))
 }
 
-/// Changes a subscription's name, URL, event types or account restriction; fields left
-/// out keep their value.
+/// Changes a subscription's name, URL, event types, account restriction or `signing`
+/// choice; fields left out keep their value.
 #[utoipa::path(
     patch,
     path = "/public/v1/workspaces/{workspaceId}/webhooks/{webhookId}",

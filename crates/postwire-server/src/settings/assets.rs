@@ -1,6 +1,7 @@
 //! The Settings screen's static files, embedded in the binary (no CDN; works offline):
-//! one stylesheet, one script, and the postwire npm package's browser build for the
-//! verify box when it was built before this crate (`npm/build.sh`; see `build.rs`).
+//! one stylesheet, one script, and the postwire npm package's browser builds for the
+//! verify box (the default one for `v1` secrets, `postwire/v1a`'s web build for `whpk_`
+//! public keys) when they were built before this crate (`npm/build.sh`; see `build.rs`).
 //! Each is served with its content type (and, like every response, `no-store`).
 
 use axum::extract::Path;
@@ -24,6 +25,13 @@ const VERIFIER: Option<(&[u8], &[u8])> = Some((
 #[cfg(not(postwire_verifier))]
 const VERIFIER: Option<(&[u8], &[u8])> = None;
 
+/// The npm package's `postwire/v1a` web build (one ES module, its WebAssembly inlined),
+/// which verifies `v1a` signatures with a `whpk_` public key, if embedded.
+#[cfg(postwire_verifier_v1a)]
+const VERIFIER_V1A: Option<&[u8]> = Some(include_bytes!(concat!(env!("OUT_DIR"), "/verifier/v1a.js")));
+#[cfg(not(postwire_verifier_v1a))]
+const VERIFIER_V1A: Option<&[u8]> = None;
+
 /// `GET /settings/assets/{name}`.
 pub async fn serve(Path(name): Path<String>) -> Response {
     let (body, kind): (&'static [u8], &str) = match name.as_str() {
@@ -31,6 +39,10 @@ pub async fn serve(Path(name): Path<String>) -> Response {
         "settings.js" => (JS.as_bytes(), "text/javascript; charset=utf-8"),
         "postwire.js" => match VERIFIER {
             Some((js, _)) => (js, "text/javascript; charset=utf-8"),
+            None => return StatusCode::NOT_FOUND.into_response(),
+        },
+        "postwire-v1a.js" => match VERIFIER_V1A {
+            Some(js) => (js, "text/javascript; charset=utf-8"),
             None => return StatusCode::NOT_FOUND.into_response(),
         },
         "postwire_wasm_bg.wasm" => match VERIFIER {

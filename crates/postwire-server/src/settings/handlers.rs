@@ -202,6 +202,7 @@ pub async fn create(State(state): State<AppState>, session: Session, headers: He
             events,
             integration_ids: values.integration_ids.clone(),
             created_by_kind: CreatedByKind::Dashboard,
+            signing: Default::default(),
         })
         .await;
     match created {
@@ -379,6 +380,8 @@ pub async fn edit(
         url: Some(values.url.clone()),
         events: Some(events),
         integration_ids: Some(values.integration_ids.clone()),
+        // The form does not show the `v1a` choice: it is kept as it is.
+        signing: None,
     };
     match state.sender.update_subscription(&id, update).await {
         Ok(_) => Ok(see_other(&format!("/settings/webhooks/{id}?done=updated"))),
@@ -536,9 +539,17 @@ pub async fn notifications(State(state): State<AppState>, session: Session) -> P
     Ok(html(pages::notifications(&session, &list)))
 }
 
-/// `GET /settings/events`: the event catalogue and the verify box.
-pub async fn events(session: Session) -> PageResult {
-    Ok(html(pages::events(&session)))
+/// The message of the Settings screen's signed sample delivery.
+pub const SAMPLE_MESSAGE: &str = "A sample delivery, signed by this workspace's v1a key.";
+
+/// `GET /settings/events`: the event catalogue and the verify box, with the workspace's
+/// published `v1a` public keys and a sample delivery signed by its current key (so the
+/// box verifies with the public key alone; no secret is on the page).
+pub async fn events(State(state): State<AppState>, session: Session) -> PageResult {
+    let workspace = &session.portal.workspace_id;
+    let keys = state.sender.signing_keys(workspace).await?;
+    let sample = state.sender.signed_sample(workspace, SAMPLE_MESSAGE).await?;
+    Ok(html(pages::events(&session, &keys, &sample)))
 }
 
 #[cfg(test)]

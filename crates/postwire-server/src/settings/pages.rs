@@ -592,8 +592,19 @@ pub fn notifications(session: &Session, list: &[Notification]) -> Markup {
     )
 }
 
-/// The event catalogue, and the verify box.
-pub fn events(session: &Session) -> Markup {
+/// The event catalogue, the workspace's public keys, and the verify box (filled in with a
+/// sample delivery signed by the workspace's current `v1a` key and that key's public
+/// half; a `whsec_` secret may be given instead, to check a `v1` delivery).
+pub fn events(
+    session: &Session,
+    keys: &[postwire_sender::SigningKeyInfo],
+    sample: &postwire_sender::SignedSample,
+) -> Markup {
+    let current = keys.first().map(|k| k.public_key.to_string()).unwrap_or_default();
+    let sample_headers = format!(
+        "webhook-id: {}\nwebhook-timestamp: {}\nwebhook-signature: {}",
+        sample.id, sample.timestamp, sample.signature
+    );
     layout(
         "Event catalogue",
         Some(session),
@@ -621,15 +632,30 @@ pub fn events(session: &Session) -> Markup {
                     }
                 }
             }
+            section.card #public-keys aria-labelledby="keys-h" {
+                h2 #keys-h { "Public keys (v1a)" }
+                p { "Subscriptions set to " code { "asymmetric" } " or " code { "both" } " signing carry " code { "v1a" } " (ed25519) signatures by this workspace's key pair. Receivers verify them with a public key: it cannot sign, so it may be shared freely (also at " code { "GET /public/v1/workspaces/{id}/signing-keys" } ")." }
+                ul.keys {
+                    @for k in keys {
+                        li {
+                            code.key { (k.public_key) }
+                            " made " (k.created_at)
+                            @if let Some(until) = k.expires_at { ", replaced; signs until " (until) }
+                        }
+                    }
+                }
+            }
             section.card #verify aria-labelledby="verify-h" {
                 h2 #verify-h { "Verify a delivery" }
-                p { "Paste a delivery's headers, body and your secret: it is checked here in your browser with the postwire npm package (nothing is sent to the server)." }
+                p { "It is checked here in your browser with the postwire npm package; nothing is sent to the server. The form holds a sample delivery signed just now by this workspace's key, and the public key that verifies it: press Verify. To check one of your deliveries, paste its headers and body, and for a " code { "v1" } " delivery your subscription's secret." }
                 form.stack #verify-form {
                     label for="v-headers" { "Headers (one per line, name: value)" }
-                    textarea #v-headers rows="4" spellcheck="false" {}
+                    textarea #v-headers rows="4" spellcheck="false" { (sample_headers) }
                     label for="v-body" { "Body (exactly as received)" }
-                    textarea #v-body rows="6" spellcheck="false" {}
-                    label for="v-secret" { "Secret (whsec_…)" }
+                    textarea #v-body rows="6" spellcheck="false" { (sample.body) }
+                    label for="v-public-key" { "Public key (whpk_…), for v1a signatures" }
+                    input #v-public-key type="text" spellcheck="false" autocomplete="off" value=(current);
+                    label for="v-secret" { "Or your secret (whsec_…), for v1 signatures; used instead of the public key when given" }
                     input #v-secret type="password" autocomplete="off";
                     button type="submit" { "Verify" }
                     output #v-result aria-live="polite" {}

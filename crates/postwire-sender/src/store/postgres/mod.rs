@@ -67,7 +67,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::{ManagerConfig, Pool, RecyclingMethod, Runtime};
-use postwire_core::{Event, Integration, Secret, Timestamp};
+use postwire_core::{Event, Integration, Secret, SigningKey, Timestamp};
 use tokio_postgres::error::SqlState;
 
 use super::{
@@ -76,7 +76,9 @@ use super::{
 use crate::error::SenderError;
 use crate::events::BuiltEvent;
 use crate::idempotency::{Completion, Decision, IdempotencyKey};
-use crate::model::{DeliveryRecord, Notification, ResumeSummary, StoredSubscription, SubscriptionChanges, Workspace};
+use crate::model::{
+    DeliveryRecord, Notification, ResumeSummary, StoredSubscription, SubscriptionChanges, Workspace, WorkspaceKeys,
+};
 
 const PENDING: i64 = 0;
 const HELD: i64 = 1;
@@ -358,6 +360,32 @@ impl Store for PostgresStore {
         previous_until: Timestamp,
     ) -> BoxFuture<'_, StoreResult<bool>> {
         Box::pin(registry::rotate_secret(self, id, new_secret, previous_until))
+    }
+    fn signing_keys(&self, workspace_id: String) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>> {
+        Box::pin(registry::signing_keys(self, workspace_id))
+    }
+    fn ensure_signing_key(
+        &self,
+        workspace_id: String,
+        key: SigningKey,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>> {
+        Box::pin(registry::ensure_signing_key(self, workspace_id, key, now))
+    }
+    fn rotate_signing_key(
+        &self,
+        workspace_id: String,
+        key: SigningKey,
+        now: Timestamp,
+        previous_until: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<bool>> {
+        Box::pin(registry::rotate_signing_key(
+            self,
+            workspace_id,
+            key,
+            now,
+            previous_until,
+        ))
     }
     fn enqueue(
         &self,

@@ -9,13 +9,14 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use deadpool_postgres::Transaction;
-use postwire_core::{EventType, Integration, Signer};
+use postwire_core::{EventType, Integration, Signer, SigningMode};
 
 use super::*;
 use crate::model::DeliveryId;
 use crate::ordering::{self, Placement, ordering_hash};
 use crate::routing::{self, Route, Routed};
 use crate::secret_box::{SecretCipher, StoredSecret};
+use crate::signing::{SigningMaterial, signer_at};
 
 /// The namespace (first key) of the two-key advisory locks claims take per subscription.
 const CLAIM_LOCK: i32 = 0x7077; // "pw"
@@ -372,16 +373,45 @@ struct Candidate {
     url: String,
     secret: String,
     previous: Option<(String, i64)>,
+    signing: String,
+    key: Option<String>,
+    previous_key: Option<(String, i64)>,
 }
 
-fn signer(c: &Candidate, now_ms: i64, cipher: Option<&SecretCipher>) -> Result<Arc<Signer>, PgErr> {
-    let mut secrets = vec![StoredSecret::open(cipher, &c.secret).map_err(data)?];
-    if let Some((previous, until)) = &c.previous
-        && *until > now_ms
-    {
-        secrets.push(StoredSecret::open(cipher, previous).map_err(data)?);
-    }
-    Ok(Arc::new(Signer::with_secrets(secrets).map_err(data)?))
+/// The candidate's signer at `now`, as [`crate::signing::signer_at`] decides; keys are
+/// opened only for subscriptions that sign with them.
+fn signer(c: &Candidate, now: Timestamp, cipher: Option<&SecretCipher>) -> Result<Arc<Signer>, PgErr> {
+    let now_ms = now.unix_millis();
+    let mode: SigningMode = c.signing.parse().map_err(data)?;
+    let previous_secret = match &c.previous {
+        Some((text, until)) if *until > now_ms => Some((StoredSecret::open(cipher, text).map_err(data)?, ts(*until))),
+        _ => None,
+    };
+    let (key, previous_key) = if mode.asymmetric() {
+        let key = c
+            .key
+            .as_deref()
+            .map(|k| StoredSecret::open_signing_key(cipher, k))
+            .transpose()
+            .map_err(data)?;
+        let previous = match &c.previous_key {
+            Some((text, until)) if *until > now_ms => {
+                Some((StoredSecret::open_signing_key(cipher, text).map_err(data)?, ts(*until)))
+            }
+            _ => None,
+        };
+        (key, previous)
+    } else {
+        (None, None)
+    };
+    let material = SigningMaterial {
+        mode,
+        secret: StoredSecret::open(cipher, &c.secret).map_err(data)?,
+        previous_secret,
+        key,
+        previous_key,
+    };
+    Ok(Arc::new(signer_at(material, now).map_err(data)?.0))
 }
 
 /// Most subscriptions one claim looks at (earliest due first); the others wait for the
@@ -405,8 +435,9 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                 // Subscriptions (not paused) with a claimable head, earliest due first.
                 let candidates = tx
                     .prepare_cached(
-                        "SELECT s.seq, s.id, s.url, s.secret, s.previous_secret, s.previous_secret_until
-                         FROM subscriptions s
+                        "SELECT s.seq, s.id, s.url, s.secret, s.previous_secret, s.previous_secret_until,
+                             s.signing, w.signing_key, w.previous_signing_key, w.previous_signing_key_until
+                         FROM subscriptions s LEFT JOIN workspaces w ON w.id = s.workspace_id
                          CROSS JOIN LATERAL (SELECT ARRAY(
                              SELECT l.delivery_seq FROM leases l WHERE l.sub_seq = s.seq AND l.until > $1 ORDER BY l.until) AS busy
                              OFFSET 0) b
@@ -431,6 +462,12 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                         url: r.try_get(2)?,
                         secret: r.try_get(3)?,
                         previous,
+                        signing: r.try_get(6)?,
+                        key: r.try_get(7)?,
+                        previous_key: match (r.try_get::<_, Option<String>>(8)?, r.try_get::<_, Option<i64>>(9)?) {
+                            (Some(k), Some(until)) => Some((k, until)),
+                            _ => None,
+                        },
                     });
                 }
                 if candidates.is_empty() {
@@ -541,7 +578,7 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                         let signer = match signers.get(&sub) {
                             Some(s) => s.clone(),
                             None => {
-                                let s = signer(cand, now_ms, cipher.as_deref())?;
+                                let s = signer(cand, req.now, cipher.as_deref())?;
                                 signers.insert(sub, s.clone());
                                 s
                             }

@@ -1,16 +1,19 @@
 //! The registry: workspaces, their connected accounts, and subscriptions (create, read,
 //! update, delete, rotate). Same statements as the SQLite store's `registry.rs`.
 
-use postwire_core::{CreatedByKind, EventType, Integration, Secret, Subscription, SubscriptionStatus, Timestamp};
+use postwire_core::{
+    CreatedByKind, EventType, Integration, Secret, SigningKey, SigningMode, Subscription, SubscriptionStatus, Timestamp,
+};
 use tokio_postgres::Row;
 
 use super::*;
 use crate::idempotency::Completion;
-use crate::model::{StoredSubscription, SubscriptionChanges, Workspace};
+use crate::model::{PreviousKey, StoredSubscription, SubscriptionChanges, Workspace, WorkspaceKeys};
 use crate::secret_box::{CipherError, SecretCipher, StoredSecret};
 
 pub(super) const SUBSCRIPTION_COLUMNS: &str = "id, workspace_id, name, url, events, integrations, paused_reason, created_by_kind, \
-     consecutive_failures, last_success_at, failing_since, created_at, secret, previous_secret, previous_secret_until";
+     consecutive_failures, last_success_at, failing_since, created_at, secret, previous_secret, previous_secret_until, \
+     signing";
 
 pub(super) fn subscription_from_row(r: &Row, cipher: Option<&SecretCipher>) -> Result<StoredSubscription, PgErr> {
     let events: Vec<EventType> = serde_json::from_str(r.try_get::<_, &str>(4)?).map_err(data)?;
@@ -20,6 +23,7 @@ pub(super) fn subscription_from_row(r: &Row, cipher: Option<&SecretCipher>) -> R
         Some(reason) => SubscriptionStatus::Paused { reason },
     };
     let created_by_kind: CreatedByKind = r.try_get::<_, &str>(7)?.parse().map_err(data)?;
+    let signing: SigningMode = r.try_get::<_, &str>(15)?.parse().map_err(data)?;
     let secret = StoredSecret::open(cipher, r.try_get::<_, &str>(12)?).map_err(data)?;
     let previous_secret = match (r.try_get::<_, Option<&str>>(13)?, r.try_get::<_, Option<i64>>(14)?) {
         (Some(s), Some(until)) => Some((StoredSecret::open(cipher, s).map_err(data)?, ts(until))),
@@ -38,6 +42,7 @@ pub(super) fn subscription_from_row(r: &Row, cipher: Option<&SecretCipher>) -> R
             consecutive_failures: r.try_get::<_, i64>(8)?.clamp(0, u32::MAX as i64) as u32,
             last_success_at: opt_ts(r.try_get(9)?),
             created_at: ts(r.try_get(11)?),
+            signing,
         },
         secret,
         previous_secret,
@@ -182,8 +187,8 @@ pub(super) async fn insert_subscription(
                 };
                 tx.execute(
                     "INSERT INTO subscriptions (id, workspace_id, name, url, events, integrations, paused_reason,
-                       created_by_kind, consecutive_failures, last_success_at, failing_since, created_at, secret)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                       created_by_kind, consecutive_failures, last_success_at, failing_since, created_at, secret, signing)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
                     &[
                         &sub.id,
                         &s.workspace_id,
@@ -198,6 +203,7 @@ pub(super) async fn insert_subscription(
                         &s.failing_since.map(|t| t.unix_millis()),
                         &sub.created_at.unix_millis(),
                         &StoredSecret::seal(cipher.as_deref(), &s.secret).map_err(data)?,
+                        &sub.signing.as_str(),
                     ],
                 )
                 .await?;
@@ -290,6 +296,13 @@ pub(super) async fn update_subscription(
                     tx.execute(
                         "UPDATE subscriptions SET integrations = $2 WHERE id = $1",
                         &[&id, &json],
+                    )
+                    .await?;
+                }
+                if let Some(signing) = ch.signing {
+                    tx.execute(
+                        "UPDATE subscriptions SET signing = $2 WHERE id = $1",
+                        &[&id, &signing.as_str()],
                     )
                     .await?;
                 }
@@ -402,6 +415,31 @@ pub(super) async fn reseal_all(store: &PostgresStore) -> StoreResult<u64> {
                         }
                     }
                 }
+                let keys = tx
+                    .query(
+                        "SELECT id, signing_key, previous_signing_key FROM workspaces
+                         WHERE signing_key IS NOT NULL OR previous_signing_key IS NOT NULL ORDER BY id FOR UPDATE",
+                        &[],
+                    )
+                    .await?;
+                for r in keys {
+                    let id: String = r.try_get(0)?;
+                    for (i, column) in [(1, "signing_key"), (2, "previous_signing_key")] {
+                        let Some(text) = r.try_get::<_, Option<String>>(i)? else {
+                            continue;
+                        };
+                        let key = StoredSecret::open_signing_key(cipher, &text).map_err(sealing)?;
+                        if StoredSecret::needs_reseal(cipher, &text) {
+                            let sealed = StoredSecret::seal_signing_key(cipher, &key).map_err(sealing)?;
+                            tx.execute(
+                                &format!("UPDATE workspaces SET {column} = $2 WHERE id = $1"),
+                                &[&id, &sealed],
+                            )
+                            .await?;
+                            resealed += 1;
+                        }
+                    }
+                }
                 let responses = tx
                     .query(
                         "SELECT scope, key, response FROM idempotency_keys WHERE response LIKE 'pwenc1.%' FOR UPDATE",
@@ -486,6 +524,35 @@ pub(super) async fn reseal_batch(store: &PostgresStore, batch: usize) -> StoreRe
                     )
                     .await?;
                 }
+                let keys = tx
+                    .query(
+                        "SELECT id, signing_key, previous_signing_key FROM workspaces
+                         WHERE (signing_key IS NOT NULL AND NOT starts_with(signing_key, $1))
+                            OR (previous_signing_key IS NOT NULL AND NOT starts_with(previous_signing_key, $1))
+                         ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED",
+                        &[&prefix, &batch],
+                    )
+                    .await?;
+                for r in keys {
+                    let id: String = r.try_get(0)?;
+                    let mut sealed: [Option<String>; 2] = [None, None];
+                    for (i, slot) in sealed.iter_mut().enumerate() {
+                        let Some(text) = r.try_get::<_, Option<String>>(i + 1)? else {
+                            continue;
+                        };
+                        if StoredSecret::needs_reseal(Some(&cipher), &text) {
+                            let key = StoredSecret::open_signing_key(Some(&cipher), &text).map_err(sealing)?;
+                            *slot = Some(StoredSecret::seal_signing_key(Some(&cipher), &key).map_err(sealing)?);
+                            resealed += 1;
+                        }
+                    }
+                    tx.execute(
+                        "UPDATE workspaces SET signing_key = COALESCE($2, signing_key),
+                             previous_signing_key = COALESCE($3, previous_signing_key) WHERE id = $1",
+                        &[&id, &sealed[0], &sealed[1]],
+                    )
+                    .await?;
+                }
                 let responses = tx
                     .query(
                         "SELECT scope, key, response FROM idempotency_keys
@@ -508,6 +575,117 @@ pub(super) async fn reseal_batch(store: &PostgresStore, batch: usize) -> StoreRe
                 }
                 tx.commit().await.map_err(PgErr::Commit)?;
                 Ok(resealed)
+            })
+        })
+        .await
+}
+
+/// The columns [`keys_from_row`] reads, in its order.
+const KEY_COLUMNS: &str = "signing_key, signing_key_created_at, previous_signing_key, \
+     previous_signing_key_created_at, previous_signing_key_until";
+
+/// A workspace's key pair from the [`KEY_COLUMNS`] of a row; `None` without a key.
+fn keys_from_row(r: &Row, cipher: Option<&SecretCipher>) -> Result<Option<WorkspaceKeys>, PgErr> {
+    let Some(current) = r.try_get::<_, Option<&str>>(0)? else {
+        return Ok(None);
+    };
+    let current = StoredSecret::open_signing_key(cipher, current).map_err(data)?;
+    let previous = match (
+        r.try_get::<_, Option<&str>>(2)?,
+        r.try_get::<_, Option<i64>>(3)?,
+        r.try_get::<_, Option<i64>>(4)?,
+    ) {
+        (Some(key), Some(created), Some(until)) => Some(PreviousKey {
+            key: StoredSecret::open_signing_key(cipher, key).map_err(data)?,
+            created_at: ts(created),
+            until: ts(until),
+        }),
+        _ => None,
+    };
+    Ok(Some(WorkspaceKeys {
+        current,
+        created_at: ts(r.try_get::<_, Option<i64>>(1)?.unwrap_or(0)),
+        previous,
+    }))
+}
+
+pub(super) async fn signing_keys(store: &PostgresStore, workspace_id: String) -> StoreResult<Option<WorkspaceKeys>> {
+    let cipher = store.cipher.clone();
+    store
+        .run("read signing keys", move |c: Client| {
+            let cipher = cipher.clone();
+            let ws = workspace_id.clone();
+            Box::pin(async move {
+                let st = c
+                    .prepare_cached(&format!("SELECT {KEY_COLUMNS} FROM workspaces WHERE id = $1"))
+                    .await?;
+                match c.query_opt(&st, &[&ws]).await? {
+                    Some(r) => keys_from_row(&r, cipher.as_deref()),
+                    None => Ok(None),
+                }
+            })
+        })
+        .await
+}
+
+pub(super) async fn ensure_signing_key(
+    store: &PostgresStore,
+    workspace_id: String,
+    key: SigningKey,
+    now: Timestamp,
+) -> StoreResult<Option<WorkspaceKeys>> {
+    let cipher = store.cipher.clone();
+    let sealed = StoredSecret::seal_signing_key(cipher.as_deref(), &key).map_err(SenderError::storage)?;
+    store
+        .run("make a signing key", move |mut c: Client| {
+            let cipher = cipher.clone();
+            let (ws, sealed) = (workspace_id.clone(), sealed.clone());
+            Box::pin(async move {
+                let tx = c.transaction().await?;
+                // The row lock serialises concurrent first uses (in every process): the
+                // second one finds the first one's key and keeps it.
+                tx.execute(
+                    "UPDATE workspaces SET signing_key = $2, signing_key_created_at = $3
+                     WHERE id = $1 AND signing_key IS NULL",
+                    &[&ws, &sealed, &now.unix_millis()],
+                )
+                .await?;
+                let row = tx
+                    .query_opt(&format!("SELECT {KEY_COLUMNS} FROM workspaces WHERE id = $1"), &[&ws])
+                    .await?;
+                let keys = match row {
+                    Some(r) => keys_from_row(&r, cipher.as_deref())?,
+                    None => None,
+                };
+                tx.commit().await.map_err(PgErr::Commit)?;
+                Ok(keys)
+            })
+        })
+        .await
+}
+
+pub(super) async fn rotate_signing_key(
+    store: &PostgresStore,
+    workspace_id: String,
+    key: SigningKey,
+    now: Timestamp,
+    until: Timestamp,
+) -> StoreResult<bool> {
+    let sealed = StoredSecret::seal_signing_key(store.cipher.as_deref(), &key).map_err(SenderError::storage)?;
+    store
+        .run("rotate signing key", move |c: Client| {
+            let (ws, sealed) = (workspace_id.clone(), sealed.clone());
+            Box::pin(async move {
+                let n = c
+                    .execute(
+                        "UPDATE workspaces SET previous_signing_key = signing_key,
+                             previous_signing_key_created_at = signing_key_created_at, previous_signing_key_until = $4,
+                             signing_key = $2, signing_key_created_at = $3
+                         WHERE id = $1 AND signing_key IS NOT NULL",
+                        &[&ws, &sealed, &now.unix_millis(), &until.unix_millis()],
+                    )
+                    .await?;
+                Ok(n > 0)
             })
         })
         .await

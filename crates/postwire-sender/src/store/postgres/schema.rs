@@ -6,7 +6,7 @@ use super::*;
 
 /// The layout's version, kept in the `postwire_schema` row; a database of a newer
 /// version is refused rather than misread.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Serialises start-ups: concurrent processes migrate one at a time.
 const MIGRATION_LOCK: i64 = 0x706f_7374_7769_7265; // "postwire"
@@ -31,10 +31,27 @@ const MIGRATIONS: &[(i64, &str)] = &[
          DROP INDEX IF EXISTS deliveries_leased_heads;
          ALTER TABLE deliveries DROP COLUMN IF EXISTS lease_owner, DROP COLUMN IF EXISTS lease_until;",
     ),
+    // 3 → 4: the `v1a` extension. Each subscription says which signatures it gets
+    // (existing ones keep the spec's `symmetric`); a workspace keeps its ed25519 signing
+    // key (sealed like the secrets) and, during a rotation, the previous one.
+    (
+        3,
+        "ALTER TABLE subscriptions ADD COLUMN IF NOT EXISTS signing TEXT NOT NULL DEFAULT 'symmetric';
+         ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS signing_key TEXT;
+         ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS signing_key_created_at BIGINT;
+         ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS previous_signing_key TEXT;
+         ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS previous_signing_key_created_at BIGINT;
+         ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS previous_signing_key_until BIGINT;",
+    ),
 ];
 
 const SCHEMA: &str = r#"
-CREATE TABLE IF NOT EXISTS workspaces (id TEXT PRIMARY KEY, name TEXT NOT NULL);
+-- signing_key: the workspace's `v1a` (ed25519) `whsk_` key, sealed like the secrets;
+-- made on first use. previous_*: the key a rotation replaced, signing until `_until`.
+CREATE TABLE IF NOT EXISTS workspaces (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL,
+    signing_key TEXT, signing_key_created_at BIGINT,
+    previous_signing_key TEXT, previous_signing_key_created_at BIGINT, previous_signing_key_until BIGINT);
 CREATE TABLE IF NOT EXISTS integrations (
     workspace_id TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL,
     provider_identifier TEXT NOT NULL, picture TEXT, PRIMARY KEY (workspace_id, id));
@@ -43,7 +60,8 @@ CREATE TABLE IF NOT EXISTS subscriptions (
     name TEXT NOT NULL, url TEXT NOT NULL, events TEXT NOT NULL, integrations TEXT NOT NULL,
     paused_reason TEXT, created_by_kind TEXT NOT NULL,
     consecutive_failures BIGINT NOT NULL DEFAULT 0, last_success_at BIGINT, failing_since BIGINT,
-    created_at BIGINT NOT NULL, secret TEXT NOT NULL, previous_secret TEXT, previous_secret_until BIGINT);
+    created_at BIGINT NOT NULL, secret TEXT NOT NULL, previous_secret TEXT, previous_secret_until BIGINT,
+    signing TEXT NOT NULL DEFAULT 'symmetric');
 CREATE INDEX IF NOT EXISTS subscriptions_workspace ON subscriptions (workspace_id, seq);
 CREATE TABLE IF NOT EXISTS events (
     seq BIGSERIAL PRIMARY KEY, id TEXT NOT NULL, workspace_id TEXT NOT NULL,

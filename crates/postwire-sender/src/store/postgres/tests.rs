@@ -140,6 +140,58 @@ async fn leases_in_flight_survive_the_migration_to_a_table_of_their_own() {
     );
 }
 
+/// A database of version 3 (before `v1a`) is migrated: its subscriptions keep the spec's
+/// `symmetric` signatures and its workspaces get room for a key pair, made on first use.
+#[tokio::test]
+async fn a_version_3_database_is_migrated_to_v1a() {
+    let db = postwire_testpg::database();
+    let store = PostgresStore::connect(db.url()).await.unwrap();
+    store
+        .run("downgrade", |c: Client| {
+            Box::pin(async move {
+                c.batch_execute(
+                    "ALTER TABLE subscriptions DROP COLUMN signing;
+                     ALTER TABLE workspaces DROP COLUMN signing_key, DROP COLUMN signing_key_created_at,
+                         DROP COLUMN previous_signing_key, DROP COLUMN previous_signing_key_created_at,
+                         DROP COLUMN previous_signing_key_until;
+                     INSERT INTO workspaces (id, name) VALUES ('ws', 'ws');
+                     INSERT INTO subscriptions (id, workspace_id, name, url, events, integrations,
+                         created_by_kind, created_at, secret) VALUES ('wh_1', 'ws', 's', 'https://example.com/h',
+                         '[]', '[]', 'api_token', 1, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw');
+                     UPDATE postwire_schema SET version = 3;",
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .await
+        .unwrap();
+    drop(store);
+    let store = PostgresStore::connect(db.url()).await.unwrap();
+    let version: i64 = store
+        .run("version", |c: Client| {
+            Box::pin(async move {
+                Ok(c.query_one("SELECT version FROM postwire_schema", &[])
+                    .await?
+                    .try_get(0)?)
+            })
+        })
+        .await
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    let sub = store.subscription("wh_1".into()).await.unwrap().unwrap();
+    assert_eq!(sub.subscription.signing, postwire_core::SigningMode::Symmetric);
+    assert_eq!(store.signing_keys("ws".into()).await.unwrap(), None);
+    let key = postwire_core::SigningKey::generate().unwrap();
+    let t0 = Timestamp::from_unix_millis(1_800_000_000_000);
+    let made = store
+        .ensure_signing_key("ws".into(), key.clone(), t0)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(made.current, key);
+}
+
 /// Three stores claim side by side while one publishes: every delivery is claimed by
 /// exactly one of them (SKIP LOCKED and the leases), and none is lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

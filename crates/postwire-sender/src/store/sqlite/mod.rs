@@ -70,7 +70,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicI64;
 use std::sync::{Arc, Mutex};
 
-use postwire_core::{Event, Integration, Secret, Timestamp};
+use postwire_core::{Event, Integration, Secret, SigningKey, Timestamp};
 use rusqlite::{Connection, Transaction};
 
 use self::checkpointer::Checkpointer;
@@ -88,6 +88,7 @@ use crate::events::BuiltEvent;
 use crate::idempotency::{Completion, Decision, IdempotencyKey};
 use crate::model::{
     DeliveryId, DeliveryRecord, Notification, ResumeSummary, StoredSubscription, SubscriptionChanges, Workspace,
+    WorkspaceKeys,
 };
 use crate::secret_box::SecretCipher;
 
@@ -331,6 +332,26 @@ impl Store for SqliteStore {
         previous_until: Timestamp,
     ) -> BoxFuture<'_, StoreResult<bool>> {
         registry::rotate_secret(self, id, new_secret, previous_until)
+    }
+    fn signing_keys(&self, workspace_id: String) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>> {
+        registry::signing_keys(self, workspace_id)
+    }
+    fn ensure_signing_key(
+        &self,
+        workspace_id: String,
+        key: SigningKey,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>> {
+        registry::ensure_signing_key(self, workspace_id, key, now)
+    }
+    fn rotate_signing_key(
+        &self,
+        workspace_id: String,
+        key: SigningKey,
+        now: Timestamp,
+        previous_until: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<bool>> {
+        registry::rotate_signing_key(self, workspace_id, key, now, previous_until)
     }
     fn enqueue(
         &self,

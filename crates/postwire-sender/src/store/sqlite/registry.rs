@@ -2,19 +2,22 @@
 //! read, update, delete, rotate). Writes that change a subscription's URL or secrets
 //! clear the claims' targets cache after their commit.
 
-use postwire_core::{CreatedByKind, EventType, Integration, Secret, Subscription, SubscriptionStatus, Timestamp};
+use postwire_core::{
+    CreatedByKind, EventType, Integration, Secret, SigningKey, SigningMode, Subscription, SubscriptionStatus, Timestamp,
+};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::schema::UPSERT_WORKSPACE_SQL;
 use super::*;
 use crate::idempotency::Completion;
-use crate::model::{StoredSubscription, SubscriptionChanges, Workspace};
+use crate::model::{PreviousKey, StoredSubscription, SubscriptionChanges, Workspace, WorkspaceKeys};
 use crate::secret_box::{CipherError, SecretCipher, StoredSecret};
 use crate::store::{BoxFuture, StoreResult};
 use zeroize::Zeroizing;
 
 pub(super) const SUBSCRIPTION_COLUMNS: &str = "id, workspace_id, name, url, events, integrations, paused_reason, created_by_kind, \
-     consecutive_failures, last_success_at, failing_since, created_at, secret, previous_secret, previous_secret_until";
+     consecutive_failures, last_success_at, failing_since, created_at, secret, previous_secret, previous_secret_until, \
+     signing";
 
 pub(super) fn subscription_from_row(
     r: &rusqlite::Row<'_>,
@@ -27,6 +30,7 @@ pub(super) fn subscription_from_row(
         Some(reason) => SubscriptionStatus::Paused { reason },
     };
     let created_by_kind: CreatedByKind = r.get::<_, String>(7)?.parse().map_err(conversion)?;
+    let signing: SigningMode = r.get::<_, String>(15)?.parse().map_err(conversion)?;
     let secret = StoredSecret::open(cipher, &r.get::<_, String>(12)?).map_err(conversion)?;
     let previous_secret = match (r.get::<_, Option<String>>(13)?, r.get::<_, Option<i64>>(14)?) {
         (Some(s), Some(until)) => Some((StoredSecret::open(cipher, &s).map_err(conversion)?, ts(until))),
@@ -45,6 +49,7 @@ pub(super) fn subscription_from_row(
             consecutive_failures: r.get::<_, i64>(8)?.clamp(0, u32::MAX as i64) as u32,
             last_success_at: opt_ts(r.get(9)?),
             created_at: ts(r.get(11)?),
+            signing,
         },
         secret,
         previous_secret,
@@ -103,6 +108,30 @@ pub(super) fn reseal_all(tx: &Connection, cipher: Option<&SecretCipher>) -> Resu
             )
             .map_err(db)?;
             resealed += 1;
+        }
+    }
+    let keys: Vec<(String, Option<String>, Option<String>)> = tx
+        .prepare(
+            "SELECT id, signing_key, previous_signing_key FROM workspaces
+             WHERE signing_key IS NOT NULL OR previous_signing_key IS NOT NULL",
+        )
+        .and_then(|mut s| {
+            s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(db)?;
+    for (id, key, previous) in keys {
+        for (column, text) in [("signing_key", key), ("previous_signing_key", previous)] {
+            let Some(text) = text else { continue };
+            let opened = StoredSecret::open_signing_key(cipher, &text)?;
+            if StoredSecret::needs_reseal(cipher, &text) {
+                tx.execute(
+                    &format!("UPDATE workspaces SET {column} = ?2 WHERE id = ?1"),
+                    params![id, StoredSecret::seal_signing_key(cipher, &opened)?],
+                )
+                .map_err(db)?;
+                resealed += 1;
+            }
         }
     }
     let responses: Vec<(String, String, String)> = tx
@@ -176,6 +205,38 @@ pub(super) fn reseal_batch(tx: &Connection, cipher: &SecretCipher, batch: usize)
             "UPDATE subscriptions SET secret = COALESCE(?2, secret),
                  previous_secret = COALESCE(?3, previous_secret) WHERE seq = ?1",
             params![seq, secret, previous],
+        )
+        .map_err(db)?;
+    }
+    let keys: Vec<(String, Option<String>, Option<String>)> = tx
+        .prepare_cached(
+            "SELECT id, signing_key, previous_signing_key FROM workspaces
+             WHERE (signing_key IS NOT NULL AND substr(signing_key, 1, length(?1)) <> ?1)
+                OR (previous_signing_key IS NOT NULL AND substr(previous_signing_key, 1, length(?1)) <> ?1)
+             ORDER BY id LIMIT ?2",
+        )
+        .and_then(|mut s| {
+            s.query_map(params![prefix, batch], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(db)?;
+    for (id, key, previous) in keys {
+        let mut reseal_key = |text: Option<String>| -> Result<Option<String>, CipherError> {
+            match text {
+                Some(t) if StoredSecret::needs_reseal(Some(cipher), &t) => {
+                    resealed += 1;
+                    let key = StoredSecret::open_signing_key(Some(cipher), &t)?;
+                    StoredSecret::seal_signing_key(Some(cipher), &key).map(Some)
+                }
+                _ => Ok(None),
+            }
+        };
+        let key = reseal_key(key)?;
+        let previous = reseal_key(previous)?;
+        tx.execute(
+            "UPDATE workspaces SET signing_key = COALESCE(?2, signing_key),
+                 previous_signing_key = COALESCE(?3, previous_signing_key) WHERE id = ?1",
+            params![id, key, previous],
         )
         .map_err(db)?;
     }
@@ -298,8 +359,8 @@ pub(super) fn insert_subscription(
         };
         tx.execute(
             "INSERT INTO subscriptions (id, workspace_id, name, url, events, integrations, paused_reason,
-               created_by_kind, consecutive_failures, last_success_at, failing_since, created_at, secret)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+               created_by_kind, consecutive_failures, last_success_at, failing_since, created_at, secret, signing)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             params![
                 sub.id,
                 s.workspace_id,
@@ -314,6 +375,7 @@ pub(super) fn insert_subscription(
                 s.failing_since.map(|t| t.unix_millis()),
                 sub.created_at.unix_millis(),
                 StoredSecret::seal(cipher.as_deref(), &s.secret).map_err(conversion)?,
+                sub.signing.as_str(),
             ],
         )?;
         if let Some(completion) = completion {
@@ -369,6 +431,12 @@ pub(super) fn update_subscription(
                 params![id, json],
             )?;
         }
+        if let Some(signing) = ch.signing {
+            tx.execute(
+                "UPDATE subscriptions SET signing = ?2 WHERE id = ?1",
+                params![id, signing.as_str()],
+            )?;
+        }
         Ok(true)
     })
 }
@@ -401,6 +469,99 @@ pub(super) fn rotate_secret(
             params![
                 id,
                 StoredSecret::seal(cipher.as_deref(), &new_secret).map_err(conversion)?,
+                until.unix_millis()
+            ],
+        )?;
+        Ok(n > 0)
+    })
+}
+
+/// The columns [`keys_from_row`] reads, in its order.
+const KEY_COLUMNS: &str = "signing_key, signing_key_created_at, previous_signing_key, \
+     previous_signing_key_created_at, previous_signing_key_until";
+
+/// A workspace's key pair from the [`KEY_COLUMNS`] of a row; `None` without a key.
+fn keys_from_row(r: &rusqlite::Row<'_>, cipher: Option<&SecretCipher>) -> rusqlite::Result<Option<WorkspaceKeys>> {
+    let Some(current) = r.get::<_, Option<String>>(0)? else {
+        return Ok(None);
+    };
+    let current = StoredSecret::open_signing_key(cipher, &current).map_err(conversion)?;
+    let previous = match (
+        r.get::<_, Option<String>>(2)?,
+        r.get::<_, Option<i64>>(3)?,
+        r.get::<_, Option<i64>>(4)?,
+    ) {
+        (Some(key), Some(created), Some(until)) => Some(PreviousKey {
+            key: StoredSecret::open_signing_key(cipher, &key).map_err(conversion)?,
+            created_at: ts(created),
+            until: ts(until),
+        }),
+        _ => None,
+    };
+    Ok(Some(WorkspaceKeys {
+        current,
+        created_at: ts(r.get::<_, Option<i64>>(1)?.unwrap_or(0)),
+        previous,
+    }))
+}
+
+fn load_keys(
+    c: &Connection,
+    workspace_id: &str,
+    cipher: Option<&SecretCipher>,
+) -> rusqlite::Result<Option<Option<WorkspaceKeys>>> {
+    c.prepare_cached(&format!("SELECT {KEY_COLUMNS} FROM workspaces WHERE id = ?1"))?
+        .query_row([workspace_id], |r| keys_from_row(r, cipher))
+        .optional()
+}
+
+pub(super) fn signing_keys(
+    store: &SqliteStore,
+    workspace_id: String,
+) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>> {
+    let cipher = store.cipher.clone();
+    store.read(move |c| Ok(load_keys(c, &workspace_id, cipher.as_deref())?.flatten()))
+}
+
+pub(super) fn ensure_signing_key(
+    store: &SqliteStore,
+    workspace_id: String,
+    key: SigningKey,
+    now: Timestamp,
+) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>> {
+    let cipher = store.cipher.clone();
+    store.write_target(move |tx| {
+        tx.execute(
+            "UPDATE workspaces SET signing_key = ?2, signing_key_created_at = ?3
+             WHERE id = ?1 AND signing_key IS NULL",
+            params![
+                workspace_id,
+                StoredSecret::seal_signing_key(cipher.as_deref(), &key).map_err(conversion)?,
+                now.unix_millis()
+            ],
+        )?;
+        Ok(load_keys(tx, &workspace_id, cipher.as_deref())?.flatten())
+    })
+}
+
+pub(super) fn rotate_signing_key(
+    store: &SqliteStore,
+    workspace_id: String,
+    key: SigningKey,
+    now: Timestamp,
+    until: Timestamp,
+) -> BoxFuture<'_, StoreResult<bool>> {
+    let cipher = store.cipher.clone();
+    store.write_target(move |tx| {
+        let n = tx.execute(
+            "UPDATE workspaces SET previous_signing_key = signing_key,
+                 previous_signing_key_created_at = signing_key_created_at, previous_signing_key_until = ?4,
+                 signing_key = ?2, signing_key_created_at = ?3
+             WHERE id = ?1 AND signing_key IS NOT NULL",
+            params![
+                workspace_id,
+                StoredSecret::seal_signing_key(cipher.as_deref(), &key).map_err(conversion)?,
+                now.unix_millis(),
                 until.unix_millis()
             ],
         )?;

@@ -13,7 +13,7 @@ use crate::store::StoreResult;
 
 /// The layout of the file, kept in `PRAGMA user_version`; a file of another version is
 /// refused rather than misread.
-pub(super) const SCHEMA_VERSION: i64 = 6;
+pub(super) const SCHEMA_VERSION: i64 = 7;
 
 /// What turns a file of an older version into the next one, by version; a file is
 /// brought up to date by every step from its version on, then by `SCHEMA`.
@@ -58,10 +58,27 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
     // 5 -> 6: a delivery that was resent (or recovered) names its new delivery, so
     // recover skips it; failed deliveries get an index of their own (`requeue.rs`).
     (5, "ALTER TABLE deliveries ADD COLUMN resent_as INTEGER;"),
+    // 6 -> 7: the `v1a` extension. Each subscription says which signatures it gets
+    // (existing ones keep the spec's `symmetric`); a workspace keeps its ed25519 signing
+    // key (sealed like the secrets) and, during a rotation, the previous one.
+    (
+        6,
+        "ALTER TABLE subscriptions ADD COLUMN signing TEXT NOT NULL DEFAULT 'symmetric';
+         ALTER TABLE workspaces ADD COLUMN signing_key TEXT;
+         ALTER TABLE workspaces ADD COLUMN signing_key_created_at INTEGER;
+         ALTER TABLE workspaces ADD COLUMN previous_signing_key TEXT;
+         ALTER TABLE workspaces ADD COLUMN previous_signing_key_created_at INTEGER;
+         ALTER TABLE workspaces ADD COLUMN previous_signing_key_until INTEGER;",
+    ),
 ];
 
 pub(super) const SCHEMA: &str = r#"
-CREATE TABLE IF NOT EXISTS workspaces (id TEXT PRIMARY KEY, name TEXT NOT NULL);
+-- signing_key: the workspace's `v1a` (ed25519) `whsk_` key, sealed like the secrets;
+-- made on first use. previous_*: the key a rotation replaced, signing until `_until`.
+CREATE TABLE IF NOT EXISTS workspaces (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL,
+    signing_key TEXT, signing_key_created_at INTEGER,
+    previous_signing_key TEXT, previous_signing_key_created_at INTEGER, previous_signing_key_until INTEGER);
 CREATE TABLE IF NOT EXISTS integrations (
     workspace_id TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL,
     provider_identifier TEXT NOT NULL, picture TEXT, PRIMARY KEY (workspace_id, id));
@@ -70,7 +87,8 @@ CREATE TABLE IF NOT EXISTS subscriptions (
     name TEXT NOT NULL, url TEXT NOT NULL, events TEXT NOT NULL, integrations TEXT NOT NULL,
     paused_reason TEXT, created_by_kind TEXT NOT NULL,
     consecutive_failures INTEGER NOT NULL DEFAULT 0, last_success_at INTEGER, failing_since INTEGER,
-    created_at INTEGER NOT NULL, secret TEXT NOT NULL, previous_secret TEXT, previous_secret_until INTEGER);
+    created_at INTEGER NOT NULL, secret TEXT NOT NULL, previous_secret TEXT, previous_secret_until INTEGER,
+    signing TEXT NOT NULL DEFAULT 'symmetric');
 CREATE INDEX IF NOT EXISTS subscriptions_workspace ON subscriptions (workspace_id, seq);
 -- Event ids are unique by construction (a ULID each) and never looked up, so they have
 -- no index: one fewer insert per event.

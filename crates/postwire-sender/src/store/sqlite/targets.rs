@@ -1,19 +1,21 @@
 //! Where and how to send each subscription's deliveries, cached between claims.
 //!
 //! Claiming needs, per subscription, its public id, its URL and a [`Signer`] with the
-//! secrets that sign now. Building a signer parses the stored secrets and prepares their
-//! HMAC keys, so the cache keeps it between claims. An entry is dropped when the
-//! subscription's URL or secrets change (the store's writes call [`TargetCache::clear`]),
-//! and reloaded when the old secret's dual-signing window ends.
+//! secrets and keys that sign now ([`crate::signing::signer_at`] decides which). Building
+//! a signer parses the stored secrets and keys and prepares them, so the cache keeps it
+//! between claims. An entry is dropped when the subscription's URL, secrets or signing
+//! choice, or its workspace's signing keys, change (the store's writes call
+//! [`TargetCache::clear`]), and reloaded when a dual-signing window ends.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use postwire_core::{Signer, Timestamp};
+use postwire_core::{Signer, SigningMode, Timestamp};
 use rusqlite::{Connection, OptionalExtension};
 
-use super::conversion;
+use super::{conversion, ts};
 use crate::secret_box::{SecretCipher, StoredSecret};
+use crate::signing::{SigningMaterial, signer_at};
 
 /// A subscription's delivery target.
 #[derive(Debug)]
@@ -22,7 +24,8 @@ pub(super) struct Target {
     pub(super) id: String,
     /// Its endpoint.
     pub(super) url: String,
-    /// Signs with the current secret, and the previous one while its window is open.
+    /// Signs as the subscription's `signing` choice says, with the previous secret or key
+    /// while its window is open.
     pub(super) signer: Arc<Signer>,
 }
 
@@ -40,7 +43,17 @@ pub(super) struct TargetCache {
 }
 
 /// The columns [`TargetCache::get`] reads.
-type TargetRow = (String, String, String, Option<String>, Option<i64>);
+struct TargetRow {
+    id: String,
+    url: String,
+    secret: String,
+    previous_secret: Option<String>,
+    previous_secret_until: Option<i64>,
+    signing: String,
+    key: Option<String>,
+    previous_key: Option<String>,
+    previous_key_until: Option<i64>,
+}
 
 impl TargetCache {
     /// An empty cache whose secrets open with `cipher`.
@@ -66,29 +79,60 @@ impl TargetCache {
         }
         let row: Option<TargetRow> = conn
             .prepare_cached(
-                "SELECT id, url, secret, previous_secret, previous_secret_until FROM subscriptions WHERE seq = ?1",
+                "SELECT s.id, s.url, s.secret, s.previous_secret, s.previous_secret_until, s.signing,
+                     w.signing_key, w.previous_signing_key, w.previous_signing_key_until
+                 FROM subscriptions s LEFT JOIN workspaces w ON w.id = s.workspace_id WHERE s.seq = ?1",
             )?
             .query_row([sub_seq], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                Ok(TargetRow {
+                    id: r.get(0)?,
+                    url: r.get(1)?,
+                    secret: r.get(2)?,
+                    previous_secret: r.get(3)?,
+                    previous_secret_until: r.get(4)?,
+                    signing: r.get(5)?,
+                    key: r.get(6)?,
+                    previous_key: r.get(7)?,
+                    previous_key_until: r.get(8)?,
+                })
             })
             .optional()?;
-        let Some((id, url, secret, previous, until)) = row else {
+        let Some(row) = row else {
             self.entries.remove(&sub_seq);
             return Ok(None);
         };
         let cipher = self.cipher.as_deref();
-        let mut secrets = vec![StoredSecret::open(cipher, &secret).map_err(conversion)?];
-        let mut reload_at = None;
-        if let (Some(previous), Some(until)) = (previous, until)
-            && until > now_ms
-        {
-            secrets.push(StoredSecret::open(cipher, &previous).map_err(conversion)?);
-            reload_at = Some(until);
-        }
+        let mode: SigningMode = row.signing.parse().map_err(conversion)?;
+        let open_secret = |text: &str| StoredSecret::open(cipher, text).map_err(conversion);
+        let open_key = |text: &str| StoredSecret::open_signing_key(cipher, text).map_err(conversion);
+        let previous_secret = match (&row.previous_secret, row.previous_secret_until) {
+            (Some(text), Some(until)) if until > now_ms => Some((open_secret(text)?, ts(until))),
+            _ => None,
+        };
+        // Keys are opened only for subscriptions that sign with them.
+        let (key, previous_key) = if mode.asymmetric() {
+            let key = row.key.as_deref().map(open_key).transpose()?;
+            let previous = match (&row.previous_key, row.previous_key_until) {
+                (Some(text), Some(until)) if until > now_ms => Some((open_key(text)?, ts(until))),
+                _ => None,
+            };
+            (key, previous)
+        } else {
+            (None, None)
+        };
+        let material = SigningMaterial {
+            mode,
+            secret: open_secret(&row.secret)?,
+            previous_secret,
+            key,
+            previous_key,
+        };
+        let (signer, reload_at) = signer_at(material, now).map_err(conversion)?;
+        let reload_at = reload_at.map(|t| t.unix_millis());
         let target = Arc::new(Target {
-            id,
-            url,
-            signer: Arc::new(Signer::with_secrets(secrets).map_err(conversion)?),
+            id: row.id,
+            url: row.url,
+            signer: Arc::new(signer),
         });
         self.entries.insert(
             sub_seq,

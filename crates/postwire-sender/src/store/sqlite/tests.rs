@@ -55,7 +55,7 @@ fn hot_queries_use_their_indexes() {
 }
 
 #[test]
-fn files_of_versions_1_to_5_are_migrated() {
+fn files_of_versions_1_to_6_are_migrated() {
     let shapes = [
         // Version 1: the due index keyed by time first, ordering over unfinished rows.
         "DROP INDEX deliveries_due; DROP INDEX deliveries_open; DROP INDEX deliveries_held;
@@ -79,13 +79,19 @@ fn files_of_versions_1_to_5_are_migrated() {
         // Version 5: the queue of heads, without the resend marks.
         "ALTER TABLE events ADD COLUMN external_key INTEGER;
          PRAGMA user_version=5;",
+        // Version 6: before the `v1a` extension.
+        "ALTER TABLE events ADD COLUMN external_key INTEGER;
+         ALTER TABLE deliveries ADD COLUMN resent_as INTEGER;
+         CREATE INDEX deliveries_failed ON deliveries (sub_seq, finished_at, seq) WHERE state = 3;
+         PRAGMA user_version=6;",
     ];
     for shape in shapes {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.db");
         drop(SqliteStore::open(&path).unwrap());
         // Versions before 4 had the unique index on event ids; each has an event.
-        let unique = if shape.contains("user_version=4") || shape.contains("user_version=5") {
+        let sorted = shape.contains("user_version=5") || shape.contains("user_version=6");
+        let unique = if shape.contains("user_version=4") || sorted {
             ""
         } else {
             "UNIQUE"
@@ -108,6 +114,17 @@ fn files_of_versions_1_to_5_are_migrated() {
                      VALUES (1, 1, 7, 42, 2, 1, 0, 0, 5), (2, 1, 7, 42, 0, 1, 9, 0, NULL),
                             (3, 1, 7, 42, 0, 0, 0, 0, NULL), (4, 1, 7, 43, 0, 0, 0, 0, NULL),
                             (5, 1, 7, NULL, 0, 0, 0, 0, NULL);
+                 -- Before version 7, no `v1a`: no signing choice, no workspace keys.
+                 ALTER TABLE subscriptions DROP COLUMN signing;
+                 ALTER TABLE workspaces DROP COLUMN signing_key;
+                 ALTER TABLE workspaces DROP COLUMN signing_key_created_at;
+                 ALTER TABLE workspaces DROP COLUMN previous_signing_key;
+                 ALTER TABLE workspaces DROP COLUMN previous_signing_key_created_at;
+                 ALTER TABLE workspaces DROP COLUMN previous_signing_key_until;
+                 INSERT INTO workspaces (id, name) VALUES ('ws', 'ws');
+                 INSERT INTO subscriptions (id, workspace_id, name, url, events, integrations, created_by_kind,
+                     created_at, secret) VALUES ('wh_1', 'ws', 's', 'https://example.com/h', '[]', '[]',
+                     'api_token', 1, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw');
                  {shape}"
             ))
             .unwrap();
@@ -131,7 +148,7 @@ fn files_of_versions_1_to_5_are_migrated() {
             .unwrap()
             .map(Result::unwrap)
             .collect();
-        if shape.contains("user_version=5") {
+        if sorted {
             // Already sorted into heads and waiting ones by then (this file was not).
             assert_eq!(states.len(), 5);
         } else {
@@ -165,7 +182,7 @@ fn files_of_versions_1_to_5_are_migrated() {
         let key: Option<i64> = conn
             .query_row("SELECT external_key FROM events WHERE seq = 8", [], |r| r.get(0))
             .unwrap();
-        if !shape.contains("user_version=5") {
+        if !sorted {
             assert_eq!(key, Some(external_key("ws", "order-9")));
         }
         let kept: (i64, String, String) = conn
@@ -174,5 +191,23 @@ fn files_of_versions_1_to_5_are_migrated() {
             })
             .unwrap();
         assert_eq!(kept, (7, "msg_1".to_owned(), "p1".to_owned()));
+        // Version 7: existing subscriptions keep the spec's signatures; workspaces have
+        // room for a key pair, none made yet.
+        let signing: String = conn
+            .query_row("SELECT signing FROM subscriptions WHERE id = 'wh_1'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(signing, "symmetric");
+        let key: Option<String> = conn
+            .query_row("SELECT signing_key FROM workspaces WHERE id = 'ws'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(key, None);
+        let key_columns: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM pragma_table_info('workspaces') WHERE name LIKE '%signing_key%'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(key_columns, 5);
     }
 }

@@ -31,15 +31,20 @@ if (verifyForm) {
     e.preventDefault();
     const out = document.getElementById("v-result");
     out.textContent = "Checking…";
+    // A secret checks `v1` signatures with the default build; otherwise the public key
+    // checks `v1a` ones with the postwire/v1a build (its WebAssembly inlined).
+    const secret = document.getElementById("v-secret").value.trim();
+    const publicKeyField = document.getElementById("v-public-key");
+    const key = secret || (publicKeyField ? publicKeyField.value.trim() : "");
     let lib;
     try {
-      lib = await import("/settings/assets/postwire.js");
+      lib = await import(secret ? "/settings/assets/postwire.js" : "/settings/assets/postwire-v1a.js");
     } catch {
       out.textContent = "The verifier is not part of this server build (build the npm package first).";
       return;
     }
     try {
-      const wh = new lib.Webhook(document.getElementById("v-secret").value.trim());
+      const wh = new lib.Webhook(key);
       const body = document.getElementById("v-body").value;
       const headers = parseHeaders(document.getElementById("v-headers").value);
       const event = wh.verifyEvent(body, headers);
