@@ -369,6 +369,83 @@ async fn a_session_sees_only_its_workspace_and_text_is_escaped() {
     assert_eq!(sub["events"], json!(["post.failed"]));
     let home = get(&h, "/settings/", Some(&cookie)).await;
     assert!(!home.text.contains(name) && !home.text.contains("whsec_"));
+    assert_eq!(
+        sub["signing"], "symmetric",
+        "a form without the choice keeps the spec's default"
+    );
+
+    // The signing choice (the v1a extension): set on creation, shown checked on the edit
+    // form, changed by an edit; an unknown value is refused with the form.
+    let created = post(
+        &h,
+        "/settings/webhooks",
+        &cookie,
+        Some(&h.base),
+        &[
+            ("csrf", &csrf),
+            ("name", "both"),
+            ("url", "https://93.184.216.34/both"),
+            ("signing", "both"),
+        ],
+    )
+    .await;
+    assert_eq!(created.status, 200, "{}", created.text);
+    let list = h
+        .send("GET", "/public/v1/workspaces/ws_a/webhooks", Some(&ta), None)
+        .await;
+    let both = list.json["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "both")
+        .unwrap()
+        .clone();
+    assert_eq!(both["signing"], "both");
+    let both_id = both["id"].as_str().unwrap();
+    let edit = get(&h, &format!("/settings/webhooks/{both_id}/edit"), Some(&cookie)).await;
+    assert!(
+        edit.text.contains(r#"value="both" checked"#),
+        "the edit form shows the stored choice: {}",
+        edit.text
+    );
+    let edited = post(
+        &h,
+        &format!("/settings/webhooks/{both_id}/edit"),
+        &cookie,
+        Some(&h.base),
+        &[
+            ("csrf", &csrf),
+            ("name", "both"),
+            ("url", "https://93.184.216.34/both"),
+            ("signing", "asymmetric"),
+        ],
+    )
+    .await;
+    assert_eq!(edited.status, 303, "{}", edited.text);
+    let one = h
+        .send(
+            "GET",
+            &format!("/public/v1/workspaces/ws_a/webhooks/{both_id}"),
+            Some(&ta),
+            None,
+        )
+        .await;
+    assert_eq!(one.json["signing"], "asymmetric", "{}", one.json);
+    let refused = post(
+        &h,
+        &format!("/settings/webhooks/{both_id}/edit"),
+        &cookie,
+        Some(&h.base),
+        &[
+            ("csrf", &csrf),
+            ("name", "both"),
+            ("url", "https://93.184.216.34/both"),
+            ("signing", "rsa"),
+        ],
+    )
+    .await;
+    assert_eq!(refused.status, 400);
+    assert!(refused.text.contains("an unknown signing choice"), "{}", refused.text);
 
     // Invalid input comes back as the form with every reason.
     let invalid = post(

@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{Html, IntoResponse, Response};
-use postwire_core::{CreatedByKind, EventType, Timestamp};
+use postwire_core::{CreatedByKind, EventType, SigningMode, Timestamp};
 use postwire_sender::{
     DeliveryCursor, DeliveryId, DeliveryRecord, DeliveryState, NewSubscription, SubscriptionUpdate, TestEvent,
 };
@@ -168,6 +168,18 @@ fn form_values(form: &Form) -> pages::FormValues {
             .filter(|s| !s.is_empty())
             .map(str::to_owned)
             .collect(),
+        // Checked in `signing_mode`: an unknown value is a problem, none is the default.
+        signing: form.get("signing").and_then(|v| v.parse().ok()).unwrap_or_default(),
+    }
+}
+
+/// The form's signing choice: absent is the default (`symmetric`), unknown is refused.
+fn signing_mode(form: &Form) -> Result<SigningMode, Vec<String>> {
+    match form.get("signing") {
+        None => Ok(SigningMode::default()),
+        Some(v) => v
+            .parse()
+            .map_err(|_| vec!["an unknown signing choice was picked".to_owned()]),
     }
 }
 
@@ -189,9 +201,12 @@ fn event_types(values: &pages::FormValues) -> Result<Vec<EventType>, Vec<String>
 pub async fn create(State(state): State<AppState>, session: Session, headers: HeaderMap, body: Body) -> PageResult {
     let form = forms::read(&state, &session, &headers, body).await?;
     let values = form_values(&form);
-    let events = match event_types(&values) {
-        Ok(e) => e,
-        Err(problems) => return Ok(invalid_form(&session, None, &values, &problems)),
+    let (events, signing) = match (event_types(&values), signing_mode(&form)) {
+        (Ok(e), Ok(s)) => (e, s),
+        (e, s) => {
+            let problems: Vec<String> = e.err().into_iter().chain(s.err()).flatten().collect();
+            return Ok(invalid_form(&session, None, &values, &problems));
+        }
     };
     let created = state
         .sender
@@ -202,7 +217,7 @@ pub async fn create(State(state): State<AppState>, session: Session, headers: He
             events,
             integration_ids: values.integration_ids.clone(),
             created_by_kind: CreatedByKind::Dashboard,
-            signing: Default::default(),
+            signing,
         })
         .await;
     match created {
@@ -356,6 +371,7 @@ pub async fn edit_form(State(state): State<AppState>, session: Session, ApiPath(
         url: s.url.clone(),
         events: s.events.iter().map(|e| e.as_str().to_owned()).collect(),
         integration_ids: s.integrations.iter().map(|i| i.id.clone()).collect(),
+        signing: s.signing,
     };
     Ok(html(pages::subscription_form(&session, Some(&id), &values, &[])))
 }
@@ -371,17 +387,19 @@ pub async fn edit(
     let form = forms::read(&state, &session, &headers, body).await?;
     load(&state, &session.portal.workspace_id, &id).await?;
     let values = form_values(&form);
-    let events = match event_types(&values) {
-        Ok(e) => e,
-        Err(problems) => return Ok(invalid_form(&session, Some(&id), &values, &problems)),
+    let (events, signing) = match (event_types(&values), signing_mode(&form)) {
+        (Ok(e), Ok(s)) => (e, s),
+        (e, s) => {
+            let problems: Vec<String> = e.err().into_iter().chain(s.err()).flatten().collect();
+            return Ok(invalid_form(&session, Some(&id), &values, &problems));
+        }
     };
     let update = SubscriptionUpdate {
         name: Some(values.name.clone()),
         url: Some(values.url.clone()),
         events: Some(events),
         integration_ids: Some(values.integration_ids.clone()),
-        // The form does not show the `v1a` choice: it is kept as it is.
-        signing: None,
+        signing: Some(signing),
     };
     match state.sender.update_subscription(&id, update).await {
         Ok(_) => Ok(see_other(&format!("/settings/webhooks/{id}?done=updated"))),

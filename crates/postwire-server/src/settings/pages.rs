@@ -6,7 +6,7 @@
 
 use axum::http::StatusCode;
 use maud::{DOCTYPE, Markup, html};
-use postwire_core::{EventType, Timestamp};
+use postwire_core::{EventType, SigningMode, Timestamp};
 use postwire_sender::{
     AttemptOutcome, DeliveryCursor, DeliveryId, DeliveryRecord, DeliveryState, Notification, SubscriptionRecord,
     SubscriptionStatus,
@@ -110,6 +110,8 @@ pub struct FormValues {
     pub events: Vec<String>,
     /// Account ids.
     pub integration_ids: Vec<String>,
+    /// Which signatures deliveries carry (`v1`, `v1a` or both).
+    pub signing: SigningMode,
 }
 
 fn layout(title: &str, session: Option<&Session>, body: Markup) -> Markup {
@@ -343,6 +345,15 @@ pub fn subscription_form(session: &Session, id: Option<&str>, v: &FormValues, pr
                 }
                 label for="integrationIds" { "Only these account ids (comma-separated; empty: all accounts)" }
                 input #integrationIds type="text" name="integrationIds" value=(v.integration_ids.join(", "));
+                fieldset {
+                    legend { "Signatures" }
+                    @for mode in SigningMode::ALL {
+                        label.check {
+                            input type="radio" name="signing" value=(mode.as_str()) checked[*mode == v.signing];
+                            " " (signing_label(*mode))
+                        }
+                    }
+                }
                 div.actions {
                     button type="submit" { @if id.is_some() { "Save" } @else { "Create" } }
                     a href=(id.map_or("/settings/".to_owned(), |i| format!("/settings/webhooks/{i}"))) { "Cancel" }
@@ -350,6 +361,15 @@ pub fn subscription_form(session: &Session, id: Option<&str>, v: &FormValues, pr
             }
         },
     )
+}
+
+/// What each signing choice means, for the form.
+fn signing_label(mode: SigningMode) -> &'static str {
+    match mode {
+        SigningMode::Symmetric => "v1: HMAC with this subscription's secret (the standard)",
+        SigningMode::Asymmetric => "v1a only: ed25519, verified with the workspace's public key",
+        SigningMode::Both => "v1 and v1a: both signatures on every delivery",
+    }
 }
 
 /// A new secret, shown this once (`rotated_until`: after a rotation).
