@@ -408,19 +408,21 @@ async fn a_session_sees_only_its_workspace_and_text_is_escaped() {
         "the edit form shows the stored choice: {}",
         edit.text
     );
-    let edited = post(
-        &h,
-        &format!("/settings/webhooks/{both_id}/edit"),
-        &cookie,
-        Some(&h.base),
-        &[
-            ("csrf", &csrf),
-            ("name", "both"),
-            ("url", "https://93.184.216.34/both"),
-            ("signing", "asymmetric"),
-        ],
-    )
-    .await;
+    // The edit form posted with only its signing choice changed.
+    let edit_signing = |signing: &'static str| {
+        let path = format!("/settings/webhooks/{both_id}/edit");
+        let (h, cookie, csrf) = (&h, &cookie, &csrf);
+        async move {
+            let fields = [
+                ("csrf", csrf.as_str()),
+                ("name", "both"),
+                ("url", "https://93.184.216.34/both"),
+                ("signing", signing),
+            ];
+            post(h, &path, cookie, Some(&h.base), &fields).await
+        }
+    };
+    let edited = edit_signing("asymmetric").await;
     assert_eq!(edited.status, 303, "{}", edited.text);
     let one = h
         .send(
@@ -431,19 +433,7 @@ async fn a_session_sees_only_its_workspace_and_text_is_escaped() {
         )
         .await;
     assert_eq!(one.json["signing"], "asymmetric", "{}", one.json);
-    let refused = post(
-        &h,
-        &format!("/settings/webhooks/{both_id}/edit"),
-        &cookie,
-        Some(&h.base),
-        &[
-            ("csrf", &csrf),
-            ("name", "both"),
-            ("url", "https://93.184.216.34/both"),
-            ("signing", "rsa"),
-        ],
-    )
-    .await;
+    let refused = edit_signing("rsa").await;
     assert_eq!(refused.status, 400);
     assert!(refused.text.contains("an unknown signing choice"), "{}", refused.text);
 
