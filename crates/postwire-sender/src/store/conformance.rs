@@ -117,6 +117,39 @@ pub(crate) fn test_event(at: Timestamp) -> BuiltEvent {
         .unwrap()
 }
 
+/// A `post.scheduled` event of post `post` in workspace `ws`, whose client reference
+/// is `external_id`.
+fn post_event(ws: &str, post: &str, external_id: &str, at: Timestamp) -> BuiltEvent {
+    use crate::events::{PostChange, PostChangeKind, PostRecord};
+    use postwire_core::{Integration, PostState};
+    let change = PostChange {
+        workspace_id: ws.into(),
+        post: PostRecord {
+            id: post.into(),
+            external_id: external_id.into(),
+            group: "g".into(),
+            state: PostState::Queue,
+            is_draft: false,
+            publish_date: at,
+            integration: Integration {
+                id: "acc1".into(),
+                name: "Acme".into(),
+                provider_identifier: "x".into(),
+                picture: None,
+            },
+            release_url: None,
+            release_id: None,
+            error: None,
+            content: String::new(),
+        },
+        kind: PostChangeKind::Scheduled,
+    }
+    .into();
+    crate::events::build_event(&change, Event::generate_id(at).unwrap(), at)
+        .unwrap()
+        .unwrap()
+}
+
 pub(crate) fn claim_at(now: Timestamp) -> ClaimRequest {
     ClaimRequest {
         now,
@@ -400,7 +433,51 @@ async fn a_workspace_key_pair_is_made_once_rotated_and_signs_what_signing_asks(b
     assert_eq!((keys.current, keys.previous.unwrap().key), (k3, k2));
 }
 
+/// Look-ups by external id find a post among many events (SQLite files its keys in
+/// buckets of event numbers: these events span three), newest post first, each post
+/// once, only in its own workspace.
+async fn posts_are_found_by_external_id_among_many_events(backend: Backend) {
+    const EVENTS: usize = 10_000;
+    let (_dir, store, t0) = store_with_a_subscription(backend).await;
+    store
+        .upsert_workspace(Workspace {
+            id: "ws2".into(),
+            name: "ws2".into(),
+        })
+        .await
+        .unwrap();
+    let external = |i: usize| match i {
+        3 | 5_000 | 9_000 => "shared".to_owned(),
+        _ => format!("ext-{i}"),
+    };
+    for start in (0..EVENTS).step_by(500) {
+        let events = (start..start + 500)
+            .map(|i| post_event("ws", &format!("post-{i}"), &external(i), t0))
+            .collect();
+        store.enqueue(events, t0, None).await.unwrap();
+    }
+    // The same reference in another workspace, and a second event of one post.
+    let later = vec![
+        post_event("ws2", "other", "shared", t0),
+        post_event("ws", "post-5000", "shared", t0),
+    ];
+    store.enqueue(later, t0, None).await.unwrap();
+    let lookup = |ext: &str, limit: usize| store.posts_with_external_id("ws".into(), ext.into(), limit);
+    assert_eq!(
+        lookup("shared", 20).await.unwrap(),
+        ["post-5000", "post-9000", "post-3"]
+    );
+    assert_eq!(lookup("shared", 2).await.unwrap(), ["post-5000", "post-9000"]);
+    assert_eq!(lookup("ext-0", 20).await.unwrap(), ["post-0"]);
+    assert_eq!(lookup("ext-4097", 20).await.unwrap(), ["post-4097"]);
+    assert_eq!(lookup("ext-9999", 20).await.unwrap(), ["post-9999"]);
+    assert!(lookup("ext-10000", 20).await.unwrap().is_empty());
+    let other = store.posts_with_external_id("ws2".into(), "shared".into(), 20);
+    assert_eq!(other.await.unwrap(), ["other"]);
+}
+
 conformance!(
+    posts_are_found_by_external_id_among_many_events,
     a_workspace_key_pair_is_made_once_rotated_and_signs_what_signing_asks,
     a_claimed_delivery_whose_outcome_is_never_written_is_claimed_again_when_its_lease_ends,
     a_retried_delivery_is_claimed_with_its_attempt_count_and_the_same_body,

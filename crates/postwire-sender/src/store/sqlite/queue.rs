@@ -179,9 +179,14 @@ pub(super) fn enqueue(
         // Each event with its new pending deliveries, for their first claims.
         let mut made: Vec<(Arc<FreshEvent>, Vec<i64>)> = Vec::with_capacity(events.len());
         let mut insert_event = tx.prepare_cached(
-            "INSERT INTO events (id, workspace_id, event_type, post_id, created_at, body, external_key)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO events (seq, id, workspace_id, event_type, post_id, created_at, body, external_key)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )?;
+        // Numbered here, as SQLite would (one past the largest), since an event's
+        // external-id key holds its number's bucket.
+        let mut event_seq: i64 = tx
+            .prepare_cached("SELECT IFNULL(MAX(seq), 0) FROM events")?
+            .query_row([], |r| r.get(0))?;
         let mut key_open = tx.prepare_cached(KEY_OPEN_SQL)?;
         let mut insert_delivery = tx.prepare_cached(
             "INSERT INTO deliveries (seq, sub_seq, event_seq, okey, state, due_at, created_at)
@@ -189,7 +194,9 @@ pub(super) fn enqueue(
         )?;
         for built in events {
             let ev = &built.event;
+            event_seq += 1;
             insert_event.execute(params![
+                event_seq,
                 ev.id(),
                 ev.workspace_id(),
                 ev.event_type().as_str(),
@@ -199,9 +206,8 @@ pub(super) fn enqueue(
                 built
                     .external_id
                     .as_deref()
-                    .map(|ext| super::schema::external_key(ev.workspace_id(), ext))
+                    .map(|ext| super::schema::external_key_in_bucket(event_seq, ev.workspace_id(), ext))
             ])?;
-            let event_seq = tx.last_insert_rowid();
             if !routes.contains_key(ev.workspace_id()) {
                 routes.insert(ev.workspace_id().to_owned(), routes_of(tx, ev.workspace_id())?);
             }

@@ -166,7 +166,15 @@ pub(super) fn posts_with_external_id(
     external_id: String,
     limit: usize,
 ) -> BoxFuture<'_, StoreResult<Vec<String>>> {
+    use super::schema::{EXTERNAL_BUCKET_BITS, external_key, external_key_in_bucket};
     store.read(move |c| {
+        let (first, last): (Option<i64>, Option<i64>) =
+            c.query_row("SELECT MIN(seq), MAX(seq) FROM events", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
+        let (Some(first), Some(last)) = (first, last) else {
+            return Ok(Vec::new());
+        };
         // Newest event first; each post once, in the order of its newest event. The
         // index holds a hash: the body says whether the event really is about it.
         let mut stmt = c.prepare_cached(
@@ -175,15 +183,21 @@ pub(super) fn posts_with_external_id(
                AND json_extract(body, '$.data.post.externalId') = ?3
              ORDER BY seq DESC",
         )?;
-        let key = super::schema::external_key(&workspace_id, &external_id);
-        let mut rows = stmt.query(params![key, workspace_id, external_id])?;
+        // One probe per bucket of event numbers, newest first, then the plain hash that
+        // events stored before schema version 8 carry (all older than any bucketed one).
+        let buckets = (first >> EXTERNAL_BUCKET_BITS..=last >> EXTERNAL_BUCKET_BITS)
+            .rev()
+            .map(|bucket| external_key_in_bucket(bucket << EXTERNAL_BUCKET_BITS, &workspace_id, &external_id));
         let mut posts: Vec<String> = Vec::new();
-        while let Some(r) = rows.next()? {
-            let post: String = r.get(0)?;
-            if !posts.contains(&post) {
-                posts.push(post);
-                if posts.len() >= limit {
-                    break;
+        for key in buckets.chain([external_key(&workspace_id, &external_id)]) {
+            let mut rows = stmt.query(params![key, workspace_id, external_id])?;
+            while let Some(r) = rows.next()? {
+                let post: String = r.get(0)?;
+                if !posts.contains(&post) {
+                    posts.push(post);
+                    if posts.len() >= limit {
+                        return Ok(posts);
+                    }
                 }
             }
         }

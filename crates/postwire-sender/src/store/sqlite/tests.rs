@@ -55,7 +55,9 @@ fn hot_queries_use_their_indexes() {
 }
 
 #[test]
-fn files_of_versions_1_to_6_are_migrated() {
+fn files_of_versions_1_to_7_are_migrated() {
+    // From version 5 on, events kept the plain hash of their external id.
+    let legacy_key = external_key("ws", "order-9");
     let shapes = [
         // Version 1: the due index keyed by time first, ordering over unfinished rows.
         "DROP INDEX deliveries_due; DROP INDEX deliveries_open; DROP INDEX deliveries_held;
@@ -77,20 +79,42 @@ fn files_of_versions_1_to_6_are_migrated() {
              WHERE state = 0 AND attempts > 0 AND okey IS NOT NULL;
          PRAGMA user_version=4;",
         // Version 5: the queue of heads, without the resend marks.
-        "ALTER TABLE events ADD COLUMN external_key INTEGER;
-         PRAGMA user_version=5;",
+        &format!(
+            "ALTER TABLE events ADD COLUMN external_key INTEGER;
+             UPDATE events SET external_key = {legacy_key} WHERE seq = 8;
+             PRAGMA user_version=5;"
+        ),
         // Version 6: before the `v1a` extension.
-        "ALTER TABLE events ADD COLUMN external_key INTEGER;
-         ALTER TABLE deliveries ADD COLUMN resent_as INTEGER;
-         CREATE INDEX deliveries_failed ON deliveries (sub_seq, finished_at, seq) WHERE state = 3;
-         PRAGMA user_version=6;",
+        &format!(
+            "ALTER TABLE events ADD COLUMN external_key INTEGER;
+             UPDATE events SET external_key = {legacy_key} WHERE seq = 8;
+             ALTER TABLE deliveries ADD COLUMN resent_as INTEGER;
+             CREATE INDEX deliveries_failed ON deliveries (sub_seq, finished_at, seq) WHERE state = 3;
+             PRAGMA user_version=6;"
+        ),
+        // Version 7: before external-id keys had buckets.
+        &format!(
+            "ALTER TABLE events ADD COLUMN external_key INTEGER;
+             UPDATE events SET external_key = {legacy_key} WHERE seq = 8;
+             ALTER TABLE deliveries ADD COLUMN resent_as INTEGER;
+             CREATE INDEX deliveries_failed ON deliveries (sub_seq, finished_at, seq) WHERE state = 3;
+             ALTER TABLE subscriptions ADD COLUMN signing TEXT NOT NULL DEFAULT 'symmetric';
+             ALTER TABLE workspaces ADD COLUMN signing_key TEXT;
+             ALTER TABLE workspaces ADD COLUMN signing_key_created_at INTEGER;
+             ALTER TABLE workspaces ADD COLUMN previous_signing_key TEXT;
+             ALTER TABLE workspaces ADD COLUMN previous_signing_key_created_at INTEGER;
+             ALTER TABLE workspaces ADD COLUMN previous_signing_key_until INTEGER;
+             PRAGMA user_version=7;"
+        ),
     ];
-    for shape in shapes {
+    for shape in shapes.map(str::to_owned) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.db");
         drop(SqliteStore::open(&path).unwrap());
         // Versions before 4 had the unique index on event ids; each has an event.
-        let sorted = shape.contains("user_version=5") || shape.contains("user_version=6");
+        let sorted = ["user_version=5", "user_version=6", "user_version=7"]
+            .iter()
+            .any(|v| shape.contains(v));
         let unique = if shape.contains("user_version=4") || sorted {
             ""
         } else {
@@ -182,9 +206,15 @@ fn files_of_versions_1_to_6_are_migrated() {
         let key: Option<i64> = conn
             .query_row("SELECT external_key FROM events WHERE seq = 8", [], |r| r.get(0))
             .unwrap();
-        if !sorted {
-            assert_eq!(key, Some(external_key("ws", "order-9")));
-        }
+        assert_eq!(key, Some(legacy_key));
+        // ... and a look-up still finds them (by the plain hash, probed after the buckets).
+        let store = SqliteStore::open(&path).unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let found = runtime
+            .block_on(store.posts_with_external_id("ws".into(), "order-9".into(), 20))
+            .unwrap();
+        assert_eq!(found, ["p2"]);
+        drop(store);
         let kept: (i64, String, String) = conn
             .query_row("SELECT seq, id, post_id FROM events WHERE seq = 7", [], |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?))
