@@ -400,6 +400,7 @@ async fn held_memory(held: usize, pad: usize, url: &str) -> Vec<(usize, u64)> {
         .map(|m| m.len())
         .unwrap_or(0);
     eprintln!("held-events database: {:.0} MiB", size as f64 / 1048576.0);
+    external_lookups(&sender, held, pad).await;
     let started = Instant::now();
     let (_, summary) = sender.resume(&subs[0]).await.unwrap();
     eprintln!(
@@ -410,6 +411,31 @@ async fn held_memory(held: usize, pad: usize, url: &str) -> Vec<(usize, u64)> {
     );
     dispatcher.shutdown().await;
     samples
+}
+
+/// The cost of `posts/lookup?externalId=` among the `held` events just published: the
+/// store probes one bucket of event numbers after another, newest first, so the newest
+/// post is found at once and an unknown reference costs a probe per bucket. Medians of
+/// 21 look-ups each.
+async fn external_lookups(sender: &Sender, held: usize, pad: usize) {
+    let external = |k: usize| format!("ext-{}-{}", 2_000_000 + k, "x".repeat(pad));
+    let mut line = format!("external-id look-up among {held} events (median of 21):");
+    for (what, reference) in [
+        ("newest", external(held - 1)),
+        ("oldest", external(0)),
+        ("unknown", "no-such-reference".to_owned()),
+    ] {
+        let mut times = Vec::new();
+        for _ in 0..21 {
+            let started = Instant::now();
+            let posts = sender.posts_with_external_id("ws_bench", &reference, 20).await.unwrap();
+            times.push(started.elapsed());
+            assert_eq!(posts.len(), usize::from(what != "unknown"), "{what}");
+        }
+        times.sort();
+        line += &format!(" {what} {:.2} ms,", times[10].as_secs_f64() * 1e3);
+    }
+    eprintln!("{}", line.trim_end_matches(','));
 }
 
 /// Runs wrk against the receiver (see [`run_wrk`]); with `BENCH_VERBOSE`, also says what

@@ -160,6 +160,11 @@ pub(super) fn delivery_counts(
     })
 }
 
+/// The first and last event numbers. Two subqueries: SQLite reads MIN and MAX from the
+/// ends of the table only when each is alone in its query (together, they scan every
+/// event: 0.6 s among a million).
+pub(super) const EVENT_RANGE_SQL: &str = "SELECT (SELECT MIN(seq) FROM events), (SELECT MAX(seq) FROM events)";
+
 pub(super) fn posts_with_external_id(
     store: &SqliteStore,
     workspace_id: String,
@@ -169,9 +174,7 @@ pub(super) fn posts_with_external_id(
     use super::schema::{EXTERNAL_BUCKET_BITS, external_key, external_key_in_bucket};
     store.read(move |c| {
         let (first, last): (Option<i64>, Option<i64>) =
-            c.query_row("SELECT MIN(seq), MAX(seq) FROM events", [], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })?;
+            c.query_row(EVENT_RANGE_SQL, [], |r| Ok((r.get(0)?, r.get(1)?)))?;
         let (Some(first), Some(last)) = (first, last) else {
             return Ok(Vec::new());
         };

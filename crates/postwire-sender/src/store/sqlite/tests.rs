@@ -52,6 +52,9 @@ fn hot_queries_use_their_indexes() {
         assert!(p.contains(index), "{sql}\n  is planned as: {p}");
         assert!(!p.contains("TEMP B-TREE"), "{sql}\n  sorts: {p}");
     }
+    // A look-up's range of event numbers reads the two ends of the table, no more.
+    let p = plan(super::reads::EVENT_RANGE_SQL);
+    assert!(!p.contains("SCAN events"), "{p}");
 }
 
 #[test]
