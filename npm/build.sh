@@ -66,14 +66,30 @@ accept_foreign_modules() {
   ' "$1"
 }
 
+# wasm-bindgen gives every module one import, `__wbindgen_init_externref_table` (it fills
+# the table of JavaScript values, which this crate never uses: only numbers cross, see
+# scripts/wasm-boundary.mjs), and exports it again as `__wbindgen_start`, which the glue
+# calls. V8 compiles a wrapper for each import while compiling the module, so it is linked
+# to an empty function of the module's own (binaryen's wasm-merge): the module imports nothing.
+printf '(module (func (export "__wbindgen_init_externref_table")))\n' > build/externref-stub.wat
+wasm-as build/externref-stub.wat -o build/externref-stub.wasm
+close_imports() {
+  wasm-merge --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+    --enable-mutable-globals --enable-reference-types --enable-multivalue \
+    "$1" main build/externref-stub.wasm ./postwire_wasm_bg.js -o "$1.closed"
+  mv "$1.closed" "$1"
+}
+
 log "wasm-bindgen $cli (web target glue)"
 wasm-bindgen --target web --out-dir build/web "$RAW_WASM"
 accept_foreign_modules build/web/postwire_wasm.js
+close_imports build/web/postwire_wasm_bg.wasm
 
 log "wasm-opt -O3 (binaryen $(wasm-opt --version | awk '{print $3}'))"
 wasm-opt "${POSTWIRE_WASM_OPT_FLAGS:--O3}" --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
   --enable-mutable-globals --enable-reference-types --enable-multivalue \
   build/web/postwire_wasm_bg.wasm -o build/postwire_wasm_bg.wasm
+node scripts/wasm-boundary.mjs build/postwire_wasm_bg.wasm
 cp build/postwire_wasm_bg.wasm dist/workerd/postwire_wasm_bg.wasm
 node -e '
   const fs = require("fs");
@@ -88,9 +104,11 @@ CARGO_PROFILE_RELEASE_OPT_LEVEL="${POSTWIRE_WASM_OPT_LEVEL:-3}" CARGO_PROFILE_RE
   cargo build -p postwire-wasm --release --target wasm32-unknown-unknown --locked --features ed25519
 wasm-bindgen --target web --out-dir build/web-v1a "$RAW_WASM"
 accept_foreign_modules build/web-v1a/postwire_wasm.js
+close_imports build/web-v1a/postwire_wasm_bg.wasm
 wasm-opt "${POSTWIRE_WASM_OPT_FLAGS:--O3}" --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
   --enable-mutable-globals --enable-reference-types --enable-multivalue \
   build/web-v1a/postwire_wasm_bg.wasm -o build/postwire_wasm_v1a_bg.wasm
+node scripts/wasm-boundary.mjs build/postwire_wasm_v1a_bg.wasm
 node -e '
   const fs = require("fs");
   const b64 = fs.readFileSync("build/postwire_wasm_v1a_bg.wasm").toString("base64");

@@ -52,21 +52,15 @@ mod secrets;
 pub mod v1a;
 mod verifier;
 
-pub use replay::WasmReplayGuard;
+pub use replay::{
+    WasmReplayGuard, replay_guard_check_and_record, replay_guard_forget, replay_guard_free, replay_guard_new,
+    replay_guard_size,
+};
 pub use scratch::{
     read_for_tests as scratch_read_for_tests, scratch_len, scratch_reserve, scratch_shrink,
     write_for_tests as scratch_write_for_tests,
 };
-pub use secrets::generate_secret;
+pub use secrets::{generate_secret, secret_from_random};
 #[cfg(feature = "ed25519")]
 pub use v1a::{public_key, verify_with_public_keys};
-pub use verifier::{HAS_ID, HAS_SIGNATURE, HAS_TIMESTAMP, key_schedule, sign, verify, verify_macs};
-
-use wasm_bindgen::prelude::*;
-
-/// The module's linear memory, so the JavaScript wrapper can write into the scratch
-/// buffer whose address [`scratch_reserve`] returns.
-#[wasm_bindgen(js_name = wasmMemory)]
-pub fn wasm_memory() -> JsValue {
-    wasm_bindgen::memory()
-}
+pub use verifier::{HAS_ID, HAS_SIGNATURE, HAS_TIMESTAMP, key_schedule, sign, sign_to_scratch, verify, verify_macs};

@@ -5,7 +5,6 @@
 import {
   initSync,
   codeName,
-  wasmMemory,
   scratchReserve,
   scratchShrink,
   scratchLen,
@@ -16,7 +15,11 @@ import {
   verify,
   verifyMacs,
   sign,
-  WasmReplayGuard,
+  replayGuardNew,
+  replayGuardCheckAndRecord,
+  replayGuardForget,
+  replayGuardSize,
+  replayGuardFree,
   publicKey,
   verifyWithPublicKeys,
 } from "../../build/web-v1a/postwire_wasm.js";
@@ -24,8 +27,9 @@ import { instantiateFrom } from "./instantiate.js";
 
 /** instantiateApi of init.js, over the v1a module. */
 export function instantiateApi(source, native, nativeMinBytes) {
-  const glue = { initSync, codeName, wasmMemory, scratchReserve, scratchShrink, scratchLen, lastErrorMessage };
-  Object.assign(glue, { lastErrorStatus, generateSecret, keySchedule, verify, verifyMacs, sign, WasmReplayGuard });
+  const glue = { initSync, codeName, scratchReserve, scratchShrink, scratchLen, lastErrorMessage };
+  Object.assign(glue, { lastErrorStatus, generateSecret, keySchedule, verify, verifyMacs, sign });
+  Object.assign(glue, { replayGuardNew, replayGuardCheckAndRecord, replayGuardForget, replayGuardSize, replayGuardFree });
   Object.assign(glue, { publicKey, verifyWithPublicKeys });
   return instantiateFrom(glue, source, native, nativeMinBytes);
 }

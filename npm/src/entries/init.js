@@ -6,7 +6,6 @@
 import {
   initSync,
   codeName,
-  wasmMemory,
   scratchReserve,
   scratchShrink,
   scratchLen,
@@ -17,7 +16,11 @@ import {
   verify,
   verifyMacs,
   sign,
-  WasmReplayGuard,
+  replayGuardNew,
+  replayGuardCheckAndRecord,
+  replayGuardForget,
+  replayGuardSize,
+  replayGuardFree,
 } from "../../build/web/postwire_wasm.js";
 import { instantiateFrom } from "./instantiate.js";
 
@@ -28,7 +31,8 @@ import { instantiateFrom } from "./instantiate.js";
  * @param {number} [nativeMinBytes] the body size from which node:crypto hashes (default 1536, measured on Node)
  */
 export function instantiateApi(source, native, nativeMinBytes) {
-  const glue = { initSync, codeName, wasmMemory, scratchReserve, scratchShrink, scratchLen, lastErrorMessage };
-  Object.assign(glue, { lastErrorStatus, generateSecret, keySchedule, verify, verifyMacs, sign, WasmReplayGuard });
+  const glue = { initSync, codeName, scratchReserve, scratchShrink, scratchLen, lastErrorMessage };
+  Object.assign(glue, { lastErrorStatus, generateSecret, keySchedule, verify, verifyMacs, sign });
+  Object.assign(glue, { replayGuardNew, replayGuardCheckAndRecord, replayGuardForget, replayGuardSize, replayGuardFree });
   return instantiateFrom(glue, source, native, nativeMinBytes);
 }
