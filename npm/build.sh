@@ -5,14 +5,15 @@
 # wasm-opt (Debian's is known to break the module), and esbuild to put each runtime's
 # entry point together.
 #
-#   dist/node/     index.cjs (require) + index.mjs (import), wasm inlined, node:crypto for large bodies
+#   dist/node/     index.cjs (require) + index.mjs (import) + postwire_wasm_bg.wasm (read from the file;
+#                  inlined in wasm-inline.cjs for bundles that move the entry), node:crypto for large bodies
 #   dist/native/   index.js: Bun and Deno; ESM, wasm inlined, node:crypto for large bodies, no Buffer
 #   dist/browser/  index.js + postwire_wasm_bg.wasm (new URL(…, import.meta.url), top-level await): browsers, bundlers
 #   dist/web/      index.js: any other runtime, and postwire/inline; wasm inlined, no node: imports
 #   dist/workerd/  index.js + postwire_wasm_bg.wasm imported as a module (Cloudflare)
 #   dist/edge-light/ the same with the `?module` import Vercel's Edge runtime needs
 #   dist/index.d.ts, dist/index.d.cts: the hand-written TypeScript types
-#   postwire/v1a: dist/node/v1a.{cjs,mjs}, dist/{workerd,edge-light}/v1a.js (+ its .wasm) and dist/web/v1a.js, over a second module built with
+#   postwire/v1a: dist/node/v1a.{cjs,mjs} (+ its .wasm and wasm-v1a-inline.cjs), dist/{workerd,edge-light}/v1a.js (+ its .wasm) and dist/web/v1a.js, over a second module built with
 #     postwire-wasm's `ed25519` feature (`whpk_` keys, v1a), so the default module keeps its size
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -119,11 +120,22 @@ log "esbuild (entry points)"
 # --keep-names: the classes keep their names (`Webhook.name === "Webhook"`, not "Webhook2"),
 # which error reports, loggers and `instanceof`-free checks rely on.
 # .cjs since the package is "type": "module".
-esbuild src/entries/node.js --bundle --platform=node --format=cjs --target=node18 --keep-names \
-  --outfile=dist/node/index.cjs --log-level=warning
+# Node: the .wasm beside the entry, read with readFileSync (its length is built in, so a
+# file of another build is not used), and the same module inlined in wasm-inline.cjs, loaded
+# only where a bundler moved the entry without the file (src/entries/node-wasm.js).
+node_build() { # entry, out, wasm, inline module
+  cp "build/$3" "dist/node/$3"
+  node -e '
+    const fs = require("fs");
+    fs.writeFileSync(process.argv[2], "module.exports = \"" + fs.readFileSync(process.argv[1]).toString("base64") + "\";\n");
+  ' "build/$3" "dist/node/$4"
+  esbuild "src/entries/$1" --bundle --platform=node --format=cjs --target=node18 --keep-names \
+    "--define:POSTWIRE_WASM_BYTES=$(stat -c %s "build/$3")" "--external:./$4" \
+    --outfile="dist/node/$2" --log-level=warning
+}
+node_build node.js index.cjs postwire_wasm_bg.wasm wasm-inline.cjs
 cp src/entries/node.mjs dist/node/index.mjs
-esbuild src/entries/node-v1a.js --bundle --platform=node --format=cjs --target=node18 --keep-names \
-  --outfile=dist/node/v1a.cjs --log-level=warning
+node_build node-v1a.js v1a.cjs postwire_wasm_v1a_bg.wasm wasm-v1a-inline.cjs
 cp src/entries/node-v1a.mjs dist/node/v1a.mjs
 esbuild src/entries/web-v1a.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   --outfile=dist/web/v1a.js --log-level=warning
