@@ -30,6 +30,10 @@ test("require and import both load the Node build, as one instance", () => {
   assert.equal(cjs.Webhook, esm.Webhook, "import re-exports the CommonJS instance");
   assert.equal(cjs.WebhookVerificationError, esm.WebhookVerificationError);
   assert.equal(require.resolve("postwire"), npmDir + "dist/node/index.cjs");
+  // Named as in the source, though the Node build is bundled without --keep-names.
+  for (const [entry, api] of [["postwire", cjs], ["postwire/v1a", require("postwire/v1a")]]) {
+    assert.deepEqual([api.Webhook.name, api.ReplayGuard.name, api.WebhookVerificationError.name], ["Webhook", "ReplayGuard", "WebhookVerificationError"], entry);
+  }
   // In a fresh process, each on its own.
   const viaRequire = run(process.execPath, ["-e", "const {Webhook}=require('postwire'); console.log(new Webhook('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw').sign('msg_p5jXN8AQM9LWM0D4loKWxJek', new Date(1614265330000), '{\"test\": 2432232314}'))"]);
   const viaImport = run(process.execPath, ["--input-type=module", "-e", "import {Webhook} from 'postwire'; console.log(new Webhook('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw').sign('msg_p5jXN8AQM9LWM0D4loKWxJek', new Date(1614265330000), '{\"test\": 2432232314}'))"]);
