@@ -24,7 +24,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target/npm}"
 
 log() { printf '\033[1;34m[npm build]\033[0m %s\n' "$*"; }
 
-# The CLI must be the exact version of the crate in Cargo.lock, or the glue and the module disagree.
+# The CLI must be the exact version of the crate in Cargo.lock, or it cannot read the module's bindings.
 locked=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/[^0-9.]/, ""); print; exit}' "$ROOT/Cargo.lock")
 cli=$(wasm-bindgen --version | awk '{print $2}')
 if [ "$locked" != "$cli" ]; then
@@ -48,29 +48,14 @@ RAW_WASM="$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/postwire_wasm.wasm"
 rm -rf build dist
 mkdir -p build/web build/web-v1a dist/browser dist/edge-light dist/node dist/native dist/web dist/workerd
 
-# One glue for every build (the `web` target's initSync); each entry point only differs
-# in how it obtains the compiled module.
-# The glue's initSync compiles whatever is not `instanceof WebAssembly.Module`; a module made in
-# another realm fails that test though it is one. Next.js runs edge routes in a context of
-# its own (the edge-runtime package) and hands `?module` imports in compiled outside it, so
-# the glue would try to compile a module from a module and throw. Its check is widened to
-# the module's tag (which every realm's WebAssembly.Module has), once, or the build fails.
-accept_foreign_modules() {
-  node -e '
-    const fs = require("fs");
-    const file = process.argv[1];
-    const before = "if (!(module instanceof WebAssembly.Module)) {";
-    const after = "if (!(module instanceof WebAssembly.Module) && Object.prototype.toString.call(module) !== \"[object WebAssembly.Module]\") {";
-    const text = fs.readFileSync(file, "utf8");
-    if (text.split(before).length !== 2) throw new Error(file + ": initSync changed; review the realm check");
-    fs.writeFileSync(file, text.replace(before, after));
-  ' "$1"
-}
-
+# wasm-bindgen prepares each module (its exports, the custom sections it reads); its
+# JavaScript glue is not used: every export takes and returns numbers only
+# (scripts/wasm-boundary.mjs), so src/entries/instantiate.js calls them directly and also
+# accepts a WebAssembly.Module compiled in another realm (Next.js's edge sandbox).
 # wasm-bindgen gives every module one import, `__wbindgen_init_externref_table` (it fills
 # the table of JavaScript values, which this crate never uses: only numbers cross, see
-# scripts/wasm-boundary.mjs), and exports it again as `__wbindgen_start`, which the glue
-# calls. V8 compiles a wrapper for each import while compiling the module, so it is linked
+# scripts/wasm-boundary.mjs), and exports it again as `__wbindgen_start`, which
+# instantiate.js calls. V8 compiles a wrapper for each import while compiling the module, so it is linked
 # to an empty function of the module's own (binaryen's wasm-merge): the module imports nothing.
 printf '(module (func (export "__wbindgen_init_externref_table")))\n' > build/externref-stub.wat
 wasm-as build/externref-stub.wat -o build/externref-stub.wasm
@@ -81,9 +66,8 @@ close_imports() {
   mv "$1.closed" "$1"
 }
 
-log "wasm-bindgen $cli (web target glue)"
+log "wasm-bindgen $cli"
 wasm-bindgen --target web --out-dir build/web "$RAW_WASM"
-accept_foreign_modules build/web/postwire_wasm.js
 close_imports build/web/postwire_wasm_bg.wasm
 
 log "wasm-opt -O3 (binaryen $(wasm-opt --version | awk '{print $3}'))"
@@ -99,12 +83,11 @@ node -e '
 '
 
 # The v1a module: the same crate with `ed25519` (postwire/v1a only). Built after the default
-# module's glue is written, since both builds leave their .wasm at the same path.
+# module is processed, since both builds leave their .wasm at the same path.
 log "cargo build --features ed25519 (the postwire/v1a module)"
 CARGO_PROFILE_RELEASE_OPT_LEVEL="${POSTWIRE_WASM_OPT_LEVEL:-3}" CARGO_PROFILE_RELEASE_PANIC=abort \
   cargo build -p postwire-wasm --release --target wasm32-unknown-unknown --locked --features ed25519
 wasm-bindgen --target web --out-dir build/web-v1a "$RAW_WASM"
-accept_foreign_modules build/web-v1a/postwire_wasm.js
 close_imports build/web-v1a/postwire_wasm_bg.wasm
 wasm-opt "${POSTWIRE_WASM_OPT_FLAGS:--O3}" --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
   --enable-mutable-globals --enable-reference-types --enable-multivalue \

@@ -1,6 +1,6 @@
-// Turns one build of the wasm glue into the package API: the module is compiled and
-// instantiated (synchronously) on the first call that needs it, not at import, so loading
-// the package costs no compile. init.js passes the default (`v1`-only) module's glue,
+// Turns one of the package's wasm modules into the package API: the module is compiled
+// and instantiated (synchronously) on the first call that needs it, not at import, so
+// loading the package costs no compile. init.js is the default (`v1`-only) module's,
 // init-v1a.js the `postwire/v1a` module's, which adds `publicKey` and `verifyWithPublicKeys`.
 //
 // Only numbers cross the boundary: the module imports nothing, and each export takes and
@@ -8,7 +8,9 @@
 // return is two results, and each such export, and each import, costs an optimized wrapper
 // compiled with the module: about 1.5 ms of a cold start on Node 20.) The few strings the
 // module gives back (a code's name, an error message, a signature, a generated secret)
-// are written at the start of the scratch buffer and read here.
+// are written at the start of the scratch buffer and read here. So the module's exports
+// are called directly, without wasm-bindgen's JavaScript glue (a wrapper per export, which
+// only turned results into unsigned numbers, as `u32` does here).
 import { createApi } from "../api.js";
 import { WebhookVerificationError } from "../errors.js";
 
@@ -20,74 +22,95 @@ const STRING_ROOM = 4096;
 const SECRET_BYTES = 32;
 
 /**
- * @param {object} glue the glue's functions (`initSync`, `codeName`, …, `replayGuardNew`)
  * @param {() => BufferSource | WebAssembly.Module} source the module's bytes or compiled module, asked for once
  * @param {() => object} [native] node:crypto's `createHmac` and `createSecretKey`, asked for on the first large body
  * @param {number} [nativeMinBytes] the body size from which node:crypto hashes (default 1536, measured on Node)
+ * @param {boolean} [v1a] whether the module is postwire/v1a's (`publicKey`, `verifyWithPublicKeys`)
  */
-export function instantiateFrom(glue, source, native, nativeMinBytes) {
-  let memory = null;
+export function instantiateFrom(source, native, nativeMinBytes, v1a = false) {
+  /** The module's exports, once instantiated. */
+  let wasm = null;
   let decoder = null;
   const load = () => {
-    if (memory === null) memory = glue.initSync({ module: source() }).memory;
+    let module = source();
+    // A module compiled in another realm (Next.js hands its edge sandbox `?module` imports
+    // compiled outside it) fails `instanceof` though it is one: its tag says so.
+    if (!(module instanceof WebAssembly.Module) && Object.prototype.toString.call(module) !== "[object WebAssembly.Module]") {
+      module = new WebAssembly.Module(module);
+    }
+    wasm = new WebAssembly.Instance(module, {}).exports;
+    // wasm-bindgen's start function (empty here: see npm/build.sh), should it ever do work.
+    wasm.__wbindgen_start?.();
   };
+  /** A call of export `name` that loads the module first, its result as an unsigned 32-bit number. */
+  const u32 =
+    (name) =>
+    (...args) => {
+      if (wasm === null) load();
+      return wasm[name](...args) >>> 0;
+    };
   const lazy =
     (fn) =>
     (...args) => {
-      if (memory === null) load();
+      if (wasm === null) load();
       return fn(...args);
     };
+  const scratchReserve = u32("scratchReserve");
 
   /** The scratch buffer's address, made at least STRING_ROOM bytes (it does not move once it is). */
-  const room = () => glue.scratchReserve(STRING_ROOM);
+  const room = () => scratchReserve(STRING_ROOM);
   /** The string of `len` bytes a call just wrote at the start of the scratch buffer; undefined for FAILED. */
   function scratchString(len) {
     if (len === FAILED) return undefined;
     decoder ??= new TextDecoder();
-    return decoder.decode(new Uint8Array(memory.buffer, glue.scratchReserve(0), len));
+    return decoder.decode(new Uint8Array(wasm.memory.buffer, scratchReserve(0), len));
   }
 
   /** A JavaScript handle on a replay guard in the module, freed by `free()` or with the object. */
   const guards =
-    typeof FinalizationRegistry === "undefined" ? null : new FinalizationRegistry((h) => glue.replayGuardFree(h));
+    typeof FinalizationRegistry === "undefined" ? null : new FinalizationRegistry((h) => wasm.replayGuardFree(h));
   class GuardHandle {
     #h;
     constructor(capacity, ttl) {
-      this.#h = glue.replayGuardNew(capacity, ttl);
+      this.#h = wasm.replayGuardNew(capacity, ttl) >>> 0;
       guards?.register(this, this.#h, this);
     }
     checkAndRecord(len, now) {
-      return glue.replayGuardCheckAndRecord(this.#h, len, now) === 1;
+      return wasm.replayGuardCheckAndRecord(this.#h, len, now) === 1;
     }
     forget(len) {
-      glue.replayGuardForget(this.#h, len);
+      wasm.replayGuardForget(this.#h, len);
     }
     get size() {
-      return glue.replayGuardSize(this.#h);
+      return wasm.replayGuardSize(this.#h) >>> 0;
     }
     free() {
       guards?.unregister(this);
-      glue.replayGuardFree(this.#h);
+      wasm.replayGuardFree(this.#h);
       this.#h = 0;
     }
   }
 
+  const codeName = u32("codeName");
+  const lastErrorMessage = u32("lastErrorMessage");
+  const generateSecret = u32("generateSecret");
+  const sign = u32("sign");
   return createApi(
     {
-      codeName: lazy((status) => {
+      codeName: (status) => {
         room();
-        return scratchString(glue.codeName(status));
-      }),
-      wasmMemory: lazy(() => memory),
-      scratchReserve: lazy(glue.scratchReserve),
-      scratchShrink: lazy(glue.scratchShrink),
-      scratchLen: lazy(glue.scratchLen),
-      lastErrorMessage: lazy(() => {
+        return scratchString(codeName(status));
+      },
+      wasmMemory: lazy(() => wasm.memory),
+      scratchReserve,
+      scratchShrink: u32("scratchShrink"),
+      scratchLen: u32("scratchLen"),
+      lastErrorMessage: () => {
         room();
-        return scratchString(glue.lastErrorMessage());
-      }),
-      lastErrorStatus: lazy(glue.lastErrorStatus),
-      generateSecret: lazy(() => {
+        return scratchString(lastErrorMessage());
+      },
+      lastErrorStatus: u32("lastErrorStatus"),
+      generateSecret: () => {
         const random = globalThis.crypto;
         if (typeof random?.getRandomValues !== "function") {
           throw new WebhookVerificationError(
@@ -96,20 +119,20 @@ export function instantiateFrom(glue, source, native, nativeMinBytes) {
           );
         }
         const at = room();
-        const key = new Uint8Array(memory.buffer, at, SECRET_BYTES);
+        const key = new Uint8Array(wasm.memory.buffer, at, SECRET_BYTES);
         random.getRandomValues(key);
-        const text = scratchString(glue.generateSecret(SECRET_BYTES));
+        const text = scratchString(generateSecret(SECRET_BYTES));
         // The key's bytes are overwritten by the text in the module; its text is cleared here.
-        new Uint8Array(memory.buffer, at, STRING_ROOM).fill(0, 0, text === undefined ? SECRET_BYTES : text.length);
+        new Uint8Array(wasm.memory.buffer, at, STRING_ROOM).fill(0, 0, text === undefined ? SECRET_BYTES : text.length);
         return text;
-      }),
-      keySchedule: lazy(glue.keySchedule),
-      verify: lazy(glue.verify),
-      verifyMacs: lazy(glue.verifyMacs),
-      sign: lazy((...args) => scratchString(glue.sign(...args))),
+      },
+      keySchedule: u32("keySchedule"),
+      verify: u32("verify"),
+      verifyMacs: u32("verifyMacs"),
+      sign: (...args) => scratchString(sign(...args)),
       newReplayGuard: lazy((capacity, ttl) => new GuardHandle(capacity, ttl)),
-      publicKey: glue.publicKey === undefined ? undefined : lazy(glue.publicKey),
-      verifyWithPublicKeys: glue.verifyWithPublicKeys === undefined ? undefined : lazy(glue.verifyWithPublicKeys),
+      publicKey: v1a ? u32("publicKey") : undefined,
+      verifyWithPublicKeys: v1a ? u32("verifyWithPublicKeys") : undefined,
     },
     native,
     nativeMinBytes,
