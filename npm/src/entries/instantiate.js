@@ -10,7 +10,7 @@
 // module gives back (a code's name, an error message, a signature, a generated secret)
 // are written at the start of the scratch buffer and read here. So the module's exports
 // are called directly, without wasm-bindgen's JavaScript glue (a wrapper per export, which
-// only turned results into unsigned numbers, as `u32` does here).
+// only turned results into unsigned numbers, as `>>> 0` does here).
 import { createApi } from "../api.js";
 import { WebhookVerificationError } from "../errors.js";
 
@@ -42,20 +42,15 @@ export function instantiateFrom(source, native, nativeMinBytes, v1a = false) {
     // wasm-bindgen's start function (empty here: see npm/build.sh), should it ever do work.
     wasm.__wbindgen_start?.();
   };
-  /** A call of export `name` that loads the module first, its result as an unsigned 32-bit number. */
-  const u32 =
-    (name) =>
-    (...args) => {
-      if (wasm === null) load();
-      return wasm[name](...args) >>> 0;
-    };
-  const lazy =
-    (fn) =>
-    (...args) => {
-      if (wasm === null) load();
-      return fn(...args);
-    };
-  const scratchReserve = u32("scratchReserve");
+  /** The module's exports, instantiated on first use. */
+  const w = () => {
+    if (wasm === null) load();
+    return wasm;
+  };
+  // One function per export, each calling it by name with its own arity: a shared wrapper
+  // (`(...args) => wasm[name](...args)`) would leave V8 one polymorphic call site for all.
+  // `>>> 0`: the results are `u32`s (statuses, lengths, addresses).
+  const scratchReserve = (len) => w().scratchReserve(len) >>> 0;
 
   /** The scratch buffer's address, made at least STRING_ROOM bytes (it does not move once it is). */
   const room = () => scratchReserve(STRING_ROOM);
@@ -91,25 +86,21 @@ export function instantiateFrom(source, native, nativeMinBytes, v1a = false) {
     }
   }
 
-  const codeName = u32("codeName");
-  const lastErrorMessage = u32("lastErrorMessage");
-  const generateSecret = u32("generateSecret");
-  const sign = u32("sign");
   return createApi(
     {
       codeName: (status) => {
         room();
-        return scratchString(codeName(status));
+        return scratchString(wasm.codeName(status) >>> 0);
       },
-      wasmMemory: lazy(() => wasm.memory),
+      wasmMemory: () => w().memory,
       scratchReserve,
-      scratchShrink: u32("scratchShrink"),
-      scratchLen: u32("scratchLen"),
+      scratchShrink: (keep) => w().scratchShrink(keep) >>> 0,
+      scratchLen: () => w().scratchLen() >>> 0,
       lastErrorMessage: () => {
         room();
-        return scratchString(lastErrorMessage());
+        return scratchString(wasm.lastErrorMessage() >>> 0);
       },
-      lastErrorStatus: u32("lastErrorStatus"),
+      lastErrorStatus: () => w().lastErrorStatus() >>> 0,
       generateSecret: () => {
         const random = globalThis.crypto;
         if (typeof random?.getRandomValues !== "function") {
@@ -121,18 +112,26 @@ export function instantiateFrom(source, native, nativeMinBytes, v1a = false) {
         const at = room();
         const key = new Uint8Array(wasm.memory.buffer, at, SECRET_BYTES);
         random.getRandomValues(key);
-        const text = scratchString(generateSecret(SECRET_BYTES));
+        const text = scratchString(wasm.generateSecret(SECRET_BYTES) >>> 0);
         // The key's bytes are overwritten by the text in the module; its text is cleared here.
         new Uint8Array(wasm.memory.buffer, at, STRING_ROOM).fill(0, 0, text === undefined ? SECRET_BYTES : text.length);
         return text;
       },
-      keySchedule: u32("keySchedule"),
-      verify: u32("verify"),
-      verifyMacs: u32("verifyMacs"),
-      sign: (...args) => scratchString(sign(...args)),
-      newReplayGuard: lazy((capacity, ttl) => new GuardHandle(capacity, ttl)),
-      publicKey: v1a ? u32("publicKey") : undefined,
-      verifyWithPublicKeys: v1a ? u32("verifyWithPublicKeys") : undefined,
+      keySchedule: (len, raw) => w().keySchedule(len, raw) >>> 0,
+      verify: (secrets, id, ts, sig, body, present, now, tolerance) =>
+        w().verify(secrets, id, ts, sig, body, present, now, tolerance) >>> 0,
+      verifyMacs: (id, ts, sig, macs, present, now, tolerance) =>
+        w().verifyMacs(id, ts, sig, macs, present, now, tolerance) >>> 0,
+      sign: (secrets, id, body, ts) => scratchString(w().sign(secrets, id, body, ts) >>> 0),
+      newReplayGuard: (capacity, ttl) => {
+        w();
+        return new GuardHandle(capacity, ttl);
+      },
+      publicKey: v1a ? (len) => w().publicKey(len) >>> 0 : undefined,
+      verifyWithPublicKeys: v1a
+        ? (secrets, keys, id, ts, sig, body, present, now, tolerance) =>
+            w().verifyWithPublicKeys(secrets, keys, id, ts, sig, body, present, now, tolerance) >>> 0
+        : undefined,
     },
     native,
     nativeMinBytes,
