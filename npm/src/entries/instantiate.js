@@ -27,7 +27,8 @@ const SECRET_BYTES = 32;
  * @param {number} [nativeMinBytes] the body size from which node:crypto hashes (default 1536, measured on Node)
  * @param {boolean} [v1a] whether the module is postwire/v1a's (`publicKey`, `verifyWithPublicKeys`)
  */
-export function instantiateFrom(source, native, nativeMinBytes, v1a = false) {
+// In parentheses: compiled eagerly by V8, since it runs at load (see createApi in api.js).
+export const instantiateFrom = (function instantiateFrom(source, native, nativeMinBytes, v1a = false) {
   /** The module's exports, once instantiated. */
   let wasm = null;
   let decoder = null;
@@ -136,4 +137,4 @@ export function instantiateFrom(source, native, nativeMinBytes, v1a = false) {
     native,
     nativeMinBytes,
   );
-}
+});
