@@ -21,6 +21,14 @@
 //! - **Status codes, not exceptions.** Calls return a small integer ([`codes`]); the
 //!   wrapper builds a `WebhookVerificationError` in JavaScript, asking for the message
 //!   only on failure ([`codes::last_error_message`]).
+//! - **Numbers only, nothing imported.** Every export takes and returns plain numbers, and
+//!   the module imports nothing (`npm/scripts/wasm-boundary.mjs` fails the build
+//!   otherwise): for any other signature (a `String` return is two results) and for every
+//!   import, V8 compiles a wrapper while compiling the module, which was most of the
+//!   module's cold-start compile on Node. The few strings that leave (a code's name, a
+//!   message, a signature, a generated secret) are written at the start of the scratch
+//!   buffer (`scratch.rs`); the replay guard is a handle, not a wasm-bindgen class; the
+//!   randomness of [`secret_from_random`] comes from the wrapper.
 //! - **No panics.** Every input is checked before use (lengths against the buffer,
 //!   UTF-8 of header values), and postwire-core itself never panics on input, so no
 //!   input can reach a WebAssembly `unreachable` trap. Allocation is bounded: the
