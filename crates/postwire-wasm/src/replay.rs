@@ -58,12 +58,19 @@ fn id(buf: &[u8], len: u32) -> Option<&str> {
     std::str::from_utf8(bytes).ok()
 }
 
-thread_local! {
-    /// The live guards; handle `h` is slot `h - 1`. A `Cell` (take/set), so no borrow can fail.
-    static GUARDS: Cell<Vec<Option<WasmReplayGuard>>> = const { Cell::new(Vec::new()) };
+/// The live guards: handle `h` is slot `h - 1`; freed slots are reused, newest first.
+#[derive(Default)]
+struct Guards {
+    slots: Vec<Option<WasmReplayGuard>>,
+    free: Vec<usize>,
 }
 
-fn with_guards<R>(f: impl FnOnce(&mut Vec<Option<WasmReplayGuard>>) -> R) -> R {
+thread_local! {
+    /// A `Cell` (take/set), so no borrow can fail.
+    static GUARDS: Cell<Guards> = Cell::new(Guards::default());
+}
+
+fn with_guards<R>(f: impl FnOnce(&mut Guards) -> R) -> R {
     GUARDS.with(|cell| {
         let mut guards = cell.take();
         let result = f(&mut guards);
@@ -75,23 +82,23 @@ fn with_guards<R>(f: impl FnOnce(&mut Vec<Option<WasmReplayGuard>>) -> R) -> R {
 /// Runs `f` on the guard of `handle`; `None` for a handle that is not live.
 fn with_guard<R>(handle: u32, f: impl FnOnce(&WasmReplayGuard) -> R) -> Option<R> {
     let slot = usize::try_from(handle).ok()?.checked_sub(1)?;
-    with_guards(|guards| guards.get(slot)?.as_ref().map(f))
+    with_guards(|guards| guards.slots.get(slot)?.as_ref().map(f))
 }
 
 /// A new guard ([`WasmReplayGuard::new`]); returns its handle (never 0).
 #[wasm_bindgen(js_name = replayGuardNew)]
 pub fn replay_guard_new(capacity: f64, ttl_secs: f64) -> u32 {
-    let guard = WasmReplayGuard::new(capacity, ttl_secs);
+    let guard = Some(WasmReplayGuard::new(capacity, ttl_secs));
     with_guards(|guards| {
-        let slot = match guards.iter().position(Option::is_none) {
-            Some(free) => free,
+        let slot = match guards.free.pop() {
+            Some(slot) => slot,
             None => {
-                guards.push(None);
-                guards.len() - 1
+                guards.slots.push(None);
+                guards.slots.len() - 1
             }
         };
-        if let Some(entry) = guards.get_mut(slot) {
-            *entry = Some(guard);
+        if let Some(entry) = guards.slots.get_mut(slot) {
+            *entry = guard;
         }
         slot as u32 + 1
     })
@@ -123,7 +130,13 @@ pub fn replay_guard_free(handle: u32) {
         return;
     };
     // Taken out of the slot first, so its memory is freed outside `with_guards`.
-    let freed = with_guards(|guards| guards.get_mut(slot).and_then(Option::take));
+    let freed = with_guards(|guards| {
+        let guard = guards.slots.get_mut(slot).and_then(Option::take);
+        if guard.is_some() {
+            guards.free.push(slot);
+        }
+        guard
+    });
     drop(freed);
 }
 
@@ -158,5 +171,11 @@ mod tests {
         }
         replay_guard_free(b);
         replay_guard_free(c);
+        // Freed twice or never live: no slot is handed out twice.
+        let d = replay_guard_new(1.0, 1.0);
+        let e = replay_guard_new(1.0, 1.0);
+        assert_ne!(d, e);
+        replay_guard_free(d);
+        replay_guard_free(e);
     }
 }
