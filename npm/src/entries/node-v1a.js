@@ -7,7 +7,12 @@ import { instantiateApi } from "./init-v1a.js";
 import { nodeWasmBytes } from "./node-wasm.js";
 
 const api = instantiateApi(
-  () => nodeWasmBytes("postwire_wasm_v1a_bg.wasm", POSTWIRE_WASM_BYTES, () => require("./wasm-v1a-inline.cjs")),
+  () =>
+    nodeWasmBytes(
+      () => require("node:fs").readFileSync(require("node:path").join(__dirname, "postwire_wasm_v1a_bg.wasm")),
+      POSTWIRE_WASM_BYTES,
+      () => require("./wasm-v1a-inline.cjs"),
+    ),
   () => require("node:crypto"),
 );
 

@@ -7,14 +7,16 @@
 // bundler includes since it is a plain `require`.
 
 /**
- * @param {string} file the .wasm file's name in dist/node/
+ * @param {() => Uint8Array} read reads the .wasm beside the entry; written out in each
+ *   entry with the file's name as a literal, so that tools that trace a deployment's files
+ *   (`path.join(__dirname, "…")`) find it
  * @param {number} length its length in bytes, as built
  * @param {() => string} inline the module as base64, for when the file is missing or not this build's
  * @returns {Uint8Array}
  */
-export function nodeWasmBytes(file, length, inline) {
+export function nodeWasmBytes(read, length, inline) {
   try {
-    const bytes = require("node:fs").readFileSync(require("node:path").join(__dirname, file));
+    const bytes = read();
     if (bytes.length === length) return bytes;
   } catch {
     // Not beside the entry (a bundle): the inlined copy below.

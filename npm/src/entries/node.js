@@ -10,7 +10,12 @@ import { instantiateApi } from "./init.js";
 import { nodeWasmBytes } from "./node-wasm.js";
 
 const api = instantiateApi(
-  () => nodeWasmBytes("postwire_wasm_bg.wasm", POSTWIRE_WASM_BYTES, () => require("./wasm-inline.cjs")),
+  () =>
+    nodeWasmBytes(
+      () => require("node:fs").readFileSync(require("node:path").join(__dirname, "postwire_wasm_bg.wasm")),
+      POSTWIRE_WASM_BYTES,
+      () => require("./wasm-inline.cjs"),
+    ),
   () => require("node:crypto"),
 );
 
