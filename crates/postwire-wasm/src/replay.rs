@@ -67,7 +67,12 @@ struct Guards {
 
 thread_local! {
     /// A `Cell` (take/set), so no borrow can fail.
-    static GUARDS: Cell<Guards> = Cell::new(Guards::default());
+    static GUARDS: Cell<Guards> = const {
+        Cell::new(Guards {
+            slots: Vec::new(),
+            free: Vec::new(),
+        })
+    };
 }
 
 fn with_guards<R>(f: impl FnOnce(&mut Guards) -> R) -> R {
