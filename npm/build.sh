@@ -5,14 +5,15 @@
 # wasm-opt (Debian's is known to break the module), and esbuild to put each runtime's
 # entry point together.
 #
-#   dist/node/     index.cjs (require) + index.mjs (import), wasm inlined, node:crypto for large bodies
+#   dist/node/     index.cjs (require) + index.mjs (import) + postwire_wasm_bg.wasm (read from the file;
+#                  inlined in wasm-inline.cjs for bundles that move the entry), node:crypto for large bodies
 #   dist/native/   index.js: Bun and Deno; ESM, wasm inlined, node:crypto for large bodies, no Buffer
 #   dist/browser/  index.js + postwire_wasm_bg.wasm (new URL(…, import.meta.url), top-level await): browsers, bundlers
 #   dist/web/      index.js: any other runtime, and postwire/inline; wasm inlined, no node: imports
 #   dist/workerd/  index.js + postwire_wasm_bg.wasm imported as a module (Cloudflare)
 #   dist/edge-light/ the same with the `?module` import Vercel's Edge runtime needs
 #   dist/index.d.ts, dist/index.d.cts: the hand-written TypeScript types
-#   postwire/v1a: dist/node/v1a.{cjs,mjs}, dist/{workerd,edge-light}/v1a.js (+ its .wasm) and dist/web/v1a.js, over a second module built with
+#   postwire/v1a: dist/node/v1a.{cjs,mjs} (+ its .wasm and wasm-v1a-inline.cjs), dist/{workerd,edge-light}/v1a.js (+ its .wasm) and dist/web/v1a.js, over a second module built with
 #     postwire-wasm's `ed25519` feature (`whpk_` keys, v1a), so the default module keeps its size
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -23,7 +24,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target/npm}"
 
 log() { printf '\033[1;34m[npm build]\033[0m %s\n' "$*"; }
 
-# The CLI must be the exact version of the crate in Cargo.lock, or the glue and the module disagree.
+# The CLI must be the exact version of the crate in Cargo.lock, or it cannot read the module's bindings.
 locked=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/[^0-9.]/, ""); print; exit}' "$ROOT/Cargo.lock")
 cli=$(wasm-bindgen --version | awk '{print $2}')
 if [ "$locked" != "$cli" ]; then
@@ -47,33 +48,33 @@ RAW_WASM="$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/postwire_wasm.wasm"
 rm -rf build dist
 mkdir -p build/web build/web-v1a dist/browser dist/edge-light dist/node dist/native dist/web dist/workerd
 
-# One glue for every build (the `web` target's initSync); each entry point only differs
-# in how it obtains the compiled module.
-# The glue's initSync compiles whatever is not `instanceof WebAssembly.Module`; a module made in
-# another realm fails that test though it is one. Next.js runs edge routes in a context of
-# its own (the edge-runtime package) and hands `?module` imports in compiled outside it, so
-# the glue would try to compile a module from a module and throw. Its check is widened to
-# the module's tag (which every realm's WebAssembly.Module has), once, or the build fails.
-accept_foreign_modules() {
-  node -e '
-    const fs = require("fs");
-    const file = process.argv[1];
-    const before = "if (!(module instanceof WebAssembly.Module)) {";
-    const after = "if (!(module instanceof WebAssembly.Module) && Object.prototype.toString.call(module) !== \"[object WebAssembly.Module]\") {";
-    const text = fs.readFileSync(file, "utf8");
-    if (text.split(before).length !== 2) throw new Error(file + ": initSync changed; review the realm check");
-    fs.writeFileSync(file, text.replace(before, after));
-  ' "$1"
+# wasm-bindgen prepares each module (its exports, the custom sections it reads); its
+# JavaScript glue is not used: every export takes and returns numbers only
+# (scripts/wasm-boundary.mjs), so src/entries/instantiate.js calls them directly and also
+# accepts a WebAssembly.Module compiled in another realm (Next.js's edge sandbox).
+# wasm-bindgen gives every module one import, `__wbindgen_init_externref_table` (it fills
+# the table of JavaScript values, which this crate never uses: only numbers cross, see
+# scripts/wasm-boundary.mjs), and exports it again as `__wbindgen_start`, which
+# instantiate.js calls. V8 compiles a wrapper for each import while compiling the module, so it is linked
+# to an empty function of the module's own (binaryen's wasm-merge): the module imports nothing.
+printf '(module (func (export "__wbindgen_init_externref_table")))\n' > build/externref-stub.wat
+wasm-as build/externref-stub.wat -o build/externref-stub.wasm
+close_imports() {
+  wasm-merge --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+    --enable-mutable-globals --enable-reference-types --enable-multivalue \
+    "$1" main build/externref-stub.wasm ./postwire_wasm_bg.js -o "$1.closed"
+  mv "$1.closed" "$1"
 }
 
-log "wasm-bindgen $cli (web target glue)"
+log "wasm-bindgen $cli"
 wasm-bindgen --target web --out-dir build/web "$RAW_WASM"
-accept_foreign_modules build/web/postwire_wasm.js
+close_imports build/web/postwire_wasm_bg.wasm
 
 log "wasm-opt -O3 (binaryen $(wasm-opt --version | awk '{print $3}'))"
 wasm-opt "${POSTWIRE_WASM_OPT_FLAGS:--O3}" --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
   --enable-mutable-globals --enable-reference-types --enable-multivalue \
   build/web/postwire_wasm_bg.wasm -o build/postwire_wasm_bg.wasm
+node scripts/wasm-boundary.mjs build/postwire_wasm_bg.wasm
 cp build/postwire_wasm_bg.wasm dist/workerd/postwire_wasm_bg.wasm
 node -e '
   const fs = require("fs");
@@ -82,15 +83,16 @@ node -e '
 '
 
 # The v1a module: the same crate with `ed25519` (postwire/v1a only). Built after the default
-# module's glue is written, since both builds leave their .wasm at the same path.
+# module is processed, since both builds leave their .wasm at the same path.
 log "cargo build --features ed25519 (the postwire/v1a module)"
 CARGO_PROFILE_RELEASE_OPT_LEVEL="${POSTWIRE_WASM_OPT_LEVEL:-3}" CARGO_PROFILE_RELEASE_PANIC=abort \
   cargo build -p postwire-wasm --release --target wasm32-unknown-unknown --locked --features ed25519
 wasm-bindgen --target web --out-dir build/web-v1a "$RAW_WASM"
-accept_foreign_modules build/web-v1a/postwire_wasm.js
+close_imports build/web-v1a/postwire_wasm_bg.wasm
 wasm-opt "${POSTWIRE_WASM_OPT_FLAGS:--O3}" --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
   --enable-mutable-globals --enable-reference-types --enable-multivalue \
   build/web-v1a/postwire_wasm_bg.wasm -o build/postwire_wasm_v1a_bg.wasm
+node scripts/wasm-boundary.mjs build/postwire_wasm_v1a_bg.wasm
 node -e '
   const fs = require("fs");
   const b64 = fs.readFileSync("build/postwire_wasm_v1a_bg.wasm").toString("base64");
@@ -101,11 +103,24 @@ log "esbuild (entry points)"
 # --keep-names: the classes keep their names (`Webhook.name === "Webhook"`, not "Webhook2"),
 # which error reports, loggers and `instanceof`-free checks rely on.
 # .cjs since the package is "type": "module".
-esbuild src/entries/node.js --bundle --platform=node --format=cjs --target=node18 --keep-names \
-  --outfile=dist/node/index.cjs --log-level=warning
+# Node: the .wasm beside the entry, read with readFileSync (its length is built in, so a
+# file of another build is not used), and the same module inlined in wasm-inline.cjs, loaded
+# only where a bundler moved the entry without the file (src/entries/node-wasm.js).
+node_build() { # entry, out, wasm, inline module
+  cp "build/$3" "dist/node/$3"
+  node -e '
+    const fs = require("fs");
+    fs.writeFileSync(process.argv[2], "module.exports = \"" + fs.readFileSync(process.argv[1]).toString("base64") + "\";\n");
+  ' "build/$3" "dist/node/$4"
+  # No --keep-names here (its helper call per function cost about 0.15 ms of a cold start):
+  # api.js names the exported classes itself.
+  esbuild "src/entries/$1" --bundle --platform=node --format=cjs --target=node18 \
+    "--define:POSTWIRE_WASM_BYTES=$(stat -c %s "build/$3")" "--external:./$4" \
+    --outfile="dist/node/$2" --log-level=warning
+}
+node_build node.js index.cjs postwire_wasm_bg.wasm wasm-inline.cjs
 cp src/entries/node.mjs dist/node/index.mjs
-esbuild src/entries/node-v1a.js --bundle --platform=node --format=cjs --target=node18 --keep-names \
-  --outfile=dist/node/v1a.cjs --log-level=warning
+node_build node-v1a.js v1a.cjs postwire_wasm_v1a_bg.wasm wasm-v1a-inline.cjs
 cp src/entries/node-v1a.mjs dist/node/v1a.mjs
 esbuild src/entries/web-v1a.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   --outfile=dist/web/v1a.js --log-level=warning

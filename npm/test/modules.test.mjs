@@ -30,6 +30,10 @@ test("require and import both load the Node build, as one instance", () => {
   assert.equal(cjs.Webhook, esm.Webhook, "import re-exports the CommonJS instance");
   assert.equal(cjs.WebhookVerificationError, esm.WebhookVerificationError);
   assert.equal(require.resolve("postwire"), npmDir + "dist/node/index.cjs");
+  // Named as in the source, though the Node build is bundled without --keep-names.
+  for (const [entry, api] of [["postwire", cjs], ["postwire/v1a", require("postwire/v1a")]]) {
+    assert.deepEqual([api.Webhook.name, api.ReplayGuard.name, api.WebhookVerificationError.name], ["Webhook", "ReplayGuard", "WebhookVerificationError"], entry);
+  }
   // In a fresh process, each on its own.
   const viaRequire = run(process.execPath, ["-e", "const {Webhook}=require('postwire'); console.log(new Webhook('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw').sign('msg_p5jXN8AQM9LWM0D4loKWxJek', new Date(1614265330000), '{\"test\": 2432232314}'))"]);
   const viaImport = run(process.execPath, ["--input-type=module", "-e", "import {Webhook} from 'postwire'; console.log(new Webhook('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw').sign('msg_p5jXN8AQM9LWM0D4loKWxJek', new Date(1614265330000), '{\"test\": 2432232314}'))"]);
@@ -58,6 +62,41 @@ test("nothing is compiled at import, nor WebCrypto loaded: the wasm module on fi
     const signed = wh.sign("msg_1", new Date(), "{}");
     console.log(atLoad, compiled, cryptoReads, signed.startsWith("v1,"));`;
   assert.equal(run(process.execPath, ["-e", script]), "0 1 0 true");
+});
+
+test("the Node build reads its module from the .wasm beside it; the inlined copy only where that file is missing or another build's", () => {
+  // What the cold start measures (bench/cold.mjs): one readFileSync, not a 110 KB base64
+  // literal to compile and decode. The inlined copy (wasm-inline.cjs, wasm-v1a-inline.cjs)
+  // is there for bundles that move the entry without its files.
+  const script = `
+    const fs = require("fs");
+    const reads = [];
+    const readFileSync = fs.readFileSync;
+    fs.readFileSync = function (file, ...rest) {
+      if (/\\.wasm$|inline/.test(String(file))) reads.push(String(file).split(/[\\\\/]/).slice(-2).join("/"));
+      return readFileSync.call(this, file, ...rest);
+    };
+    const { Webhook } = require(process.argv[1]);
+    new Webhook("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw");
+    const inline = Object.keys(require.cache).filter((f) => f.includes("inline"));
+    console.log(JSON.stringify({ reads, inline }));`;
+  for (const [entry, wasm] of [["index.cjs", "postwire_wasm_bg.wasm"], ["v1a.cjs", "postwire_wasm_v1a_bg.wasm"]]) {
+    const out = JSON.parse(run(process.execPath, ["-e", script, npmDir + "dist/node/" + entry]));
+    assert.deepEqual(out, { reads: ["node/" + wasm], inline: [] }, entry);
+  }
+  // Moved without the file, or beside a file of another build: the inlined copy, and it verifies.
+  const dir = mkdtempSync(join(tmpdir(), "postwire-node-"));
+  try {
+    for (const file of ["index.cjs", "wasm-inline.cjs"]) writeFileSync(join(dir, file), readFileSync(npmDir + "dist/node/" + file));
+    const sign = `const { Webhook } = require(${JSON.stringify(join(dir, "index.cjs"))});
+      console.log(new Webhook("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").sign("msg_p5jXN8AQM9LWM0D4loKWxJek", new Date(1614265330000), '{"test": 2432232314}'),
+        Object.keys(require.cache).some((f) => f.endsWith("wasm-inline.cjs")));`;
+    assert.equal(run(process.execPath, ["-e", sign]), "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE= true");
+    writeFileSync(join(dir, "postwire_wasm_bg.wasm"), readFileSync(npmDir + "dist/node/postwire_wasm_v1a_bg.wasm"));
+    assert.equal(run(process.execPath, ["-e", sign]), "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE= true");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("the exports map resolves each runtime's condition to its build", () => {

@@ -71,7 +71,7 @@ const unpacked = (file) => "file://" + join(project, "node_modules/postwire", fi
 
 test("the tarball holds the built package, its licenses and types, and nothing else", () => {
   const list = execFileSync("tar", ["-tzf", tarball], { encoding: "utf8" }).trim().split("\n").sort();
-  for (const file of ["package/package.json", "package/README.md", "package/LICENSE-MIT", "package/LICENSE-APACHE", "package/dist/index.d.ts", "package/dist/node/index.cjs", "package/dist/native/index.js", "package/dist/web/index.js", "package/dist/browser/index.js", "package/dist/browser/postwire_wasm_bg.wasm", "package/dist/edge-light/index.js", "package/dist/edge-light/postwire_wasm_bg.wasm", "package/dist/workerd/index.js", "package/dist/workerd/postwire_wasm_bg.wasm", "package/dist/adapters/express.cjs", "package/dist/adapters/hono.js", "package/dist/adapters/next.d.ts"]) {
+  for (const file of ["package/package.json", "package/README.md", "package/LICENSE-MIT", "package/LICENSE-APACHE", "package/dist/index.d.ts", "package/dist/node/index.cjs", "package/dist/node/postwire_wasm_bg.wasm", "package/dist/node/wasm-inline.cjs", "package/dist/native/index.js", "package/dist/web/index.js", "package/dist/browser/index.js", "package/dist/browser/postwire_wasm_bg.wasm", "package/dist/edge-light/index.js", "package/dist/edge-light/postwire_wasm_bg.wasm", "package/dist/workerd/index.js", "package/dist/workerd/postwire_wasm_bg.wasm", "package/dist/adapters/express.cjs", "package/dist/adapters/hono.js", "package/dist/adapters/next.d.ts"]) {
     assert.ok(list.includes(file), `${file} in ${list.join(", ")}`);
   }
   assert.ok(!list.some((f) => f.includes("/test/") || f.includes("/src/") || f.endsWith(".rs")), list.join(", "));

@@ -13,6 +13,8 @@ use std::cell::Cell;
 use postwire_core::{Error, ErrorCode};
 use wasm_bindgen::prelude::*;
 
+use crate::scratch;
+
 /// Success.
 pub const OK: u32 = 0;
 
@@ -46,7 +48,6 @@ pub(crate) fn status<T>(result: Result<T, Error>) -> u32 {
 
 /// The stable string of status `status`, e.g. `"invalid_signature"`; `"ok"` for 0 and
 /// `""` for a value that is not a status.
-#[wasm_bindgen(js_name = codeName)]
 pub fn code_name(status: u32) -> String {
     if status == OK {
         return "ok".into();
@@ -57,9 +58,15 @@ pub fn code_name(status: u32) -> String {
         .into()
 }
 
+/// [`code_name`] for JavaScript: the string goes to the start of the scratch buffer (which
+/// the wrapper has made at least 4 KiB); returns its length in bytes.
+#[wasm_bindgen(js_name = codeName)]
+pub fn code_name_to_scratch(status: u32) -> u32 {
+    scratch::write_str_lossy(&code_name(status))
+}
+
 /// The message of the last failed call (postwire-core's text, which never holds key
 /// material), or `""` if none failed yet.
-#[wasm_bindgen(js_name = lastErrorMessage)]
 pub fn last_error_message() -> String {
     LAST_ERROR.with(|l| {
         let err = l.take();
@@ -67,6 +74,14 @@ pub fn last_error_message() -> String {
         l.set(err);
         text
     })
+}
+
+/// [`last_error_message`] for JavaScript: the message goes to the start of the scratch
+/// buffer (cut to its length, at least 4 KiB in the wrapper: messages are far shorter);
+/// returns its length in bytes.
+#[wasm_bindgen(js_name = lastErrorMessage)]
+pub fn last_error_message_to_scratch() -> u32 {
+    scratch::write_str_lossy(&last_error_message())
 }
 
 /// The status of the last failed call (for calls that return a value, not a status),
@@ -95,6 +110,20 @@ mod tests {
         assert_eq!(code_name(0), "ok");
         assert_eq!(code_name(99), "");
         assert_eq!(code_name(u32::MAX), "");
+    }
+
+    #[test]
+    fn strings_for_javascript_go_through_the_scratch_buffer() {
+        assert!(scratch::write_for_tests(&[]));
+        let read = |len: u32| String::from_utf8(scratch::read_for_tests(len as usize)).unwrap();
+        assert_eq!(
+            read(code_name_to_scratch(status_of(ErrorCode::InvalidSignature))),
+            "invalid_signature"
+        );
+        assert_eq!(read(code_name_to_scratch(0)), "ok");
+        assert_eq!(read(code_name_to_scratch(99)), "");
+        fail(Error::MissingHeader { name: "webhook-id" });
+        assert_eq!(read(last_error_message_to_scratch()), last_error_message());
     }
 
     #[test]

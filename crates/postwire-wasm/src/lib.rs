@@ -21,6 +21,14 @@
 //! - **Status codes, not exceptions.** Calls return a small integer ([`codes`]); the
 //!   wrapper builds a `WebhookVerificationError` in JavaScript, asking for the message
 //!   only on failure ([`codes::last_error_message`]).
+//! - **Numbers only, nothing imported.** Every export takes and returns plain numbers, and
+//!   the module imports nothing (`npm/scripts/wasm-boundary.mjs` fails the build
+//!   otherwise): for any other signature (a `String` return is two results) and for every
+//!   import, V8 compiles a wrapper while compiling the module, which was most of the
+//!   module's cold-start compile on Node. The few strings that leave (a code's name, a
+//!   message, a signature, a generated secret) are written at the start of the scratch
+//!   buffer (`scratch.rs`); the replay guard is a handle, not a wasm-bindgen class; the
+//!   randomness of [`secret_from_random`] comes from the wrapper.
 //! - **No panics.** Every input is checked before use (lengths against the buffer,
 //!   UTF-8 of header values), and postwire-core itself never panics on input, so no
 //!   input can reach a WebAssembly `unreachable` trap. Allocation is bounded: the
@@ -52,21 +60,15 @@ mod secrets;
 pub mod v1a;
 mod verifier;
 
-pub use replay::WasmReplayGuard;
+pub use replay::{
+    WasmReplayGuard, replay_guard_check_and_record, replay_guard_forget, replay_guard_free, replay_guard_new,
+    replay_guard_size,
+};
 pub use scratch::{
     read_for_tests as scratch_read_for_tests, scratch_len, scratch_reserve, scratch_shrink,
     write_for_tests as scratch_write_for_tests,
 };
-pub use secrets::generate_secret;
+pub use secrets::{generate_secret, secret_from_random};
 #[cfg(feature = "ed25519")]
 pub use v1a::{public_key, verify_with_public_keys};
-pub use verifier::{HAS_ID, HAS_SIGNATURE, HAS_TIMESTAMP, key_schedule, sign, verify, verify_macs};
-
-use wasm_bindgen::prelude::*;
-
-/// The module's linear memory, so the JavaScript wrapper can write into the scratch
-/// buffer whose address [`scratch_reserve`] returns.
-#[wasm_bindgen(js_name = wasmMemory)]
-pub fn wasm_memory() -> JsValue {
-    wasm_bindgen::memory()
-}
+pub use verifier::{HAS_ID, HAS_SIGNATURE, HAS_TIMESTAMP, key_schedule, sign, sign_to_scratch, verify, verify_macs};

@@ -10,7 +10,7 @@
 use postwire_wasm::codes::{code_name, last_error_message, last_error_status};
 use postwire_wasm::{
     WasmReplayGuard, generate_secret, key_schedule, scratch_len, scratch_read_for_tests, scratch_reserve,
-    scratch_shrink, sign, verify as verify_call, wasm_memory,
+    scratch_shrink, sign, verify as verify_call,
 };
 use wasm_bindgen::JsCast;
 use wasm_bindgen_test::*;
@@ -28,7 +28,7 @@ fn put<const N: usize>(parts: [&[u8]; N]) -> [u32; N] {
     // At least 4 KiB, as the wrapper: room for a key schedule and the key after a secret.
     let at = scratch_reserve(total.max(4096) as f64);
     assert_ne!(at, 0);
-    let memory: js_sys_memory::Memory = wasm_memory().unchecked_into();
+    let memory: js_sys_memory::Memory = wasm_bindgen::memory().unchecked_into();
     let view = js_sys_memory::Uint8Array::new(&memory.buffer());
     let mut offset = at as u32;
     for p in parts {

@@ -1,31 +1,10 @@
-// init.js for the `postwire/v1a` entry points: the glue of the module built with
-// postwire-wasm's `ed25519` feature, which adds `publicKey` and `verifyWithPublicKeys`
-// (`whpk_` keys, v1a). A module of its own, so the default entry points' module keeps its
-// size: only who imports postwire/v1a loads the curve code.
-import {
-  initSync,
-  codeName,
-  wasmMemory,
-  scratchReserve,
-  scratchShrink,
-  scratchLen,
-  lastErrorMessage,
-  lastErrorStatus,
-  generateSecret,
-  keySchedule,
-  verify,
-  verifyMacs,
-  sign,
-  WasmReplayGuard,
-  publicKey,
-  verifyWithPublicKeys,
-} from "../../build/web-v1a/postwire_wasm.js";
+// init.js for the `postwire/v1a` entry points: the module built with postwire-wasm's
+// `ed25519` feature, which adds `publicKey` and `verifyWithPublicKeys` (`whpk_` keys, v1a).
+// A module of its own, so the default entry points' module keeps its size: only who
+// imports postwire/v1a loads the curve code.
 import { instantiateFrom } from "./instantiate.js";
 
 /** instantiateApi of init.js, over the v1a module. */
 export function instantiateApi(source, native, nativeMinBytes) {
-  const glue = { initSync, codeName, wasmMemory, scratchReserve, scratchShrink, scratchLen, lastErrorMessage };
-  Object.assign(glue, { lastErrorStatus, generateSecret, keySchedule, verify, verifyMacs, sign, WasmReplayGuard });
-  Object.assign(glue, { publicKey, verifyWithPublicKeys });
-  return instantiateFrom(glue, source, native, nativeMinBytes);
+  return instantiateFrom(source, native, nativeMinBytes, true);
 }

@@ -1,24 +1,6 @@
-// The one place the default (`v1`-only) wasm glue is instantiated and turned into the
-// package API. Each entry point only says where the module's bytes come from (inlined
-// base64, or a module that wrangler compiled) and, on Node, which native HMAC to use.
-// Named imports only, so the glue's async default loader (which fetches a .wasm URL from
-// import.meta.url) is tree-shaken away.
-import {
-  initSync,
-  codeName,
-  wasmMemory,
-  scratchReserve,
-  scratchShrink,
-  scratchLen,
-  lastErrorMessage,
-  lastErrorStatus,
-  generateSecret,
-  keySchedule,
-  verify,
-  verifyMacs,
-  sign,
-  WasmReplayGuard,
-} from "../../build/web/postwire_wasm.js";
+// The default (`v1`-only) wasm module turned into the package API (instantiate.js). Each
+// entry point only says where the module's bytes come from (a file, inlined base64, or a
+// module that wrangler compiled) and, on Node, which native HMAC to use.
 import { instantiateFrom } from "./instantiate.js";
 
 /**
@@ -28,7 +10,5 @@ import { instantiateFrom } from "./instantiate.js";
  * @param {number} [nativeMinBytes] the body size from which node:crypto hashes (default 1536, measured on Node)
  */
 export function instantiateApi(source, native, nativeMinBytes) {
-  const glue = { initSync, codeName, wasmMemory, scratchReserve, scratchShrink, scratchLen, lastErrorMessage };
-  Object.assign(glue, { lastErrorStatus, generateSecret, keySchedule, verify, verifyMacs, sign, WasmReplayGuard });
-  return instantiateFrom(glue, source, native, nativeMinBytes);
+  return instantiateFrom(source, native, nativeMinBytes);
 }

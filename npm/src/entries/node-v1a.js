@@ -1,11 +1,18 @@
 // `postwire/v1a` for Node (`require`; node-v1a.mjs re-exports it for `import`): node.js over
 // the module built with `ed25519`, so `new Webhook("whpk_…")` verifies v1a signatures,
-// synchronously. Its own inlined module: the default entry points do not grow.
-import { WASM_BASE64 } from "../../build/web-v1a/wasm-base64.js";
+// synchronously. Its own module (dist/node/postwire_wasm_v1a_bg.wasm, or inlined in
+// wasm-v1a-inline.cjs where a bundler moved this file: node-wasm.js), so the default entry
+// points do not grow.
 import { instantiateApi } from "./init-v1a.js";
+import { nodeWasmBytes } from "./node-wasm.js";
 
 const api = instantiateApi(
-  () => Buffer.from(WASM_BASE64, "base64"),
+  () =>
+    nodeWasmBytes(
+      () => require("node:fs").readFileSync(require("node:path").join(__dirname, "postwire_wasm_v1a_bg.wasm")),
+      POSTWIRE_WASM_BYTES,
+      () => require("./wasm-v1a-inline.cjs"),
+    ),
   () => require("node:crypto"),
 );
 

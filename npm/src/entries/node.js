@@ -1,16 +1,21 @@
 // Entry point for Node, built into dist/node/index.cjs (`require`; index.mjs re-exports it
-// for `import`). Self-contained: the module's bytes are inlined and compiled synchronously,
-// so it survives bundlers that move files (Next.js server bundles, esbuild, webpack) where
-// reading a .wasm beside `__dirname` would break. Large bodies are hashed with
-// node:crypto; every decision stays in wasm. Bun and Deno never load this file (their
-// export conditions pick dist/web).
-// Nothing is compiled and node:crypto is not loaded at require time: the module on the
-// first call that needs it, node:crypto on the first body large enough to use it.
-import { WASM_BASE64 } from "../../build/web/wasm-base64.js";
+// for `import`). The module is read from dist/node/postwire_wasm_bg.wasm and compiled
+// synchronously; where a bundler moved this file without it (Next.js server bundles,
+// esbuild, webpack), from the inlined copy in wasm-inline.cjs (node-wasm.js). Large
+// bodies are hashed with node:crypto; every decision stays in wasm. Bun and Deno never
+// load this file (their export conditions pick dist/native).
+// Nothing is read or compiled and node:crypto is not loaded at require time: the module on
+// the first call that needs it, node:crypto on the first body large enough to use it.
 import { instantiateApi } from "./init.js";
+import { nodeWasmBytes } from "./node-wasm.js";
 
 const api = instantiateApi(
-  () => Buffer.from(WASM_BASE64, "base64"),
+  () =>
+    nodeWasmBytes(
+      () => require("node:fs").readFileSync(require("node:path").join(__dirname, "postwire_wasm_bg.wasm")),
+      POSTWIRE_WASM_BYTES,
+      () => require("./wasm-inline.cjs"),
+    ),
   () => require("node:crypto"),
 );
 

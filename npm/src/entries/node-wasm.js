@@ -1,0 +1,25 @@
+// Where the Node builds get their module's bytes: the .wasm file beside the built entry
+// (dist/node/), read with one readFileSync. Inlining it as base64 cost twice as much at a
+// cold start: V8 scans the 110 KB string literal when it compiles the file, and decoding
+// it is a second pass. Bundlers that move the entry without its files (a Next.js or
+// esbuild server bundle) leave no file beside it; then, or if the file there is not this
+// build's (another length), the inlined copy is loaded from wasm-inline.cjs, which a
+// bundler includes since it is a plain `require`.
+
+/**
+ * @param {() => Uint8Array} read reads the .wasm beside the entry; written out in each
+ *   entry with the file's name as a literal, so that tools that trace a deployment's files
+ *   (`path.join(__dirname, "…")`) find it
+ * @param {number} length its length in bytes, as built
+ * @param {() => string} inline the module as base64, for when the file is missing or not this build's
+ * @returns {Uint8Array}
+ */
+export function nodeWasmBytes(read, length, inline) {
+  try {
+    const bytes = read();
+    if (bytes.length === length) return bytes;
+  } catch {
+    // Not beside the entry (a bundle): the inlined copy below.
+  }
+  return Buffer.from(inline(), "base64");
+}
