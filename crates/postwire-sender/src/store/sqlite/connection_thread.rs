@@ -218,11 +218,11 @@ fn commit_group(conn: &mut Connection, group: Vec<Box<dyn GroupedWrite>>) -> boo
     let mut ran = Vec::with_capacity(group.len());
     let mut pending = group.into_iter();
     while let Some(mut w) = pending.next() {
-        let closed = tx.execute_batch("SAVEPOINT write").and_then(|()| {
+        let closed = savepoint(&tx, "SAVEPOINT write").and_then(|()| {
             if w.run(&tx) {
-                tx.execute_batch("RELEASE write")
+                savepoint(&tx, "RELEASE write")
             } else {
-                tx.execute_batch("ROLLBACK TO write; RELEASE write")
+                savepoint(&tx, "ROLLBACK TO write").and_then(|()| savepoint(&tx, "RELEASE write"))
             }
         });
         ran.push(w);
@@ -240,6 +240,12 @@ fn commit_group(conn: &mut Connection, group: Vec<Box<dyn GroupedWrite>>) -> boo
         w.finish(commit.as_ref().map(|_| ()));
     }
     committed
+}
+
+/// Runs a savepoint statement through the statement cache: `execute_batch` would
+/// compile it again for each write of each group.
+fn savepoint(tx: &Transaction<'_>, sql: &str) -> rusqlite::Result<()> {
+    tx.prepare_cached(sql)?.execute([]).map(drop)
 }
 
 #[cfg(test)]
