@@ -323,10 +323,11 @@ pub fn build_event(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn record(draft: bool) -> PostRecord {
+    /// A post of account `acc1` for tests, with content the bodies must never carry.
+    pub(crate) fn record(draft: bool) -> PostRecord {
         PostRecord {
             id: "p1".into(),
             external_id: "ext".into(),

@@ -121,26 +121,12 @@ pub(crate) fn test_event(at: Timestamp) -> BuiltEvent {
 /// is `external_id`.
 fn post_event(ws: &str, post: &str, external_id: &str, at: Timestamp) -> BuiltEvent {
     use crate::events::{PostChange, PostChangeKind, PostRecord};
-    use postwire_core::{Integration, PostState};
     let change = PostChange {
         workspace_id: ws.into(),
         post: PostRecord {
             id: post.into(),
             external_id: external_id.into(),
-            group: "g".into(),
-            state: PostState::Queue,
-            is_draft: false,
-            publish_date: at,
-            integration: Integration {
-                id: "acc1".into(),
-                name: "Acme".into(),
-                provider_identifier: "x".into(),
-                picture: None,
-            },
-            release_url: None,
-            release_id: None,
-            error: None,
-            content: String::new(),
+            ..crate::events::tests::record(false)
         },
         kind: PostChangeKind::Scheduled,
     }

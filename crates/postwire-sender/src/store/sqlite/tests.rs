@@ -61,6 +61,19 @@ fn hot_queries_use_their_indexes() {
 fn files_of_versions_1_to_7_are_migrated() {
     // From version 5 on, events kept the plain hash of their external id.
     let legacy_key = external_key("ws", "order-9");
+    // What each version added to the shape of the file this test starts from.
+    let since_5 = format!(
+        "ALTER TABLE events ADD COLUMN external_key INTEGER;
+         UPDATE events SET external_key = {legacy_key} WHERE seq = 8;"
+    );
+    let since_6 = "ALTER TABLE deliveries ADD COLUMN resent_as INTEGER;
+         CREATE INDEX deliveries_failed ON deliveries (sub_seq, finished_at, seq) WHERE state = 3;";
+    let since_7 = "ALTER TABLE subscriptions ADD COLUMN signing TEXT NOT NULL DEFAULT 'symmetric';
+         ALTER TABLE workspaces ADD COLUMN signing_key TEXT;
+         ALTER TABLE workspaces ADD COLUMN signing_key_created_at INTEGER;
+         ALTER TABLE workspaces ADD COLUMN previous_signing_key TEXT;
+         ALTER TABLE workspaces ADD COLUMN previous_signing_key_created_at INTEGER;
+         ALTER TABLE workspaces ADD COLUMN previous_signing_key_until INTEGER;";
     let shapes = [
         // Version 1: the due index keyed by time first, ordering over unfinished rows.
         "DROP INDEX deliveries_due; DROP INDEX deliveries_open; DROP INDEX deliveries_held;
@@ -82,33 +95,11 @@ fn files_of_versions_1_to_7_are_migrated() {
              WHERE state = 0 AND attempts > 0 AND okey IS NOT NULL;
          PRAGMA user_version=4;",
         // Version 5: the queue of heads, without the resend marks.
-        &format!(
-            "ALTER TABLE events ADD COLUMN external_key INTEGER;
-             UPDATE events SET external_key = {legacy_key} WHERE seq = 8;
-             PRAGMA user_version=5;"
-        ),
+        &format!("{since_5} PRAGMA user_version=5;"),
         // Version 6: before the `v1a` extension.
-        &format!(
-            "ALTER TABLE events ADD COLUMN external_key INTEGER;
-             UPDATE events SET external_key = {legacy_key} WHERE seq = 8;
-             ALTER TABLE deliveries ADD COLUMN resent_as INTEGER;
-             CREATE INDEX deliveries_failed ON deliveries (sub_seq, finished_at, seq) WHERE state = 3;
-             PRAGMA user_version=6;"
-        ),
+        &format!("{since_5} {since_6} PRAGMA user_version=6;"),
         // Version 7: before external-id keys had buckets.
-        &format!(
-            "ALTER TABLE events ADD COLUMN external_key INTEGER;
-             UPDATE events SET external_key = {legacy_key} WHERE seq = 8;
-             ALTER TABLE deliveries ADD COLUMN resent_as INTEGER;
-             CREATE INDEX deliveries_failed ON deliveries (sub_seq, finished_at, seq) WHERE state = 3;
-             ALTER TABLE subscriptions ADD COLUMN signing TEXT NOT NULL DEFAULT 'symmetric';
-             ALTER TABLE workspaces ADD COLUMN signing_key TEXT;
-             ALTER TABLE workspaces ADD COLUMN signing_key_created_at INTEGER;
-             ALTER TABLE workspaces ADD COLUMN previous_signing_key TEXT;
-             ALTER TABLE workspaces ADD COLUMN previous_signing_key_created_at INTEGER;
-             ALTER TABLE workspaces ADD COLUMN previous_signing_key_until INTEGER;
-             PRAGMA user_version=7;"
-        ),
+        &format!("{since_5} {since_6} {since_7} PRAGMA user_version=7;"),
     ];
     for shape in shapes.map(str::to_owned) {
         let dir = tempfile::tempdir().unwrap();
