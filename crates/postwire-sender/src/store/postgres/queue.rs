@@ -626,7 +626,8 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
 
 /// Vacuums `queue_heads` in the background, at most every [`VACUUM_EVERY`] (per store;
 /// `SKIP_LOCKED`, so a vacuum running already, from another process, is not waited
-/// for). Each claim and each outcome leaves a dead entry in its indexes, at the front of
+/// for; without truncating the table, which would lock out the claims while it looks
+/// for empty pages at its end: they are reused anyway). Each claim and each outcome leaves a dead entry in its indexes, at the front of
 /// the claimable range, that every claim steps over until a vacuum removes it; the
 /// table holds the heads only, so vacuuming it often costs little, where PostgreSQL's
 /// autovacuum looks once a minute by default.
@@ -642,7 +643,7 @@ fn vacuum_heads(store: &PostgresStore) {
     tokio::spawn(async move {
         let result = match pool.get().await {
             Ok(c) => c
-                .batch_execute("VACUUM (SKIP_LOCKED) queue_heads")
+                .batch_execute("VACUUM (SKIP_LOCKED, TRUNCATE false) queue_heads")
                 .await
                 .map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
