@@ -25,7 +25,8 @@ const PROMOTED: i32 = 2;
 
 /// The whole batch's attempts and delivery states in one statement (arrays: attempts
 /// $1..$7; deliveries that end $8, with state $9 and attempts $10; retries $11, state
-/// $12, attempts $13, due $14; now $15). An attempt row per attempt; a delivery that
+/// $12, attempts $13, due $14; now $15; the batch's subscriptions that are not paused
+/// $16, as locked and read by this transaction). An attempt row per attempt; a delivery that
 /// ends is finished and its `queue_heads` row deleted; a retry gets its new due time
 /// in its row (lease cleared), or loses the row when held (its subscription is paused);
 /// only unfinished deliveries change. The successor of each keyed delivery that ended,
@@ -64,8 +65,7 @@ const RECORD_SQL: &str = "WITH ins AS (
                      WHERE w.sub_seq = f.sub_seq AND w.okey = f.okey AND w.finished_at IS NULL AND w.state = 5
                      ORDER BY w.seq LIMIT 1)
              FROM fin f
-             WHERE f.okey IS NOT NULL
-               AND EXISTS (SELECT 1 FROM subscriptions s WHERE s.seq = f.sub_seq AND s.paused_reason IS NULL))
+             WHERE f.okey IS NOT NULL AND f.sub_seq = ANY($16::bigint[]))
          RETURNING seq, sub_seq, due_at, event_seq, attempts, created_at),
      heads AS (
          INSERT INTO queue_heads (delivery_seq, sub_seq, due_at, event_seq, attempts, created_at)
@@ -169,6 +169,11 @@ pub(super) async fn record_attempts(
                 let mut changed: HashSet<i64> = HashSet::new();
                 let mut became_due_now = false;
                 if !cols.seqs.is_empty() {
+                    let active: Vec<i64> = subs
+                        .values()
+                        .filter(|(_, _, _, paused)| !*paused)
+                        .map(|(seq, ..)| *seq)
+                        .collect();
                     let record = tx.prepare_cached(RECORD_SQL).await?;
                     let rows = tx
                         .query(
@@ -189,6 +194,7 @@ pub(super) async fn record_attempts(
                                 &cols.retry_attempts,
                                 &cols.retry_due,
                                 &now_ms,
+                                &active,
                             ],
                         )
                         .await?;
