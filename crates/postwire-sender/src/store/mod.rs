@@ -36,9 +36,9 @@
 //! * [`SqliteStore`](sqlite::SqliteStore), the embedded default: one file in WAL mode,
 //!   one store per file (leases in memory).
 //! * [`PostgresStore`](postgres::PostgresStore), for several sender processes on one
-//!   queue: [`Store::claim`] takes due heads with `SELECT … FOR UPDATE SKIP LOCKED`,
-//!   leases live in `lease_owner`/`lease_until` columns (a dead process's leases end and
-//!   others take its deliveries over), the per-subscription in-flight limit is counted
+//!   queue: [`Store::claim`] takes due heads with `SELECT … FOR UPDATE SKIP LOCKED`
+//!   from a table of the queue heads, where their leases live too (a dead process's
+//!   leases end and others take its deliveries over), the per-subscription in-flight limit is counted
 //!   from the table, wake-ups travel by `LISTEN/NOTIFY`; [`Store::recover`] releases
 //!   only the given owner's leases.
 //!

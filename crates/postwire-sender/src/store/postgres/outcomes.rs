@@ -1,5 +1,5 @@
-//! Recording attempts: attempt rows, delivery states (leases cleared), the promotion of
-//! the next delivery of a queue when its head finishes, and subscription health with
+//! Recording attempts: attempt rows, delivery states and queue heads (leases cleared),
+//! the promotion of the next delivery of a queue when its head finishes, and subscription health with
 //! the pauses it decides, all in the transaction of the batch. The batch's subscription
 //! rows are locked first (`FOR UPDATE`, in row order): health counters are read and
 //! written by one process at a time, and no publish places a delivery in their queues
@@ -13,12 +13,64 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::queue::{PROMOTE_MANY_SQL, hold_unfinished, notify_due};
+use super::queue::{hold_unfinished, notify_due};
 use super::*;
 use crate::health::{Health, Verdict};
 use crate::model::{AttemptOutcome, Notification};
 use crate::ordering;
 use crate::store::NextState;
+
+/// Marks a row of [`RECORD_SQL`]'s answer as a successor made head.
+const PROMOTED: i32 = 2;
+
+/// The whole batch's attempts and delivery states in one statement (arrays: attempts
+/// $1..$7; deliveries that end $8, with state $9 and attempts $10; retries $11, state
+/// $12, attempts $13, due $14; now $15; the batch's subscriptions that are not paused
+/// $16, as locked and read by this transaction). An attempt row per attempt; a delivery that
+/// ends is finished and its `queue_heads` row deleted; a retry gets its new due time
+/// in its row (lease cleared), or loses the row when held (its subscription is paused);
+/// only unfinished deliveries change. The successor of each keyed delivery that ended,
+/// in a subscription that is not paused, becomes its queue's head (row included): in
+/// this transaction, and seeing the deliveries as they were before the statement, so
+/// the waiting ones (state 5) are what it finds. Returns the deliveries changed (0 for
+/// ended, 1 for retried) and the successors made heads ([`PROMOTED`]).
+const RECORD_SQL: &str = "WITH ins AS (
+         INSERT INTO attempts (delivery_seq, number, started_at, duration_ms, status, error, body_prefix)
+         SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[],
+                              $5::bigint[], $6::text[], $7::text[])
+         ON CONFLICT (delivery_seq, number) DO UPDATE SET started_at = excluded.started_at,
+           duration_ms = excluded.duration_ms, status = excluded.status,
+           error = excluded.error, body_prefix = excluded.body_prefix),
+     fin AS (
+         UPDATE deliveries d SET state = u.state, attempts = u.attempts, finished_at = $15
+         FROM unnest($8::bigint[], $9::bigint[], $10::bigint[]) AS u(seq, state, attempts)
+         WHERE d.seq = u.seq AND d.finished_at IS NULL
+         RETURNING d.seq, d.sub_seq, d.okey),
+     ret AS (
+         UPDATE deliveries d SET state = u.state, attempts = u.attempts, due_at = u.due
+         FROM unnest($11::bigint[], $12::bigint[], $13::bigint[], $14::bigint[]) AS u(seq, state, attempts, due)
+         WHERE d.seq = u.seq AND d.finished_at IS NULL
+         RETURNING d.seq, d.sub_seq, d.state, d.due_at, d.event_seq, d.attempts, d.created_at),
+     gone AS (
+         DELETE FROM queue_heads WHERE delivery_seq = ANY(ARRAY(
+             SELECT seq FROM fin UNION ALL SELECT seq FROM ret WHERE state <> 0))),
+     again AS (
+         INSERT INTO queue_heads (delivery_seq, sub_seq, due_at, event_seq, attempts, created_at)
+         SELECT seq, sub_seq, due_at, event_seq, attempts, created_at FROM ret WHERE state = 0
+         ON CONFLICT (delivery_seq) DO UPDATE SET due_at = excluded.due_at, attempts = excluded.attempts,
+             owner = NULL),
+     promoted AS (
+         UPDATE deliveries SET state = 0, due_at = $15 WHERE seq IN (
+             SELECT (SELECT w.seq FROM deliveries w
+                     WHERE w.sub_seq = f.sub_seq AND w.okey = f.okey AND w.finished_at IS NULL AND w.state = 5
+                     ORDER BY w.seq LIMIT 1)
+             FROM fin f
+             WHERE f.okey IS NOT NULL AND f.sub_seq = ANY($16::bigint[]))
+         RETURNING seq, sub_seq, due_at, event_seq, attempts, created_at),
+     heads AS (
+         INSERT INTO queue_heads (delivery_seq, sub_seq, due_at, event_seq, attempts, created_at)
+         SELECT * FROM promoted)
+     SELECT seq, 0 FROM fin UNION ALL SELECT seq, 1 FROM ret UNION ALL SELECT seq, 2 FROM promoted";
 
 /// A subscription of the batch: row, workspace, health, paused.
 type Loaded = (i64, String, Health, bool);
@@ -111,86 +163,49 @@ pub(super) async fn record_attempts(
                     subs.insert(r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?, health, r.try_get(6)?));
                 }
                 let cols = columns(&attempts, &subs);
-                if !cols.seqs.is_empty() {
-                    let insert = tx
-                        .prepare_cached(
-                            "WITH ended AS (DELETE FROM leases WHERE delivery_seq = ANY($1))
-                             INSERT INTO attempts (delivery_seq, number, started_at, duration_ms, status, error, body_prefix)
-                             SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[],
-                                                  $5::bigint[], $6::text[], $7::text[])
-                             ON CONFLICT (delivery_seq, number) DO UPDATE SET started_at = excluded.started_at,
-                               duration_ms = excluded.duration_ms, status = excluded.status,
-                               error = excluded.error, body_prefix = excluded.body_prefix",
-                        )
-                        .await?;
-                    tx.execute(
-                        &insert,
-                        &[
-                            &cols.seqs,
-                            &cols.numbers,
-                            &cols.started,
-                            &cols.durations,
-                            &cols.statuses,
-                            &cols.errors,
-                            &cols.bodies,
-                        ],
-                    )
-                    .await?;
-                }
                 // Only an unfinished delivery is changed: an outcome recorded twice (a
                 // lease that ran out while the first write was slow) must not finish it
                 // twice, nor promote a second successor.
                 let mut changed: HashSet<i64> = HashSet::new();
-                let (mut promote_subs, mut promote_keys) = (Vec::new(), Vec::new());
-                if !cols.end_seqs.is_empty() {
-                    let finish = tx
-                        .prepare_cached(
-                            "UPDATE deliveries d SET state = u.state, attempts = u.attempts, finished_at = $4
-                             FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS u(seq, state, attempts)
-                             WHERE d.seq = u.seq AND d.finished_at IS NULL
-                             RETURNING d.seq, d.sub_seq, d.okey",
-                        )
-                        .await?;
-                    let rows = tx
-                        .query(&finish, &[&cols.end_seqs, &cols.end_states, &cols.end_attempts, &now_ms])
-                        .await?;
-                    for r in rows {
-                        changed.insert(r.try_get(0)?);
-                        let sub: i64 = r.try_get(1)?;
-                        // Its successor, if any, heads the queue from now on: in this
-                        // transaction. (While paused, every unfinished delivery is held.)
-                        if let Some(k) = r.try_get::<_, Option<i64>>(2)?
-                            && subs.values().any(|(seq, _, _, paused)| *seq == sub && !*paused)
-                        {
-                            promote_subs.push(sub);
-                            promote_keys.push(k);
-                        }
-                    }
-                }
-                if !cols.retry_seqs.is_empty() {
-                    let retry = tx
-                        .prepare_cached(
-                            "UPDATE deliveries d SET state = u.state, attempts = u.attempts, due_at = u.due
-                             FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[])
-                                  AS u(seq, state, attempts, due)
-                             WHERE d.seq = u.seq AND d.finished_at IS NULL
-                             RETURNING d.seq",
-                        )
-                        .await?;
+                let mut became_due_now = false;
+                if !cols.seqs.is_empty() {
+                    let active: Vec<i64> = subs
+                        .values()
+                        .filter(|(_, _, _, paused)| !*paused)
+                        .map(|(seq, ..)| *seq)
+                        .collect();
+                    let record = tx.prepare_cached(RECORD_SQL).await?;
                     let rows = tx
                         .query(
-                            &retry,
-                            &[&cols.retry_seqs, &cols.retry_states, &cols.retry_attempts, &cols.retry_due],
+                            &record,
+                            &[
+                                &cols.seqs,
+                                &cols.numbers,
+                                &cols.started,
+                                &cols.durations,
+                                &cols.statuses,
+                                &cols.errors,
+                                &cols.bodies,
+                                &cols.end_seqs,
+                                &cols.end_states,
+                                &cols.end_attempts,
+                                &cols.retry_seqs,
+                                &cols.retry_states,
+                                &cols.retry_attempts,
+                                &cols.retry_due,
+                                &now_ms,
+                                &active,
+                            ],
                         )
                         .await?;
                     for r in rows {
-                        changed.insert(r.try_get(0)?);
+                        match r.try_get::<_, i32>(1)? {
+                            PROMOTED => became_due_now = true,
+                            _ => {
+                                changed.insert(r.try_get(0)?);
+                            }
+                        }
                     }
-                }
-                let mut became_due_now = false;
-                if !promote_subs.is_empty() {
-                    let promote = tx.prepare_cached(PROMOTE_MANY_SQL).await?;
-                    became_due_now = tx.execute(&promote, &[&promote_subs, &promote_keys, &now_ms]).await? > 0;
                 }
                 // Health, attempt by attempt in the batch's order (the rules are pure).
                 let mut paused_now = Vec::new();
@@ -253,7 +268,8 @@ pub(super) async fn record_attempts(
                              WHERE s.seq = u.seq",
                         )
                         .await?;
-                    tx.execute(&save, &[&h_seq, &h_failures, &h_success, &h_failing]).await?;
+                    tx.execute(&save, &[&h_seq, &h_failures, &h_success, &h_failing])
+                        .await?;
                 }
                 if became_due_now {
                     notify_due(&tx).await?;

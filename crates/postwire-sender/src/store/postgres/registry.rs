@@ -334,7 +334,8 @@ pub(super) async fn delete_subscription(store: &PostgresStore, id: String) -> St
                     &[&seq],
                 )
                 .await?;
-                tx.execute("DELETE FROM leases WHERE sub_seq = $1", &[&seq]).await?;
+                tx.execute("DELETE FROM queue_heads WHERE sub_seq = $1", &[&seq])
+                    .await?;
                 tx.execute("DELETE FROM deliveries WHERE sub_seq = $1", &[&seq]).await?;
                 tx.commit().await.map_err(PgErr::Commit)?;
                 Ok(true)

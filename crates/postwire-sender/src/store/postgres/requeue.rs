@@ -6,7 +6,7 @@
 
 use deadpool_postgres::Transaction;
 
-use super::queue::{KEY_OPEN_SQL, notify_due, queue_lock};
+use super::queue::{INSERT_DELIVERY_SQL, KEY_OPEN_SQL, notify_due, queue_lock};
 use super::*;
 use crate::model::DeliveryId;
 use crate::ordering::{self, Placement};
@@ -58,12 +58,7 @@ async fn requeue(
         Placement::Waiting => WAITING,
         Placement::Held => HELD,
     };
-    let st = tx
-        .prepare_cached(
-            "INSERT INTO deliveries (sub_seq, event_seq, okey, state, due_at, created_at)
-             VALUES ($1, $2, $3, $4, $5, $5) RETURNING seq",
-        )
-        .await?;
+    let st = tx.prepare_cached(INSERT_DELIVERY_SQL).await?;
     let seq: i64 = tx
         .query_one(&st, &[&sub, &event_seq, &okey, &state, &now_ms])
         .await?

@@ -27,7 +27,6 @@ pub(super) async fn purge(
                              SELECT seq FROM deliveries WHERE finished_at < $1 ORDER BY finished_at LIMIT $2
                              FOR UPDATE SKIP LOCKED),
                          a AS (DELETE FROM attempts WHERE delivery_seq IN (SELECT seq FROM old) RETURNING 1),
-                         l AS (DELETE FROM leases WHERE delivery_seq IN (SELECT seq FROM old)),
                          d AS (DELETE FROM deliveries WHERE seq IN (SELECT seq FROM old) RETURNING 1)
                          SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM a)",
                     )

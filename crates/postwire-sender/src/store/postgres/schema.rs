@@ -1,12 +1,12 @@
-//! The database's layout: the tables (the SQLite store's, and a table of leases), the
-//! schema version row, the migrations run at start-up, and the registration of
-//! workspaces without a store.
+//! The database's layout: the tables (the SQLite store's, and a table of the queue heads
+//! with their leases), the schema version row, the migrations run at start-up, and the
+//! registration of workspaces without a store.
 
 use super::*;
 
 /// The layout's version, kept in the `postwire_schema` row; a database of a newer
 /// version is refused rather than misread.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Serialises start-ups: concurrent processes migrate one at a time.
 const MIGRATION_LOCK: i64 = 0x706f_7374_7769_7265; // "postwire"
@@ -42,6 +42,26 @@ const MIGRATIONS: &[(i64, &str)] = &[
          ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS previous_signing_key TEXT;
          ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS previous_signing_key_created_at BIGINT;
          ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS previous_signing_key_until BIGINT;",
+    ),
+    // 4 → 5: the claimable heads move into `queue_heads`, with their leases, so that a
+    // claim reads a small table rather than an index of `deliveries` that keeps an
+    // entry of every finished delivery until the big table is vacuumed. A leased head
+    // keeps its lease (due again when it ends); a held delivery with an attempt in
+    // flight keeps its lease too (its row is not claimable while its subscription is
+    // paused).
+    (
+        4,
+        "CREATE TABLE IF NOT EXISTS queue_heads (
+             delivery_seq BIGINT PRIMARY KEY, sub_seq BIGINT NOT NULL, due_at BIGINT NOT NULL, owner TEXT,
+             event_seq BIGINT NOT NULL, attempts BIGINT NOT NULL, created_at BIGINT NOT NULL);
+         INSERT INTO queue_heads (delivery_seq, sub_seq, due_at, owner, event_seq, attempts, created_at)
+             SELECT d.seq, d.sub_seq, GREATEST(d.due_at, COALESCE(l.until, d.due_at)), l.owner,
+                    d.event_seq, d.attempts, d.created_at
+             FROM deliveries d LEFT JOIN leases l ON l.delivery_seq = d.seq
+             WHERE d.finished_at IS NULL AND (d.state = 0 OR l.delivery_seq IS NOT NULL)
+             ON CONFLICT (delivery_seq) DO NOTHING;
+         DROP TABLE IF EXISTS leases;
+         DROP INDEX IF EXISTS deliveries_due;",
     ),
 ];
 
@@ -79,22 +99,29 @@ CREATE TABLE IF NOT EXISTS deliveries (
     seq BIGSERIAL PRIMARY KEY, sub_seq BIGINT NOT NULL, event_seq BIGINT NOT NULL,
     okey BIGINT, state BIGINT NOT NULL, attempts BIGINT NOT NULL DEFAULT 0,
     due_at BIGINT NOT NULL, created_at BIGINT NOT NULL, finished_at BIGINT, resent_as BIGINT);
--- Queue heads (state 0), by due time: all that a claim reads.
-CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (sub_seq, due_at, seq) WHERE state = 0;
--- Leases: the process attempting a delivery, and until when; a row per attempt in
--- flight, deleted when its outcome is recorded. A table of its own (not columns of
--- `deliveries`): taking a lease then writes one small row, where an update of the
--- delivery row wrote a new version of it and an entry in each of its indexes (about
--- 22 µs of server time per delivery, the largest cost of a claim: schema version 2).
--- A claim counts a subscription's leases, and `next_due_at` finds the first to end,
--- through `leases_subscription`, each per subscription with a LIMIT so that the plan is
--- a plain index scan: the table churns (a row in and out per attempt), and a plain scan
--- marks the entries of deleted rows dead as it passes them, where a bitmap scan read
--- every one of them again until the next vacuum (47,000 entries per count, 1 ms, in
--- the benchmark). `recover` (at start-up) reads the few live rows whole.
-CREATE TABLE IF NOT EXISTS leases (
-    delivery_seq BIGINT PRIMARY KEY, sub_seq BIGINT NOT NULL, owner TEXT NOT NULL, until BIGINT NOT NULL);
-CREATE INDEX IF NOT EXISTS leases_subscription ON leases (sub_seq, until);
+-- The queue heads (deliveries in state 0), with what a claim needs of them, and their
+-- leases: all that a claim reads and writes. A row is added when a delivery becomes a
+-- head and deleted when it ends or is held; `deliveries` stays the history. A claim
+-- leases a head by setting `owner` and moving `due_at` to the lease's end, so a leased
+-- head is out of the claimable range (`due_at <= now`) until its lease ends, when it is
+-- claimable again with nothing to undo; the outcome deletes the row (or, for a retry,
+-- sets the retry's time and clears the owner). Held deliveries have no row, except one
+-- whose attempt was in flight when its subscription was paused: it keeps its lease
+-- until the outcome, and claims skip paused subscriptions. A table of its own, and
+-- small (the heads, not the history): claims step over the entries of rows that
+-- churned since it was last vacuumed, and the store vacuums it every second while it
+-- claims (`queue.rs`), which for a small table costs little. (Schema version 4 read
+-- the heads through an index of `deliveries`, `deliveries_due`, which kept an entry of
+-- every finished delivery until that big table was vacuumed, and leases from a table
+-- of their own.)
+CREATE TABLE IF NOT EXISTS queue_heads (
+    delivery_seq BIGINT PRIMARY KEY, sub_seq BIGINT NOT NULL, due_at BIGINT NOT NULL, owner TEXT,
+    event_seq BIGINT NOT NULL, attempts BIGINT NOT NULL, created_at BIGINT NOT NULL);
+-- Claimable heads of a subscription, earliest due first.
+CREATE INDEX IF NOT EXISTS queue_heads_due ON queue_heads (sub_seq, due_at, delivery_seq);
+-- Leased heads of a subscription by lease end: the per-subscription limit counts the
+-- live ones (`due_at` after now).
+CREATE INDEX IF NOT EXISTS queue_heads_leased ON queue_heads (sub_seq, due_at) WHERE owner IS NOT NULL;
 -- Unfinished deliveries by ordering key (see the SQLite schema).
 CREATE INDEX IF NOT EXISTS deliveries_open ON deliveries (sub_seq, okey, seq)
     WHERE finished_at IS NULL AND okey IS NOT NULL;

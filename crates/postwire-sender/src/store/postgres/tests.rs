@@ -86,33 +86,66 @@ async fn a_database_of_a_newer_schema_version_is_refused_and_a_bad_url_is_invali
     assert_eq!(err.code(), crate::SenderErrorCode::InvalidRequest, "{err}");
 }
 
-/// A version-2 database (leases in columns of `deliveries`) is migrated with its leases in
-/// flight: a leased delivery stays taken until its lease ends, and its owner's `recover`
-/// still releases it.
-#[tokio::test]
-async fn leases_in_flight_survive_the_migration_to_a_table_of_their_own() {
-    let (_db, stores, t0) = stores_on_one_database(1).await;
-    let store = &stores[0];
+/// Two deliveries leased (to "a" and "b") and one free, on a database of this version.
+async fn two_leased_and_one_free() -> (
+    postwire_testpg::TestDatabase,
+    PostgresStore,
+    Timestamp,
+    [ClaimedDelivery; 2],
+) {
+    let (db, mut stores, t0) = stores_on_one_database(1).await;
+    let store = stores.remove(0);
     store
         .enqueue(vec![test_event(t0), test_event(t0), test_event(t0)], t0, None)
         .await
         .unwrap();
     let mut req = claim_as("a", t0, 10_000);
     req.limit = 1;
-    let taken_by_a = store.claim(req).await.unwrap();
+    let mut taken_by_a = store.claim(req).await.unwrap();
     let mut req = claim_as("b", t0, 10_000);
     req.limit = 1;
-    let taken_by_b = store.claim(req).await.unwrap();
+    let mut taken_by_b = store.claim(req).await.unwrap();
     assert_eq!((taken_by_a.len(), taken_by_b.len()), (1, 1));
+    (db, store, t0, [taken_by_a.remove(0), taken_by_b.remove(0)])
+}
+
+/// After a migration: the two leased deliveries stay taken until their leases end, and
+/// a's `recover` releases a's.
+async fn leases_survived(migrated: &PostgresStore, t0: Timestamp, [by_a, by_b]: &[ClaimedDelivery; 2]) {
+    let free = migrated.claim(claim_as("c", t0, 10_000)).await.unwrap();
+    assert_eq!(free.len(), 1, "the two leased deliveries stay taken");
+    assert_eq!(
+        migrated.recover("a".into()).await.unwrap(),
+        1,
+        "a's lease moved with it"
+    );
+    let again = migrated.claim(claim_as("c", t0, 10_000)).await.unwrap();
+    assert_eq!(again.iter().map(|d| d.id).collect::<Vec<_>>(), vec![by_a.id]);
+    assert_eq!(again[0].attempt, 1);
+    let later = t0.add_millis(120_000);
+    let ended = migrated.claim(claim_as("c", later, 10_000)).await.unwrap();
+    assert!(
+        ended.iter().any(|d| d.id == by_b.id),
+        "b's lease ended: its delivery is claimable again"
+    );
+}
+
+/// A version-2 database (leases in columns of `deliveries`) is migrated through every
+/// version with its leases in flight: a leased delivery stays taken until its lease
+/// ends, and its owner's `recover` still releases it.
+#[tokio::test]
+async fn leases_in_flight_survive_the_migration_to_a_table_of_their_own() {
+    let (db, store, t0, taken) = two_leased_and_one_free().await;
     // Back to version 2's layout, as that version left it.
     store
         .run("downgrade", |c: Client| {
             Box::pin(async move {
                 c.batch_execute(
                     "ALTER TABLE deliveries ADD COLUMN lease_owner TEXT, ADD COLUMN lease_until BIGINT;
-                     UPDATE deliveries d SET lease_owner = l.owner, lease_until = l.until
-                         FROM leases l WHERE l.delivery_seq = d.seq;
-                     DROP TABLE leases;
+                     UPDATE deliveries d SET lease_owner = q.owner, lease_until = q.due_at
+                         FROM queue_heads q WHERE q.delivery_seq = d.seq AND q.owner IS NOT NULL;
+                     DROP TABLE queue_heads;
+                     CREATE INDEX deliveries_due ON deliveries (sub_seq, due_at, seq) WHERE state = 0;
                      CREATE INDEX deliveries_leases ON deliveries (lease_until) WHERE lease_until IS NOT NULL;
                      UPDATE postwire_schema SET version = 2",
                 )
@@ -122,21 +155,99 @@ async fn leases_in_flight_survive_the_migration_to_a_table_of_their_own() {
         })
         .await
         .unwrap();
-    let migrated = PostgresStore::connect(_db.url()).await.unwrap();
-    let free = migrated.claim(claim_as("c", t0, 10_000)).await.unwrap();
-    assert_eq!(free.len(), 1, "the two leased deliveries stay taken");
+    let migrated = PostgresStore::connect(db.url()).await.unwrap();
+    leases_survived(&migrated, t0, &taken).await;
+}
+
+/// A version-4 database (heads read from `deliveries`, leases in a table of their own)
+/// is migrated to `queue_heads` with its heads and leases in flight, including the
+/// lease of a held delivery whose attempt was in flight when its subscription was
+/// paused: it is not expired by resume while the lease lasts, and its outcome ends it.
+#[tokio::test]
+async fn heads_and_leases_in_flight_survive_the_migration_to_queue_heads() {
+    let (db, store, t0, taken) = two_leased_and_one_free().await;
+    // Back to version 4's layout, as that version left it.
+    store
+        .run("downgrade", |c: Client| {
+            Box::pin(async move {
+                c.batch_execute(
+                    "CREATE TABLE leases (
+                         delivery_seq BIGINT PRIMARY KEY, sub_seq BIGINT NOT NULL, owner TEXT NOT NULL, until BIGINT NOT NULL);
+                     CREATE INDEX leases_subscription ON leases (sub_seq, until);
+                     INSERT INTO leases SELECT delivery_seq, sub_seq, owner, due_at FROM queue_heads WHERE owner IS NOT NULL;
+                     DROP TABLE queue_heads;
+                     CREATE INDEX deliveries_due ON deliveries (sub_seq, due_at, seq) WHERE state = 0;
+                     UPDATE postwire_schema SET version = 4",
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .await
+        .unwrap();
+    let migrated = PostgresStore::connect(db.url()).await.unwrap();
+    leases_survived(&migrated, t0, &taken).await;
+
+    // A held delivery with a lease in flight, on version 4.
+    let (db, store, t0) = {
+        let (db, mut stores, t0) = stores_on_one_database(1).await;
+        (db, stores.remove(0), t0)
+    };
+    store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
+    let in_flight = store.claim(claim_as("a", t0, 10_000)).await.unwrap();
+    assert_eq!(in_flight.len(), 1);
+    assert!(store.pause("wh_1".into(), "paused".into()).await.unwrap());
+    store
+        .run("downgrade", |c: Client| {
+            Box::pin(async move {
+                c.batch_execute(
+                    "CREATE TABLE leases (
+                         delivery_seq BIGINT PRIMARY KEY, sub_seq BIGINT NOT NULL, owner TEXT NOT NULL, until BIGINT NOT NULL);
+                     INSERT INTO leases SELECT delivery_seq, sub_seq, owner, due_at FROM queue_heads WHERE owner IS NOT NULL;
+                     DROP TABLE queue_heads;
+                     UPDATE postwire_schema SET version = 4",
+                )
+                .await?;
+                Ok(())
+            })
+        })
+        .await
+        .unwrap();
+    let migrated = PostgresStore::connect(db.url()).await.unwrap();
+    // Resumed with a cut-off after its creation: it would expire, but its attempt is
+    // still in flight, so its outcome decides.
+    let summary = migrated
+        .resume("wh_1".into(), t0.add_millis(1_000), t0.add_millis(500))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
-        migrated.recover("a".into()).await.unwrap(),
-        1,
-        "a's lease moved with it"
+        summary.expired, 0,
+        "a delivery in flight is not expired under its attempt"
     );
-    let again = migrated.claim(claim_as("c", t0, 10_000)).await.unwrap();
-    assert_eq!(again.iter().map(|d| d.id).collect::<Vec<_>>(), vec![taken_by_a[0].id]);
-    let later = t0.add_millis(120_000);
-    let ended = migrated.claim(claim_as("c", later, 10_000)).await.unwrap();
     assert!(
-        ended.iter().any(|d| d.id == taken_by_b[0].id),
-        "b's lease ended: its delivery is claimable again"
+        migrated
+            .claim(claim_as("b", t0.add_millis(1_000), 10_000))
+            .await
+            .unwrap()
+            .is_empty(),
+        "its lease holds"
+    );
+    migrated
+        .record_attempts(
+            vec![delivered(&in_flight[0], t0.add_millis(1_000))],
+            t0.add_millis(1_000),
+        )
+        .await
+        .unwrap();
+    let counts = migrated.delivery_counts(None).await.unwrap();
+    assert_eq!((counts.delivered, counts.pending, counts.held), (1, 0, 0));
+    assert!(
+        migrated
+            .claim(claim_as("b", t0.add_millis(200_000), 10_000))
+            .await
+            .unwrap()
+            .is_empty()
     );
 }
 
@@ -154,6 +265,9 @@ async fn a_version_3_database_is_migrated_to_v1a() {
                      ALTER TABLE workspaces DROP COLUMN signing_key, DROP COLUMN signing_key_created_at,
                          DROP COLUMN previous_signing_key, DROP COLUMN previous_signing_key_created_at,
                          DROP COLUMN previous_signing_key_until;
+                     DROP TABLE queue_heads;
+                     CREATE TABLE leases (
+                         delivery_seq BIGINT PRIMARY KEY, sub_seq BIGINT NOT NULL, owner TEXT NOT NULL, until BIGINT NOT NULL);
                      INSERT INTO workspaces (id, name) VALUES ('ws', 'ws');
                      INSERT INTO subscriptions (id, workspace_id, name, url, events, integrations,
                          created_by_kind, created_at, secret) VALUES ('wh_1', 'ws', 's', 'https://example.com/h',
