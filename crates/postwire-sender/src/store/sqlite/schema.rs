@@ -224,8 +224,9 @@ const EXTERNAL_HASH_BITS: u32 = 40;
 
 /// The stored external-id key of an event numbered `event_seq`: the bucket of its number
 /// (`event_seq >> EXTERNAL_BUCKET_BITS`) above the low 40 bits of [`external_key`].
-/// Within a bucket of 4,096 events, two references share a key with a chance of about
-/// one in a hundred million; a look-up checks the body, so that costs one more read.
+/// A probe of a bucket meets another reference's entry with a chance of about one in
+/// 270 million (4,096 entries against 2⁴⁰ hashes); past 2³⁵ events the bucket wraps
+/// around. Either only costs a look-up one more read: it checks the body.
 pub(crate) fn external_key_in_bucket(event_seq: i64, workspace_id: &str, external_id: &str) -> i64 {
     ((event_seq >> EXTERNAL_BUCKET_BITS) << EXTERNAL_HASH_BITS)
         | (external_key(workspace_id, external_id) & ((1 << EXTERNAL_HASH_BITS) - 1))
