@@ -467,8 +467,10 @@ const VACUUM_EVERY: Duration = Duration::from_secs(1);
 /// it, `false` when another process is claiming from that subscription right now (it is
 /// left to that one). The lock is taken here and the leases are counted in the next
 /// statement, which reads a snapshot taken after it: the per-subscription limit then
-/// holds across processes.
-const CANDIDATES_SQL: &str = "SELECT c.*, pg_try_advisory_xact_lock($3, c.seq::int) FROM (
+/// holds across processes. The lock's second key is the row number's low 31 bits (a
+/// plain `::int` cast would fail every claim once a row number passed 2³¹); rows that
+/// share them share a lock, which only keeps two processes from claiming both at once.
+const CANDIDATES_SQL: &str = "SELECT c.*, pg_try_advisory_xact_lock($3, (c.seq & 2147483647)::int) FROM (
          SELECT s.seq, s.id, s.url, s.secret, s.previous_secret, s.previous_secret_until,
              s.signing, w.signing_key, w.previous_signing_key, w.previous_signing_key_until
          FROM subscriptions s LEFT JOIN workspaces w ON w.id = s.workspace_id

@@ -375,6 +375,38 @@ async fn the_per_subscription_limit_holds_across_stores() {
     assert_eq!(stores[1].claim(claim_as("b", later, 4)).await.unwrap().len(), 4);
 }
 
+/// A subscription's claim lock is keyed by its row number: one numbered past 2³¹ (a
+/// long-lived database) is claimed like any other.
+#[tokio::test]
+async fn a_subscription_numbered_past_two_to_the_31_is_claimed() {
+    let db = postwire_testpg::database();
+    let store = PostgresStore::connect(db.url()).await.unwrap();
+    store
+        .run("renumber", |c: Client| {
+            Box::pin(async move {
+                c.batch_execute("ALTER SEQUENCE subscriptions_seq_seq RESTART WITH 3000000000")
+                    .await?;
+                Ok(())
+            })
+        })
+        .await
+        .unwrap();
+    store
+        .upsert_workspace(Workspace {
+            id: "ws".into(),
+            name: "ws".into(),
+        })
+        .await
+        .unwrap();
+    let (_g, template, t0) = store_with_a_subscription(Backend::Sqlite).await;
+    let sub = template.subscription("wh_1".into()).await.unwrap().unwrap();
+    store.insert_subscription(sub, None, None).await.unwrap();
+    store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
+    let claimed = store.claim(claim_at(t0)).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].subscription_id, "wh_1");
+}
+
 /// Publishes of one post through several stores at once make one queue with one head,
 /// drained one delivery at a time in publish order through all of them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
