@@ -40,6 +40,19 @@ async fn stores_on_one_database(n: usize) -> (postwire_testpg::TestDatabase, Vec
     (db, stores, t0)
 }
 
+/// Runs `sql` on the store's database as it is (a downgrade, a renumbering).
+async fn run_sql(store: &PostgresStore, sql: &'static str) {
+    store
+        .run("test sql", move |c: Client| {
+            Box::pin(async move {
+                c.batch_execute(sql).await?;
+                Ok(())
+            })
+        })
+        .await
+        .unwrap();
+}
+
 fn claim_as(owner: &str, now: Timestamp, per_subscription: usize) -> ClaimRequest {
     ClaimRequest {
         owner: owner.into(),
@@ -70,15 +83,7 @@ async fn a_database_of_a_newer_schema_version_is_refused_and_a_bad_url_is_invali
     // Connecting again to a database of this version works (migrations are idempotent).
     drop(PostgresStore::connect(db.url()).await.unwrap());
     let store = PostgresStore::connect(db.url()).await.unwrap();
-    store
-        .run("bump", |c: Client| {
-            Box::pin(async move {
-                c.execute("UPDATE postwire_schema SET version = 99", &[]).await?;
-                Ok(())
-            })
-        })
-        .await
-        .unwrap();
+    run_sql(&store, "UPDATE postwire_schema SET version = 99").await;
     let err = PostgresStore::connect(db.url()).await.unwrap_err();
     assert_eq!(err.code(), crate::SenderErrorCode::Internal);
     assert!(err.to_string().contains("schema version 99"), "{err}");
@@ -137,24 +142,17 @@ async fn leases_survived(migrated: &PostgresStore, t0: Timestamp, [by_a, by_b]: 
 async fn leases_in_flight_survive_the_migration_to_a_table_of_their_own() {
     let (db, store, t0, taken) = two_leased_and_one_free().await;
     // Back to version 2's layout, as that version left it.
-    store
-        .run("downgrade", |c: Client| {
-            Box::pin(async move {
-                c.batch_execute(
-                    "ALTER TABLE deliveries ADD COLUMN lease_owner TEXT, ADD COLUMN lease_until BIGINT;
+    run_sql(
+        &store,
+        "ALTER TABLE deliveries ADD COLUMN lease_owner TEXT, ADD COLUMN lease_until BIGINT;
                      UPDATE deliveries d SET lease_owner = q.owner, lease_until = q.due_at
                          FROM queue_heads q WHERE q.delivery_seq = d.seq AND q.owner IS NOT NULL;
                      DROP TABLE queue_heads;
                      CREATE INDEX deliveries_due ON deliveries (sub_seq, due_at, seq) WHERE state = 0;
                      CREATE INDEX deliveries_leases ON deliveries (lease_until) WHERE lease_until IS NOT NULL;
                      UPDATE postwire_schema SET version = 2",
-                )
-                .await?;
-                Ok(())
-            })
-        })
-        .await
-        .unwrap();
+    )
+    .await;
     let migrated = PostgresStore::connect(db.url()).await.unwrap();
     leases_survived(&migrated, t0, &taken).await;
 }
@@ -167,24 +165,13 @@ async fn leases_in_flight_survive_the_migration_to_a_table_of_their_own() {
 async fn heads_and_leases_in_flight_survive_the_migration_to_queue_heads() {
     let (db, store, t0, taken) = two_leased_and_one_free().await;
     // Back to version 4's layout, as that version left it.
-    store
-        .run("downgrade", |c: Client| {
-            Box::pin(async move {
-                c.batch_execute(
-                    "CREATE TABLE leases (
+    run_sql(&store, "CREATE TABLE leases (
                          delivery_seq BIGINT PRIMARY KEY, sub_seq BIGINT NOT NULL, owner TEXT NOT NULL, until BIGINT NOT NULL);
                      CREATE INDEX leases_subscription ON leases (sub_seq, until);
                      INSERT INTO leases SELECT delivery_seq, sub_seq, owner, due_at FROM queue_heads WHERE owner IS NOT NULL;
                      DROP TABLE queue_heads;
                      CREATE INDEX deliveries_due ON deliveries (sub_seq, due_at, seq) WHERE state = 0;
-                     UPDATE postwire_schema SET version = 4",
-                )
-                .await?;
-                Ok(())
-            })
-        })
-        .await
-        .unwrap();
+                     UPDATE postwire_schema SET version = 4").await;
     let migrated = PostgresStore::connect(db.url()).await.unwrap();
     leases_survived(&migrated, t0, &taken).await;
 
@@ -197,22 +184,11 @@ async fn heads_and_leases_in_flight_survive_the_migration_to_queue_heads() {
     let in_flight = store.claim(claim_as("a", t0, 10_000)).await.unwrap();
     assert_eq!(in_flight.len(), 1);
     assert!(store.pause("wh_1".into(), "paused".into()).await.unwrap());
-    store
-        .run("downgrade", |c: Client| {
-            Box::pin(async move {
-                c.batch_execute(
-                    "CREATE TABLE leases (
+    run_sql(&store, "CREATE TABLE leases (
                          delivery_seq BIGINT PRIMARY KEY, sub_seq BIGINT NOT NULL, owner TEXT NOT NULL, until BIGINT NOT NULL);
                      INSERT INTO leases SELECT delivery_seq, sub_seq, owner, due_at FROM queue_heads WHERE owner IS NOT NULL;
                      DROP TABLE queue_heads;
-                     UPDATE postwire_schema SET version = 4",
-                )
-                .await?;
-                Ok(())
-            })
-        })
-        .await
-        .unwrap();
+                     UPDATE postwire_schema SET version = 4").await;
     let migrated = PostgresStore::connect(db.url()).await.unwrap();
     // Resumed with a cut-off after its creation: it would expire, but its attempt is
     // still in flight, so its outcome decides.
@@ -257,11 +233,7 @@ async fn heads_and_leases_in_flight_survive_the_migration_to_queue_heads() {
 async fn a_version_3_database_is_migrated_to_v1a() {
     let db = postwire_testpg::database();
     let store = PostgresStore::connect(db.url()).await.unwrap();
-    store
-        .run("downgrade", |c: Client| {
-            Box::pin(async move {
-                c.batch_execute(
-                    "ALTER TABLE subscriptions DROP COLUMN signing;
+    run_sql(&store, "ALTER TABLE subscriptions DROP COLUMN signing;
                      ALTER TABLE workspaces DROP COLUMN signing_key, DROP COLUMN signing_key_created_at,
                          DROP COLUMN previous_signing_key, DROP COLUMN previous_signing_key_created_at,
                          DROP COLUMN previous_signing_key_until;
@@ -272,14 +244,7 @@ async fn a_version_3_database_is_migrated_to_v1a() {
                      INSERT INTO subscriptions (id, workspace_id, name, url, events, integrations,
                          created_by_kind, created_at, secret) VALUES ('wh_1', 'ws', 's', 'https://example.com/h',
                          '[]', '[]', 'api_token', 1, 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw');
-                     UPDATE postwire_schema SET version = 3;",
-                )
-                .await?;
-                Ok(())
-            })
-        })
-        .await
-        .unwrap();
+                     UPDATE postwire_schema SET version = 3;").await;
     drop(store);
     let store = PostgresStore::connect(db.url()).await.unwrap();
     let version: i64 = store
@@ -381,16 +346,7 @@ async fn the_per_subscription_limit_holds_across_stores() {
 async fn a_subscription_numbered_past_two_to_the_31_is_claimed() {
     let db = postwire_testpg::database();
     let store = PostgresStore::connect(db.url()).await.unwrap();
-    store
-        .run("renumber", |c: Client| {
-            Box::pin(async move {
-                c.batch_execute("ALTER SEQUENCE subscriptions_seq_seq RESTART WITH 3000000000")
-                    .await?;
-                Ok(())
-            })
-        })
-        .await
-        .unwrap();
+    run_sql(&store, "ALTER SEQUENCE subscriptions_seq_seq RESTART WITH 3000000000").await;
     store
         .upsert_workspace(Workspace {
             id: "ws".into(),
