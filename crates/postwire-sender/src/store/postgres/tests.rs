@@ -344,19 +344,9 @@ async fn the_per_subscription_limit_holds_across_stores() {
 /// long-lived database) is claimed like any other.
 #[tokio::test]
 async fn a_subscription_numbered_past_two_to_the_31_is_claimed() {
-    let db = postwire_testpg::database();
-    let store = PostgresStore::connect(db.url()).await.unwrap();
-    run_sql(&store, "ALTER SEQUENCE subscriptions_seq_seq RESTART WITH 3000000000").await;
-    store
-        .upsert_workspace(Workspace {
-            id: "ws".into(),
-            name: "ws".into(),
-        })
-        .await
-        .unwrap();
-    let (_g, template, t0) = store_with_a_subscription(Backend::Sqlite).await;
-    let sub = template.subscription("wh_1".into()).await.unwrap().unwrap();
-    store.insert_subscription(sub, None, None).await.unwrap();
+    let (_db, stores, t0) = stores_on_one_database(1).await;
+    let store = &stores[0];
+    run_sql(store, "UPDATE subscriptions SET seq = 3000000000").await;
     store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
     let claimed = store.claim(claim_at(t0)).await.unwrap();
     assert_eq!(claimed.len(), 1);
