@@ -52,6 +52,7 @@
 #![deny(missing_docs)]
 
 pub mod codes;
+mod compact_sha256;
 mod replay;
 pub mod schedule;
 mod scratch;

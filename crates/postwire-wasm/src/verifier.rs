@@ -15,6 +15,7 @@ use postwire_core::{
     Error, ID_HEADER, SIGNATURE_HEADER, Secret, Signature, TIMESTAMP_HEADER, UnixTime, Verifier, WebhookHeaders,
 };
 use wasm_bindgen::prelude::*;
+use zeroize::Zeroizing;
 
 use crate::codes::{fail, status};
 use crate::schedule::{KeySchedule, SCHEDULE_LEN};
@@ -50,15 +51,18 @@ fn tolerance(value: f64) -> u64 {
 pub fn key_schedule(len: u32, raw: bool) -> u32 {
     let result = scratch::with(|buf| {
         let [bytes] = scratch::split(buf, [len]).ok_or_else(scratch::overflow)?;
-        let secret = if raw {
-            Secret::from_bytes(bytes)?
+        // Core's rules decide the key; the schedule below is this module's own HMAC state
+        // (building core's `Secret` would hash the pads a second time, with more code).
+        let key = if raw {
+            Secret::check_key(bytes)?;
+            Zeroizing::new(bytes.to_vec())
         } else {
             let text = std::str::from_utf8(bytes).map_err(|_| Error::InvalidSecret {
                 reason: "not valid base64 after the `whsec_` prefix",
             })?;
-            Secret::parse(text)?
+            Secret::parse_key(text)?
         };
-        let key = secret.expose_bytes();
+        let key = key.as_slice();
         let out = buf.get_mut(..SCHEDULE_LEN + key.len()).ok_or_else(scratch::overflow)?;
         let (schedule, rest) = out.split_at_mut_checked(SCHEDULE_LEN).ok_or_else(scratch::overflow)?;
         schedule.copy_from_slice(&KeySchedule::new(key).to_bytes());
