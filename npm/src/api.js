@@ -277,7 +277,7 @@ export const createApi = (function createApi(wasm, native, nativeMinBytes = NATI
       const raw = options?.format === "raw";
       try {
         this.#addSecrets(secrets, raw, schedules, rawKeys);
-        this.#addPublicKeys(publicKeyTexts, publicKeys);
+        if (publicKeyTexts.length > 0) this.#addPublicKeys(publicKeyTexts, publicKeys);
       } catch (e) {
         // Key material of the secrets parsed before the bad one is not left behind.
         schedules.fill(0);

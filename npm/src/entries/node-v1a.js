@@ -4,12 +4,12 @@
 // wasm-v1a-inline.cjs where a bundler moved this file: node-wasm.js), so the default entry
 // points do not grow.
 import { instantiateApi } from "./init-v1a.js";
-import { nodeWasmBytes } from "./node-wasm.js";
+import { nodeWasmBytes, readFileOfLength } from "./node-wasm.js";
 
 const api = instantiateApi(
   () =>
     nodeWasmBytes(
-      () => require("node:fs").readFileSync(require("node:path").join(__dirname, "postwire_wasm_v1a_bg.wasm")),
+      () => readFileOfLength(require("node:path").join(__dirname, "postwire_wasm_v1a_bg.wasm"), POSTWIRE_WASM_BYTES),
       POSTWIRE_WASM_BYTES,
       () => require("./wasm-v1a-inline.cjs"),
     ),

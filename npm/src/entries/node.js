@@ -7,12 +7,12 @@
 // Nothing is read or compiled and node:crypto is not loaded at require time: the module on
 // the first call that needs it, node:crypto on the first body large enough to use it.
 import { instantiateApi } from "./init.js";
-import { nodeWasmBytes } from "./node-wasm.js";
+import { nodeWasmBytes, readFileOfLength } from "./node-wasm.js";
 
 const api = instantiateApi(
   () =>
     nodeWasmBytes(
-      () => require("node:fs").readFileSync(require("node:path").join(__dirname, "postwire_wasm_bg.wasm")),
+      () => readFileOfLength(require("node:path").join(__dirname, "postwire_wasm_bg.wasm"), POSTWIRE_WASM_BYTES),
       POSTWIRE_WASM_BYTES,
       () => require("./wasm-inline.cjs"),
     ),
