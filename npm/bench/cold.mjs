@@ -1,22 +1,40 @@
 // Cold start on Node: a fresh process loads the package, builds a verifier and verifies one
 // valid delivery (a `webhook.test` event, JSON parsed), timed with hrtime inside the process
-// from just before the `require` (or `import`) to the end of that first verify. The same
-// for `standardwebhooks` in the same run: the processes alternate, so load from elsewhere
-// hits both alike; each figure is a median over all runs.
+// from just before the `require` to the end of that first verify. The same for
+// `standardwebhooks` in the same run: the processes alternate, so load from elsewhere hits
+// both alike; each figure is a median over all runs.
 //
-//   node npm/bench/cold.mjs                # 31 fresh processes of each (about 15 s)
+// Both packages are loaded as a user's app loads them: from real directories of a
+// node_modules in a temporary folder, postwire unpacked from `npm pack` of npm/ (the
+// dist/ as built; the pack runs no scripts) and standardwebhooks with its two
+// dependencies copied from the root node_modules. (The repo's own node_modules/postwire
+// is a symlink, which costs Node's resolver more than a real directory does.)
+//
+//   node npm/bench/cold.mjs                # 31 fresh processes of each, twice (about 40 s)
 //   node npm/bench/cold.mjs --runs 51
 //   node npm/bench/cold.mjs --quick        # smoke run (npm/test.sh): each accepts its delivery
 //   node npm/bench/cold.mjs --json         # one JSON line of the medians
 //
-// Stages: `resolve` (require.resolve: Node finding the file; a package with an `exports`
-// map, as this one, makes Node load its exports resolver, once per process), `require`
-// (reading and running the file), `construct` (`new Webhook(secret)`: for postwire also
-// reading, compiling and instantiating the wasm module, since parsing the secret is core's),
+// Two cases: a bare process (the package is the first thing it resolves), and an app whose
+// Node `exports`-map resolver is already warm: it resolved two packages with an `exports`
+// map before (what an app with such dependencies, or an ES module entry, has done). In a
+// process, Node 20 pays about 1.3 ms for the first resolution through an `exports` map
+// (loading its ES module resolver, and a case-insensitive regular expression that checks
+// each target, run in V8's regexp interpreter) and about 0.6 ms for the second (V8 then
+// compiles that expression to native code); from the third on it costs what a package
+// without a map does. postwire has a map (its conditions and subpaths need one);
+// `standardwebhooks` has none.
+//
+// Stages: `resolve` (require.resolve: Node finding the file), `require` (reading and
+// running the file), `construct` (`new Webhook(secret)`: for postwire also reading,
+// compiling and instantiating the wasm module, since parsing the secret is core's),
 // `verify` (the first verify). For postwire the wasm compile and instantiate are also timed
 // on their own (WebAssembly.Module and WebAssembly.Instance, wrapped in the child).
 import { execFileSync } from "node:child_process";
 import { createHmac } from "node:crypto";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
@@ -27,6 +45,26 @@ const runsAt = args.indexOf("--runs");
 const runs = quick ? 3 : runsAt >= 0 ? Number(args[runsAt + 1]) : 31;
 
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+/** A temporary app folder whose node_modules holds both packages as real directories. */
+function installApp() {
+  const app = mkdtempSync(join(tmpdir(), "postwire-cold-"));
+  const modules = join(app, "node_modules");
+  mkdirSync(join(modules, "postwire"), { recursive: true });
+  execFileSync("npm", ["pack", "--ignore-scripts", "--silent", "--pack-destination", app], { cwd: join(root, "npm"), stdio: ["ignore", "ignore", "inherit"] });
+  const tarball = readdirSync(app).find((f) => f.endsWith(".tgz"));
+  execFileSync("tar", ["xzf", join(app, tarball), "-C", join(modules, "postwire"), "--strip-components=1"]);
+  for (const dep of ["standardwebhooks", "@stablelib/base64", "fast-sha256"]) {
+    cpSync(join(root, "node_modules", dep), join(modules, dep), { recursive: true, dereference: true });
+  }
+  // The warm-up packages of the second case: an `exports` map and nothing else.
+  for (const name of ["exports-warmup-1", "exports-warmup-2"]) {
+    mkdirSync(join(modules, name));
+    writeFileSync(join(modules, name, "package.json"), JSON.stringify({ name, exports: "./index.js" }));
+    writeFileSync(join(modules, name, "index.js"), "module.exports = 1;\n");
+  }
+  return app;
+}
 
 /** A delivery signed now by node:crypto (independent of both libraries), for one child. */
 function delivery() {
@@ -45,6 +83,7 @@ function delivery() {
 // CPU time much less than the wall clock.
 const child = (load) => `
 const d = JSON.parse(process.env.COLD_DELIVERY);
+if (process.env.COLD_WARM_RESOLVER) { require.resolve("exports-warmup-1"); require.resolve("exports-warmup-2"); }
 const wasmMs = { compile: 0, instantiate: 0 };
 const timed = (C, key) => new Proxy(C, { construct(target, a, nt) { const s = process.hrtime.bigint(); try { return Reflect.construct(target, a, nt); } finally { wasmMs[key] += Number(process.hrtime.bigint() - s) / 1e6; } } });
 WebAssembly.Module = timed(WebAssembly.Module, "compile");
@@ -93,43 +132,56 @@ class Webhook {
 run(Webhook);`),
 };
 
-const samples = Object.fromEntries(Object.keys(LIBS).map((k) => [k, []]));
-for (let i = 0; i < runs; i++) {
-  // Alternate which goes first, so neither always runs right after the other.
-  const order = Object.keys(LIBS);
-  if (i % 2 === 1) order.reverse();
-  for (const lib of order) {
-    const out = execFileSync(process.execPath, ["-e", LIBS[lib]], {
-      cwd: root,
-      encoding: "utf8",
-      env: { ...process.env, COLD_DELIVERY: JSON.stringify(delivery()) },
-    });
-    samples[lib].push(JSON.parse(out.trim()));
-  }
-}
-
+const CASES = { "bare process": false, "exports resolver warm": true };
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
-const medians = {};
-for (const [lib, xs] of Object.entries(samples)) {
-  medians[lib] = Object.fromEntries(["resolve", "require", "construct", "verify", "total", "cpuLoad", "cpu", "compile", "instantiate"].map((k) => [k, median(xs.map((x) => x[k]))]));
+const STAGES = ["resolve", "require", "construct", "verify", "total", "cpuLoad", "cpu", "compile", "instantiate"];
+
+/** Medians per library of `runs` fresh processes each, alternating, in `app`. */
+function measure(app, warm) {
+  const samples = Object.fromEntries(Object.keys(LIBS).map((k) => [k, []]));
+  for (let i = 0; i < runs; i++) {
+    // Alternate which goes first, so neither always runs right after the other.
+    const order = Object.keys(LIBS);
+    if (i % 2 === 1) order.reverse();
+    for (const lib of order) {
+      const env = { ...process.env, COLD_DELIVERY: JSON.stringify(delivery()) };
+      if (warm) env.COLD_WARM_RESOLVER = "1";
+      const out = execFileSync(process.execPath, ["-e", LIBS[lib]], { cwd: app, encoding: "utf8", env });
+      samples[lib].push(JSON.parse(out.trim()));
+    }
+  }
+  return Object.fromEntries(
+    Object.entries(samples).map(([lib, xs]) => [lib, Object.fromEntries(STAGES.map((k) => [k, median(xs.map((x) => x[k]))]))]),
+  );
+}
+
+const app = installApp();
+const results = {};
+try {
+  for (const [name, warm] of Object.entries(CASES)) results[name] = measure(app, warm);
+} finally {
+  rmSync(app, { recursive: true, force: true });
 }
 if (json) {
-  console.log(JSON.stringify({ runs, node: process.version, medians }));
+  console.log(JSON.stringify({ runs, node: process.version, medians: results }));
 } else {
   const f = (v) => v.toFixed(2);
-  console.log(`Cold start, Node ${process.version}: fresh processes, ${runs} of each, alternating; medians in ms`);
-  console.log("| | resolve | require | new Webhook | first verify | total | CPU: load | CPU: total | of which wasm compile | wasm instantiate |");
-  console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-  for (const [lib, m] of Object.entries(medians)) {
-    const wasm = lib === "postwire";
-    console.log(`| ${lib} | ${f(m.resolve)} | ${f(m.require)} | ${f(m.construct)} | ${f(m.verify)} | **${f(m.total)}** | ${f(m.cpuLoad)} | ${f(m.cpu)} | ${wasm ? f(m.compile) : "–"} | ${wasm ? f(m.instantiate) : "–"} |`);
-  }
-  const p = medians.postwire;
-  const s = medians.standardwebhooks;
   const sign = (x) => (x >= 0 ? "+" : "") + f(x);
-  console.log(`\npostwire − standardwebhooks: ${sign(p.total - s.total)} ms total, ${sign(p.cpu - s.cpu)} ms CPU (goal: at most +2 ms); CPU ratio ${(p.cpu / s.cpu).toFixed(2)}×`);
+  console.log(`Cold start, Node ${process.version}: fresh processes, ${runs} of each per case, alternating; medians in ms`);
+  for (const [name, medians] of Object.entries(results)) {
+    console.log(`\n${name}\n`);
+    console.log("| | resolve | require | new Webhook | first verify | total | CPU: load | CPU: total | of which wasm compile | wasm instantiate |");
+    console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for (const [lib, m] of Object.entries(medians)) {
+      const wasm = lib === "postwire";
+      console.log(`| ${lib} | ${f(m.resolve)} | ${f(m.require)} | ${f(m.construct)} | ${f(m.verify)} | **${f(m.total)}** | ${f(m.cpuLoad)} | ${f(m.cpu)} | ${wasm ? f(m.compile) : "–"} | ${wasm ? f(m.instantiate) : "–"} |`);
+    }
+    const p = medians.postwire;
+    const s = medians.standardwebhooks;
+    console.log(`\npostwire − standardwebhooks: ${sign(p.total - s.total)} ms total, ${sign(p.cpu - s.cpu)} ms CPU (goal: at most +2 ms); CPU ratio ${(p.cpu / s.cpu).toFixed(2)}×`);
+  }
 }
