@@ -3,6 +3,7 @@
 //! (same origin, and the session's token in the `csrf` field).
 
 use axum::body::Body;
+use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::{HeaderMap, header};
 
 use crate::portal::csrf_matches;
@@ -86,5 +87,26 @@ pub async fn read(state: &AppState, session: &Session, headers: &HeaderMap, body
                 "This form is out of date or not from this session; reload the page and try again.",
             ))
         }
+    }
+}
+
+/// A form posted by a signed-in session that passed both checks of [`read`]: the
+/// extractor of every handler that changes something, so none can forget a check.
+#[derive(Debug)]
+pub struct Posted {
+    /// The session that posted it.
+    pub session: Session,
+    /// Its fields.
+    pub form: Form,
+}
+
+impl FromRequest<AppState> for Posted {
+    type Rejection = PageError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let (mut parts, body) = request.into_parts();
+        let session = Session::from_request_parts(&mut parts, state).await?;
+        let form = read(state, &session, &parts.headers, body).await?;
+        Ok(Posted { session, form })
     }
 }

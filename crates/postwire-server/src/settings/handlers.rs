@@ -1,5 +1,5 @@
 //! The Settings screen's handlers: each checks the session (and, for a post, the CSRF
-//! rules in [`forms`]), calls the same [`Sender`](postwire_sender::Sender) method as the
+//! rules in [`forms`], through its [`Posted`] extractor), calls the same [`Sender`](postwire_sender::Sender) method as the
 //! API's handler after the same ownership check ([`load`]), and renders a page from
 //! [`pages`] or redirects (303) to one.
 
@@ -12,7 +12,7 @@ use postwire_sender::{
     DeliveryCursor, DeliveryId, DeliveryRecord, DeliveryState, NewSubscription, SubscriptionUpdate, TestEvent,
 };
 
-use super::forms::{self, Form};
+use super::forms::{self, Form, Posted};
 use super::pages::{self, DayCounts, DeliveryFilter, Flash};
 use super::{COOKIE, PageError, PageResult, Session, see_other};
 use crate::errors::ApiError;
@@ -83,8 +83,7 @@ pub async fn login(State(state): State<AppState>, headers: HeaderMap, body: Body
 }
 
 /// `POST /settings/logout`: revokes the session and clears the cookie.
-pub async fn logout(State(state): State<AppState>, session: Session, headers: HeaderMap, body: Body) -> PageResult {
-    forms::read(&state, &session, &headers, body).await?;
+pub async fn logout(State(state): State<AppState>, Posted { session, .. }: Posted) -> PageResult {
     state
         .portal
         .revoke(&session.portal.workspace_id, &session.portal.id, state.clock.now())
@@ -198,8 +197,7 @@ fn event_types(values: &pages::FormValues) -> Result<Vec<EventType>, Vec<String>
 
 /// `POST /settings/webhooks`: creates a subscription (`createdByKind: dashboard`) and
 /// shows its secret, this once.
-pub async fn create(State(state): State<AppState>, session: Session, headers: HeaderMap, body: Body) -> PageResult {
-    let form = forms::read(&state, &session, &headers, body).await?;
+pub async fn create(State(state): State<AppState>, Posted { session, form }: Posted) -> PageResult {
     let values = form_values(&form);
     let (events, signing) = match (event_types(&values), signing_mode(&form)) {
         (Ok(e), Ok(s)) => (e, s),
@@ -379,12 +377,9 @@ pub async fn edit_form(State(state): State<AppState>, session: Session, ApiPath(
 /// `POST /settings/webhooks/{id}/edit`.
 pub async fn edit(
     State(state): State<AppState>,
-    session: Session,
     ApiPath(id): ApiPath<String>,
-    headers: HeaderMap,
-    body: Body,
+    Posted { session, form }: Posted,
 ) -> PageResult {
-    let form = forms::read(&state, &session, &headers, body).await?;
     load(&state, &session.portal.workspace_id, &id).await?;
     let values = form_values(&form);
     let (events, signing) = match (event_types(&values), signing_mode(&form)) {
@@ -419,12 +414,9 @@ pub async fn delete_form(State(state): State<AppState>, session: Session, ApiPat
 /// `POST /settings/webhooks/{id}/delete`.
 pub async fn delete(
     State(state): State<AppState>,
-    session: Session,
     ApiPath(id): ApiPath<String>,
-    headers: HeaderMap,
-    body: Body,
+    Posted { session, .. }: Posted,
 ) -> PageResult {
-    forms::read(&state, &session, &headers, body).await?;
     load(&state, &session.portal.workspace_id, &id).await?;
     state.sender.delete_subscription(&id).await?;
     tracing::info!(subscription_id = %id, portal_session = %session.portal.id, "subscription deleted on the settings screen");
@@ -434,12 +426,9 @@ pub async fn delete(
 /// `POST /settings/webhooks/{id}/pause`.
 pub async fn pause(
     State(state): State<AppState>,
-    session: Session,
     ApiPath(id): ApiPath<String>,
-    headers: HeaderMap,
-    body: Body,
+    Posted { session, .. }: Posted,
 ) -> PageResult {
-    forms::read(&state, &session, &headers, body).await?;
     load(&state, &session.portal.workspace_id, &id).await?;
     state.sender.pause(&id).await?;
     Ok(see_other(&format!("/settings/webhooks/{id}?done=paused")))
@@ -449,12 +438,9 @@ pub async fn pause(
 /// many expired.
 pub async fn resume(
     State(state): State<AppState>,
-    session: Session,
     ApiPath(id): ApiPath<String>,
-    headers: HeaderMap,
-    body: Body,
+    Posted { session, .. }: Posted,
 ) -> PageResult {
-    forms::read(&state, &session, &headers, body).await?;
     load(&state, &session.portal.workspace_id, &id).await?;
     let (_, summary) = state.sender.resume(&id).await?;
     Ok(see_other(&format!(
@@ -466,12 +452,9 @@ pub async fn resume(
 /// `POST /settings/webhooks/{id}/rotate`: the new secret, shown this once.
 pub async fn rotate(
     State(state): State<AppState>,
-    session: Session,
     ApiPath(id): ApiPath<String>,
-    headers: HeaderMap,
-    body: Body,
+    Posted { session, .. }: Posted,
 ) -> PageResult {
-    forms::read(&state, &session, &headers, body).await?;
     let record = load(&state, &session.portal.workspace_id, &id).await?;
     let rotated = state.sender.rotate_secret(&id).await?;
     tracing::info!(subscription_id = %id, portal_session = %session.portal.id, "signing secret rotated on the settings screen");
@@ -487,12 +470,9 @@ pub async fn rotate(
 /// `POST /settings/webhooks/{id}/test`: a `webhook.test` event to this subscription.
 pub async fn send_test(
     State(state): State<AppState>,
-    session: Session,
     ApiPath(id): ApiPath<String>,
-    headers: HeaderMap,
-    body: Body,
+    Posted { session, .. }: Posted,
 ) -> PageResult {
-    forms::read(&state, &session, &headers, body).await?;
     load(&state, &session.portal.workspace_id, &id).await?;
     state
         .sender
@@ -508,12 +488,9 @@ pub async fn send_test(
 /// `POST /settings/webhooks/{id}/deliveries/{delivery}/resend`.
 pub async fn resend(
     State(state): State<AppState>,
-    session: Session,
     ApiPath((id, delivery)): ApiPath<(String, String)>,
-    headers: HeaderMap,
-    body: Body,
+    Posted { session, .. }: Posted,
 ) -> PageResult {
-    forms::read(&state, &session, &headers, body).await?;
     load(&state, &session.portal.workspace_id, &id).await?;
     let delivery: DeliveryId = delivery.parse()?;
     let new = state.sender.resend(&id, delivery).await?;
@@ -534,12 +511,9 @@ fn parse_since(value: &str) -> Result<Timestamp, ApiError> {
 /// `POST /settings/webhooks/{id}/recover`: resends the failures since a time.
 pub async fn recover(
     State(state): State<AppState>,
-    session: Session,
     ApiPath(id): ApiPath<String>,
-    headers: HeaderMap,
-    body: Body,
+    Posted { session, form }: Posted,
 ) -> PageResult {
-    let form = forms::read(&state, &session, &headers, body).await?;
     load(&state, &session.portal.workspace_id, &id).await?;
     let since = parse_since(form.get("since").unwrap_or(""))?;
     let queued = state.sender.recover(&id, since).await?;
