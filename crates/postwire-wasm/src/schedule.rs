@@ -47,6 +47,14 @@ fn compress_blocks(state: &mut [u32; 8], blocks: &[u8]) {
     }
 }
 
+/// SHA-256 of a key longer than a block, as HMAC hashes it. Out of line: real keys are
+/// 24 to 64 bytes, and V8 compiles a function whole, branches never taken included, on
+/// its first call (`keySchedule`'s, at a cold start).
+#[inline(never)]
+fn hash_long_key(key: &[u8]) -> [u8; 32] {
+    Sha256::digest(key).into()
+}
+
 /// `sha2`'s unrolled compression, in a function of its own: V8 compiles a function whole
 /// on its first call, so this one must not be inlined into the cold path's callers.
 #[inline(never)]
@@ -66,7 +74,7 @@ impl KeySchedule {
         let mut block = [0u8; BLOCK];
         let digest;
         let key = if key.len() > BLOCK {
-            digest = Sha256::digest(key);
+            digest = hash_long_key(key);
             digest.as_slice()
         } else {
             key
