@@ -37,8 +37,9 @@
 //!   so the per-subscription in-flight limit holds across processes. A claim is two
 //!   statements (candidates with their locks; count and take), an outcome batch three
 //!   (subscriptions locked, one statement for attempts, states, heads and successors,
-//!   health), whatever their size; pooled connections keep one generic plan per
-//!   statement.
+//!   health), whatever their size, in two and three round trips: `BEGIN` goes out with
+//!   the first statement and `COMMIT` with the last (`PipelinedTx`); pooled
+//!   connections keep one generic plan per statement.
 //! * **Serialisation of the queue moves.** Every write that changes a subscription's
 //!   queues takes its subscription rows' locks first, in row order: publishes `FOR SHARE`
 //!   (publishes run side by side), recording outcomes, pause and resume `FOR UPDATE`
@@ -235,6 +236,83 @@ impl PgErr {
 
 /// A pooled connection, owned by one transaction's future.
 pub(crate) type Client = deadpool_postgres::Object;
+
+/// A transaction whose `BEGIN` goes out together with its first statement and whose
+/// `COMMIT` goes out together with its last (the connection pipelines requests issued
+/// together): two round trips fewer than a `Transaction`, for the claims and the outcome
+/// batches, which run thousands of times a second and are a few statements each.
+/// Dropped without being committed (an error, or its future dropped), it is rolled back
+/// before its connection goes back to the pool, and a connection whose rollback fails
+/// is closed rather than reused.
+pub(crate) struct PipelinedTx {
+    client: Option<Client>,
+    done: std::sync::atomic::AtomicBool,
+}
+
+impl PipelinedTx {
+    pub(crate) fn new(client: Client) -> Self {
+        PipelinedTx {
+            client: Some(client),
+            done: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// The connection, for statements inside the transaction (after [`Self::begin_with`]).
+    pub(crate) fn client(&self) -> &Client {
+        // Taken only by `drop`.
+        self.client.as_ref().unwrap_or_else(|| unreachable!())
+    }
+
+    /// Sends `BEGIN` and then `first` without waiting in between; `first` must be a
+    /// statement of the transaction that changes nothing by itself (a read, a lock):
+    /// should `BEGIN` fail, it would have run on its own.
+    pub(crate) async fn begin_with<T>(
+        &self,
+        first: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, PgErr> {
+        let (begun, out) = tokio::join!(self.client().batch_execute("BEGIN"), first);
+        begun?;
+        Ok(out?)
+    }
+
+    /// Sends `last` and then `COMMIT` without waiting in between. Should `last` fail,
+    /// the `COMMIT` ends the transaction as a rollback, and `last`'s error is returned.
+    pub(crate) async fn commit_with<T>(
+        &self,
+        last: impl std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, PgErr> {
+        let (out, committed) = tokio::join!(last, self.client().batch_execute("COMMIT"));
+        self.done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let out = out?;
+        committed.map_err(PgErr::Commit)?;
+        Ok(out)
+    }
+
+    pub(crate) async fn commit(&self) -> Result<(), PgErr> {
+        let committed = self.client().batch_execute("COMMIT").await;
+        self.done.store(true, std::sync::atomic::Ordering::Relaxed);
+        committed.map_err(PgErr::Commit)
+    }
+}
+
+impl Drop for PipelinedTx {
+    fn drop(&mut self) {
+        let Some(client) = self.client.take() else { return };
+        if *self.done.get_mut() {
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    if client.batch_execute("ROLLBACK").await.is_err() {
+                        drop(deadpool_postgres::Object::take(client));
+                    }
+                });
+            }
+            Err(_) => drop(deadpool_postgres::Object::take(client)),
+        }
+    }
+}
 
 impl PostgresStore {
     /// Connects to the database at `url` (`postgres://user:password@host:port/db`, or

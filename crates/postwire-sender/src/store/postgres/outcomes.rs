@@ -72,6 +72,18 @@ const RECORD_SQL: &str = "WITH ins AS (
          SELECT * FROM promoted)
      SELECT seq, 0 FROM fin UNION ALL SELECT seq, 1 FROM ret UNION ALL SELECT seq, 2 FROM promoted";
 
+/// The batch's subscriptions ($1: ids), locked in row order: row, workspace, health,
+/// paused.
+const LOAD_SQL: &str = "SELECT id, seq, workspace_id, consecutive_failures, last_success_at, failing_since,
+       paused_reason IS NOT NULL FROM subscriptions WHERE id = ANY($1) ORDER BY seq FOR UPDATE";
+
+/// The subscriptions' health (arrays: row $1, consecutive failures $2, last success $3,
+/// failing since $4).
+const SAVE_SQL: &str = "UPDATE subscriptions s SET consecutive_failures = u.failures,
+       last_success_at = u.success, failing_since = u.failing
+     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[]) AS u(seq, failures, success, failing)
+     WHERE s.seq = u.seq";
+
 /// A subscription of the batch: row, workspace, health, paused.
 type Loaded = (i64, String, Health, bool);
 
@@ -139,22 +151,21 @@ pub(super) async fn record_attempts(
 ) -> StoreResult<Vec<PausedByFailures>> {
     let attempts = Arc::new(attempts);
     store
-        .run("record attempts", move |mut c: Client| {
+        .run("record attempts", move |c: Client| {
             let attempts = attempts.clone();
             Box::pin(async move {
                 let now_ms = now.unix_millis();
-                let tx = c.transaction().await?;
                 let mut ids: Vec<String> = attempts.iter().map(|a| a.subscription_id.clone()).collect();
                 ids.sort();
                 ids.dedup();
-                let load = tx
-                    .prepare_cached(
-                        "SELECT id, seq, workspace_id, consecutive_failures, last_success_at, failing_since,
-                           paused_reason IS NOT NULL FROM subscriptions WHERE id = ANY($1) ORDER BY seq FOR UPDATE",
-                    )
-                    .await?;
+                // Three round trips: `BEGIN` with the subscriptions locked, the batch, the
+                // health with `COMMIT` (more only when the batch pauses a subscription).
+                let load = c.prepare_cached(LOAD_SQL).await?;
+                let record = c.prepare_cached(RECORD_SQL).await?;
+                let save = c.prepare_cached(SAVE_SQL).await?;
+                let tx = PipelinedTx::new(c);
                 let mut subs: HashMap<String, Loaded> = HashMap::new();
-                for r in tx.query(&load, &[&ids]).await? {
+                for r in tx.begin_with(tx.client().query(&load, &[&ids])).await? {
                     let health = Health {
                         consecutive_failures: r.try_get::<_, i64>(3)?.clamp(0, u32::MAX as i64) as u32,
                         last_success_at: opt_ts(r.try_get(4)?),
@@ -174,8 +185,8 @@ pub(super) async fn record_attempts(
                         .filter(|(_, _, _, paused)| !*paused)
                         .map(|(seq, ..)| *seq)
                         .collect();
-                    let record = tx.prepare_cached(RECORD_SQL).await?;
                     let rows = tx
+                        .client()
                         .query(
                             &record,
                             &[
@@ -222,14 +233,16 @@ pub(super) async fn record_attempts(
                         && !*paused
                     {
                         *paused = true;
-                        tx.execute(
-                            "UPDATE subscriptions SET paused_reason = $2 WHERE seq = $1",
-                            &[&*seq, &cause.reason()],
-                        )
-                        .await?;
-                        hold_unfinished(&tx, *seq).await?;
+                        tx.client()
+                            .execute(
+                                "UPDATE subscriptions SET paused_reason = $2 WHERE seq = $1",
+                                &[&*seq, &cause.reason()],
+                            )
+                            .await?;
+                        hold_unfinished(tx.client(), *seq).await?;
                         let message = crate::health::pause_notice(&a.subscription_id, cause);
                         let id: i64 = tx
+                            .client()
                             .query_one(
                                 "INSERT INTO notifications (workspace_id, subscription_id, cause, message, created_at)
                                  VALUES ($1, $2, $3, $4, $5) RETURNING id",
@@ -258,23 +271,18 @@ pub(super) async fn record_attempts(
                     h_success.push(h.last_success_at.map(|t| t.unix_millis()));
                     h_failing.push(h.failing_since.map(|t| t.unix_millis()));
                 }
-                if !h_seq.is_empty() {
-                    let save = tx
-                        .prepare_cached(
-                            "UPDATE subscriptions s SET consecutive_failures = u.failures,
-                               last_success_at = u.success, failing_since = u.failing
-                             FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[])
-                                  AS u(seq, failures, success, failing)
-                             WHERE s.seq = u.seq",
-                        )
-                        .await?;
-                    tx.execute(&save, &[&h_seq, &h_failures, &h_success, &h_failing])
-                        .await?;
-                }
                 if became_due_now {
-                    notify_due(&tx).await?;
+                    notify_due(tx.client()).await?;
                 }
-                tx.commit().await.map_err(PgErr::Commit)?;
+                if h_seq.is_empty() {
+                    tx.commit().await?;
+                } else {
+                    tx.commit_with(
+                        tx.client()
+                            .execute(&save, &[&h_seq, &h_failures, &h_success, &h_failing]),
+                    )
+                    .await?;
+                }
                 Ok(paused_now)
             })
         })

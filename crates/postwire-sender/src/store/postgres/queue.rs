@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use deadpool_postgres::Transaction;
+use deadpool_postgres::{GenericClient, Transaction};
 use postwire_core::{EventType, Integration, Signer, SigningMode};
 
 use super::*;
@@ -67,14 +67,14 @@ pub(super) fn queue_lock(sub_seq: i64, okey: i64) -> i64 {
 }
 
 /// Holds every unfinished delivery of a subscription (it is being paused).
-pub(super) async fn hold_unfinished(tx: &Transaction<'_>, sub_seq: i64) -> Result<(), PgErr> {
+pub(super) async fn hold_unfinished(tx: &impl GenericClient, sub_seq: i64) -> Result<(), PgErr> {
     let st = tx.prepare_cached(HOLD_SQL).await?;
     tx.execute(&st, &[&sub_seq]).await?;
     Ok(())
 }
 
 /// Tells every listening process that something may be claimable (sent on commit).
-pub(super) async fn notify_due(tx: &Transaction<'_>) -> Result<(), PgErr> {
+pub(super) async fn notify_due(tx: &impl GenericClient) -> Result<(), PgErr> {
     let st = tx.prepare_cached("SELECT pg_notify($1, '')").await?;
     tx.execute(&st, &[&CHANNEL]).await?;
     Ok(())
@@ -519,7 +519,7 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
     let cipher = store.cipher.clone();
     let req = Arc::new(req);
     let out = store
-        .run("claim", move |mut c: Client| {
+        .run("claim", move |c: Client| {
             let cipher = cipher.clone();
             let req = req.clone();
             Box::pin(async move {
@@ -528,10 +528,15 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                 if req.limit == 0 {
                     return Ok(Vec::new());
                 }
-                let tx = c.transaction().await?;
-                let candidates = tx.prepare_cached(CANDIDATES_SQL).await?;
+                // Two round trips: `BEGIN` with the candidates, the take with `COMMIT`.
+                let candidates = c.prepare_cached(CANDIDATES_SQL).await?;
+                let take = c.prepare_cached(TAKE_SQL).await?;
+                let tx = PipelinedTx::new(c);
                 let rows = tx
-                    .query(&candidates, &[&now_ms, &MAX_SUBSCRIPTIONS_PER_CLAIM, &CLAIM_LOCK])
+                    .begin_with(
+                        tx.client()
+                            .query(&candidates, &[&now_ms, &MAX_SUBSCRIPTIONS_PER_CLAIM, &CLAIM_LOCK]),
+                    )
                     .await?;
                 let mut candidates = Vec::with_capacity(rows.len());
                 for r in rows {
@@ -558,7 +563,7 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                     });
                 }
                 if candidates.is_empty() {
-                    tx.commit().await.map_err(PgErr::Commit)?;
+                    tx.commit().await?;
                     return Ok(Vec::new());
                 }
                 let subs: Vec<i64> = candidates.iter().map(|c| c.seq).collect();
@@ -568,63 +573,92 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                     .collect();
                 let per_subscription = req.per_subscription_limit.min(i64::MAX as usize) as i64;
                 let limit = req.limit.min(i64::MAX as usize) as i64;
-                let take = tx.prepare_cached(TAKE_SQL).await?;
-                let mut rows = tx
-                    .query(
+                let rows = tx
+                    .commit_with(tx.client().query(
                         &take,
                         &[&subs, &here, &now_ms, &per_subscription, &limit, &until_ms, &req.owner],
-                    )
+                    ))
                     .await?;
-                // In queue order per subscription (the statement's rows come in no order).
-                let mut keyed = Vec::with_capacity(rows.len());
-                for r in rows.drain(..) {
-                    let key: (i64, i64, i64) = (r.try_get(0)?, r.try_get(4)?, r.try_get(1)?);
-                    keyed.push((key, r));
-                }
-                keyed.sort_by_key(|(key, _)| *key);
-                let rows = keyed.into_iter().map(|(_, r)| r);
-                let by_seq: HashMap<i64, &Candidate> = candidates.iter().map(|c| (c.seq, c)).collect();
-                let mut signers: HashMap<i64, Arc<Signer>> = HashMap::new();
-                let mut bodies: HashMap<String, Bytes> = HashMap::new();
-                let mut out = Vec::new();
-                for r in rows {
-                    let sub: i64 = r.try_get(0)?;
-                    let Some(cand) = by_seq.get(&sub) else { continue };
-                    let signer = match signers.get(&sub) {
-                        Some(s) => s.clone(),
-                        None => {
-                            let s = signer(cand, req.now, cipher.as_deref())?;
-                            signers.insert(sub, s.clone());
-                            s
+                // Committed already: should the rows not make deliveries (a stored
+                // secret that cannot be opened), the leases just taken are given back, as a
+                // rollback would have left them, before the error is returned.
+                match deliveries_of(&rows, &candidates, &req, cipher.as_deref()) {
+                    Ok(out) => Ok(out),
+                    Err(e) => {
+                        let (mut seqs, mut due) = (Vec::new(), Vec::new());
+                        for r in &rows {
+                            seqs.push(r.try_get::<_, i64>(1)?);
+                            due.push(r.try_get::<_, i64>(4)?);
                         }
-                    };
-                    let event_id: String = r.try_get(5)?;
-                    let body = match bodies.get(&event_id) {
-                        Some(b) => b.clone(),
-                        None => {
-                            let b = Bytes::from(r.try_get::<_, String>(6)?);
-                            bodies.insert(event_id.clone(), b.clone());
-                            b
-                        }
-                    };
-                    out.push(ClaimedDelivery {
-                        id: DeliveryId(r.try_get(1)?),
-                        subscription_id: cand.id.clone(),
-                        event_id,
-                        body,
-                        url: cand.url.clone(),
-                        signer,
-                        attempt: r.try_get::<_, i64>(2)? as u32 + 1,
-                        created_at: ts(r.try_get(3)?),
-                    });
+                        let release = tx.client().prepare_cached(UNTAKE_SQL).await?;
+                        tx.client().execute(&release, &[&seqs, &due, &req.owner]).await?;
+                        Err(e)
+                    }
                 }
-                tx.commit().await.map_err(PgErr::Commit)?;
-                Ok(out)
             })
         })
         .await?;
     if !out.is_empty() {
         vacuum_heads(store);
+    }
+    Ok(out)
+}
+
+/// Gives back leases a claim took (rows $1, due before the claim at $2, owner $3).
+const UNTAKE_SQL: &str = "UPDATE queue_heads q SET owner = NULL, due_at = u.due
+     FROM unnest($1::bigint[], $2::bigint[]) AS u(seq, due)
+     WHERE q.delivery_seq = u.seq AND q.owner = $3";
+
+/// The deliveries of the heads a claim took (the rows of [`TAKE_SQL`]), in queue order
+/// per subscription, each with its subscription's signer.
+fn deliveries_of(
+    rows: &[tokio_postgres::Row],
+    candidates: &[Candidate],
+    req: &ClaimRequest,
+    cipher: Option<&SecretCipher>,
+) -> Result<Vec<ClaimedDelivery>, PgErr> {
+    // In queue order per subscription (the statement's rows come in no order).
+    let mut keyed = Vec::with_capacity(rows.len());
+    for r in rows.iter() {
+        let key: (i64, i64, i64) = (r.try_get(0)?, r.try_get(4)?, r.try_get(1)?);
+        keyed.push((key, r));
+    }
+    keyed.sort_by_key(|(key, _)| *key);
+    let rows = keyed.into_iter().map(|(_, r)| r);
+    let by_seq: HashMap<i64, &Candidate> = candidates.iter().map(|c| (c.seq, c)).collect();
+    let mut signers: HashMap<i64, Arc<Signer>> = HashMap::new();
+    let mut bodies: HashMap<String, Bytes> = HashMap::new();
+    let mut out = Vec::new();
+    for r in rows {
+        let sub: i64 = r.try_get(0)?;
+        let Some(cand) = by_seq.get(&sub) else { continue };
+        let signer = match signers.get(&sub) {
+            Some(s) => s.clone(),
+            None => {
+                let s = signer(cand, req.now, cipher)?;
+                signers.insert(sub, s.clone());
+                s
+            }
+        };
+        let event_id: String = r.try_get(5)?;
+        let body = match bodies.get(&event_id) {
+            Some(b) => b.clone(),
+            None => {
+                let b = Bytes::from(r.try_get::<_, String>(6)?);
+                bodies.insert(event_id.clone(), b.clone());
+                b
+            }
+        };
+        out.push(ClaimedDelivery {
+            id: DeliveryId(r.try_get(1)?),
+            subscription_id: cand.id.clone(),
+            event_id,
+            body,
+            url: cand.url.clone(),
+            signer,
+            attempt: r.try_get::<_, i64>(2)? as u32 + 1,
+            created_at: ts(r.try_get(3)?),
+        });
     }
     Ok(out)
 }

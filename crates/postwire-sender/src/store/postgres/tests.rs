@@ -353,6 +353,63 @@ async fn a_subscription_numbered_past_two_to_the_31_is_claimed() {
     assert_eq!(claimed[0].subscription_id, "wh_1");
 }
 
+/// A pipelined transaction dropped before its commit (its statement failed) is rolled
+/// back before its connection is used again: the next user of the one pooled
+/// connection sees none of its writes and is not inside its aborted transaction.
+#[tokio::test]
+async fn a_pipelined_transaction_dropped_uncommitted_is_rolled_back_before_reuse() {
+    let db = postwire_testpg::database();
+    let store = PostgresStore::connect_with(
+        db.url(),
+        PostgresOptions {
+            pool_size: 1,
+            ..PostgresOptions::default()
+        },
+    )
+    .await
+    .unwrap();
+    run_sql(&store, "CREATE TABLE scratch (n INT)").await;
+    let failed = store
+        .run("pipelined", |c: Client| {
+            Box::pin(async move {
+                let tx = PipelinedTx::new(c);
+                tx.begin_with(tx.client().execute("SELECT 1", &[])).await?;
+                tx.client().execute("INSERT INTO scratch VALUES (1)", &[]).await?;
+                tx.client().execute("SELECT 1 / 0", &[]).await?;
+                tx.commit().await
+            })
+        })
+        .await;
+    assert!(failed.is_err());
+    let rows = store
+        .run("count", |c: Client| {
+            Box::pin(async move {
+                Ok(c.query_one("SELECT count(*) FROM scratch", &[])
+                    .await?
+                    .try_get::<_, i64>(0)?)
+            })
+        })
+        .await
+        .unwrap();
+    assert_eq!(rows, 0);
+}
+
+/// A claim whose rows cannot be made into deliveries (a stored secret that does not
+/// open) fails and leaves nothing leased: its leases are committed with the take (one
+/// round trip) and then given back, as a rollback would have left them, so the
+/// delivery is claimed as soon as the secret is readable, not when the lease ends.
+#[tokio::test]
+async fn a_claim_that_fails_after_taking_gives_its_leases_back() {
+    let (_db, stores, t0) = stores_on_one_database(1).await;
+    let store = &stores[0];
+    store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
+    run_sql(store, "UPDATE subscriptions SET secret = 'damaged' || secret").await;
+    assert!(store.claim(claim_at(t0)).await.is_err());
+    run_sql(store, "UPDATE subscriptions SET secret = substr(secret, 8)").await;
+    let claimed = store.claim(claim_at(t0)).await.unwrap();
+    assert_eq!(claimed.len(), 1, "the delivery is not left leased by the failed claim");
+}
+
 /// Publishes of one post through several stores at once make one queue with one head,
 /// drained one delivery at a time in publish order through all of them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
