@@ -4,16 +4,16 @@
 // wasm-v1a-inline.cjs where a bundler moved this file: node-wasm.js), so the default entry
 // points do not grow.
 import { instantiateApi } from "./init-v1a.js";
-import { nodeWasmBytes, readFileOfLength } from "./node-wasm.js";
+import { builtin, nodeWasmBytes, readFileOfLength } from "./node-wasm.js";
 
 const api = instantiateApi(
   () =>
     nodeWasmBytes(
-      () => readFileOfLength(require("node:path").join(__dirname, "postwire_wasm_v1a_bg.wasm"), POSTWIRE_WASM_BYTES),
+      () => readFileOfLength(__dirname + "/postwire_wasm_v1a_bg.wasm", POSTWIRE_WASM_BYTES),
       POSTWIRE_WASM_BYTES,
       () => require("./wasm-v1a-inline.cjs"),
     ),
-  () => require("node:crypto"),
+  () => builtin("node:crypto"),
 );
 
 export const {

@@ -9,6 +9,21 @@
 // bundler includes since it is a plain `require`.
 
 /**
+ * Node's built-in module `id` (`node:fs`, `node:crypto`): through `process.getBuiltinModule`
+ * where Node has it (20.16, 22.3 and later), which skips what `require` does for a built-in
+ * on its first call (its ES module facade: about 0.06 ms of a cold start when the package
+ * is the first thing that requires one); `require` on older Node. Each name is written out
+ * so that bundlers see a literal `require`.
+ * @param {"node:fs" | "node:crypto"} id
+ * @returns {object}
+ */
+export function builtin(id) {
+  const get = process.getBuiltinModule;
+  if (typeof get === "function") return get(id);
+  return id === "node:fs" ? require("node:fs") : require("node:crypto");
+}
+
+/**
  * The bytes of the file at `path` if it is `length` bytes long, else a different length
  * (reads at most one byte more, enough to tell).
  * @param {string} path
@@ -16,7 +31,7 @@
  * @returns {Uint8Array}
  */
 export function readFileOfLength(path, length) {
-  const fs = require("node:fs");
+  const fs = builtin("node:fs");
   const fd = fs.openSync(path, "r");
   try {
     const bytes = new Uint8Array(length + 1);
@@ -29,7 +44,8 @@ export function readFileOfLength(path, length) {
 /**
  * @param {() => Uint8Array} read reads the .wasm beside the entry; written out in each
  *   entry with the file's name as a literal, so that tools that trace a deployment's files
- *   (`path.join(__dirname, "…")`) find it
+ *   (`__dirname + "/…"`, which they evaluate as they do `path.join`) find it; not
+ *   `path.join` itself, whose first call costs a cold start about 0.06 ms
  * @param {number} length its length in bytes, as built
  * @param {() => string} inline the module as base64, for when the file is missing or not this build's
  * @returns {Uint8Array}

@@ -7,16 +7,16 @@
 // Nothing is read or compiled and node:crypto is not loaded at require time: the module on
 // the first call that needs it, node:crypto on the first body large enough to use it.
 import { instantiateApi } from "./init.js";
-import { nodeWasmBytes, readFileOfLength } from "./node-wasm.js";
+import { builtin, nodeWasmBytes, readFileOfLength } from "./node-wasm.js";
 
 const api = instantiateApi(
   () =>
     nodeWasmBytes(
-      () => readFileOfLength(require("node:path").join(__dirname, "postwire_wasm_bg.wasm"), POSTWIRE_WASM_BYTES),
+      () => readFileOfLength(__dirname + "/postwire_wasm_bg.wasm", POSTWIRE_WASM_BYTES),
       POSTWIRE_WASM_BYTES,
       () => require("./wasm-inline.cjs"),
     ),
-  () => require("node:crypto"),
+  () => builtin("node:crypto"),
 );
 
 export const {
