@@ -34,7 +34,11 @@
 //!   `pg_try_advisory_xact_lock` (a subscription another process is claiming right now is
 //!   skipped, not waited for). Under that lock, in the next statement (whose snapshot
 //!   is taken after it), the subscription's live leases are counted and its heads taken,
-//!   so the per-subscription in-flight limit holds across processes. A claim is two
+//!   so the per-subscription in-flight limit holds across processes. The count leaves
+//!   out the claiming process's own attempts whose request has ended and whose outcome
+//!   is still being written ([`ClaimRequest::ended`]): the room is for requests, as in
+//!   the process's own count, and a lease waiting for its write would otherwise hold
+//!   room for a whole write cycle (a third of the rate with one subscription). A claim is two
 //!   statements (candidates with their locks; count and take), an outcome batch three
 //!   (subscriptions locked, one statement for attempts, states, heads and successors,
 //!   health), whatever their size, in two and three round trips: `BEGIN` goes out with

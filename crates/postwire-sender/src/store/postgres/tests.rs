@@ -8,6 +8,7 @@ use std::time::Duration;
 use postwire_core::OrderingKey;
 
 use super::*;
+use crate::model::DeliveryId;
 use crate::store::conformance::{Backend, claim_at, store_with_a_subscription, test_event};
 use crate::store::{NextState, Store};
 
@@ -338,6 +339,44 @@ async fn the_per_subscription_limit_holds_across_stores() {
     // Leases that ended (a dead process) do not count.
     let later = t0.add_millis(120_000);
     assert_eq!(stores[1].claim(claim_as("b", later, 4)).await.unwrap().len(), 4);
+}
+
+/// A process's attempts whose request has ended, outcome not yet written, leave the
+/// room they took: the count of leases leaves them out when the claim names them, and
+/// only as the claiming owner's, and only while their row is still that attempt's lease.
+#[tokio::test]
+async fn ended_attempts_named_by_their_owner_do_not_count_toward_the_limit() {
+    let (_db, stores, t0) = stores_on_one_database(2).await;
+    let events = (0..5).map(|_| test_event(t0)).collect();
+    stores[0].enqueue(events, t0, None).await.unwrap();
+    let a = stores[0].claim(claim_as("a", t0, 2)).await.unwrap();
+    assert_eq!(a.len(), 2);
+    let (x, y) = (&a[0], &a[1]);
+    let ended = |d: &ClaimedDelivery| (d.id, d.attempt);
+    let with_ended = |owner: &str, ended: Vec<(DeliveryId, u32)>| ClaimRequest {
+        ended,
+        ..claim_as(owner, t0, 2)
+    };
+    // x is retried at once; the claim below still names its ended attempt (the
+    // dispatcher forgets it only after the write returns).
+    let retry = FinishedAttempt {
+        next: NextState::RetryAt(t0),
+        ..delivered(x, t0)
+    };
+    stores[0].record_attempts(vec![retry], t0).await.unwrap();
+    let again = stores[0].claim(with_ended("a", vec![ended(x)])).await.unwrap();
+    assert_eq!(again.len(), 1, "y is the one lease left");
+    assert_eq!(
+        (again[0].id, again[0].attempt),
+        (x.id, 2),
+        "x again, for its second attempt"
+    );
+    let none = stores[0].claim(with_ended("a", vec![ended(x)])).await.unwrap();
+    assert!(none.is_empty(), "x's new lease counts: its first attempt's is gone");
+    let none = stores[1].claim(with_ended("b", vec![ended(y)])).await.unwrap();
+    assert!(none.is_empty(), "y is a's lease: b cannot leave it out");
+    let one = stores[0].claim(with_ended("a", vec![ended(y)])).await.unwrap();
+    assert_eq!(one.len(), 1, "a's ended attempt of y leaves its room");
 }
 
 /// A subscription's claim lock is keyed by its row number: one numbered past 2³¹ (a
