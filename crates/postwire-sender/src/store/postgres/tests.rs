@@ -92,6 +92,27 @@ async fn a_database_of_a_newer_schema_version_is_refused_and_a_bad_url_is_invali
     assert_eq!(err.code(), crate::SenderErrorCode::InvalidRequest, "{err}");
 }
 
+/// A process starting beside others that are writing does not wait for their writes
+/// (nor make their next ones wait behind it): a database at this version is not
+/// migrated again.
+#[tokio::test]
+async fn a_store_starts_while_another_process_holds_a_write_open() {
+    let (db, stores, t0) = stores_on_one_database(1).await;
+    stores[0].enqueue(vec![test_event(t0)], t0, None).await.unwrap();
+    let mut writer = stores[0].pool.get().await.unwrap();
+    let tx = writer.transaction().await.unwrap();
+    tx.execute("UPDATE deliveries SET attempts = attempts", &[])
+        .await
+        .unwrap();
+    tx.execute("UPDATE queue_heads SET attempts = attempts", &[])
+        .await
+        .unwrap();
+    let started = tokio::time::timeout(Duration::from_secs(10), PostgresStore::connect(db.url())).await;
+    assert!(started.is_ok(), "the start waited for the open write");
+    started.unwrap().unwrap();
+    tx.rollback().await.unwrap();
+}
+
 /// Two deliveries leased (to "a" and "b") and one free, on a database of this version.
 async fn two_leased_and_one_free() -> (
     postwire_testpg::TestDatabase,
