@@ -234,7 +234,7 @@ async fn print_statements(db_url: &str, deliveries: usize) {
     tokio::spawn(conn);
     let rows = client
         .query(
-            "SELECT calls, total_exec_time, query, (shared_blks_hit + shared_blks_read)::float8 FROM pg_stat_statements
+            "SELECT calls, total_exec_time, query, (shared_blks_hit + shared_blks_read)::float8, rows FROM pg_stat_statements
              ORDER BY total_exec_time DESC LIMIT 12",
             &[],
         )
@@ -260,17 +260,19 @@ async fn print_statements(db_url: &str, deliveries: usize) {
         per(4)
     );
     eprintln!(
-        "    {:>8} {:>10} {:>14} {:>12}  statement",
-        "calls", "us/call", "us/delivery", "blocks/call"
+        "    {:>8} {:>10} {:>14} {:>12} {:>10}  statement",
+        "calls", "us/call", "us/delivery", "blocks/call", "rows/call"
     );
     for r in rows {
-        let (calls, total_ms, query, blocks): (i64, f64, String, f64) = (r.get(0), r.get(1), r.get(2), r.get(3));
+        let (calls, total_ms, query, blocks, rows): (i64, f64, String, f64, i64) =
+            (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
         let query: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
         eprintln!(
-            "    {calls:>8} {:>10.1} {:>14.2} {:>12.1}  {}",
+            "    {calls:>8} {:>10.1} {:>14.2} {:>12.1} {:>10.1}  {}",
             total_ms * 1000.0 / calls.max(1) as f64,
             total_ms * 1000.0 / deliveries as f64,
             blocks / calls.max(1) as f64,
+            rows as f64 / calls.max(1) as f64,
             query.chars().take(110).collect::<String>()
         );
     }
