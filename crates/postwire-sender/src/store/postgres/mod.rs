@@ -24,8 +24,9 @@
 //!   owner). A process that dies (SIGKILL, lost network) loses its leases when they end,
 //!   and another process claims the deliveries again (at least once, same
 //!   `webhook-id`). [`Store::recover`] releases only the given owner's leases. The table
-//!   holds the heads, not the history, so the store vacuums it every second while it
-//!   claims: every claim and outcome leaves dead index entries at the front of the
+//!   holds the heads, not the history, so the stores vacuum it every second while they
+//!   claim (one of them: a store skips its turn when another vacuumed within the
+//!   second): every claim and outcome leaves dead index entries at the front of the
 //!   claimable range, which claims would otherwise step over until the next autovacuum.
 //!   (Schema version 4 read the heads through an index of `deliveries`, with leases in a
 //!   table of their own; version 2 kept leases in columns of `deliveries`.)

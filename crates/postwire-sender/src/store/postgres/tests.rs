@@ -400,6 +400,25 @@ async fn ended_attempts_named_by_their_owner_do_not_count_toward_the_limit() {
     assert_eq!(one.len(), 1, "a's ended attempt of y leaves its room");
 }
 
+/// `queue_heads` is vacuumed about once a second whatever the number of processes: a
+/// store does not vacuum it again within a second of another store's vacuum.
+#[tokio::test]
+async fn a_store_does_not_vacuum_the_heads_again_right_after_another_did() {
+    let (_db, stores, _) = stores_on_one_database(2).await;
+    let a = stores[0].pool.get().await.unwrap();
+    let b = stores[1].pool.get().await.unwrap();
+    assert!(super::queue::vacuum_if_due(&a).await.unwrap(), "never vacuumed: due");
+    assert!(
+        !super::queue::vacuum_if_due(&b).await.unwrap(),
+        "vacuumed by a just now"
+    );
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert!(
+        super::queue::vacuum_if_due(&b).await.unwrap(),
+        "a second later, due again"
+    );
+}
+
 /// A subscription's claim lock is keyed by its row number: one numbered past 2³¹ (a
 /// long-lived database) is claimed like any other.
 #[tokio::test]
