@@ -487,8 +487,8 @@ fn main() {
             if rounds == 1 { "" } else { "s" }
         );
         println!(
-            "{:<26} {:>24} {:>18} {:>26}   {}",
-            "case", "deliveries/s", "CPU us/delivery", "published deliveries/s", "CPU: dispatchers/PostgreSQL/receiver"
+            "{:<26} {:>24} {:>18} {:>26}   CPU: dispatchers/PostgreSQL/receiver",
+            "case", "deliveries/s", "CPU us/delivery", "published deliveries/s"
         );
         let sqlite_rate = spread(&cases[0].samples, |s| s.rate).0;
         for c in &cases {
