@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p postwire-sender --example pg_scale -- [--deliveries N] [--subscriptions N]
-//!     [--processes 1,2,4] [--skip-wrk]
+//!     [--processes 1,2,4] [--rounds N] [--skip-wrk]
 //! ```
 //!
 //! Each case publishes every event first (10 subscriptions by default, 1 KiB events each
@@ -11,13 +11,24 @@
 //! start to the last `2xx`: what is measured is dispatching, the part that scales out.
 //! The PostgreSQL cases run each dispatcher in a process of its own (this example,
 //! started again with `--worker URL`) on a throwaway cluster (`postwire-testpg`, socket
-//! only); the receiver and the publisher stay in this process. **CPU per delivery** is
-//! the user + system time of this process, the worker processes and the cluster's
-//! server processes over the drain, divided by the deliveries: on a machine with fewer
-//! cores than processes, it is the figure to compare, since the rate is bounded by the
-//! cores. **Published deliveries/s**: deliveries stored per second while publishing
-//! (batches of 100 events through `publish_many`, before the drain). `wrk -t2 -c64
-//! -d5s` runs before and after, against the same receiver.
+//! only; a new database per run, dropped after it); the receiver and the publisher stay
+//! in this process. **CPU per delivery** is the user + system time of this process, the
+//! worker processes and the cluster's server processes over the drain, divided by the
+//! deliveries: on a machine with fewer cores than processes, it is the figure to
+//! compare, since the rate is bounded by the cores; the last column splits it between
+//! the dispatchers, PostgreSQL and this process (the receiver). **Published
+//! deliveries/s**: deliveries stored per second while publishing (batches of 100 events
+//! through `publish_many`, before the drain). `wrk -t2 -c64 -d5s` runs before and
+//! after, against the same receiver.
+//!
+//! **Rounds.** A single run on a shared machine is noisy (±10 % and more between runs of
+//! one case). `--rounds N` (default 3) runs the cases interleaved, round by round (SQLite,
+//! PostgreSQL with 1, 2, 4 processes, then again), so that a slow stretch hits every
+//! case, and reports per case the median and the range (min-max) of the rounds, with
+//! the rate as a share of SQLite's median. 40,000 deliveries in 3 rounds take about a
+//! minute and a half on two cores. `BENCH_VERBOSE=1` prints every round's figures;
+//! `BENCH_PG_STATEMENTS=1` (with pg_stat_statements) the statements per delivery after
+//! each PostgreSQL run.
 
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -157,12 +168,40 @@ async fn wait_for(ok: &AtomicUsize, target: usize) {
     }
 }
 
-struct Row {
-    case: String,
+/// One run of one case.
+#[derive(Clone, Copy, Default)]
+struct Sample {
     rate: f64,
     cpu_us: f64,
     /// Deliveries stored per second while publishing (before the drain).
     published: f64,
+    /// CPU us per delivery of the dispatcher processes, the cluster and this process
+    /// (PostgreSQL cases; SQLite's dispatcher runs in this process, counted in `me`).
+    dispatchers: f64,
+    server: f64,
+    me: f64,
+}
+
+/// A case's runs, one per round.
+struct Case {
+    name: String,
+    samples: Vec<Sample>,
+}
+
+/// Median and range of `f` over `samples`.
+fn spread(samples: &[Sample], f: impl Fn(&Sample) -> f64) -> (f64, f64, f64) {
+    let mut v: Vec<f64> = samples.iter().map(f).collect();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return (0.0, 0.0, 0.0);
+    }
+    let median = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    (median, v[0], v[n - 1])
 }
 
 fn run_wrk(url: &str) -> Option<f64> {
@@ -195,7 +234,7 @@ async fn print_statements(db_url: &str, deliveries: usize) {
     tokio::spawn(conn);
     let rows = client
         .query(
-            "SELECT calls, total_exec_time, query, (shared_blks_hit + shared_blks_read)::float8 FROM pg_stat_statements
+            "SELECT calls, total_exec_time, query, (shared_blks_hit + shared_blks_read)::float8, rows FROM pg_stat_statements
              ORDER BY total_exec_time DESC LIMIT 12",
             &[],
         )
@@ -221,17 +260,19 @@ async fn print_statements(db_url: &str, deliveries: usize) {
         per(4)
     );
     eprintln!(
-        "    {:>8} {:>10} {:>14} {:>12}  statement",
-        "calls", "us/call", "us/delivery", "blocks/call"
+        "    {:>8} {:>10} {:>14} {:>12} {:>10}  statement",
+        "calls", "us/call", "us/delivery", "blocks/call", "rows/call"
     );
     for r in rows {
-        let (calls, total_ms, query, blocks): (i64, f64, String, f64) = (r.get(0), r.get(1), r.get(2), r.get(3));
+        let (calls, total_ms, query, blocks, rows): (i64, f64, String, f64, i64) =
+            (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
         let query: String = query.split_whitespace().collect::<Vec<_>>().join(" ");
         eprintln!(
-            "    {calls:>8} {:>10.1} {:>14.2} {:>12.1}  {}",
+            "    {calls:>8} {:>10.1} {:>14.2} {:>12.1} {:>10.1}  {}",
             total_ms * 1000.0 / calls.max(1) as f64,
             total_ms * 1000.0 / deliveries as f64,
             blocks / calls.max(1) as f64,
+            rows as f64 / calls.max(1) as f64,
             query.chars().take(110).collect::<String>()
         );
     }
@@ -243,6 +284,110 @@ async fn worker(url: String) {
         .unwrap();
     let _dispatcher = sender.start();
     std::future::pending::<()>().await;
+}
+
+/// The SQLite case: this process dispatches.
+async fn run_sqlite(url: &str, ok: &AtomicUsize, subscriptions: usize, events: usize) -> Sample {
+    let deliveries = events * subscriptions;
+    let dir = tempfile::tempdir().unwrap();
+    let sender = Sender::open_sqlite(dir.path().join("b.db"), config(), Arc::new(SystemClock))
+        .await
+        .unwrap();
+    let p0 = Instant::now();
+    prepare(&sender, url, subscriptions, events).await;
+    let published = deliveries as f64 / p0.elapsed().as_secs_f64();
+    let base = ok.load(Ordering::Relaxed);
+    let cpu0 = ticks(std::process::id());
+    let t0 = Instant::now();
+    let dispatcher = sender.start();
+    wait_for(ok, base + deliveries).await;
+    let elapsed = t0.elapsed();
+    let cpu = ticks(std::process::id()) - cpu0;
+    dispatcher.shutdown().await;
+    let cpu_us = cpu as f64 * 10_000.0 / deliveries as f64;
+    Sample {
+        rate: deliveries as f64 / elapsed.as_secs_f64(),
+        cpu_us,
+        published,
+        me: cpu_us,
+        ..Sample::default()
+    }
+}
+
+/// Settings of the PostgreSQL cases.
+struct PgRun<'a> {
+    cluster: &'a postwire_testpg::Cluster,
+    url: &'a str,
+    ok: &'a AtomicUsize,
+    subscriptions: usize,
+    events: usize,
+    statements: bool,
+}
+
+/// A PostgreSQL case: `n` dispatcher processes on a new database `name`.
+async fn run_pg(r: &PgRun<'_>, name: &str, n: usize) -> Sample {
+    let deliveries = r.events * r.subscriptions;
+    r.cluster.create_database(name).unwrap();
+    let db_url = r.cluster.url(name);
+    let publisher = Sender::open_postgres(&db_url, config(), Arc::new(SystemClock))
+        .await
+        .unwrap();
+    let p0 = Instant::now();
+    prepare(&publisher, r.url, r.subscriptions, r.events).await;
+    let published = deliveries as f64 / p0.elapsed().as_secs_f64();
+    if r.statements {
+        r.cluster
+            .psql(
+                name,
+                "CREATE EXTENSION pg_stat_statements; SELECT pg_stat_statements_reset()",
+            )
+            .unwrap();
+    }
+    let base = r.ok.load(Ordering::Relaxed);
+    let pg_pids = cluster_pids(r.cluster.socket_dir());
+    let pg0 = total_ticks(&pg_pids);
+    let me0 = ticks(std::process::id());
+    let t0 = Instant::now();
+    let mut children: Vec<Child> = (0..n)
+        .map(|_| {
+            Command::new(std::env::current_exe().unwrap())
+                .args(["--worker", &db_url])
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    wait_for(r.ok, base + deliveries).await;
+    let elapsed = t0.elapsed();
+    let child_ticks: u64 = children.iter().map(|c| ticks(c.id())).sum();
+    // Backends started during the drain are the workers' connections.
+    let pg_now = cluster_pids(r.cluster.socket_dir());
+    let pg = total_ticks(&pg_now).saturating_sub(pg0);
+    let me = ticks(std::process::id()) - me0;
+    for c in &mut children {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    drop(publisher);
+    let per = |t: u64| t as f64 * 10_000.0 / deliveries as f64;
+    if r.statements {
+        print_statements(&db_url, deliveries).await;
+        if let Some(to) = std::env::var_os("BENCH_PG_LOG") {
+            std::fs::copy(r.cluster.socket_dir().join("log"), to).unwrap();
+        }
+    }
+    // The database is not needed again: its files would only slow the next cases.
+    let _ = r
+        .cluster
+        .psql("postgres", &format!("DROP DATABASE {name} WITH (FORCE)"));
+    Sample {
+        rate: deliveries as f64 / elapsed.as_secs_f64(),
+        cpu_us: per(child_ticks + pg + me),
+        published,
+        dispatchers: per(child_ticks),
+        server: per(pg),
+        me: per(me),
+    }
 }
 
 fn main() {
@@ -264,6 +409,7 @@ fn main() {
     };
     let deliveries: usize = arg("--deliveries").map_or(20_000, |v| v.parse().unwrap());
     let subscriptions: usize = arg("--subscriptions").map_or(10, |v| v.parse().unwrap());
+    let rounds: usize = arg("--rounds").map_or(3, |v| v.parse::<usize>().unwrap().max(1));
     let processes: Vec<usize> = arg("--processes")
         .unwrap_or_else(|| "1,2,4".into())
         .split(',')
@@ -277,32 +423,6 @@ fn main() {
         let addr = start_receiver(ok.clone()).await;
         let url = format!("http://{addr}/hook");
         let wrk_before = if skip_wrk { None } else { run_wrk(&url) };
-        let mut rows = Vec::new();
-
-        // SQLite: one process (this one).
-        {
-            let dir = tempfile::tempdir().unwrap();
-            let sender = Sender::open_sqlite(dir.path().join("b.db"), config(), Arc::new(SystemClock))
-                .await
-                .unwrap();
-            let p0 = Instant::now();
-            prepare(&sender, &url, subscriptions, events).await;
-            let published = deliveries as f64 / p0.elapsed().as_secs_f64();
-            let base = ok.load(Ordering::Relaxed);
-            let cpu0 = ticks(std::process::id());
-            let t0 = Instant::now();
-            let dispatcher = sender.start();
-            wait_for(&ok, base + deliveries).await;
-            let elapsed = t0.elapsed();
-            let cpu = ticks(std::process::id()) - cpu0;
-            dispatcher.shutdown().await;
-            rows.push(Row {
-                case: "SQLite, 1 process".into(),
-                rate: deliveries as f64 / elapsed.as_secs_f64(),
-                cpu_us: cpu as f64 * 10_000.0 / deliveries as f64,
-                published,
-            });
-        }
 
         // BENCH_PG_STATEMENTS=1: where the server's time goes, per statement, after each case.
         let statements = std::env::var_os("BENCH_PG_STATEMENTS").is_some();
@@ -316,81 +436,82 @@ fn main() {
             postwire_testpg::Cluster::start()
         }
         .expect("a throwaway PostgreSQL cluster");
-        for (i, n) in processes.iter().enumerate() {
-            let name = format!("b{i}");
-            cluster.create_database(&name).unwrap();
-            let db_url = cluster.url(&name);
-            let publisher = Sender::open_postgres(&db_url, config(), Arc::new(SystemClock)).await.unwrap();
-            let p0 = Instant::now();
-            prepare(&publisher, &url, subscriptions, events).await;
-            let published = deliveries as f64 / p0.elapsed().as_secs_f64();
-            if statements {
-                cluster
-                    .psql(&name, "CREATE EXTENSION pg_stat_statements; SELECT pg_stat_statements_reset()")
-                    .unwrap();
+        let pg = PgRun {
+            cluster: &cluster,
+            url: &url,
+            ok: &ok,
+            subscriptions,
+            events,
+            statements,
+        };
+        let mut cases = vec![Case {
+            name: "SQLite, 1 process".into(),
+            samples: Vec::new(),
+        }];
+        for n in &processes {
+            cases.push(Case {
+                name: format!("PostgreSQL, {n} process{}", if *n == 1 { "" } else { "es" }),
+                samples: Vec::new(),
+            });
+        }
+        // Round by round, every case once, so that a slow stretch of a busy machine hits
+        // every case rather than one.
+        for round in 0..rounds {
+            let s = run_sqlite(&url, &ok, subscriptions, events).await;
+            cases[0].samples.push(s);
+            for (i, n) in processes.iter().enumerate() {
+                let s = run_pg(&pg, &format!("b{round}_{i}"), *n).await;
+                cases[i + 1].samples.push(s);
             }
-            let base = ok.load(Ordering::Relaxed);
-            let pg_pids = cluster_pids(cluster.socket_dir());
-            let pg0 = total_ticks(&pg_pids);
-            let me0 = ticks(std::process::id());
-            let t0 = Instant::now();
-            let mut children: Vec<Child> = (0..*n)
-                .map(|_| {
-                    Command::new(std::env::current_exe().unwrap())
-                        .args(["--worker", &db_url])
-                        .stdout(Stdio::null())
-                        .spawn()
-                        .unwrap()
-                })
-                .collect();
-            wait_for(&ok, base + deliveries).await;
-            let elapsed = t0.elapsed();
-            let child_ticks: u64 = children.iter().map(|c| ticks(c.id())).sum();
-            // Backends started during the drain are the workers' connections.
-            let pg_now = cluster_pids(cluster.socket_dir());
-            let pg = total_ticks(&pg_now).saturating_sub(pg0);
-            let me = ticks(std::process::id()) - me0;
-            for c in &mut children {
-                let _ = c.kill();
-                let _ = c.wait();
-            }
-            drop(publisher);
             if verbose {
-                let per = |t: u64| t as f64 * 10_000.0 / deliveries as f64;
-                eprintln!(
-                    "    CPU us/delivery: dispatchers {:.0}, PostgreSQL {:.0}, this process (receiver) {:.0}",
-                    per(child_ticks),
-                    per(pg),
-                    per(me)
-                );
-            }
-            if statements {
-                print_statements(&db_url, deliveries).await;
-                if let Some(to) = std::env::var_os("BENCH_PG_LOG") {
-                    std::fs::copy(cluster.socket_dir().join("log"), to).unwrap();
+                for c in &cases {
+                    let s = c.samples[round];
+                    eprintln!(
+                        "  round {}: {:<24} {:>7.0}/s, CPU us/delivery {:>4.0} (dispatchers {:.0}, PostgreSQL {:.0}, this process {:.0})",
+                        round + 1,
+                        c.name,
+                        s.rate,
+                        s.cpu_us,
+                        s.dispatchers,
+                        s.server,
+                        s.me
+                    );
                 }
             }
-            let cpu = child_ticks + pg + me;
-            rows.push(Row {
-                case: format!("PostgreSQL, {n} process{}", if *n == 1 { "" } else { "es" }),
-                rate: deliveries as f64 / elapsed.as_secs_f64(),
-                cpu_us: cpu as f64 * 10_000.0 / deliveries as f64,
-                published,
-            });
-            eprintln!("  {} done", rows.last().unwrap().case);
         }
         let wrk_after = if skip_wrk { None } else { run_wrk(&url) };
 
         println!(
-            "{deliveries} deliveries ({events} events x {subscriptions} subscriptions, 1 KiB), drained after publishing; {} cores",
-            std::thread::available_parallelism().map_or(0, |n| n.get())
+            "{deliveries} deliveries ({events} events x {subscriptions} subscriptions, 1 KiB), drained after publishing; {} cores; median of {rounds} round{} (min-max)",
+            std::thread::available_parallelism().map_or(0, |n| n.get()),
+            if rounds == 1 { "" } else { "s" }
         );
         println!(
-            "{:<26} {:>14} {:>18} {:>26}",
+            "{:<26} {:>24} {:>18} {:>26}   CPU: dispatchers/PostgreSQL/receiver",
             "case", "deliveries/s", "CPU us/delivery", "published deliveries/s"
         );
-        for r in &rows {
-            println!("{:<26} {:>14.0} {:>18.0} {:>26.0}", r.case, r.rate, r.cpu_us, r.published);
+        let sqlite_rate = spread(&cases[0].samples, |s| s.rate).0;
+        for c in &cases {
+            let (rate, rate_lo, rate_hi) = spread(&c.samples, |s| s.rate);
+            let (cpu, cpu_lo, cpu_hi) = spread(&c.samples, |s| s.cpu_us);
+            let published = spread(&c.samples, |s| s.published).0;
+            let split = if c.name.starts_with("SQLite") {
+                String::new()
+            } else {
+                format!(
+                    "{:.0}/{:.0}/{:.0}",
+                    spread(&c.samples, |s| s.dispatchers).0,
+                    spread(&c.samples, |s| s.server).0,
+                    spread(&c.samples, |s| s.me).0
+                )
+            };
+            println!(
+                "{:<26} {:>24} {:>18} {:>26.0}   {split}",
+                c.name,
+                format!("{rate:.0} ({rate_lo:.0}-{rate_hi:.0}) {:>3.0} %", rate * 100.0 / sqlite_rate),
+                format!("{cpu:.0} ({cpu_lo:.0}-{cpu_hi:.0})"),
+                published
+            );
         }
         match (wrk_before, wrk_after) {
             (Some(a), Some(b)) => println!("wrk -t2 -c64 -d5s, same receiver: {a:.0} req/s before, {b:.0} after"),

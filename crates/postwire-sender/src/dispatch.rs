@@ -7,6 +7,9 @@
 //! for a request slot (a semaphore per subscription, one overall), so when a request
 //! ends, the next claimed attempt starts at once instead of after a trip to the store.
 //! The limits on requests hold exactly; claiming ahead only hides the claim's latency.
+//! An attempt whose request has ended takes no room, even before its outcome is written;
+//! each claim names those attempts to the store, which (shared by several processes,
+//! counting every process's leases) leaves their leases out of its count.
 //! Finished attempts go through a channel to one writer task, which
 //! records all the outcomes that arrived while it was busy in one write (the store may
 //! commit it together with other writes: see the SQLite store's group commit) and then
@@ -27,7 +30,7 @@
 //! tests move a [`ManualClock`](postwire_core::ManualClock) and then wait for idle, and
 //! cover a day of retries in milliseconds.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -38,7 +41,7 @@ use postwire_core::Clock;
 use crate::config::SenderConfig;
 use crate::delivery::HttpDeliverer;
 use crate::error::SenderError;
-use crate::model::AttemptOutcome;
+use crate::model::{AttemptOutcome, DeliveryId};
 use crate::schedule::{NextStep, RetrySchedule};
 use crate::signals::{Owners, Signals};
 use crate::store::{ClaimRequest, ClaimedDelivery, FinishedAttempt, NextState, Store};
@@ -135,8 +138,10 @@ struct SubscriptionSlots {
 }
 
 /// Attempts in this process: claimed attempts whose request has not ended (which bound
-/// the room for new claims) and attempts whose outcome is not yet recorded (which keep
-/// the dispatcher from calling itself idle).
+/// the room for new claims), attempts whose outcome is not yet recorded (which keep
+/// the dispatcher from calling itself idle), and among those the ones whose request has
+/// ended (a store shared by several processes leaves their leases out of its count of
+/// the room: [`ClaimRequest::ended`]).
 #[derive(Debug)]
 pub(crate) struct InFlight {
     limits: Limits,
@@ -146,6 +151,8 @@ pub(crate) struct InFlight {
     full: bool,
     per_subscription: HashMap<String, SubscriptionSlots>,
     unrecorded: usize,
+    /// Attempts (delivery, attempt number) whose request ended, outcome not yet written.
+    ended: HashSet<(DeliveryId, u32)>,
 }
 
 /// A full subscription, or a full dispatcher, asks for a refill once this share of its
@@ -161,6 +168,7 @@ impl InFlight {
             full: false,
             per_subscription: HashMap::new(),
             unrecorded: 0,
+            ended: HashSet::new(),
         }
     }
 
@@ -218,6 +226,22 @@ impl InFlight {
             self.per_subscription.remove(sub);
         }
         refill
+    }
+
+    /// The request of `attempt` (of `sub`) ended: as [`remove`](Self::remove), and the
+    /// attempt waits for its outcome to be written.
+    fn request_ended(&mut self, sub: &str, attempt: (DeliveryId, u32)) -> bool {
+        self.ended.insert(attempt);
+        self.remove(sub)
+    }
+
+    /// The outcomes of `attempts` were written, or (on an error) stay unwritten until
+    /// their leases end: either way, the store counts their leases again from now on.
+    fn written(&mut self, attempts: &[(DeliveryId, u32)]) {
+        self.unrecorded = self.unrecorded.saturating_sub(attempts.len());
+        for a in attempts {
+            self.ended.remove(a);
+        }
     }
 
     fn claimed_per_subscription(&self) -> HashMap<String, usize> {
@@ -296,12 +320,13 @@ async fn run(inner: Arc<Dispatcher>) {
         if inner.signals.is_shutting_down() {
             break;
         }
-        let (room, busy_before, snapshot) = {
+        let (room, busy_before, snapshot, ended) = {
             let f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
             (
                 max_claimed.saturating_sub(f.total),
                 f.unrecorded,
                 f.claimed_per_subscription(),
+                f.ended.iter().copied().collect(),
             )
         };
         let mut claimed = 0;
@@ -316,6 +341,7 @@ async fn run(inner: Arc<Dispatcher>) {
                 owner: inner.owner.clone(),
                 per_subscription_limit: max_claimed_per_subscription,
                 in_flight: snapshot,
+                ended,
             };
             let before = request.in_flight.clone();
             let claim_started = std::time::Instant::now();
@@ -466,7 +492,7 @@ async fn attempt(
     let refill = in_flight
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .remove(&d.subscription_id);
+        .request_ended(&d.subscription_id, (d.id, d.attempt));
     if refill {
         inner.signals.wake();
     }
@@ -492,7 +518,7 @@ async fn write_outcomes(
         // No waiting to fill a batch: outcomes that finish while this write runs make up
         // the next one, so batches grow by themselves with the load.
         let attempts: Vec<FinishedAttempt> = std::mem::take(&mut batch);
-        let n = attempts.len();
+        let written: Vec<(DeliveryId, u32)> = attempts.iter().map(|a| (a.delivery, a.attempt)).collect();
         match inner.store.record_attempts(attempts, inner.clock.now()).await {
             Ok(paused) => {
                 for p in paused {
@@ -502,10 +528,7 @@ async fn write_outcomes(
             // The leases stay; the deliveries are attempted again when they expire.
             Err(e) => tracing::error!(error = %e, "recording attempt outcomes failed"),
         }
-        {
-            let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
-            f.unrecorded = f.unrecorded.saturating_sub(n);
-        }
+        in_flight.lock().unwrap_or_else(|p| p.into_inner()).written(&written);
         inner.signals.wake();
     }
 }
@@ -554,6 +577,25 @@ mod tests {
         let mut f = in_flight();
         f.add("s");
         assert!(!f.remove("s"));
+    }
+
+    #[test]
+    fn an_attempt_whose_request_ended_is_named_until_its_outcome_is_written() {
+        let mut f = in_flight();
+        let (x, y) = ((DeliveryId(1), 1), (DeliveryId(2), 1));
+        for _ in 0..2 {
+            f.add("s");
+            f.unrecorded += 1;
+        }
+        f.request_ended("s", x);
+        assert_eq!(f.ended, HashSet::from([x]), "x waits for its write");
+        assert_eq!(f.claimed_per_subscription()["s"], 1, "and takes no room here");
+        f.request_ended("s", y);
+        f.written(&[x]);
+        assert_eq!(f.ended, HashSet::from([y]));
+        assert_eq!(f.unrecorded, 1);
+        f.written(&[y]);
+        assert!(f.ended.is_empty());
     }
 
     #[test]

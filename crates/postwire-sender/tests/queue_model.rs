@@ -128,6 +128,7 @@ impl Run {
                 owner: "model".into(),
                 per_subscription_limit: 100,
                 in_flight: HashMap::new(),
+                ended: Vec::new(),
             })
             .await
             .unwrap();

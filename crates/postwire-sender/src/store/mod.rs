@@ -87,6 +87,13 @@ pub struct ClaimRequest {
     /// ...counting these, already claimed by this process (running or waiting for a
     /// request slot).
     pub in_flight: HashMap<String, usize>,
+    /// Attempts this process claimed (as `owner`) whose request has ended and whose
+    /// outcome is not yet recorded, as (delivery, attempt number). A store shared by
+    /// several processes counts every process's leases toward the per-subscription
+    /// limit; these still hold a lease but no longer make a request, and `in_flight`
+    /// leaves them out already, so they are not counted either. A store of one process
+    /// counts `in_flight` alone and ignores this.
+    pub ended: Vec<(DeliveryId, u32)>,
 }
 
 /// A delivery claimed for one attempt: everything needed to send it.

@@ -24,8 +24,9 @@
 //!   owner). A process that dies (SIGKILL, lost network) loses its leases when they end,
 //!   and another process claims the deliveries again (at least once, same
 //!   `webhook-id`). [`Store::recover`] releases only the given owner's leases. The table
-//!   holds the heads, not the history, so the store vacuums it every second while it
-//!   claims: every claim and outcome leaves dead index entries at the front of the
+//!   holds the heads, not the history, so the stores vacuum it every second while they
+//!   claim (one of them: a store skips its turn when another vacuumed within the
+//!   second): every claim and outcome leaves dead index entries at the front of the
 //!   claimable range, which claims would otherwise step over until the next autovacuum.
 //!   (Schema version 4 read the heads through an index of `deliveries`, with leases in a
 //!   table of their own; version 2 kept leases in columns of `deliveries`.)
@@ -34,7 +35,11 @@
 //!   `pg_try_advisory_xact_lock` (a subscription another process is claiming right now is
 //!   skipped, not waited for). Under that lock, in the next statement (whose snapshot
 //!   is taken after it), the subscription's live leases are counted and its heads taken,
-//!   so the per-subscription in-flight limit holds across processes. A claim is two
+//!   so the per-subscription in-flight limit holds across processes. The count leaves
+//!   out the claiming process's own attempts whose request has ended and whose outcome
+//!   is still being written ([`ClaimRequest::ended`]): the room is for requests, as in
+//!   the process's own count, and a lease waiting for its write would otherwise hold
+//!   room for a whole write cycle (a third of the rate with one subscription). A claim is two
 //!   statements (candidates with their locks; count and take), an outcome batch three
 //!   (subscriptions locked, one statement for attempts, states, heads and successors,
 //!   health), whatever their size, in two and three round trips: `BEGIN` goes out with

@@ -375,10 +375,23 @@ pub(super) async fn rotate_secret(
 /// with the store's cipher (a clear error naming the missing key otherwise), then seals
 /// again under the current key every secret that is plain or sealed under another key,
 /// and every sealed stored response likewise, in one transaction. Returns how many values
-/// were sealed again. Processes starting together serialise on the migration lock's
-/// neighbour, the rows' own locks (`FOR UPDATE`).
+/// were sealed again. The check reads without locking first: a start with nothing to
+/// seal again (every start but the first after a key change) takes no row lock, where
+/// locking every subscription made the writes of the processes already dispatching wait
+/// for it. When something needs sealing, the pass runs again with the rows locked (`FOR
+/// UPDATE`), on which processes starting together serialise.
 pub(super) async fn reseal_all(store: &PostgresStore) -> StoreResult<u64> {
+    if let Some(n) = reseal_pass(store, false).await? {
+        return Ok(n);
+    }
+    Ok(reseal_pass(store, true).await?.unwrap_or(0))
+}
+
+/// One pass of [`reseal_all`]: `None` when, not `locked`, it found something to seal
+/// again (and changed nothing).
+async fn reseal_pass(store: &PostgresStore, locked: bool) -> StoreResult<Option<u64>> {
     let cipher = store.cipher.clone();
+    let lock = if locked { "FOR UPDATE" } else { "" };
     store
         .run("seal stored secrets", move |mut c: Client| {
             let cipher = cipher.clone();
@@ -388,7 +401,7 @@ pub(super) async fn reseal_all(store: &PostgresStore) -> StoreResult<u64> {
                 let tx = c.transaction().await?;
                 let rows = tx
                     .query(
-                        "SELECT seq, secret, previous_secret FROM subscriptions ORDER BY seq FOR UPDATE",
+                        &format!("SELECT seq, secret, previous_secret FROM subscriptions ORDER BY seq {lock}"),
                         &[],
                     )
                     .await?;
@@ -398,6 +411,9 @@ pub(super) async fn reseal_all(store: &PostgresStore) -> StoreResult<u64> {
                         (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?);
                     let current = StoredSecret::open(cipher, &secret).map_err(sealing)?;
                     if StoredSecret::needs_reseal(cipher, &secret) {
+                        if !locked {
+                            return Ok(None);
+                        }
                         let sealed = StoredSecret::seal(cipher, &current).map_err(sealing)?;
                         tx.execute("UPDATE subscriptions SET secret = $2 WHERE seq = $1", &[&seq, &sealed])
                             .await?;
@@ -406,6 +422,9 @@ pub(super) async fn reseal_all(store: &PostgresStore) -> StoreResult<u64> {
                     if let Some(text) = previous {
                         let previous = StoredSecret::open(cipher, &text).map_err(sealing)?;
                         if StoredSecret::needs_reseal(cipher, &text) {
+                            if !locked {
+                                return Ok(None);
+                            }
                             let sealed = StoredSecret::seal(cipher, &previous).map_err(sealing)?;
                             tx.execute(
                                 "UPDATE subscriptions SET previous_secret = $2 WHERE seq = $1",
@@ -418,8 +437,10 @@ pub(super) async fn reseal_all(store: &PostgresStore) -> StoreResult<u64> {
                 }
                 let keys = tx
                     .query(
-                        "SELECT id, signing_key, previous_signing_key FROM workspaces
-                         WHERE signing_key IS NOT NULL OR previous_signing_key IS NOT NULL ORDER BY id FOR UPDATE",
+                        &format!(
+                            "SELECT id, signing_key, previous_signing_key FROM workspaces
+                             WHERE signing_key IS NOT NULL OR previous_signing_key IS NOT NULL ORDER BY id {lock}"
+                        ),
                         &[],
                     )
                     .await?;
@@ -431,6 +452,9 @@ pub(super) async fn reseal_all(store: &PostgresStore) -> StoreResult<u64> {
                         };
                         let key = StoredSecret::open_signing_key(cipher, &text).map_err(sealing)?;
                         if StoredSecret::needs_reseal(cipher, &text) {
+                            if !locked {
+                                return Ok(None);
+                            }
                             let sealed = StoredSecret::seal_signing_key(cipher, &key).map_err(sealing)?;
                             tx.execute(
                                 &format!("UPDATE workspaces SET {column} = $2 WHERE id = $1"),
@@ -443,7 +467,9 @@ pub(super) async fn reseal_all(store: &PostgresStore) -> StoreResult<u64> {
                 }
                 let responses = tx
                     .query(
-                        "SELECT scope, key, response FROM idempotency_keys WHERE response LIKE 'pwenc1.%' FOR UPDATE",
+                        &format!(
+                            "SELECT scope, key, response FROM idempotency_keys WHERE response LIKE 'pwenc1.%' {lock}"
+                        ),
                         &[],
                     )
                     .await?;
@@ -456,6 +482,9 @@ pub(super) async fn reseal_all(store: &PostgresStore) -> StoreResult<u64> {
                     };
                     let plain = zeroize::Zeroizing::new(c.open_text(&response).map_err(sealing)?);
                     if StoredSecret::needs_reseal(cipher, &response) {
+                        if !locked {
+                            return Ok(None);
+                        }
                         let sealed = c.seal_text(&plain).map_err(sealing)?;
                         tx.execute(
                             "UPDATE idempotency_keys SET response = $3 WHERE scope = $1 AND key = $2",
@@ -466,7 +495,7 @@ pub(super) async fn reseal_all(store: &PostgresStore) -> StoreResult<u64> {
                     }
                 }
                 tx.commit().await.map_err(PgErr::Commit)?;
-                Ok(resealed)
+                Ok(Some(resealed))
             })
         })
         .await

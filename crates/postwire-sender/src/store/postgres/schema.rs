@@ -5,7 +5,8 @@
 use super::*;
 
 /// The layout's version, kept in the `postwire_schema` row; a database of a newer
-/// version is refused rather than misread.
+/// version is refused rather than misread. Any change to the layout (a table, a column,
+/// an index) takes a new version: a database at this version is not touched at start-up.
 pub const SCHEMA_VERSION: i64 = 5;
 
 /// Serialises start-ups: concurrent processes migrate one at a time.
@@ -144,7 +145,11 @@ CREATE INDEX IF NOT EXISTS notifications_workspace ON notifications (workspace_i
 "#;
 
 /// Brings the database up to [`SCHEMA_VERSION`] in one transaction (concurrent
-/// start-ups wait for each other); refuses a newer one.
+/// start-ups wait for each other); refuses a newer one. A database at this version
+/// already is left as it is: the layout's `CREATE INDEX IF NOT EXISTS` takes a lock on
+/// its table even when the index exists, which waits for the writes of the processes
+/// dispatching already and makes their next writes queue behind it (a process
+/// starting stalled the others for a few hundred milliseconds each).
 pub(super) async fn migrate(store: &PostgresStore) -> StoreResult<()> {
     store
         .run("migrate", |mut c: Client| {
@@ -168,6 +173,10 @@ pub(super) async fn migrate(store: &PostgresStore) -> StoreResult<()> {
                             "the database has schema version {v}; this sender reads version {SCHEMA_VERSION} \
                              (a newer postwire wrote it: upgrade this one)"
                         )));
+                    }
+                    Some(SCHEMA_VERSION) => {
+                        tx.commit().await.map_err(PgErr::Commit)?;
+                        return Ok(());
                     }
                     Some(v) => {
                         for (_, sql) in MIGRATIONS.iter().filter(|(from, _)| *from >= v) {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use postwire_core::OrderingKey;
 
 use super::*;
+use crate::model::DeliveryId;
 use crate::store::conformance::{Backend, claim_at, store_with_a_subscription, test_event};
 use crate::store::{NextState, Store};
 
@@ -89,6 +90,29 @@ async fn a_database_of_a_newer_schema_version_is_refused_and_a_bad_url_is_invali
     assert!(err.to_string().contains("schema version 99"), "{err}");
     let err = PostgresStore::connect("mysql://nope").await.unwrap_err();
     assert_eq!(err.code(), crate::SenderErrorCode::InvalidRequest, "{err}");
+}
+
+/// A process starting beside others that are writing does not wait for their writes
+/// (nor make their next ones wait behind it): a database at this version is not
+/// migrated again, and secrets that need no sealing again are checked without locks.
+#[tokio::test]
+async fn a_store_starts_while_another_process_holds_a_write_open() {
+    let (db, stores, t0) = stores_on_one_database(1).await;
+    stores[0].enqueue(vec![test_event(t0)], t0, None).await.unwrap();
+    let mut writer = stores[0].pool.get().await.unwrap();
+    let tx = writer.transaction().await.unwrap();
+    tx.execute("UPDATE deliveries SET attempts = attempts", &[])
+        .await
+        .unwrap();
+    tx.execute("UPDATE queue_heads SET attempts = attempts", &[])
+        .await
+        .unwrap();
+    // What an outcome batch holds while it is written.
+    tx.execute("SELECT 1 FROM subscriptions FOR UPDATE", &[]).await.unwrap();
+    let started = tokio::time::timeout(Duration::from_secs(10), PostgresStore::connect(db.url())).await;
+    assert!(started.is_ok(), "the start waited for the open write");
+    started.unwrap().unwrap();
+    tx.rollback().await.unwrap();
 }
 
 /// Two deliveries leased (to "a" and "b") and one free, on a database of this version.
@@ -338,6 +362,63 @@ async fn the_per_subscription_limit_holds_across_stores() {
     // Leases that ended (a dead process) do not count.
     let later = t0.add_millis(120_000);
     assert_eq!(stores[1].claim(claim_as("b", later, 4)).await.unwrap().len(), 4);
+}
+
+/// A process's attempts whose request has ended, outcome not yet written, leave the
+/// room they took: the count of leases leaves them out when the claim names them, and
+/// only as the claiming owner's, and only while their row is still that attempt's lease.
+#[tokio::test]
+async fn ended_attempts_named_by_their_owner_do_not_count_toward_the_limit() {
+    let (_db, stores, t0) = stores_on_one_database(2).await;
+    let events = (0..5).map(|_| test_event(t0)).collect();
+    stores[0].enqueue(events, t0, None).await.unwrap();
+    let a = stores[0].claim(claim_as("a", t0, 2)).await.unwrap();
+    assert_eq!(a.len(), 2);
+    let (x, y) = (&a[0], &a[1]);
+    let ended = |d: &ClaimedDelivery| (d.id, d.attempt);
+    let with_ended = |owner: &str, ended: Vec<(DeliveryId, u32)>| ClaimRequest {
+        ended,
+        ..claim_as(owner, t0, 2)
+    };
+    // x is retried at once; the claim below still names its ended attempt (the
+    // dispatcher forgets it only after the write returns).
+    let retry = FinishedAttempt {
+        next: NextState::RetryAt(t0),
+        ..delivered(x, t0)
+    };
+    stores[0].record_attempts(vec![retry], t0).await.unwrap();
+    let again = stores[0].claim(with_ended("a", vec![ended(x)])).await.unwrap();
+    assert_eq!(again.len(), 1, "y is the one lease left");
+    assert_eq!(
+        (again[0].id, again[0].attempt),
+        (x.id, 2),
+        "x again, for its second attempt"
+    );
+    let none = stores[0].claim(with_ended("a", vec![ended(x)])).await.unwrap();
+    assert!(none.is_empty(), "x's new lease counts: its first attempt's is gone");
+    let none = stores[1].claim(with_ended("b", vec![ended(y)])).await.unwrap();
+    assert!(none.is_empty(), "y is a's lease: b cannot leave it out");
+    let one = stores[0].claim(with_ended("a", vec![ended(y)])).await.unwrap();
+    assert_eq!(one.len(), 1, "a's ended attempt of y leaves its room");
+}
+
+/// `queue_heads` is vacuumed about once a second whatever the number of processes: a
+/// store does not vacuum it again within a second of another store's vacuum.
+#[tokio::test]
+async fn a_store_does_not_vacuum_the_heads_again_right_after_another_did() {
+    let (_db, stores, _) = stores_on_one_database(2).await;
+    let a = stores[0].pool.get().await.unwrap();
+    let b = stores[1].pool.get().await.unwrap();
+    assert!(super::queue::vacuum_if_due(&a).await.unwrap(), "never vacuumed: due");
+    assert!(
+        !super::queue::vacuum_if_due(&b).await.unwrap(),
+        "vacuumed by a just now"
+    );
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert!(
+        super::queue::vacuum_if_due(&b).await.unwrap(),
+        "a second later, due again"
+    );
 }
 
 /// A subscription's claim lock is keyed by its row number: one numbered past 2³¹ (a
