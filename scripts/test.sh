@@ -92,7 +92,14 @@ trap report EXIT
 for p in "${parts[@]}"; do
   printf '\n\033[1;34m==> %s\033[0m\n' "$p"
   start=$SECONDS
-  if ! "part_$p"; then
+  # In a subshell with errexit on, outside any condition: a part fails at its first
+  # failing command. (Called as `if ! part`, bash would ignore -e inside it, and only
+  # the part's last command would decide.)
+  set +e
+  ( set -e; "part_$p" )
+  rc=$?
+  set -e
+  if [ "$rc" -ne 0 ]; then
     timings+=("$(printf '%-9s %5ds  FAILED' "$p" $((SECONDS - start)))")
     exit 1
   fi
