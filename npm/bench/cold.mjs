@@ -23,9 +23,11 @@
 // target/node-lines/; linux-x64 only. The version matters: Node 20 (end of life since
 // April 2026) pays more for its first `exports`-map resolution than 22 and 24 do.
 //
-// Two cases: a bare process (the package is the first thing it resolves), and an app whose
-// Node `exports`-map resolver is already warm: it resolved two packages with an `exports`
-// map before (what an app with such dependencies, or an ES module entry, has done). In a
+// Three cases: a bare CommonJS process (the package is the first thing it resolves); one
+// whose Node `exports`-map resolver is already warm: it resolved two packages with an
+// `exports` map before (what an app with such dependencies has done); and an ES module app
+// (`import.meta.resolve`, then `await import`: each package's ES module entry, through
+// Node's ES module loader, which the entry point itself has loaded). In a
 // process, Node 20 pays about 1.3 ms for the first resolution through an `exports` map
 // (loading its ES module resolver, and a case-insensitive regular expression that checks
 // each target, run in V8's regexp interpreter) and about 0.6 ms for the second (V8 then
@@ -33,8 +35,8 @@
 // without a map does. postwire has a map (its conditions and subpaths need one);
 // `standardwebhooks` has none.
 //
-// Stages: `resolve` (require.resolve: Node finding the file), `require` (reading and
-// running the file), `construct` (`new Webhook(secret)`: for postwire also reading,
+// Stages: `resolve` (require.resolve or import.meta.resolve: Node finding the file),
+// `require` (reading and running the file; `await import` in the ES module case), `construct` (`new Webhook(secret)`: for postwire also reading,
 // compiling and instantiating the wasm module, since parsing the secret is core's),
 // `verify` (the first verify). With `--wasm-stages`, postwire's wasm compile and instantiate
 // are also timed on their own (WebAssembly.Module and WebAssembly.Instance wrapped in a
@@ -147,7 +149,20 @@ class Webhook {
 run(Webhook);`),
 };
 
-const CASES = { "bare process": false, "exports resolver warm": true };
+// The ES module case: the app is an ES module (`import`, Node's ES module loader), so the
+// package's `import` entry is what loads; the hand-written verifier is left out (its code
+// is CommonJS).
+const esm = (name) => child(`const url = import.meta.resolve(${JSON.stringify(name)});
+mark();
+run((await import(url)).Webhook);`);
+const ESM_LIBS = { postwire: esm("postwire"), standardwebhooks: esm("standardwebhooks") };
+
+/** Each case: whether the `exports` resolver is warmed first, and whether the app is an ES module. */
+const CASES = {
+  "bare process": { warm: false, module: false },
+  "exports resolver warm": { warm: true, module: false },
+  "ES module app": { warm: false, module: true },
+};
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
@@ -183,17 +198,19 @@ function nodeOfLine(line) {
 }
 
 /** Medians per library of `runs` fresh processes each of `node`, alternating, in `app`. */
-function measure(node, app, warm) {
-  const samples = Object.fromEntries(Object.keys(LIBS).map((k) => [k, []]));
+function measure(node, app, { warm, module }) {
+  const libs = module ? ESM_LIBS : LIBS;
+  const samples = Object.fromEntries(Object.keys(libs).map((k) => [k, []]));
   for (let i = 0; i < runs; i++) {
     // Alternate which goes first, so neither always runs right after the other.
-    const order = Object.keys(LIBS);
+    const order = Object.keys(libs);
     if (i % 2 === 1) order.reverse();
     for (const lib of order) {
       const env = { ...process.env, COLD_DELIVERY: JSON.stringify(delivery()) };
       if (warm) env.COLD_WARM_RESOLVER = "1";
       if (wasmStages) env.COLD_WASM_STAGES = "1";
-      const out = execFileSync(node, ["-e", LIBS[lib]], { cwd: app, encoding: "utf8", env });
+      const args = module ? ["--input-type=module", "-e", libs[lib]] : ["-e", libs[lib]];
+      const out = execFileSync(node, args, { cwd: app, encoding: "utf8", env });
       samples[lib].push(JSON.parse(out.trim()));
     }
   }
@@ -210,7 +227,7 @@ try {
   for (const node of nodes) {
     const version = execFileSync(node, ["--version"], { encoding: "utf8" }).trim();
     const results = {};
-    for (const [name, warm] of Object.entries(CASES)) results[name] = measure(node, app, warm);
+    for (const [name, c] of Object.entries(CASES)) results[name] = measure(node, app, c);
     byNode.push({ node: version, results });
   }
 } finally {

@@ -1,6 +1,6 @@
 // `postwire/v1a` for Node's `import`: the same instance as its `require` (one wasm module,
 // one WebhookVerificationError class), re-exported with named ESM exports.
-import api from "./v1a.cjs";
+import api from "./v1a-bridge.cjs"; // v1a.cjs's value, not scanned: see node-bridge.cjs
 
 export const {
   Webhook,

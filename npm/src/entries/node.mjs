@@ -1,6 +1,6 @@
 // Entry point for Node's `import`: the same instance as `require` (one wasm module, one
 // WebhookVerificationError class), re-exported with named ESM exports.
-import api from "./index.cjs";
+import api from "./index-bridge.cjs"; // index.cjs's value, not scanned: see node-bridge.cjs
 
 export const {
   Webhook,
