@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p postwire-sender --example pg_scale -- [--deliveries N] [--subscriptions N]
-//!     [--processes 1,2,4] [--rounds N] [--skip-wrk]
+//!     [--processes 1,2,4] [--rounds N] [--receiver-delay-ms N] [--skip-wrk]
 //! ```
 //!
 //! Each case publishes every event first (10 subscriptions by default, 1 KiB events each
@@ -29,6 +29,18 @@
 //! minute and a half on two cores. `BENCH_VERBOSE=1` prints every round's figures;
 //! `BENCH_PG_STATEMENTS=1` (with pg_stat_statements) the statements per delivery after
 //! each PostgreSQL run.
+//!
+//! **A slow receiver.** `--receiver-delay-ms N` (default 0: answer at once) makes the
+//! receiver answer each request N ms after reading it (a Tokio sleep per request, no
+//! limit on connections: `postwire_testkit::fast_receiver::start_delayed`), as real
+//! receivers do, which take tens to hundreds of milliseconds. The rate is then bound by
+//! the deliveries in flight (256 requests per process, `max_in_flight`, and 32 per
+//! subscription, `max_in_flight_per_subscription`), not by the CPU: one process makes
+//! at most 256 / N ms deliveries per second, and each process adds as much until the
+//! CPU is the bound. Use enough subscriptions that their limit does not cap it (with
+//! `--subscriptions 100`, each event goes to 100 subscriptions and a claim shares a
+//! process's room among them), e.g. `--receiver-delay-ms 50 --subscriptions 100
+//! --deliveries 100000 --skip-wrk`; `wrk` (64 connections) would measure the delay.
 
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -52,12 +64,18 @@ fn config() -> SenderConfig {
     .dangerously_allow_insecure_local_urls()
 }
 
-async fn start_receiver(ok: Arc<AtomicUsize>) -> std::net::SocketAddr {
-    postwire_testkit::fast_receiver::start(move |_| {
+/// The loopback receiver; `delay` (when not zero) before each answer. `ok` counts the
+/// answers (with a delay, as they are sent; without one, as requests arrive).
+async fn start_receiver(ok: Arc<AtomicUsize>, delay: Duration) -> std::net::SocketAddr {
+    let answer = move |_: &hyper::HeaderMap| {
         ok.fetch_add(1, Ordering::Relaxed);
         hyper::StatusCode::OK
-    })
-    .await
+    };
+    if delay.is_zero() {
+        postwire_testkit::fast_receiver::start(answer).await
+    } else {
+        postwire_testkit::fast_receiver::start_delayed(delay, answer).await
+    }
     .unwrap()
 }
 
@@ -416,11 +434,12 @@ fn main() {
         .map(|v| v.parse().unwrap())
         .collect();
     let skip_wrk = args.iter().any(|a| a == "--skip-wrk");
+    let receiver_delay = Duration::from_millis(arg("--receiver-delay-ms").map_or(0, |v| v.parse().unwrap()));
     let events = deliveries / subscriptions;
     let deliveries = events * subscriptions;
     rt.block_on(async move {
         let ok = Arc::new(AtomicUsize::new(0));
-        let addr = start_receiver(ok.clone()).await;
+        let addr = start_receiver(ok.clone(), receiver_delay).await;
         let url = format!("http://{addr}/hook");
         let wrk_before = if skip_wrk { None } else { run_wrk(&url) };
 
@@ -482,7 +501,8 @@ fn main() {
         let wrk_after = if skip_wrk { None } else { run_wrk(&url) };
 
         println!(
-            "{deliveries} deliveries ({events} events x {subscriptions} subscriptions, 1 KiB), drained after publishing; {} cores; median of {rounds} round{} (min-max)",
+            "{deliveries} deliveries ({events} events x {subscriptions} subscriptions, 1 KiB), drained after publishing; receiver answers after {} ms; {} cores; median of {rounds} round{} (min-max)",
+            receiver_delay.as_millis(),
             std::thread::available_parallelism().map_or(0, |n| n.get()),
             if rounds == 1 { "" } else { "s" }
         );
