@@ -17,10 +17,12 @@
 //! predecessor's outcome is on disk. A subscription that a claim gave all its room (its
 //! queue may hold more), or a full dispatcher, wakes the loop once a quarter of that room
 //! has come free, or at once if requests ended while the claim ran. While more than three
-//! quarters of the dispatcher's room is claimed, the loop claims nothing, whatever woke
-//! it: a claim costs the store about as much for 10 rows as for 200, and with slow
-//! receivers requests end a few at a time, so claiming at every write took a dozen rows
-//! a claim; the attempts claimed ahead keep the request slots busy meanwhile.
+//! quarters of the dispatcher's room is claimed and every request slot is busy, the loop
+//! claims nothing, whatever woke it: a claim costs the store about as much for 10 rows as
+//! for 200, and with slow receivers requests end a few at a time, so claiming at every
+//! write took a dozen rows a claim; the attempts claimed ahead keep the request slots
+//! busy meanwhile. An idle request slot lifts the rule (endpoints that hang, each holding
+//! its own slots, leave slots free for the others).
 //!
 //! The loop sleeps until a publish or a finished batch wakes it (or, on a store shared by
 //! several processes, another process's notice: [`Store::wakeups`]), the next due time comes
@@ -248,18 +250,21 @@ impl InFlight {
         }
     }
 
-    /// How many attempts the loop may claim now: the free room, or none while more than
-    /// three quarters of it are claimed (see the module doc: PostgreSQL's claim counts
-    /// the leases of every subscription it looks at, so its cost is per claim more than
-    /// per row). The dispatcher is then marked full, so that [`remove`](Self::remove)
-    /// wakes the loop once a quarter of its room is free.
-    fn room(&mut self) -> usize {
+    /// How many attempts the loop may claim now, given how many request slots are idle:
+    /// the free room; but none while more than three quarters of it are claimed and
+    /// every request slot is busy (see the module doc: PostgreSQL's claim counts the
+    /// leases of every subscription it looks at, so its cost is per claim more than per
+    /// row). The dispatcher is then marked full, so that [`remove`](Self::remove) wakes
+    /// the loop once a quarter of its room is free. An idle slot always allows a claim:
+    /// endpoints that hang must not keep another subscription's delivery waiting while a
+    /// slot could send it.
+    fn room(&mut self, idle_request_slots: usize) -> usize {
         let (max, _) = self.limits.claimed();
-        if self.total > max - max.div_ceil(REFILL_AT) {
+        if idle_request_slots == 0 && self.total > max - max.div_ceil(REFILL_AT) {
             self.full = true;
             return 0;
         }
-        max - self.total
+        max.saturating_sub(self.total)
     }
 
     fn claimed_per_subscription(&self) -> HashMap<String, usize> {
@@ -341,7 +346,7 @@ async fn run(inner: Arc<Dispatcher>) {
         let (room, busy_before, snapshot, ended) = {
             let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
             (
-                f.room(),
+                f.room(all_requests.available_permits()),
                 f.unrecorded,
                 f.claimed_per_subscription(),
                 f.ended.iter().copied().collect(),
@@ -617,19 +622,20 @@ mod tests {
     }
 
     #[test]
-    fn a_dispatcher_with_most_of_its_room_claimed_claims_nothing_until_a_quarter_is_free() {
+    fn a_busy_dispatcher_with_most_of_its_room_claimed_claims_nothing_until_a_quarter_is_free() {
         let mut f = in_flight();
         for i in 0..13 {
             f.add(&format!("s{i}"));
         }
-        assert_eq!(f.room(), 0, "13 of 16 claimed: wait");
+        assert_eq!(f.room(0), 0, "13 of 16 claimed, every request slot busy: wait");
+        assert_eq!(f.room(1), 3, "an idle request slot: claim into the room left");
         assert!(f.remove("s0"), "at 12 of 16 the loop is woken");
-        assert_eq!(f.room(), 4);
+        assert_eq!(f.room(0), 4);
         let mut g = in_flight();
         for i in 0..12 {
             g.add(&format!("s{i}"));
         }
-        assert_eq!(g.room(), 4, "12 of 16 claimed: a quarter is free");
+        assert_eq!(g.room(0), 4, "12 of 16 claimed: a quarter is free");
     }
 
     #[test]
