@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p postwire-sender --example pg_scale -- [--deliveries N] [--subscriptions N]
-//!     [--processes 1,2,4] [--rounds N] [--skip-wrk]
+//!     [--processes 1,2,4] [--rounds N] [--receiver-delay-ms N] [--skip-wrk]
 //! ```
 //!
 //! Each case publishes every event first (10 subscriptions by default, 1 KiB events each
@@ -26,9 +26,22 @@
 //! PostgreSQL with 1, 2, 4 processes, then again), so that a slow stretch hits every
 //! case, and reports per case the median and the range (min-max) of the rounds, with
 //! the rate as a share of SQLite's median. 40,000 deliveries in 3 rounds take about a
-//! minute and a half on two cores. `BENCH_VERBOSE=1` prints every round's figures;
-//! `BENCH_PG_STATEMENTS=1` (with pg_stat_statements) the statements per delivery after
+//! minute and a half on two cores. `BENCH_VERBOSE=1` prints every round's figures,
+//! with the context switches per delivery of the same processes (every thread's sleeps
+//! and preemptions, from `/proc`); `BENCH_PG_STATEMENTS=1` (with pg_stat_statements) the statements per delivery after
 //! each PostgreSQL run.
+//!
+//! **A slow receiver.** `--receiver-delay-ms N` (default 0: answer at once) makes the
+//! receiver answer each request N ms after reading it (a Tokio sleep per request, no
+//! limit on connections: `postwire_testkit::fast_receiver::start_delayed`), as real
+//! receivers do, which take tens to hundreds of milliseconds. The rate is then bound by
+//! the deliveries in flight (256 requests per process, `max_in_flight`, and 32 per
+//! subscription, `max_in_flight_per_subscription`), not by the CPU: one process makes
+//! at most 256 / N ms deliveries per second, and each process adds as much until the
+//! CPU is the bound. Use enough subscriptions that their limit does not cap it (with
+//! `--subscriptions 100`, each event goes to 100 subscriptions and a claim shares a
+//! process's room among them), e.g. `--receiver-delay-ms 50 --subscriptions 100
+//! --deliveries 100000 --skip-wrk`; `wrk` (64 connections) would measure the delay.
 
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -52,12 +65,18 @@ fn config() -> SenderConfig {
     .dangerously_allow_insecure_local_urls()
 }
 
-async fn start_receiver(ok: Arc<AtomicUsize>) -> std::net::SocketAddr {
-    postwire_testkit::fast_receiver::start(move |_| {
+/// The loopback receiver; `delay` (when not zero) before each answer. `ok` counts the
+/// answers (with a delay, as they are sent; without one, as requests arrive).
+async fn start_receiver(ok: Arc<AtomicUsize>, delay: Duration) -> std::net::SocketAddr {
+    let answer = move |_: &hyper::HeaderMap| {
         ok.fetch_add(1, Ordering::Relaxed);
         hyper::StatusCode::OK
-    })
-    .await
+    };
+    if delay.is_zero() {
+        postwire_testkit::fast_receiver::start(answer).await
+    } else {
+        postwire_testkit::fast_receiver::start_delayed(delay, answer).await
+    }
     .unwrap()
 }
 
@@ -130,6 +149,28 @@ fn ticks(pid: u32) -> u64 {
     field(11) + field(12)
 }
 
+/// Context switches (voluntary and not) of every thread of process `pid` so far: how
+/// often its threads went to sleep or were put off a core (0 when it is gone).
+fn switches(pid: u32) -> u64 {
+    let mut n = 0;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        for line in status.lines() {
+            if let Some(v) = line
+                .strip_prefix("voluntary_ctxt_switches:")
+                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+            {
+                n += v.trim().parse::<u64>().unwrap_or(0);
+            }
+        }
+    }
+    n
+}
+
 /// The cluster's server processes: the postmaster (first line of `postmaster.pid`) and
 /// its children.
 fn cluster_pids(socket_dir: &std::path::Path) -> Vec<u32> {
@@ -180,6 +221,8 @@ struct Sample {
     dispatchers: f64,
     server: f64,
     me: f64,
+    /// Context switches per delivery of the same processes (all of them).
+    switches: f64,
 }
 
 /// A case's runs, one per round.
@@ -298,11 +341,13 @@ async fn run_sqlite(url: &str, ok: &AtomicUsize, subscriptions: usize, events: u
     let published = deliveries as f64 / p0.elapsed().as_secs_f64();
     let base = ok.load(Ordering::Relaxed);
     let cpu0 = ticks(std::process::id());
+    let sw0 = switches(std::process::id());
     let t0 = Instant::now();
     let dispatcher = sender.start();
     wait_for(ok, base + deliveries).await;
     let elapsed = t0.elapsed();
     let cpu = ticks(std::process::id()) - cpu0;
+    let sw = switches(std::process::id()).saturating_sub(sw0);
     dispatcher.shutdown().await;
     let cpu_us = cpu as f64 * 10_000.0 / deliveries as f64;
     Sample {
@@ -310,6 +355,7 @@ async fn run_sqlite(url: &str, ok: &AtomicUsize, subscriptions: usize, events: u
         cpu_us,
         published,
         me: cpu_us,
+        switches: sw as f64 / deliveries as f64,
         ..Sample::default()
     }
 }
@@ -347,6 +393,7 @@ async fn run_pg(r: &PgRun<'_>, name: &str, n: usize) -> Sample {
     let pg_pids = cluster_pids(r.cluster.socket_dir());
     let pg0 = total_ticks(&pg_pids);
     let me0 = ticks(std::process::id());
+    let sw0: u64 = pg_pids.iter().map(|p| switches(*p)).sum::<u64>() + switches(std::process::id());
     let t0 = Instant::now();
     let mut children: Vec<Child> = (0..n)
         .map(|_| {
@@ -364,6 +411,10 @@ async fn run_pg(r: &PgRun<'_>, name: &str, n: usize) -> Sample {
     let pg_now = cluster_pids(r.cluster.socket_dir());
     let pg = total_ticks(&pg_now).saturating_sub(pg0);
     let me = ticks(std::process::id()) - me0;
+    let sw = (children.iter().map(|c| switches(c.id())).sum::<u64>()
+        + pg_now.iter().map(|p| switches(*p)).sum::<u64>()
+        + switches(std::process::id()))
+    .saturating_sub(sw0);
     for c in &mut children {
         let _ = c.kill();
         let _ = c.wait();
@@ -387,6 +438,7 @@ async fn run_pg(r: &PgRun<'_>, name: &str, n: usize) -> Sample {
         dispatchers: per(child_ticks),
         server: per(pg),
         me: per(me),
+        switches: sw as f64 / deliveries as f64,
     }
 }
 
@@ -416,11 +468,12 @@ fn main() {
         .map(|v| v.parse().unwrap())
         .collect();
     let skip_wrk = args.iter().any(|a| a == "--skip-wrk");
+    let receiver_delay = Duration::from_millis(arg("--receiver-delay-ms").map_or(0, |v| v.parse().unwrap()));
     let events = deliveries / subscriptions;
     let deliveries = events * subscriptions;
     rt.block_on(async move {
         let ok = Arc::new(AtomicUsize::new(0));
-        let addr = start_receiver(ok.clone()).await;
+        let addr = start_receiver(ok.clone(), receiver_delay).await;
         let url = format!("http://{addr}/hook");
         let wrk_before = if skip_wrk { None } else { run_wrk(&url) };
 
@@ -467,14 +520,15 @@ fn main() {
                 for c in &cases {
                     let s = c.samples[round];
                     eprintln!(
-                        "  round {}: {:<24} {:>7.0}/s, CPU us/delivery {:>4.0} (dispatchers {:.0}, PostgreSQL {:.0}, this process {:.0})",
+                        "  round {}: {:<24} {:>7.0}/s, CPU us/delivery {:>4.0} (dispatchers {:.0}, PostgreSQL {:.0}, this process {:.0}), {:.2} context switches/delivery",
                         round + 1,
                         c.name,
                         s.rate,
                         s.cpu_us,
                         s.dispatchers,
                         s.server,
-                        s.me
+                        s.me,
+                        s.switches
                     );
                 }
             }
@@ -482,7 +536,8 @@ fn main() {
         let wrk_after = if skip_wrk { None } else { run_wrk(&url) };
 
         println!(
-            "{deliveries} deliveries ({events} events x {subscriptions} subscriptions, 1 KiB), drained after publishing; {} cores; median of {rounds} round{} (min-max)",
+            "{deliveries} deliveries ({events} events x {subscriptions} subscriptions, 1 KiB), drained after publishing; receiver answers after {} ms; {} cores; median of {rounds} round{} (min-max)",
+            receiver_delay.as_millis(),
             std::thread::available_parallelism().map_or(0, |n| n.get()),
             if rounds == 1 { "" } else { "s" }
         );

@@ -16,7 +16,13 @@
 //! wakes the loop: a successor in the same ordering queue becomes claimable only once its
 //! predecessor's outcome is on disk. A subscription that a claim gave all its room (its
 //! queue may hold more), or a full dispatcher, wakes the loop once a quarter of that room
-//! has come free, or at once if requests ended while the claim ran.
+//! has come free, or at once if requests ended while the claim ran. While more than three
+//! quarters of the dispatcher's room is claimed and every request slot is busy, the loop
+//! claims nothing, whatever woke it: a claim costs the store about as much for 10 rows as
+//! for 200, and with slow receivers requests end a few at a time, so claiming at every
+//! write took a dozen rows a claim; the attempts claimed ahead keep the request slots
+//! busy meanwhile. An idle request slot lifts the rule (endpoints that hang, each holding
+//! its own slots, leave slots free for the others).
 //!
 //! The loop sleeps until a publish or a finished batch wakes it (or, on a store shared by
 //! several processes, another process's notice: [`Store::wakeups`]), the next due time comes
@@ -244,6 +250,23 @@ impl InFlight {
         }
     }
 
+    /// How many attempts the loop may claim now, given how many request slots are idle:
+    /// the free room; but none while more than three quarters of it are claimed and
+    /// every request slot is busy (see the module doc: PostgreSQL's claim counts the
+    /// leases of every subscription it looks at, so its cost is per claim more than per
+    /// row). The dispatcher is then marked full, so that [`remove`](Self::remove) wakes
+    /// the loop once a quarter of its room is free. An idle slot always allows a claim:
+    /// endpoints that hang must not keep another subscription's delivery waiting while a
+    /// slot could send it.
+    fn room(&mut self, idle_request_slots: usize) -> usize {
+        let (max, _) = self.limits.claimed();
+        if idle_request_slots == 0 && self.total > max - max.div_ceil(REFILL_AT) {
+            self.full = true;
+            return 0;
+        }
+        max.saturating_sub(self.total)
+    }
+
     fn claimed_per_subscription(&self) -> HashMap<String, usize> {
         self.per_subscription
             .iter()
@@ -311,7 +334,7 @@ async fn run(inner: Arc<Dispatcher>) {
     let in_flight = Arc::new(Mutex::new(InFlight::new(limits)));
     let (tx, rx) = mpsc::unbounded_channel::<FinishedAttempt>();
     let writer = tokio::spawn(write_outcomes(inner.clone(), in_flight.clone(), rx));
-    let (max_claimed, max_claimed_per_subscription) = limits.claimed();
+    let (_, max_claimed_per_subscription) = limits.claimed();
     let all_requests = Arc::new(Semaphore::new(limits.requests));
     // Wake-ups from other processes sharing the store (PostgreSQL's LISTEN/NOTIFY).
     let shared_wake = inner.store.wakeups();
@@ -321,9 +344,9 @@ async fn run(inner: Arc<Dispatcher>) {
             break;
         }
         let (room, busy_before, snapshot, ended) = {
-            let f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
+            let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
             (
-                max_claimed.saturating_sub(f.total),
+                f.room(all_requests.available_permits()),
                 f.unrecorded,
                 f.claimed_per_subscription(),
                 f.ended.iter().copied().collect(),
@@ -596,6 +619,23 @@ mod tests {
         assert_eq!(f.unrecorded, 1);
         f.written(&[y]);
         assert!(f.ended.is_empty());
+    }
+
+    #[test]
+    fn a_busy_dispatcher_with_most_of_its_room_claimed_claims_nothing_until_a_quarter_is_free() {
+        let mut f = in_flight();
+        for i in 0..13 {
+            f.add(&format!("s{i}"));
+        }
+        assert_eq!(f.room(0), 0, "13 of 16 claimed, every request slot busy: wait");
+        assert_eq!(f.room(1), 3, "an idle request slot: claim into the room left");
+        assert!(f.remove("s0"), "at 12 of 16 the loop is woken");
+        assert_eq!(f.room(0), 4);
+        let mut g = in_flight();
+        for i in 0..12 {
+            g.add(&format!("s{i}"));
+        }
+        assert_eq!(g.room(0), 4, "12 of 16 claimed: a quarter is free");
     }
 
     #[test]

@@ -1075,6 +1075,62 @@ async fn a_rotation_or_a_new_url_applies_to_the_very_next_attempt() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hanging_endpoints_that_hold_most_of_the_room_do_not_delay_another() {
+    // Seven endpoints hang, each with one request and one attempt claimed ahead: 14 of
+    // the dispatcher's 16 claimed, 7 of its 8 request slots busy. A delivery to an eighth
+    // subscription still goes out at once, in the slot that is free: holding claims back
+    // while most of the room is claimed (which saves claims when every request is slow)
+    // must not leave request slots idle while the other endpoints hang.
+    let h = Harness::with_config(SenderConfig {
+        max_in_flight: 8,
+        max_in_flight_per_subscription: 1,
+        attempt_timeout: Duration::from_secs(10),
+        ..test_config()
+    })
+    .await;
+    let hanging = Receiver::start(|_, _| Reply::ok().delay(Duration::from_secs(4))).await;
+    let fast = Receiver::succeeding().await;
+    let mut changes = Vec::new();
+    for _ in 0..7 {
+        let (sub, _) = h.subscribe(&hanging.url).await;
+        for i in 0..2 {
+            changes.push(
+                TestEvent {
+                    workspace_id: WS.into(),
+                    subscription_id: Some(sub.clone()),
+                    message: format!("{i}"),
+                }
+                .into(),
+            );
+        }
+    }
+    h.sender.publish_many(changes).await.unwrap();
+    assert!(
+        hanging.wait_for_count(7, Duration::from_secs(3)).await,
+        "the seven hanging requests started"
+    );
+    let (fast_sub, _) = h.subscribe(&fast.url).await;
+    let published = Instant::now();
+    h.sender
+        .publish_many(vec![
+            TestEvent {
+                workspace_id: WS.into(),
+                subscription_id: Some(fast_sub),
+                message: "x".into(),
+            }
+            .into(),
+        ])
+        .await
+        .unwrap();
+    assert!(
+        fast.wait_for_count(1, Duration::from_millis(1500)).await,
+        "the other subscription's delivery waited for the hanging requests"
+    );
+    assert!(published.elapsed() < Duration::from_millis(1500));
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_backlog_on_one_subscription_does_not_delay_another() {
     // One slow endpoint with a backlog of 1,000 deliveries, one attempt at a time. A
     // delivery to another subscription, published after the whole backlog, still goes
