@@ -5,7 +5,7 @@
 # wasm-opt (Debian's is known to break the module), and esbuild to put each runtime's
 # entry point together.
 #
-#   dist/node/     index.cjs (require) + index.mjs (import, through index-bridge.cjs) + postwire_wasm_bg.wasm (read from the file;
+#   dist/node/     index.cjs (require) + index-import.cjs (import) + postwire_wasm_bg.wasm (read from the file;
 #                  inlined in wasm-inline.cjs for bundles that move the entry), node:crypto for large bodies
 #   dist/native/   index.js: Bun and Deno; ESM, wasm inlined, node:crypto for large bodies, no Buffer
 #   dist/browser/  index.js + postwire_wasm_bg.wasm (new URL(…, import.meta.url), top-level await): browsers, bundlers
@@ -123,16 +123,14 @@ node_build() { # entry, out, wasm, inline module
     "--define:POSTWIRE_WASM_BYTES=$(stat -c %s "build/$3")" "--external:./$4" \
     --outfile="dist/node/$2" --log-level=warning
 }
-# The .mjs entries import their .cjs through a small bridge (why: src/entries/node-bridge.cjs).
-bridge() { # cjs, bridge
-  sed "s#\./index\.cjs#./$1#" src/entries/node-bridge.cjs > "dist/node/$2"
+# `import` loads each .cjs through a few lines of CommonJS (why: src/entries/node-import.cjs).
+import_entry() { # cjs, import entry
+  sed "s#\./index\.cjs#./$1#" src/entries/node-import.cjs > "dist/node/$2"
 }
 node_build node.js index.cjs postwire_wasm_bg.wasm wasm-inline.cjs
-bridge index.cjs index-bridge.cjs
-cp src/entries/node.mjs dist/node/index.mjs
+import_entry index.cjs index-import.cjs
 node_build node-v1a.js v1a.cjs postwire_wasm_v1a_bg.wasm wasm-v1a-inline.cjs
-bridge v1a.cjs v1a-bridge.cjs
-cp src/entries/node-v1a.mjs dist/node/v1a.mjs
+import_entry v1a.cjs v1a-import.cjs
 esbuild src/entries/web-v1a.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   --outfile=dist/web/v1a.js --log-level=warning
 esbuild src/entries/workerd-v1a.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \

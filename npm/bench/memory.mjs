@@ -23,7 +23,7 @@ const count = Number(arg("--count", 1_000_000));
 const lib = arg("--lib", "postwire");
 
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-const { Webhook } = lib === "postwire" ? await import(join(here, "../dist/node/index.mjs")) : require(lib);
+const { Webhook } = lib === "postwire" ? await import(join(here, "../dist/node/index-import.cjs")) : require(lib);
 const internals = lib === "postwire" ? Webhook[Symbol.for("postwire.internals")] : null;
 
 // One delivery, signed now; the body is a string, as most handlers have it.

@@ -16,7 +16,7 @@ import { dirname, join } from "node:path";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const require = createRequire(join(here, "../../package.json"));
-const postwire = await import(join(here, "../dist/node/index.mjs"));
+const postwire = await import(join(here, "../dist/node/index-import.cjs"));
 const { Webhook: StandardWebhook } = require("standardwebhooks");
 const { Webhook: SvixWebhook } = await import(require.resolve("svix"));
 

@@ -41,19 +41,27 @@ test("require and import both load the Node build, as one instance", () => {
   assert.equal(viaImport, viaRequire);
 });
 
-test("import reaches each Node build through a bridge that Node's export scanner reads in full, not the bundle", () => {
+test("import reaches each Node build through a few lines that Node's export scanner reads, not the bundle", async () => {
   // Node's ES module loader scans the source of every CommonJS file it imports for export
   // names, in JavaScript, cold: 4 to 6 ms for the 39 KB bundle (bench/cold.mjs, "ES module
-  // app"). So index.mjs and v1a.mjs import a bridge of a few lines, which passes the
-  // bundle's value through a variable (a `module.exports = require(...)` would be followed
-  // as a re-export and the bundle scanned after all).
-  for (const [entry, bundle] of [["index.mjs", "index.cjs"], ["v1a.mjs", "v1a.cjs"]]) {
-    const imported = [...readFileSync(npmDir + "dist/node/" + entry, "utf8").matchAll(/^import .* from "\.\/([^"]+)";/gm)].map((m) => m[1]);
-    assert.equal(imported.length, 1, entry);
-    const bridge = readFileSync(npmDir + "dist/node/" + imported[0], "utf8");
-    assert.ok(imported[0] !== bundle && bridge.length < 2048, `${entry} imports ${imported[0]} (${bridge.length} bytes)`);
-    assert.match(bridge, new RegExp(`^const api = require\\("\\./${bundle.replace(".", "\\.")}"\\);\nmodule\.exports = api;$`, "m"), entry);
-    assert.doesNotMatch(bridge, /module\.exports\s*=\s*require\(/, entry);
+  // app"). So `import` resolves to a file of a few lines that passes the bundle's value
+  // through a variable (a `module.exports = require(...)` would be followed as a re-export
+  // and the bundle scanned after all) and names the exports in an annotation.
+  for (const [entry, file, bundle] of [["postwire", "index-import.cjs", "index.cjs"], ["postwire/v1a", "v1a-import.cjs", "v1a.cjs"]]) {
+    const resolved = import.meta.resolve(entry);
+    assert.equal(resolved, "file://" + npmDir + "dist/node/" + file, entry);
+    const source = readFileSync(npmDir + "dist/node/" + file, "utf8");
+    assert.ok(source.length < 2048, `${file}: ${source.length} bytes`);
+    assert.match(source, new RegExp(`^const api = require\\("\\./${bundle.replace(".", "\\.")}"\\);\nmodule\.exports = api;$`, "m"), file);
+    assert.doesNotMatch(source, /module\.exports\s*=\s*require\(/, file);
+    // Every name `require` gives is a named export of `import`, the same value; the
+    // default import is what `require` returns.
+    const cjs = require(entry);
+    const ns = await import(entry);
+    const names = Object.keys(ns).filter((k) => k !== "module.exports"); // Node 23+ adds that one
+    assert.deepEqual(names.sort(), Object.keys(cjs).sort(), entry);
+    for (const name of names) if (name !== "default") assert.equal(ns[name], cjs[name], `${entry}: ${name}`);
+    assert.equal(ns.default, cjs, entry);
   }
 });
 
@@ -124,7 +132,7 @@ test("the Node build reads its module from the .wasm beside it; the inlined copy
 test("the exports map resolves each runtime's condition to its build", () => {
   const resolveWith = (conditions) =>
     run(process.execPath, [...conditions.map((c) => `--conditions=${c}`), "--input-type=module", "-e", "console.log(import.meta.resolve('postwire'))"]);
-  assert.equal(resolveWith([]), "file://" + npmDir + "dist/node/index.mjs");
+  assert.equal(resolveWith([]), "file://" + npmDir + "dist/node/index-import.cjs");
   for (const [condition, build] of [["workerd", "workerd"], ["edge-light", "edge-light"], ["deno", "native"], ["bun", "native"], ["browser", "browser"]]) {
     assert.equal(resolveWith([condition]), "file://" + npmDir + `dist/${build}/index.js`, condition);
   }
@@ -138,8 +146,8 @@ test("the exports map resolves each runtime's condition to its build", () => {
   // postwire/v1a: the same conditions, each to its v1a build (Bun and Deno take the node one).
   const resolveV1a = (conditions) =>
     run(process.execPath, [...conditions.map((c) => `--conditions=${c}`), "--input-type=module", "-e", "console.log(import.meta.resolve('postwire/v1a'))"]);
-  assert.equal(resolveV1a([]), "file://" + npmDir + "dist/node/v1a.mjs");
-  for (const [condition, file] of [["workerd", "workerd/v1a.js"], ["edge-light", "edge-light/v1a.js"], ["browser", "node/v1a.mjs"]]) {
+  assert.equal(resolveV1a([]), "file://" + npmDir + "dist/node/v1a-import.cjs");
+  for (const [condition, file] of [["workerd", "workerd/v1a.js"], ["edge-light", "edge-light/v1a.js"], ["browser", "node/v1a-import.cjs"]]) {
     assert.equal(resolveV1a([condition]), "file://" + npmDir + `dist/${file}`, condition);
   }
   for (const file of ["dist/workerd/postwire_wasm_v1a_bg.wasm", "dist/edge-light/postwire_wasm_v1a_bg.wasm", "dist/web/v1a.js"]) {
@@ -203,7 +211,7 @@ test("Bun: resolves the bun condition and passes the portable checks", { skip: !
 });
 
 test("Deno: the deno build passes the portable checks with read access to dist/ only", { skip: !existsSync(DENO) && "Deno binary not installed (optional dependency)" }, () => {
-  const target = fileURLToPath(import.meta.resolve("postwire").replace("/node/index.mjs", "/native/index.js"));
+  const target = fileURLToPath(import.meta.resolve("postwire").replace("/node/index-import.cjs", "/native/index.js"));
   const out = JSON.parse(
     run(DENO, ["run", "--no-remote", "--no-npm", "--no-config", `--allow-read=${npmDir}dist`, "test/portable/run.mjs", target]),
   );

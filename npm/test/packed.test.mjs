@@ -79,7 +79,7 @@ test("the tarball holds the built package, its licenses and types, and nothing e
 
 test("Node loads the node build from the tarball, with the native HMAC", () => {
   const out = JSON.parse(run(process.execPath, ["run.mjs"]));
-  assert.deepEqual(out, { runtime: "node", resolved: unpacked("dist/node/index.mjs"), passed: CHECK_COUNT, native: true, webCrypto: false, name: "Webhook" });
+  assert.deepEqual(out, { runtime: "node", resolved: unpacked("dist/node/index-import.cjs"), passed: CHECK_COUNT, native: true, webCrypto: false, name: "Webhook" });
   const cjs = run(process.execPath, ["-e", "const { Webhook } = require('postwire'); console.log(require.resolve('postwire'), Webhook.name)"]);
   assert.equal(cjs, `${join(project, "node_modules/postwire/dist/node/index.cjs")} Webhook`);
   // The adapters, both ways, from the tarball.

@@ -1,4 +1,4 @@
-// `postwire/v1a` for Node (`require`; node-v1a.mjs re-exports it for `import`): node.js over
+// `postwire/v1a` for Node (`require`; v1a-import.cjs passes it to `import`): node.js over
 // the module built with `ed25519`, so `new Webhook("whpk_…")` verifies v1a signatures,
 // synchronously. Its own module (dist/node/postwire_wasm_v1a_bg.wasm, or inlined in
 // wasm-v1a-inline.cjs where a bundler moved this file: node-wasm.js), so the default entry

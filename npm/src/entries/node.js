@@ -1,4 +1,4 @@
-// Entry point for Node, built into dist/node/index.cjs (`require`; index.mjs re-exports it
+// Entry point for Node, built into dist/node/index.cjs (`require`; index-import.cjs passes it
 // for `import`). The module is read from dist/node/postwire_wasm_bg.wasm and compiled
 // synchronously; where a bundler moved this file without it (Next.js server bundles,
 // esbuild, webpack), from the inlined copy in wasm-inline.cjs (node-wasm.js). Large
