@@ -14,8 +14,8 @@ import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const v1a = await import(join(here, "../dist/node/v1a.mjs"));
-const v1 = await import(join(here, "../dist/node/index.mjs"));
+const v1a = await import(join(here, "../dist/node/v1a-import.cjs"));
+const v1 = await import(join(here, "../dist/node/index-import.cjs"));
 
 const quick = process.argv.includes("--quick");
 const ROUNDS = quick ? 1 : 7;

@@ -13,7 +13,7 @@ export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 step() { printf '\n\033[1;32m[e2e] %s\033[0m\n' "$*"; }
 
 [ -d node_modules/miniflare ] || { echo "tests/e2e/test.sh: run npm ci at the repository root first" >&2; exit 1; }
-if [ ! -f npm/dist/node/index.mjs ]; then
+if [ ! -f npm/dist/node/index-import.cjs ]; then
   step "building the postwire npm package (npm/build.sh)"
   bash npm/build.sh
 fi
