@@ -36,8 +36,9 @@
 // `standardwebhooks` has none.
 //
 // Stages: `resolve` (require.resolve or import.meta.resolve: Node finding the file),
-// `require` (reading and running the file; `await import` in the ES module case), `construct` (`new Webhook(secret)`: for postwire also reading,
-// compiling and instantiating the wasm module, since parsing the secret is core's),
+// `require` (reading and running the file; `await import` in the ES module case),
+// `construct` (`new Webhook(secret)`: for postwire also reading, compiling and
+// instantiating the wasm module, since parsing the secret is core's),
 // `verify` (the first verify). With `--wasm-stages`, postwire's wasm compile and instantiate
 // are also timed on their own (WebAssembly.Module and WebAssembly.Instance wrapped in a
 // Proxy in the child, which costs postwire's figures a little, so it is off by default).
