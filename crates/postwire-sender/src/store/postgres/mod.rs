@@ -50,8 +50,14 @@
 //!   (publishes run side by side), recording outcomes, pause and resume `FOR UPDATE`
 //!   (they exclude publishes to the same subscriptions). Two publishes to one (subscription,
 //!   ordering key) also take a transaction advisory lock of that key, in key order, so
-//!   they cannot both see the key free and make two queue heads. The result: at most
-//!   one head per queue, whatever the processes do.
+//!   they cannot both see the key free and make two queue heads. Advisory locks live in
+//!   a shared table sized for about 64 per connection (`max_locks_per_transaction`),
+//!   so a publish with more than 32 queues (100 events into 10 subscriptions makes
+//!   1,000) locks its subscriptions' rows `FOR UPDATE` instead, starting its
+//!   transaction again if it found out after routing, and so does a recovery of failed
+//!   deliveries: other placements in those subscriptions wait for it. The result: at
+//!   most one head per queue, whatever the processes do, and no batch too large for the
+//!   lock table.
 //! * **Wake-ups.** A write that makes a delivery due sends `NOTIFY postwire_due` in its
 //!   transaction; each store listens on a connection of its own (`listen.rs`) and wakes
 //!   its dispatcher, which otherwise polls (`idle_poll`) as with SQLite.

@@ -212,14 +212,84 @@ pub(super) async fn resume(
         .await
 }
 
-/// The routes of the subscriptions of `workspaces`, locked `FOR SHARE` in row order,
-/// with their row numbers, by workspace.
-async fn lock_routes(tx: &Transaction<'_>, workspaces: &[String]) -> Result<HashMap<String, Vec<(i64, Route)>>, PgErr> {
+/// Most ordering queues one transaction locks one by one, with an advisory lock each.
+/// PostgreSQL keeps advisory locks in a shared table sized for `max_locks_per_transaction`
+/// (default 64) per connection, whatever the transaction; a publish of 1,000 events
+/// into a workspace of 100 subscriptions has up to 100,000 queues, and locking each
+/// failed with "out of shared memory" (every time it was tried again). Past this many
+/// (together with the tables and indexes a publish touches, within the default
+/// budget), the transaction locks its subscriptions' rows `FOR UPDATE` instead: one
+/// row lock covers all of a subscription's queues, and row locks are kept in the rows,
+/// not in that table.
+const MAX_QUEUE_LOCKS: usize = 32;
+
+/// How a transaction that places deliveries keeps another from placing in the same
+/// (subscription, ordering key) queue at once (see the module doc of `postgres`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum QueueLocking {
+    /// Subscription rows `FOR SHARE` (other publishes run beside it), and an advisory
+    /// lock per queue, at most [`MAX_QUEUE_LOCKS`].
+    PerQueue,
+    /// Subscription rows `FOR UPDATE`: no other write places a delivery in any of their
+    /// queues until it ends.
+    WholeSubscriptions,
+}
+
+/// Takes the advisory locks of `queues`, in one order for every process.
+async fn lock_queues(tx: &impl GenericClient, queues: BTreeSet<i64>) -> Result<(), PgErr> {
+    if queues.is_empty() {
+        return Ok(());
+    }
+    let locks: Vec<i64> = queues.into_iter().collect();
     let st = tx
-        .prepare_cached(
-            "SELECT id, events, integrations, paused_reason IS NOT NULL, seq, workspace_id FROM subscriptions
-             WHERE workspace_id = ANY($1) ORDER BY seq FOR SHARE",
-        )
+        .prepare_cached("SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) WITH ORDINALITY AS t(k, n) ORDER BY n")
+        .await?;
+    tx.query(&st, &[&locks]).await?;
+    Ok(())
+}
+
+/// Each event's routes (subscription row, routing decision), and the advisory locks of
+/// the ordering queues that get a delivery.
+fn route_batch(
+    events: &[BuiltEvent],
+    routes: &HashMap<String, Vec<(i64, Route)>>,
+) -> (Vec<Vec<(i64, Routed)>>, BTreeSet<i64>) {
+    let mut routed: Vec<Vec<(i64, Routed)>> = Vec::with_capacity(events.len());
+    let mut queues: BTreeSet<i64> = BTreeSet::new();
+    for built in events {
+        let key = built.ordering_key.as_ref().map(ordering_hash);
+        let mut these = Vec::new();
+        for (sub, route) in &routes[built.event.workspace_id()] {
+            let Some(r) = routing::route(built, route) else { continue };
+            if let (Some(k), Routed::Deliver) = (key, r) {
+                queues.insert(queue_lock(*sub, k));
+            }
+            these.push((*sub, r));
+        }
+        routed.push(these);
+    }
+    (routed, queues)
+}
+
+/// The routes of the subscriptions of `workspaces`, locked in row order (`FOR SHARE`,
+/// or `FOR UPDATE` when the transaction does not lock queue by queue), with their row
+/// numbers, by workspace.
+async fn lock_routes(
+    tx: &Transaction<'_>,
+    workspaces: &[String],
+    locking: QueueLocking,
+) -> Result<HashMap<String, Vec<(i64, Route)>>, PgErr> {
+    let st = tx
+        .prepare_cached(match locking {
+            QueueLocking::PerQueue => {
+                "SELECT id, events, integrations, paused_reason IS NOT NULL, seq, workspace_id FROM subscriptions
+                 WHERE workspace_id = ANY($1) ORDER BY seq FOR SHARE"
+            }
+            QueueLocking::WholeSubscriptions => {
+                "SELECT id, events, integrations, paused_reason IS NOT NULL, seq, workspace_id FROM subscriptions
+                 WHERE workspace_id = ANY($1) ORDER BY seq FOR UPDATE"
+            }
+        })
         .await?;
     let mut routes: HashMap<String, Vec<(i64, Route)>> = workspaces.iter().map(|w| (w.clone(), Vec::new())).collect();
     for r in tx.query(&st, &[&workspaces]).await? {
@@ -249,34 +319,27 @@ pub(super) async fn enqueue(
             let (events, completion) = (events.clone(), completion.clone());
             Box::pin(async move {
                 let now_ms = now.unix_millis();
-                let tx = c.transaction().await?;
                 let mut workspaces: Vec<String> = events.iter().map(|b| b.event.workspace_id().to_owned()).collect();
                 workspaces.sort();
                 workspaces.dedup();
-                let routes = lock_routes(&tx, &workspaces).await?;
                 // Route first (the rules decide), then lock the ordering queues that get a
-                // delivery, in one order for every process, then place and insert.
-                let mut routed: Vec<Vec<(i64, Routed)>> = Vec::with_capacity(events.len());
-                let mut queues: BTreeSet<i64> = BTreeSet::new();
-                for built in events.iter() {
-                    let key = built.ordering_key.as_ref().map(ordering_hash);
-                    let mut these = Vec::new();
-                    for (sub, route) in &routes[built.event.workspace_id()] {
-                        let Some(r) = routing::route(built, route) else { continue };
-                        if let (Some(k), Routed::Deliver) = (key, r) {
-                            queues.insert(queue_lock(*sub, k));
-                        }
-                        these.push((*sub, r));
+                // delivery. A batch with more queues than the lock table has room for locks
+                // its subscriptions' rows `FOR UPDATE` instead, from a fresh start.
+                let mut locking = QueueLocking::PerQueue;
+                let (tx, routed) = loop {
+                    let tx = c.transaction().await?;
+                    let routes = lock_routes(&tx, &workspaces, locking).await?;
+                    let (routed, queues) = route_batch(&events, &routes);
+                    if locking == QueueLocking::PerQueue && queues.len() > MAX_QUEUE_LOCKS {
+                        tx.rollback().await?;
+                        locking = QueueLocking::WholeSubscriptions;
+                        continue;
                     }
-                    routed.push(these);
-                }
-                if !queues.is_empty() {
-                    let locks: Vec<i64> = queues.into_iter().collect();
-                    let st = tx
-                        .prepare_cached("SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) WITH ORDINALITY AS t(k, n) ORDER BY n")
-                        .await?;
-                    tx.query(&st, &[&locks]).await?;
-                }
+                    if locking == QueueLocking::PerQueue {
+                        lock_queues(&tx, queues).await?;
+                    }
+                    break (tx, routed);
+                };
                 // The whole batch in a fixed number of statements (arrays): event rows
                 // numbered up front, so each delivery knows its event's row.
                 let number = tx

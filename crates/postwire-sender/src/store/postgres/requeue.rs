@@ -2,11 +2,14 @@
 //! an enqueue. A resend is placed like a publish: it takes the subscription's row `FOR
 //! SHARE` (a pause waits for it, and it for a pause) and the advisory lock of its
 //! (subscription, key) queue before it looks whether the key is open, so a concurrent
-//! publish, resend or outcome of another process cannot give the queue two heads.
+//! publish, resend or outcome of another process cannot give the queue two heads. A
+//! recovery (up to [`MAX_RECOVER`](crate::sender::MAX_RECOVER) deliveries, each in a
+//! queue of its own, more than PostgreSQL's lock table holds) locks the subscription's
+//! row `FOR UPDATE` instead, which keeps every other placement out of all its queues.
 
 use deadpool_postgres::Transaction;
 
-use super::queue::{INSERT_DELIVERY_SQL, KEY_OPEN_SQL, notify_due, queue_lock};
+use super::queue::{INSERT_DELIVERY_SQL, KEY_OPEN_SQL, QueueLocking, notify_due, queue_lock};
 use super::*;
 use crate::model::DeliveryId;
 use crate::ordering::{self, Placement};
@@ -22,10 +25,16 @@ const RECOVERABLE_SQL: &str = "SELECT seq, event_seq, okey FROM deliveries
 /// Delivery $1 was resent as delivery $2.
 const MARK_RESENT_SQL: &str = "UPDATE deliveries SET resent_as = $2 WHERE seq = $1";
 
-/// The row and pause state of subscription `id`, locked against a pause or a resume.
-async fn subscription_row(tx: &Transaction<'_>, id: &str) -> Result<Option<(i64, bool)>, PgErr> {
+/// The row and pause state of subscription `id`, locked against a pause or a resume
+/// (`FOR SHARE`), or against every other placement too (`FOR UPDATE`).
+async fn subscription_row(tx: &Transaction<'_>, id: &str, locking: QueueLocking) -> Result<Option<(i64, bool)>, PgErr> {
     let st = tx
-        .prepare_cached("SELECT seq, paused_reason IS NOT NULL FROM subscriptions WHERE id = $1 FOR SHARE")
+        .prepare_cached(match locking {
+            QueueLocking::PerQueue => "SELECT seq, paused_reason IS NOT NULL FROM subscriptions WHERE id = $1 FOR SHARE",
+            QueueLocking::WholeSubscriptions => {
+                "SELECT seq, paused_reason IS NOT NULL FROM subscriptions WHERE id = $1 FOR UPDATE"
+            }
+        })
         .await?;
     Ok(match tx.query_opt(&st, &[&id]).await? {
         Some(r) => Some((r.try_get(0)?, r.try_get(1)?)),
@@ -33,11 +42,12 @@ async fn subscription_row(tx: &Transaction<'_>, id: &str) -> Result<Option<(i64,
     })
 }
 
-/// Adds a new delivery of event `event_seq` with key `okey` to subscription `sub`,
-/// placed as a new one; returns its row and whether it is a due head.
+/// Adds a new delivery of event `event_seq` with key `okey` to subscription `sub`
+/// (whose row the transaction locked as `locking` says), placed as a new one; returns
+/// its row and whether it is a due head.
 async fn requeue(
     tx: &Transaction<'_>,
-    sub: i64,
+    (sub, locking): (i64, QueueLocking),
     paused: bool,
     event_seq: i64,
     okey: Option<i64>,
@@ -46,8 +56,10 @@ async fn requeue(
     let routed = if paused { Routed::Hold } else { Routed::Deliver };
     let has_unfinished = match okey {
         Some(k) if !paused => {
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&queue_lock(sub, k)])
-                .await?;
+            if locking == QueueLocking::PerQueue {
+                tx.execute("SELECT pg_advisory_xact_lock($1)", &[&queue_lock(sub, k)])
+                    .await?;
+            }
             let st = tx.prepare_cached(KEY_OPEN_SQL).await?;
             tx.query_opt(&st, &[&sub, &k]).await?.is_some()
         }
@@ -77,7 +89,7 @@ pub(super) async fn resend(
             let subscription_id = subscription_id.clone();
             Box::pin(async move {
                 let tx = c.transaction().await?;
-                let Some((sub, paused)) = subscription_row(&tx, &subscription_id).await? else {
+                let Some((sub, paused)) = subscription_row(&tx, &subscription_id, QueueLocking::PerQueue).await? else {
                     return Ok(Err(RequeueError::NoSubscription));
                 };
                 let st = tx
@@ -93,7 +105,15 @@ pub(super) async fn resend(
                 if finished_at.is_none() {
                     return Ok(Err(RequeueError::Unfinished));
                 }
-                let (seq, due) = requeue(&tx, sub, paused, event_seq, okey, now.unix_millis()).await?;
+                let (seq, due) = requeue(
+                    &tx,
+                    (sub, QueueLocking::PerQueue),
+                    paused,
+                    event_seq,
+                    okey,
+                    now.unix_millis(),
+                )
+                .await?;
                 let mark = tx.prepare_cached(MARK_RESENT_SQL).await?;
                 tx.execute(&mark, &[&delivery.0, &seq]).await?;
                 if due {
@@ -118,36 +138,20 @@ pub(super) async fn recover_failed(
             let subscription_id = subscription_id.clone();
             Box::pin(async move {
                 let tx = c.transaction().await?;
-                let Some((sub, paused)) = subscription_row(&tx, &subscription_id).await? else {
+                let locking = QueueLocking::WholeSubscriptions;
+                let Some((sub, paused)) = subscription_row(&tx, &subscription_id, locking).await? else {
                     return Ok(None);
                 };
                 let st = tx.prepare_cached(RECOVERABLE_SQL).await?;
                 let limit = limit.min(i64::MAX as usize) as i64;
                 let failed = tx.query(&st, &[&sub, &since.unix_millis(), &limit]).await?;
-                if !paused {
-                    // The queues' locks in one order for every process, as a publish takes
-                    // them (`requeue` takes each again, which costs nothing in the same
-                    // transaction).
-                    let mut locks = std::collections::BTreeSet::new();
-                    for r in &failed {
-                        if let Some(k) = r.try_get::<_, Option<i64>>(2)? {
-                            locks.insert(queue_lock(sub, k));
-                        }
-                    }
-                    let locks: Vec<i64> = locks.into_iter().collect();
-                    tx.execute(
-                        "SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) WITH ORDINALITY AS t(k, n) ORDER BY n",
-                        &[&locks],
-                    )
-                    .await?;
-                }
                 let mark = tx.prepare_cached(MARK_RESENT_SQL).await?;
                 let now_ms = now.unix_millis();
                 let mut any_due = false;
                 for r in &failed {
                     let (old, event_seq, okey): (i64, i64, Option<i64>) =
                         (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?);
-                    let (seq, due) = requeue(&tx, sub, paused, event_seq, okey, now_ms).await?;
+                    let (seq, due) = requeue(&tx, (sub, locking), paused, event_seq, okey, now_ms).await?;
                     tx.execute(&mark, &[&old, &seq]).await?;
                     any_due |= due;
                 }

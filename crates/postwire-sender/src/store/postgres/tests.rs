@@ -688,3 +688,86 @@ async fn secrets_are_sealed_at_rest_and_a_store_without_the_key_refuses_to_start
     let err = PostgresStore::connect(db.url()).await.unwrap_err().to_string();
     assert!(err.contains("k1"), "{err}");
 }
+
+/// PostgreSQL keeps advisory locks in a shared table sized for about
+/// `max_locks_per_transaction` (default 64) per connection. A publish of 100 events of
+/// 100 posts into a workspace of 30 subscriptions makes 3,000 ordering queues, and a
+/// recovery of 600 failed deliveries 600: far more than that table holds here (10 per
+/// connection, about 420 in all), so one lock per queue would fail them with "out of
+/// shared memory", every time they are tried again. They succeed, and the queues come
+/// out as they would have: one head per (subscription, post), the rest waiting.
+#[tokio::test]
+async fn publishes_and_recoveries_of_thousands_of_queues_fit_in_the_lock_table() {
+    let cluster = postwire_testpg::Cluster::start_with_conf("max_connections = 20\nmax_locks_per_transaction = 10\n").unwrap();
+    cluster.create_database("locks").unwrap();
+    let store = PostgresStore::connect(&cluster.url("locks")).await.unwrap();
+    let (_g, template, t0) = store_with_a_subscription(Backend::Sqlite).await;
+    let template = template.subscription("wh_1".into()).await.unwrap().unwrap();
+    for ws in ["ws", "ws_one"] {
+        store
+            .upsert_workspace(Workspace {
+                id: ws.into(),
+                name: ws.into(),
+            })
+            .await
+            .unwrap();
+    }
+    let sub_of = |id: String, ws: &str| {
+        let mut s = template.clone();
+        s.subscription.id = id;
+        s.workspace_id = ws.into();
+        s
+    };
+    for i in 0..30 {
+        store.insert_subscription(sub_of(format!("wh_{i}"), "ws"), None, None).await.unwrap();
+    }
+    store.insert_subscription(sub_of("wh_one".into(), "ws_one"), None, None).await.unwrap();
+    let posts: Vec<BuiltEvent> = (0..100).map(|p| post_event(t0, &format!("p{p}"))).collect();
+    assert_eq!(store.enqueue(posts.clone(), t0, None).await.unwrap(), vec![30; 100]);
+    // The same posts again: every queue is open now, so all of these wait.
+    let again: Vec<BuiltEvent> = (0..100).map(|p| post_event(t0, &format!("p{p}"))).collect();
+    assert_eq!(store.enqueue(again, t0, None).await.unwrap(), vec![30; 100]);
+    let counts = store.delivery_counts(None).await.unwrap();
+    assert_eq!((counts.pending, counts.waiting), (3_000, 3_000), "{counts:?}");
+
+    // 600 posts in a workspace of one subscription, all failed, then recovered at once.
+    let lone: Vec<BuiltEvent> = (0..600)
+        .map(|p| {
+            let change = crate::events::TestEvent {
+                workspace_id: "ws_one".into(),
+                subscription_id: None,
+                message: "m".into(),
+            }
+            .into();
+            let mut e = crate::events::build_event(&change, Event::generate_id(t0).unwrap(), t0)
+                .unwrap()
+                .unwrap();
+            e.ordering_key = Some(OrderingKey::Post(format!("q{p}")));
+            e
+        })
+        .collect();
+    assert_eq!(store.enqueue(lone, t0, None).await.unwrap(), vec![1; 600]);
+    let mut failed = 0;
+    loop {
+        let all = store.claim(claim_at(t0)).await.unwrap();
+        eprintln!("claimed {} {:?}", all.len(), all.iter().map(|d| d.subscription_id.clone()).collect::<HashSet<_>>());
+        let batch: Vec<ClaimedDelivery> = all.into_iter().filter(|d| d.subscription_id == "wh_one").collect();
+        if batch.is_empty() {
+            break;
+        }
+        failed += batch.len();
+        let outcomes = batch
+            .iter()
+            .map(|d| FinishedAttempt {
+                next: NextState::Failed,
+                ..delivered(d, t0)
+            })
+            .collect();
+        store.record_attempts(outcomes, t0).await.unwrap();
+    }
+    assert_eq!(failed, 600);
+    let recovered = store.recover_failed("wh_one".into(), t0, t0.add_millis(1), 1_000).await.unwrap();
+    assert_eq!(recovered, Some(600));
+    let counts = store.delivery_counts(Some("wh_one".into())).await.unwrap();
+    assert_eq!(counts.pending, 600, "{counts:?}");
+}
