@@ -236,6 +236,59 @@ async fn claims_beside_commits_leave_no_published_delivery_unclaimable(backend: 
     claimed += store.claim(claim_at(t0)).await.unwrap().len();
     assert_eq!(claimed, EVENTS);
 }
+/// Many subscriptions with a delivery or two due each (a platform's usual shape): one
+/// claim with the dispatcher's limits (room 512, 64 per subscription) takes every due
+/// delivery it has room for, from as many subscriptions as it takes, and never more than
+/// a subscription's room. (PostgreSQL once shared the claim out by each subscription's
+/// room, due or not: 8 subscriptions took it all, and this claim returned 8 rows.)
+async fn one_claim_fills_its_room_from_many_subscriptions_with_little_due_each(backend: Backend) {
+    let (_dir, store, t0) = store_with_a_subscription(backend).await;
+    let template = store.subscription("wh_1".into()).await.unwrap().unwrap();
+    for i in 2..=300 {
+        let mut sub = template.clone();
+        sub.subscription.id = format!("wh_{i}");
+        store.insert_subscription(sub, None, None).await.unwrap();
+    }
+    // Two events, each to all 300 subscriptions: 600 due deliveries.
+    store
+        .enqueue(vec![test_event(t0), test_event(t0)], t0, None)
+        .await
+        .unwrap();
+    let request = |limit| ClaimRequest {
+        limit,
+        per_subscription_limit: 64,
+        ..claim_at(t0)
+    };
+    let first = store.claim(request(512)).await.unwrap();
+    assert_eq!(first.len(), 512);
+    let mut per_subscription: HashMap<&str, usize> = HashMap::new();
+    for d in &first {
+        *per_subscription.entry(d.subscription_id.as_str()).or_default() += 1;
+    }
+    assert!(
+        per_subscription.len() >= 256,
+        "{} subscriptions",
+        per_subscription.len()
+    );
+    let rest = store.claim(request(512)).await.unwrap();
+    assert_eq!(rest.len(), 88, "the rest, in the next claim");
+    // A room of one per subscription holds.
+    let (_dir, store, t0) = store_with_a_subscription(backend).await;
+    for i in 2..=10 {
+        let mut sub = template.clone();
+        sub.subscription.id = format!("wh_{i}");
+        store.insert_subscription(sub, None, None).await.unwrap();
+    }
+    let events: Vec<BuiltEvent> = (0..5).map(|_| test_event(t0)).collect();
+    store.enqueue(events, t0, None).await.unwrap();
+    let one_each = ClaimRequest {
+        per_subscription_limit: 1,
+        ..claim_at(t0)
+    };
+    let claimed = store.claim(one_each).await.unwrap();
+    assert_eq!(claimed.len(), 10, "one per subscription");
+}
+
 /// A first request that died after beginning its key (no work committed) holds the key
 /// for the lease only; then a retry starts it afresh, and the dead request's lease can
 /// no longer complete it, so its work could never commit beside the retry's.
@@ -470,5 +523,6 @@ conformance!(
     a_retried_delivery_is_claimed_with_its_attempt_count_and_the_same_body,
     delivery_rows_are_never_numbered_twice_while_the_store_is_open,
     claims_beside_commits_leave_no_published_delivery_unclaimable,
+    one_claim_fills_its_room_from_many_subscriptions_with_little_due_each,
     an_idempotency_key_whose_request_died_is_taken_over_after_its_lease_and_fenced,
 );

@@ -30,7 +30,9 @@ const MARK_RESENT_SQL: &str = "UPDATE deliveries SET resent_as = $2 WHERE seq = 
 async fn subscription_row(tx: &Transaction<'_>, id: &str, locking: QueueLocking) -> Result<Option<(i64, bool)>, PgErr> {
     let st = tx
         .prepare_cached(match locking {
-            QueueLocking::PerQueue => "SELECT seq, paused_reason IS NOT NULL FROM subscriptions WHERE id = $1 FOR SHARE",
+            QueueLocking::PerQueue => {
+                "SELECT seq, paused_reason IS NOT NULL FROM subscriptions WHERE id = $1 FOR SHARE"
+            }
             QueueLocking::WholeSubscriptions => {
                 "SELECT seq, paused_reason IS NOT NULL FROM subscriptions WHERE id = $1 FOR UPDATE"
             }
@@ -149,8 +151,7 @@ pub(super) async fn recover_failed(
                 let now_ms = now.unix_millis();
                 let mut any_due = false;
                 for r in &failed {
-                    let (old, event_seq, okey): (i64, i64, Option<i64>) =
-                        (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?);
+                    let (old, event_seq, okey): (i64, i64, Option<i64>) = (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?);
                     let (seq, due) = requeue(&tx, (sub, locking), paused, event_seq, okey, now_ms).await?;
                     tx.execute(&mark, &[&old, &seq]).await?;
                     any_due |= due;

@@ -692,13 +692,14 @@ async fn secrets_are_sealed_at_rest_and_a_store_without_the_key_refuses_to_start
 /// PostgreSQL keeps advisory locks in a shared table sized for about
 /// `max_locks_per_transaction` (default 64) per connection. A publish of 100 events of
 /// 100 posts into a workspace of 30 subscriptions makes 3,000 ordering queues, and a
-/// recovery of 600 failed deliveries 600: far more than that table holds here (10 per
+/// recovery of 990 failed deliveries 990: far more than that table holds here (10 per
 /// connection, about 420 in all), so one lock per queue would fail them with "out of
 /// shared memory", every time they are tried again. They succeed, and the queues come
 /// out as they would have: one head per (subscription, post), the rest waiting.
 #[tokio::test]
 async fn publishes_and_recoveries_of_thousands_of_queues_fit_in_the_lock_table() {
-    let cluster = postwire_testpg::Cluster::start_with_conf("max_connections = 20\nmax_locks_per_transaction = 10\n").unwrap();
+    let cluster =
+        postwire_testpg::Cluster::start_with_conf("max_connections = 20\nmax_locks_per_transaction = 10\n").unwrap();
     cluster.create_database("locks").unwrap();
     let store = PostgresStore::connect(&cluster.url("locks")).await.unwrap();
     let (_g, template, t0) = store_with_a_subscription(Backend::Sqlite).await;
@@ -719,9 +720,15 @@ async fn publishes_and_recoveries_of_thousands_of_queues_fit_in_the_lock_table()
         s
     };
     for i in 0..30 {
-        store.insert_subscription(sub_of(format!("wh_{i}"), "ws"), None, None).await.unwrap();
+        store
+            .insert_subscription(sub_of(format!("wh_{i}"), "ws"), None, None)
+            .await
+            .unwrap();
     }
-    store.insert_subscription(sub_of("wh_one".into(), "ws_one"), None, None).await.unwrap();
+    store
+        .insert_subscription(sub_of("wh_one".into(), "ws_one"), None, None)
+        .await
+        .unwrap();
     let posts: Vec<BuiltEvent> = (0..100).map(|p| post_event(t0, &format!("p{p}"))).collect();
     assert_eq!(store.enqueue(posts.clone(), t0, None).await.unwrap(), vec![30; 100]);
     // The same posts again: every queue is open now, so all of these wait.
@@ -730,8 +737,9 @@ async fn publishes_and_recoveries_of_thousands_of_queues_fit_in_the_lock_table()
     let counts = store.delivery_counts(None).await.unwrap();
     assert_eq!((counts.pending, counts.waiting), (3_000, 3_000), "{counts:?}");
 
-    // 600 posts in a workspace of one subscription, all failed, then recovered at once.
-    let lone: Vec<BuiltEvent> = (0..600)
+    // 1,100 posts in a workspace of one subscription; 990 fail for good (every tenth is
+    // delivered, so the failures never pause it), then all are recovered at once.
+    let lone: Vec<BuiltEvent> = (0..1_100)
         .map(|p| {
             let change = crate::events::TestEvent {
                 workspace_id: "ws_one".into(),
@@ -746,28 +754,28 @@ async fn publishes_and_recoveries_of_thousands_of_queues_fit_in_the_lock_table()
             e
         })
         .collect();
-    assert_eq!(store.enqueue(lone, t0, None).await.unwrap(), vec![1; 600]);
-    let mut failed = 0;
-    loop {
-        let all = store.claim(claim_at(t0)).await.unwrap();
-        eprintln!("claimed {} {:?}", all.len(), all.iter().map(|d| d.subscription_id.clone()).collect::<HashSet<_>>());
-        let batch: Vec<ClaimedDelivery> = all.into_iter().filter(|d| d.subscription_id == "wh_one").collect();
-        if batch.is_empty() {
-            break;
-        }
-        failed += batch.len();
-        let outcomes = batch
-            .iter()
-            .map(|d| FinishedAttempt {
-                next: NextState::Failed,
-                ..delivered(d, t0)
-            })
-            .collect();
-        store.record_attempts(outcomes, t0).await.unwrap();
-    }
-    assert_eq!(failed, 600);
-    let recovered = store.recover_failed("wh_one".into(), t0, t0.add_millis(1), 1_000).await.unwrap();
-    assert_eq!(recovered, Some(600));
+    assert_eq!(store.enqueue(lone, t0, None).await.unwrap(), vec![1; 1_100]);
+    let claimed = store.claim(claim_at(t0)).await.unwrap();
+    assert_eq!(claimed.len(), 4_100, "every head of every subscription, in one claim");
+    let outcomes = claimed
+        .iter()
+        .filter(|d| d.subscription_id == "wh_one")
+        .enumerate()
+        .map(|(i, d)| FinishedAttempt {
+            next: if i % 10 == 9 {
+                NextState::Delivered
+            } else {
+                NextState::Failed
+            },
+            ..delivered(d, t0)
+        })
+        .collect();
+    store.record_attempts(outcomes, t0).await.unwrap();
+    let recovered = store
+        .recover_failed("wh_one".into(), t0, t0.add_millis(1), 1_000)
+        .await
+        .unwrap();
+    assert_eq!(recovered, Some(990));
     let counts = store.delivery_counts(Some("wh_one".into())).await.unwrap();
-    assert_eq!(counts.pending, 600, "{counts:?}");
+    assert_eq!((counts.pending, counts.held), (990, 0), "{counts:?}");
 }
