@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p postwire-sender --example pg_scale -- [--deliveries N] [--subscriptions N]
-//!     [--processes 1,2,4] [--rounds N] [--receiver-delay-ms N] [--skip-wrk]
+//!     [--idle-subscriptions N] [--processes 1,2,4] [--rounds N] [--receiver-delay-ms N] [--skip-wrk]
 //! ```
 //!
 //! Each case publishes every event first (10 subscriptions by default, 1 KiB events each
@@ -30,6 +30,10 @@
 //! with the context switches per delivery of the same processes (every thread's sleeps
 //! and preemptions, from `/proc`); `BENCH_PG_STATEMENTS=1` (with pg_stat_statements) the statements per delivery after
 //! each PostgreSQL run.
+//!
+//! **Idle subscriptions.** `--idle-subscriptions N` (default 0) adds N subscriptions in
+//! other workspaces (100 each) that get no events, as a platform has: most of its
+//! subscriptions have nothing queued at any moment. A claim must not cost more for them.
 //!
 //! **A slow receiver.** `--receiver-delay-ms N` (default 0: answer at once) makes the
 //! receiver answer each request N ms after reading it (a Tokio sleep per request, no
@@ -106,8 +110,18 @@ fn post_change(i: usize) -> DomainChange {
     .into()
 }
 
-/// Subscriptions to the receiver, then every event, published before any dispatching.
-async fn prepare(sender: &Sender, url: &str, subscriptions: usize, events: usize) {
+/// Subscriptions to the receiver (and `idle` more, in workspaces that publish nothing),
+/// then every event, published before any dispatching; returns how long publishing took.
+async fn prepare(sender: &Sender, url: &str, (subscriptions, idle): (usize, usize), events: usize) -> Duration {
+    for i in 0..idle.div_ceil(100) {
+        sender
+            .upsert_workspace(Workspace {
+                id: format!("ws_idle{i}"),
+                name: "idle".into(),
+            })
+            .await
+            .unwrap();
+    }
     sender
         .upsert_workspace(Workspace {
             id: "ws_bench".into(),
@@ -115,10 +129,15 @@ async fn prepare(sender: &Sender, url: &str, subscriptions: usize, events: usize
         })
         .await
         .unwrap();
-    for i in 0..subscriptions {
+    for i in 0..subscriptions + idle {
+        let workspace_id = if i < subscriptions {
+            "ws_bench".into()
+        } else {
+            format!("ws_idle{}", (i - subscriptions) / 100)
+        };
         sender
             .create_subscription(NewSubscription {
-                workspace_id: "ws_bench".into(),
+                workspace_id,
                 name: format!("s{i}"),
                 url: url.to_owned(),
                 events: vec![],
@@ -129,6 +148,7 @@ async fn prepare(sender: &Sender, url: &str, subscriptions: usize, events: usize
             .await
             .unwrap();
     }
+    let publishing = Instant::now();
     let mut i = 0;
     while i < events {
         let n = 100.min(events - i);
@@ -138,6 +158,7 @@ async fn prepare(sender: &Sender, url: &str, subscriptions: usize, events: usize
             .unwrap();
         i += n;
     }
+    publishing.elapsed()
 }
 
 /// User + system CPU ticks of process `pid` (0 when it is gone).
@@ -330,15 +351,14 @@ async fn worker(url: String) {
 }
 
 /// The SQLite case: this process dispatches.
-async fn run_sqlite(url: &str, ok: &AtomicUsize, subscriptions: usize, events: usize) -> Sample {
+async fn run_sqlite(url: &str, ok: &AtomicUsize, (subscriptions, idle): (usize, usize), events: usize) -> Sample {
     let deliveries = events * subscriptions;
     let dir = tempfile::tempdir().unwrap();
     let sender = Sender::open_sqlite(dir.path().join("b.db"), config(), Arc::new(SystemClock))
         .await
         .unwrap();
-    let p0 = Instant::now();
-    prepare(&sender, url, subscriptions, events).await;
-    let published = deliveries as f64 / p0.elapsed().as_secs_f64();
+    let publishing = prepare(&sender, url, (subscriptions, idle), events).await;
+    let published = deliveries as f64 / publishing.as_secs_f64();
     let base = ok.load(Ordering::Relaxed);
     let cpu0 = ticks(std::process::id());
     let sw0 = switches(std::process::id());
@@ -366,6 +386,8 @@ struct PgRun<'a> {
     url: &'a str,
     ok: &'a AtomicUsize,
     subscriptions: usize,
+    /// Subscriptions of other workspaces, which get nothing.
+    idle: usize,
     events: usize,
     statements: bool,
 }
@@ -378,9 +400,8 @@ async fn run_pg(r: &PgRun<'_>, name: &str, n: usize) -> Sample {
     let publisher = Sender::open_postgres(&db_url, config(), Arc::new(SystemClock))
         .await
         .unwrap();
-    let p0 = Instant::now();
-    prepare(&publisher, r.url, r.subscriptions, r.events).await;
-    let published = deliveries as f64 / p0.elapsed().as_secs_f64();
+    let publishing = prepare(&publisher, r.url, (r.subscriptions, r.idle), r.events).await;
+    let published = deliveries as f64 / publishing.as_secs_f64();
     if r.statements {
         r.cluster
             .psql(
@@ -461,6 +482,7 @@ fn main() {
     };
     let deliveries: usize = arg("--deliveries").map_or(20_000, |v| v.parse().unwrap());
     let subscriptions: usize = arg("--subscriptions").map_or(10, |v| v.parse().unwrap());
+    let idle: usize = arg("--idle-subscriptions").map_or(0, |v| v.parse().unwrap());
     let rounds: usize = arg("--rounds").map_or(3, |v| v.parse::<usize>().unwrap().max(1));
     let processes: Vec<usize> = arg("--processes")
         .unwrap_or_else(|| "1,2,4".into())
@@ -494,6 +516,7 @@ fn main() {
             url: &url,
             ok: &ok,
             subscriptions,
+            idle,
             events,
             statements,
         };
@@ -510,7 +533,7 @@ fn main() {
         // Round by round, every case once, so that a slow stretch of a busy machine hits
         // every case rather than one.
         for round in 0..rounds {
-            let s = run_sqlite(&url, &ok, subscriptions, events).await;
+            let s = run_sqlite(&url, &ok, (subscriptions, idle), events).await;
             cases[0].samples.push(s);
             for (i, n) in processes.iter().enumerate() {
                 let s = run_pg(&pg, &format!("b{round}_{i}"), *n).await;

@@ -19,7 +19,7 @@ use crate::secret_box::{SecretCipher, StoredSecret};
 use crate::signing::{SigningMaterial, signer_at};
 
 /// The namespace (first key) of the two-key advisory locks claims take per subscription.
-const CLAIM_LOCK: i32 = 0x7077; // "pw"
+pub(super) const CLAIM_LOCK: i32 = 0x7077; // "pw"
 
 /// Does (subscription, key) have an unfinished delivery? Then a new one waits behind it.
 pub(super) const KEY_OPEN_SQL: &str = "SELECT 1 FROM deliveries
@@ -548,14 +548,28 @@ const VACUUM_EVERY: Duration = Duration::from_secs(1);
 /// holds across processes. The lock's second key is the row number's low 31 bits (a
 /// plain `::int` cast would fail every claim once a row number passed 2³¹); rows that
 /// share them share a lock, which only keeps two processes from claiming both at once.
-const CANDIDATES_SQL: &str = "SELECT c.*, pg_try_advisory_xact_lock($3, (c.seq & 2147483647)::int) FROM (
-         SELECT s.seq, s.id, s.url, s.secret, s.previous_secret, s.previous_secret_until,
-             s.signing, w.signing_key, w.previous_signing_key, w.previous_signing_key_until
-         FROM subscriptions s LEFT JOIN workspaces w ON w.id = s.workspace_id
+///
+/// Only subscriptions that have a row in `queue_heads` are looked at, found by skipping
+/// through its `(sub_seq, …)` index one subscription at a time (`queued`), and each is
+/// looked up by its row number (`OFFSET 0`: never a scan of `subscriptions`), so a claim
+/// costs what the subscriptions with something queued cost, not every subscription of
+/// every workspace: with 5,000 subscriptions that had nothing queued beside 10 that
+/// did, a claim read every subscription's heads, 15,000 blocks and 8.6 ms a claim.
+pub(super) const CANDIDATES_SQL: &str = "WITH RECURSIVE queued(sub) AS (
+         (SELECT q.sub_seq FROM queue_heads q ORDER BY q.sub_seq LIMIT 1)
+         UNION ALL
+         SELECT (SELECT q.sub_seq FROM queue_heads q WHERE q.sub_seq > queued.sub ORDER BY q.sub_seq LIMIT 1)
+         FROM queued WHERE queued.sub IS NOT NULL)
+     SELECT c.*, pg_try_advisory_xact_lock($3, (c.seq & 2147483647)::int) FROM (
+         SELECT s.* FROM queued
          CROSS JOIN LATERAL (
-             SELECT q.due_at FROM queue_heads q WHERE q.sub_seq = s.seq AND q.due_at <= $1
+             SELECT q.due_at FROM queue_heads q WHERE q.sub_seq = queued.sub AND q.due_at <= $1
              ORDER BY q.due_at LIMIT 1) h
-         WHERE s.paused_reason IS NULL
+         CROSS JOIN LATERAL (
+             SELECT s.seq, s.id, s.url, s.secret, s.previous_secret, s.previous_secret_until,
+                 s.signing, w.signing_key, w.previous_signing_key, w.previous_signing_key_until
+             FROM subscriptions s LEFT JOIN workspaces w ON w.id = s.workspace_id
+             WHERE s.seq = queued.sub AND s.paused_reason IS NULL OFFSET 0) s
          ORDER BY h.due_at, s.seq LIMIT $2 OFFSET 0) c";
 
 /// Takes the due heads of subscriptions $1[i] (in that order), each after counting its
