@@ -33,7 +33,11 @@
 //! * **Claims** pick due heads with `FOR UPDATE SKIP LOCKED`, one subscription at a
 //!   time, under a transaction-scoped advisory lock of that subscription taken with
 //!   `pg_try_advisory_xact_lock` (a subscription another process is claiming right now is
-//!   skipped, not waited for). Under that lock, in the next statement (whose snapshot
+//!   skipped, not waited for). A claim looks at the subscriptions that have a row in
+//!   `queue_heads` (skipping through its index), earliest due first, at most 256 of
+//!   them (so at most 256 such locks, one claim at a time per process: within the lock
+//!   table's share of a pool of 16 connections), and gives each as many as it has due
+//!   within its room. Under that lock, in the next statement (whose snapshot
 //!   is taken after it), the subscription's live leases are counted and its heads taken,
 //!   so the per-subscription in-flight limit holds across processes. The count leaves
 //!   out the claiming process's own attempts whose request has ended and whose outcome
