@@ -540,6 +540,20 @@ const MAX_SUBSCRIPTIONS_PER_CLAIM: i64 = 256;
 /// How often the store vacuums `queue_heads` while it claims (see [`vacuum_heads`]).
 const VACUUM_EVERY: Duration = Duration::from_secs(1);
 
+/// `queued(sub)`: the subscriptions that have a row in `queue_heads`, found by skipping
+/// through its `(sub_seq, …)` index one subscription at a time (and a last row of NULL),
+/// so a statement that starts from it costs what the subscriptions with something queued
+/// cost, not every subscription of every workspace.
+macro_rules! queued_subscriptions {
+    () => {
+        "WITH RECURSIVE queued(sub) AS (
+         (SELECT q.sub_seq FROM queue_heads q ORDER BY q.sub_seq LIMIT 1)
+         UNION ALL
+         SELECT (SELECT q.sub_seq FROM queue_heads q WHERE q.sub_seq > queued.sub ORDER BY q.sub_seq LIMIT 1)
+         FROM queued WHERE queued.sub IS NOT NULL)"
+    };
+}
+
 /// Subscriptions (not paused) with a claimable head, earliest due first, at most $2, each
 /// with its claim lock (namespace $3) tried, in that order: `true` when this claim has
 /// it, `false` when another process is claiming from that subscription right now (it is
@@ -549,18 +563,13 @@ const VACUUM_EVERY: Duration = Duration::from_secs(1);
 /// plain `::int` cast would fail every claim once a row number passed 2³¹); rows that
 /// share them share a lock, which only keeps two processes from claiming both at once.
 ///
-/// Only subscriptions that have a row in `queue_heads` are looked at, found by skipping
-/// through its `(sub_seq, …)` index one subscription at a time (`queued`), and each is
-/// looked up by its row number (`OFFSET 0`: never a scan of `subscriptions`), so a claim
-/// costs what the subscriptions with something queued cost, not every subscription of
-/// every workspace: with 5,000 subscriptions that had nothing queued beside 10 that
+/// Only subscriptions that have a row in `queue_heads` are looked at
+/// (`queued_subscriptions!`), each looked up by its row number (`OFFSET 0`: never a scan
+/// of `subscriptions`): with 5,000 subscriptions that had nothing queued beside 10 that
 /// did, a claim read every subscription's heads, 15,000 blocks and 8.6 ms a claim.
-pub(super) const CANDIDATES_SQL: &str = "WITH RECURSIVE queued(sub) AS (
-         (SELECT q.sub_seq FROM queue_heads q ORDER BY q.sub_seq LIMIT 1)
-         UNION ALL
-         SELECT (SELECT q.sub_seq FROM queue_heads q WHERE q.sub_seq > queued.sub ORDER BY q.sub_seq LIMIT 1)
-         FROM queued WHERE queued.sub IS NOT NULL)
-     SELECT c.*, pg_try_advisory_xact_lock($3, (c.seq & 2147483647)::int) FROM (
+pub(super) const CANDIDATES_SQL: &str = concat!(
+    queued_subscriptions!(),
+    " SELECT c.*, pg_try_advisory_xact_lock($3, (c.seq & 2147483647)::int) FROM (
          SELECT s.* FROM queued
          CROSS JOIN LATERAL (
              SELECT q.due_at FROM queue_heads q WHERE q.sub_seq = queued.sub AND q.due_at <= $1
@@ -570,7 +579,8 @@ pub(super) const CANDIDATES_SQL: &str = "WITH RECURSIVE queued(sub) AS (
                  s.signing, w.signing_key, w.previous_signing_key, w.previous_signing_key_until
              FROM subscriptions s LEFT JOIN workspaces w ON w.id = s.workspace_id
              WHERE s.seq = queued.sub AND s.paused_reason IS NULL OFFSET 0) s
-         ORDER BY h.due_at, s.seq LIMIT $2 OFFSET 0) c";
+         ORDER BY h.due_at, s.seq LIMIT $2 OFFSET 0) c"
+);
 
 /// Takes the due heads of subscriptions $1[i] (in that order), each after counting its
 /// live leases (of every process, up to the limit $4) and this process's claimed ones
@@ -836,19 +846,22 @@ pub(super) async fn vacuum_if_due(c: &tokio_postgres::Client) -> Result<bool, to
 }
 
 /// The earliest due time of a head of a subscription that is not paused: a due head, a
-/// retry, or the end of a lease (when it is claimable again).
+/// retry, or the end of a lease (when it is claimable again); from the subscriptions with
+/// something queued only. An idle dispatcher asks at every poll.
+pub(super) const NEXT_DUE_SQL: &str = concat!(
+    queued_subscriptions!(),
+    " SELECT min(h.due_at) FROM queued
+     CROSS JOIN LATERAL (
+         SELECT q.due_at FROM queue_heads q WHERE q.sub_seq = queued.sub ORDER BY q.due_at LIMIT 1) h
+     WHERE EXISTS (SELECT 1 FROM subscriptions s WHERE s.seq = queued.sub AND s.paused_reason IS NULL)"
+);
+
+/// See [`NEXT_DUE_SQL`].
 pub(super) async fn next_due_at(store: &PostgresStore) -> StoreResult<Option<Timestamp>> {
     store
         .run("next due time", |c: Client| {
             Box::pin(async move {
-                let st = c
-                    .prepare_cached(
-                        "SELECT MIN(h.due_at) FROM subscriptions s CROSS JOIN LATERAL (
-                             SELECT q.due_at FROM queue_heads q WHERE q.sub_seq = s.seq
-                             ORDER BY q.due_at LIMIT 1) h
-                         WHERE s.paused_reason IS NULL",
-                    )
-                    .await?;
+                let st = c.prepare_cached(NEXT_DUE_SQL).await?;
                 Ok(c.query_one(&st, &[]).await?.try_get::<_, Option<i64>>(0)?.map(ts))
             })
         })
