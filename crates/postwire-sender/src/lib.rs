@@ -103,4 +103,4 @@ pub use notify::{LogNotifier, Notifier};
 pub use sender::{MAX_INTEGRATION_IDS, MAX_NAME_LEN, MAX_PAGE_SIZE, MAX_PUBLISH_BATCH, MAX_RECOVER, Sender};
 pub use store::postgres::{PostgresOptions, PostgresStore};
 pub use store::sqlite::{SqliteOptions, SqliteStore, has_workspace, register_workspaces};
-pub use store::{DeliveryCounts, Purged, RequeueError, Store};
+pub use store::{DeliveryCounts, Purged, QueueCounts, RequeueError, Store};

@@ -1011,7 +1011,16 @@ impl Sender {
         Ok(queued)
     }
 
-    /// Deliveries per state, for one subscription or all.
+    /// Unfinished deliveries per state, over all subscriptions: cheap whatever the
+    /// history kept (it reads the queue, not the finished deliveries), so fit for a
+    /// gauge read every few seconds.
+    pub async fn queue_counts(&self) -> Result<crate::store::QueueCounts, SenderError> {
+        self.inner.store.queue_counts().await
+    }
+
+    /// Deliveries per state, finished ones included, for one subscription or all. It
+    /// counts every delivery kept, so it costs more as the history grows: for tests and
+    /// tools; a gauge reads [`queue_counts`](Self::queue_counts).
     pub async fn delivery_counts(&self, subscription_id: Option<&str>) -> Result<DeliveryCounts, SenderError> {
         self.inner
             .store

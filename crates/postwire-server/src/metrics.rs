@@ -151,7 +151,9 @@ impl Metrics {
 
     /// Reads the gauges from `sender` and `connections`, then renders every metric.
     pub async fn render(&self, sender: &Sender, connections: &ConnectionCounter) -> Result<String, String> {
-        let counts = sender.delivery_counts(None).await.map_err(|e| e.to_string())?;
+        // What is queued, through the queue's indexes: a count of every delivery kept
+        // would grow with the history and, on SQLite, hold up every write behind it.
+        let counts = sender.queue_counts().await.map_err(|e| e.to_string())?;
         let paused = sender.paused_subscription_count().await.map_err(|e| e.to_string())?;
         for (state, n) in [
             ("pending", counts.pending),

@@ -289,6 +289,57 @@ async fn one_claim_fills_its_room_from_many_subscriptions_with_little_due_each(b
     assert_eq!(claimed.len(), 10, "one per subscription");
 }
 
+/// `queue_counts` (what metrics read, through the queue's indexes) agrees with
+/// `delivery_counts` (a count of every delivery) on what is queued, through pending,
+/// waiting, delivered and held deliveries.
+async fn queue_counts_agree_with_a_count_of_every_delivery(backend: Backend) {
+    let (_dir, store, t0) = store_with_a_subscription(backend).await;
+    let check = |expected: (u64, u64, u64)| {
+        let store = store.clone();
+        async move {
+            let queued = store.queue_counts().await.unwrap();
+            let all = store.delivery_counts(None).await.unwrap();
+            assert_eq!((queued.pending, queued.waiting, queued.held), expected, "{queued:?}");
+            assert_eq!((all.pending, all.waiting, all.held), expected, "{all:?}");
+            all
+        }
+    };
+    check((0, 0, 0)).await;
+    // Three events of one post (a head, two behind it) and two of no post.
+    let events = vec![
+        post_event("ws", "p1", "e1", t0),
+        post_event("ws", "p1", "e2", t0),
+        post_event("ws", "p1", "e3", t0),
+        test_event(t0),
+        test_event(t0),
+    ];
+    store.enqueue(events, t0, None).await.unwrap();
+    check((3, 2, 0)).await;
+    let claimed = store.claim(claim_at(t0)).await.unwrap();
+    assert_eq!(claimed.len(), 3);
+    let done = claimed
+        .iter()
+        .map(|d| FinishedAttempt {
+            delivery: d.id,
+            subscription_id: d.subscription_id.clone(),
+            attempt: d.attempt,
+            started_at: t0,
+            duration_ms: 1,
+            outcome: AttemptOutcome::Response {
+                status: 200,
+                body_prefix: String::new(),
+            },
+            next: NextState::Delivered,
+        })
+        .collect();
+    store.record_attempts(done, t0).await.unwrap();
+    // The post's second event is its head now.
+    let all = check((1, 1, 0)).await;
+    assert_eq!(all.delivered, 3);
+    assert!(store.pause("wh_1".into(), "test".into()).await.unwrap());
+    check((0, 0, 2)).await;
+}
+
 /// A first request that died after beginning its key (no work committed) holds the key
 /// for the lease only; then a retry starts it afresh, and the dead request's lease can
 /// no longer complete it, so its work could never commit beside the retry's.
@@ -524,5 +575,6 @@ conformance!(
     delivery_rows_are_never_numbered_twice_while_the_store_is_open,
     claims_beside_commits_leave_no_published_delivery_unclaimable,
     one_claim_fills_its_room_from_many_subscriptions_with_little_due_each,
+    queue_counts_agree_with_a_count_of_every_delivery,
     an_idempotency_key_whose_request_died_is_taken_over_after_its_lease_and_fenced,
 );

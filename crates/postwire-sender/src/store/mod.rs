@@ -277,8 +277,13 @@ pub trait Store: Send + Sync + 'static {
     ) -> BoxFuture<'_, StoreResult<Vec<Event>>>;
     /// Notifications of a workspace, newest first.
     fn notifications(&self, workspace_id: String, limit: usize) -> BoxFuture<'_, StoreResult<Vec<Notification>>>;
-    /// How many deliveries are in each state (for tests, metrics and the benchmark).
+    /// How many deliveries are in each state, finished ones included (for tests, tools and
+    /// the benchmark). It counts the whole history kept, so its cost grows with it: a
+    /// gauge read every few seconds uses [`queue_counts`](Self::queue_counts).
     fn delivery_counts(&self, subscription_id: Option<String>) -> BoxFuture<'_, StoreResult<DeliveryCounts>>;
+    /// How many unfinished deliveries are in each state, read through the queue's
+    /// indexes: the cost grows with the backlog, not with the history (metrics).
+    fn queue_counts(&self) -> BoxFuture<'_, StoreResult<QueueCounts>>;
 
     /// Notified when another process may have made a delivery due (a store shared by
     /// several processes); the dispatcher then claims without waiting for its poll.
@@ -355,6 +360,17 @@ pub struct Purged {
 }
 
 pub use crate::ordering::ordering_hash;
+
+/// Unfinished deliveries per state: what is queued now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct QueueCounts {
+    /// Pending: heads of their queue, due for a first attempt or waiting for a retry.
+    pub pending: u64,
+    /// Waiting behind an earlier unfinished delivery of the same post or account.
+    pub waiting: u64,
+    /// Held (subscription paused).
+    pub held: u64,
+}
 
 /// Deliveries per state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]

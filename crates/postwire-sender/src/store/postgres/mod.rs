@@ -580,6 +580,9 @@ impl Store for PostgresStore {
     ) -> BoxFuture<'_, StoreResult<Option<u64>>> {
         Box::pin(requeue::recover_failed(self, subscription_id, since, now, limit))
     }
+    fn queue_counts(&self) -> BoxFuture<'_, StoreResult<crate::store::QueueCounts>> {
+        Box::pin(reads::queue_counts(self))
+    }
     fn paused_subscriptions(&self) -> BoxFuture<'_, StoreResult<u64>> {
         Box::pin(reads::paused_subscriptions(self))
     }

@@ -154,6 +154,33 @@ pub(super) async fn notifications(
         .await
 }
 
+/// Pending deliveries through `queue_heads` (every pending delivery has its row there;
+/// a held one may keep a leased row, hence the look-up of each), waiting ones through
+/// `deliveries_open`, held ones through `deliveries_held`: nothing reads the finished
+/// history, which a count by state scanned whole at every metrics scrape.
+pub(super) const QUEUE_COUNTS_SQL: &str = "SELECT
+     (SELECT count(*) FROM queue_heads q CROSS JOIN LATERAL (
+          SELECT 1 FROM deliveries d WHERE d.seq = q.delivery_seq AND d.state = 0 OFFSET 0) x),
+     (SELECT count(*) FROM deliveries WHERE finished_at IS NULL AND okey IS NOT NULL AND state = 5),
+     (SELECT count(*) FROM deliveries WHERE state = 1)";
+
+pub(super) async fn queue_counts(store: &PostgresStore) -> StoreResult<crate::store::QueueCounts> {
+    store
+        .run("queue counts", |c: Client| {
+            Box::pin(async move {
+                let st = c.prepare_cached(QUEUE_COUNTS_SQL).await?;
+                let row = c.query_one(&st, &[]).await?;
+                let n = |i: usize| -> Result<u64, PgErr> { Ok(row.try_get::<_, i64>(i)?.max(0) as u64) };
+                Ok(crate::store::QueueCounts {
+                    pending: n(0)?,
+                    waiting: n(1)?,
+                    held: n(2)?,
+                })
+            })
+        })
+        .await
+}
+
 pub(super) async fn delivery_counts(
     store: &PostgresStore,
     subscription_id: Option<String>,

@@ -844,3 +844,27 @@ async fn explain_analyze(store: &PostgresStore, sql: String) -> String {
         .unwrap();
     lines.join("\n")
 }
+
+/// The metrics' counts of what is queued read the queue, not the history: with 3,000
+/// finished deliveries and statistics taken, no step of the plan scans `deliveries`.
+#[tokio::test]
+async fn queue_counts_do_not_scan_the_finished_deliveries() {
+    let (_db, stores, t0) = stores_on_one_database(1).await;
+    let store = &stores[0];
+    let events: Vec<BuiltEvent> = (0..3_000).map(|_| test_event(t0)).collect();
+    store.enqueue(events, t0, None).await.unwrap();
+    let claimed = store.claim(claim_at(t0)).await.unwrap();
+    store
+        .record_attempts(claimed.iter().map(|d| delivered(d, t0)).collect(), t0)
+        .await
+        .unwrap();
+    store
+        .enqueue(vec![post_event(t0, "p"), post_event(t0, "p")], t0, None)
+        .await
+        .unwrap();
+    run_sql(store, "VACUUM ANALYZE deliveries").await;
+    let plan = explain_analyze(store, reads::QUEUE_COUNTS_SQL.to_owned()).await;
+    assert!(!plan.contains("Seq Scan on deliveries"), "{plan}");
+    let counts = store.queue_counts().await.unwrap();
+    assert_eq!((counts.pending, counts.waiting, counts.held), (1, 1, 0));
+}

@@ -427,6 +427,9 @@ impl Store for SqliteStore {
     ) -> BoxFuture<'_, StoreResult<Option<u64>>> {
         requeue::recover_failed(self, subscription_id, since, now, limit)
     }
+    fn queue_counts(&self) -> BoxFuture<'_, StoreResult<crate::store::QueueCounts>> {
+        reads::queue_counts(self)
+    }
     fn paused_subscriptions(&self) -> BoxFuture<'_, StoreResult<u64>> {
         self.read(|c| {
             c.prepare_cached("SELECT COUNT(*) FROM subscriptions WHERE paused_reason IS NOT NULL")?

@@ -8,7 +8,7 @@ use super::*;
 use crate::model::{
     AttemptErrorKind, AttemptOutcome, AttemptRecord, DeliveryId, DeliveryRecord, DeliveryState, Notification,
 };
-use crate::store::{BoxFuture, DeliveryCounts, StoreResult};
+use crate::store::{BoxFuture, DeliveryCounts, QueueCounts, StoreResult};
 
 pub(super) fn list_deliveries(
     store: &SqliteStore,
@@ -117,6 +117,27 @@ pub(super) fn notifications(
             })
         })?;
         rows.collect()
+    })
+}
+
+/// Pending, waiting and held deliveries, each through its partial index
+/// (`deliveries_due`, `deliveries_open`, `deliveries_held`): it runs on the writer's
+/// connection, and a count of the whole table, every finished delivery kept, held up
+/// every write behind it for as long as it took.
+pub(super) const QUEUE_COUNTS_SQL: &str = "SELECT
+     (SELECT count(*) FROM deliveries WHERE state = 0),
+     (SELECT count(*) FROM deliveries WHERE finished_at IS NULL AND okey IS NOT NULL AND state = 5),
+     (SELECT count(*) FROM deliveries WHERE state = 1)";
+
+pub(super) fn queue_counts(store: &SqliteStore) -> BoxFuture<'_, StoreResult<QueueCounts>> {
+    store.read(|c| {
+        c.prepare_cached(QUEUE_COUNTS_SQL)?.query_row([], |r| {
+            Ok(QueueCounts {
+                pending: r.get::<_, i64>(0)?.max(0) as u64,
+                waiting: r.get::<_, i64>(1)?.max(0) as u64,
+                held: r.get::<_, i64>(2)?.max(0) as u64,
+            })
+        })
     })
 }
 

@@ -52,6 +52,12 @@ fn hot_queries_use_their_indexes() {
         assert!(p.contains(index), "{sql}\n  is planned as: {p}");
         assert!(!p.contains("TEMP B-TREE"), "{sql}\n  sorts: {p}");
     }
+    // The metrics' counts read the three partial indexes, never the whole table.
+    let p = plan(super::reads::QUEUE_COUNTS_SQL);
+    assert_eq!(p.matches("INDEX deliveries_").count(), 3, "{p}");
+    for index in ["deliveries_due", "deliveries_open", "deliveries_held"] {
+        assert!(p.contains(index), "{p}");
+    }
     // A look-up's range of event numbers reads the two ends of the table, no more.
     let p = plan(super::reads::EVENT_RANGE_SQL);
     assert!(!p.contains("SCAN events"), "{p}");
