@@ -148,6 +148,22 @@ pub(crate) fn claim_at(now: Timestamp) -> ClaimRequest {
     }
 }
 
+/// The outcome of `d`'s attempt: delivered (a `200`) at `at`.
+pub(crate) fn delivered(d: &super::ClaimedDelivery, at: Timestamp) -> FinishedAttempt {
+    FinishedAttempt {
+        delivery: d.id,
+        subscription_id: d.subscription_id.clone(),
+        attempt: d.attempt,
+        started_at: at,
+        duration_ms: 1,
+        outcome: AttemptOutcome::Response {
+            status: 200,
+            body_prefix: String::new(),
+        },
+        next: NextState::Delivered,
+    }
+}
+
 async fn a_claimed_delivery_whose_outcome_is_never_written_is_claimed_again_when_its_lease_ends(backend: Backend) {
     let (_dir, store, t0) = store_with_a_subscription(backend).await;
     assert_eq!(store.enqueue(vec![test_event(t0)], t0, None).await.unwrap(), vec![1]);
@@ -317,21 +333,7 @@ async fn queue_counts_agree_with_a_count_of_every_delivery(backend: Backend) {
     check((3, 2, 0)).await;
     let claimed = store.claim(claim_at(t0)).await.unwrap();
     assert_eq!(claimed.len(), 3);
-    let done = claimed
-        .iter()
-        .map(|d| FinishedAttempt {
-            delivery: d.id,
-            subscription_id: d.subscription_id.clone(),
-            attempt: d.attempt,
-            started_at: t0,
-            duration_ms: 1,
-            outcome: AttemptOutcome::Response {
-                status: 200,
-                body_prefix: String::new(),
-            },
-            next: NextState::Delivered,
-        })
-        .collect();
+    let done = claimed.iter().map(|d| delivered(d, t0)).collect();
     store.record_attempts(done, t0).await.unwrap();
     // The post's second event is its head now.
     let all = check((1, 1, 0)).await;

@@ -9,7 +9,7 @@ use postwire_core::OrderingKey;
 
 use super::*;
 use crate::model::DeliveryId;
-use crate::store::conformance::{Backend, claim_at, store_with_a_subscription, test_event};
+use crate::store::conformance::{Backend, claim_at, delivered, store_with_a_subscription, test_event};
 use crate::store::{NextState, Store};
 
 /// A keyed event (all of one post).
@@ -59,21 +59,6 @@ fn claim_as(owner: &str, now: Timestamp, per_subscription: usize) -> ClaimReques
         owner: owner.into(),
         per_subscription_limit: per_subscription,
         ..claim_at(now)
-    }
-}
-
-fn delivered(d: &ClaimedDelivery, at: Timestamp) -> FinishedAttempt {
-    FinishedAttempt {
-        delivery: d.id,
-        subscription_id: d.subscription_id.clone(),
-        attempt: d.attempt,
-        started_at: at,
-        duration_ms: 1,
-        outcome: crate::model::AttemptOutcome::Response {
-            status: 200,
-            body_prefix: String::new(),
-        },
-        next: NextState::Delivered,
     }
 }
 
