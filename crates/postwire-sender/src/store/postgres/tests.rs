@@ -480,17 +480,85 @@ async fn a_claim_that_fails_after_taking_gives_its_leases_back() {
 /// drained one delivery at a time in publish order through all of them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_publishes_of_one_key_make_one_head() {
+    publish_two_posts_concurrently_and_drain(0).await;
+}
+
+/// The same with every other batch too large to lock queue by queue (40 posts: it locks
+/// its subscription's row `FOR UPDATE` instead), beside batches that do lock queue by
+/// queue: no deadlock, and the queues still have one head each. (That the two ways
+/// exclude each other is shown step by step below.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publishes_locking_whole_subscriptions_and_single_queues_make_one_head() {
+    publish_two_posts_concurrently_and_drain(38).await;
+}
+
+/// A publish that locks queue by queue and one that locks the whole subscription exclude
+/// each other, whichever holds its locks first: the other waits until it commits, so
+/// both cannot find a post's queue empty and each make a head.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_subscription_lock_and_a_queue_lock_exclude_each_other() {
+    let (_db, stores, t0) = stores_on_one_database(1).await;
+    let store = &stores[0];
+    let big = || -> Vec<BuiltEvent> {
+        let mut batch = vec![post_event(t0, "p1")];
+        batch.extend((0..40).map(|i| post_event(t0, &format!("x{i}"))));
+        batch
+    };
+    let small = || vec![post_event(t0, "p1")];
+    let p1 = crate::ordering::ordering_hash(&OrderingKey::Post("p1".into()));
+    // What each kind of publish holds while it places its deliveries.
+    let holds = [
+        format!(
+            "SELECT seq FROM subscriptions WHERE id = 'wh_1' FOR SHARE;
+             SELECT pg_advisory_xact_lock({}::bigint)",
+            queue::queue_lock(1, p1)
+        ),
+        "SELECT seq FROM subscriptions WHERE id = 'wh_1' FOR UPDATE".to_owned(),
+    ];
+    for (hold, publish) in holds.into_iter().zip([big(), small()]) {
+        let holder = store.pool.get().await.unwrap();
+        holder.batch_execute(&format!("BEGIN; {hold}")).await.unwrap();
+        let waiting = {
+            let store = store.clone();
+            tokio::spawn(async move { store.enqueue(publish, t0, None).await })
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!waiting.is_finished(), "the publish waits while `{hold}` is held");
+        holder.batch_execute("COMMIT").await.unwrap();
+        waiting.await.unwrap().unwrap();
+    }
+    let counts = store.delivery_counts(None).await.unwrap();
+    assert_eq!((counts.pending, counts.waiting), (41, 1), "{counts:?}");
+}
+
+/// Three stores publish 20 batches each at once: posts p1 and p2, and every other batch
+/// `others` more posts, each of its own; then drains through all three, checking that
+/// no claim holds two deliveries of one post and that each post's deliveries go out in
+/// the order they were numbered.
+async fn publish_two_posts_concurrently_and_drain(others: usize) {
     let (_db, stores, t0) = stores_on_one_database(3).await;
     // Event id -> its post.
-    let mut post_of: HashMap<String, &'static str> = HashMap::new();
+    let mut post_of: HashMap<String, String> = HashMap::new();
     let mut batches = Vec::new();
+    let mut extra = 0;
     for _ in &stores {
         let mut mine = Vec::new();
-        for _ in 0..20 {
-            let pair = vec![post_event(t0, "p1"), post_event(t0, "p2")];
-            post_of.insert(pair[0].event.id().to_owned(), "p1");
-            post_of.insert(pair[1].event.id().to_owned(), "p2");
-            mine.push(pair);
+        for b in 0..20 {
+            let mut batch = vec![post_event(t0, "p1"), post_event(t0, "p2")];
+            if b % 2 == 1 {
+                for _ in 0..others {
+                    extra += 1;
+                    batch.push(post_event(t0, &format!("x{extra}")));
+                }
+            }
+            for e in &batch {
+                let post = match &e.ordering_key {
+                    Some(OrderingKey::Post(p)) => p.clone(),
+                    other => panic!("{other:?}"),
+                };
+                post_of.insert(e.event.id().to_owned(), post);
+            }
+            mine.push(batch);
         }
         batches.push(mine);
     }
@@ -500,8 +568,8 @@ async fn concurrent_publishes_of_one_key_make_one_head() {
         .map(|(s, mine)| {
             let s = s.clone();
             tokio::spawn(async move {
-                for pair in mine {
-                    s.enqueue(pair, t0, None).await.unwrap();
+                for batch in mine {
+                    s.enqueue(batch, t0, None).await.unwrap();
                 }
             })
         })
@@ -510,7 +578,7 @@ async fn concurrent_publishes_of_one_key_make_one_head() {
         t.await.unwrap();
     }
     let counts = stores[0].delivery_counts(None).await.unwrap();
-    assert_eq!((counts.pending, counts.waiting), (2, 118), "{counts:?}");
+    assert_eq!((counts.pending, counts.waiting), (2 + extra as u64, 118), "{counts:?}");
     // Per post, the delivery rows in the order they were attempted: within one key a
     // publish's row is numbered after every earlier publish's (the key's lock).
     let mut attempted: HashMap<&str, Vec<i64>> = HashMap::new();
@@ -524,10 +592,10 @@ async fn concurrent_publishes_of_one_key_make_one_head() {
         if batch.is_empty() {
             break;
         }
-        let posts: HashSet<&str> = batch.iter().map(|d| post_of[&d.event_id]).collect();
+        let posts: HashSet<&str> = batch.iter().map(|d| post_of[&d.event_id].as_str()).collect();
         assert_eq!(posts.len(), batch.len(), "two deliveries of one post at once");
         for d in &batch {
-            attempted.entry(post_of[&d.event_id]).or_default().push(d.id.0);
+            attempted.entry(post_of[&d.event_id].as_str()).or_default().push(d.id.0);
         }
         stores[round % 3]
             .record_attempts(batch.iter().map(|d| delivered(d, now)).collect(), now)
@@ -535,12 +603,13 @@ async fn concurrent_publishes_of_one_key_make_one_head() {
             .unwrap();
         now = now.add_millis(1);
     }
-    for (post, rows) in &attempted {
+    for post in ["p1", "p2"] {
+        let rows = &attempted[post];
         assert_eq!(rows.len(), 60, "{post}");
         assert!(rows.windows(2).all(|w| w[0] < w[1]), "{post} out of order: {rows:?}");
     }
     let counts = stores[0].delivery_counts(None).await.unwrap();
-    assert_eq!(counts.delivered, 120, "{counts:?}");
+    assert_eq!(counts.delivered, 120 + extra as u64, "{counts:?}");
 }
 
 /// `recover` releases the leases of its owner only.
