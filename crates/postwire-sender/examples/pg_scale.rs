@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! cargo run --release -p postwire-sender --example pg_scale -- [--deliveries N] [--subscriptions N]
-//!     [--idle-subscriptions N] [--processes 1,2,4] [--rounds N] [--receiver-delay-ms N] [--skip-wrk]
+//!     [--idle-subscriptions N] [--publish-batch N] [--processes 1,2,4] [--rounds N]
+//!     [--receiver-delay-ms N] [--skip-wrk]
 //! ```
 //!
 //! Each case publishes every event first (10 subscriptions by default, 1 KiB events each
@@ -17,8 +18,8 @@
 //! deliveries: on a machine with fewer cores than processes, it is the figure to
 //! compare, since the rate is bounded by the cores; the last column splits it between
 //! the dispatchers, PostgreSQL and this process (the receiver). **Published
-//! deliveries/s**: deliveries stored per second while publishing (batches of 100 events
-//! through `publish_many`, before the drain). `wrk -t2 -c64 -d5s` runs before and
+//! deliveries/s**: deliveries stored per second while publishing (`publish_many` of 100
+//! events, or `--publish-batch N`, before the drain). `wrk -t2 -c64 -d5s` runs before and
 //! after, against the same receiver.
 //!
 //! **Rounds.** A single run on a shared machine is noisy (±10 % and more between runs of
@@ -110,6 +111,9 @@ fn post_change(i: usize) -> DomainChange {
     .into()
 }
 
+/// Events per `publish_many` call while preparing (`--publish-batch`, default 100).
+static PUBLISH_BATCH: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
 /// Subscriptions to the receiver (and `idle` more, in workspaces that publish nothing),
 /// then every event, published before any dispatching; returns how long publishing took.
 async fn prepare(sender: &Sender, url: &str, (subscriptions, idle): (usize, usize), events: usize) -> Duration {
@@ -151,7 +155,11 @@ async fn prepare(sender: &Sender, url: &str, (subscriptions, idle): (usize, usiz
     let publishing = Instant::now();
     let mut i = 0;
     while i < events {
-        let n = 100.min(events - i);
+        let n = std::env::var("BENCH_PUBLISH_BATCH")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(100usize)
+            .min(events - i);
         sender
             .publish_many((i..i + n).map(post_change).collect())
             .await
@@ -483,6 +491,7 @@ fn main() {
     let deliveries: usize = arg("--deliveries").map_or(20_000, |v| v.parse().unwrap());
     let subscriptions: usize = arg("--subscriptions").map_or(10, |v| v.parse().unwrap());
     let idle: usize = arg("--idle-subscriptions").map_or(0, |v| v.parse().unwrap());
+    let _ = PUBLISH_BATCH.set(arg("--publish-batch").map_or(100, |v| v.parse::<usize>().unwrap().max(1)));
     let rounds: usize = arg("--rounds").map_or(3, |v| v.parse::<usize>().unwrap().max(1));
     let processes: Vec<usize> = arg("--processes")
         .unwrap_or_else(|| "1,2,4".into())

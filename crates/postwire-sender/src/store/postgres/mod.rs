@@ -165,6 +165,9 @@ pub struct PostgresStore {
     cipher: Option<Arc<crate::secret_box::SecretCipher>>,
     /// When this store last started a vacuum of `queue_heads` (`queue.rs`).
     vacuumed: Arc<std::sync::Mutex<Instant>>,
+    /// How many subscriptions each workspace had at its last publish, so that a publish
+    /// chooses how to lock its queues before it starts (`queue.rs`, [`queue::QueueLocking`]).
+    subscriptions_seen: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -364,6 +367,7 @@ impl PostgresStore {
             description,
             cipher: options.secret_cipher,
             vacuumed: Arc::new(std::sync::Mutex::new(Instant::now())),
+            subscriptions_seen: Arc::default(),
         };
         schema::migrate(&store).await?;
         let resealed = registry::reseal_all(&store).await?;

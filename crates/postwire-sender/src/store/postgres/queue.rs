@@ -235,6 +235,39 @@ pub(super) enum QueueLocking {
     WholeSubscriptions,
 }
 
+/// Most workspaces [`QueueLocking::expected`] remembers; past it, it starts over.
+const WORKSPACES_REMEMBERED: usize = 10_000;
+
+impl QueueLocking {
+    /// How a publish of `events` should lock, from the workspaces' subscriptions at their
+    /// last publish (`seen`): one lock per queue unless its keyed events times their
+    /// workspace's subscriptions could pass [`MAX_QUEUE_LOCKS`]. A workspace not seen
+    /// yet counts as none: the publish finds out after routing, and starts again.
+    pub(super) fn expected(events: &[BuiltEvent], seen: &HashMap<String, usize>) -> QueueLocking {
+        let queues: usize = events
+            .iter()
+            .filter(|e| e.ordering_key.is_some())
+            .map(|e| seen.get(e.event.workspace_id()).copied().unwrap_or(0))
+            .sum();
+        if queues > MAX_QUEUE_LOCKS {
+            QueueLocking::WholeSubscriptions
+        } else {
+            QueueLocking::PerQueue
+        }
+    }
+}
+
+/// Remembers how many subscriptions each of `routes`' workspaces has now.
+fn remember(seen: &std::sync::Mutex<HashMap<String, usize>>, routes: &HashMap<String, Vec<(i64, Route)>>) {
+    let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+    if seen.len() >= WORKSPACES_REMEMBERED {
+        seen.clear();
+    }
+    for (ws, subs) in routes {
+        seen.insert(ws.clone(), subs.len());
+    }
+}
+
 /// Takes the advisory locks of `queues`, in one order for every process.
 async fn lock_queues(tx: &impl GenericClient, queues: BTreeSet<i64>) -> Result<(), PgErr> {
     if queues.is_empty() {
@@ -318,9 +351,10 @@ pub(super) async fn enqueue(
 ) -> StoreResult<Vec<usize>> {
     let events = Arc::new(events);
     let completion = super::idempotency::Once::new(completion);
+    let seen = store.subscriptions_seen.clone();
     store
         .run("enqueue", move |mut c: Client| {
-            let (events, completion) = (events.clone(), completion.clone());
+            let (events, completion, seen) = (events.clone(), completion.clone(), seen.clone());
             Box::pin(async move {
                 let now_ms = now.unix_millis();
                 let mut workspaces: Vec<String> = events.iter().map(|b| b.event.workspace_id().to_owned()).collect();
@@ -328,11 +362,17 @@ pub(super) async fn enqueue(
                 workspaces.dedup();
                 // Route first (the rules decide), then lock the ordering queues that get a
                 // delivery. A batch with more queues than the lock table has room for locks
-                // its subscriptions' rows `FOR UPDATE` instead, from a fresh start.
-                let mut locking = QueueLocking::PerQueue;
+                // its subscriptions' rows `FOR UPDATE` instead: chosen up front from the
+                // workspaces' last publish, or found out after routing (then from a fresh
+                // start).
+                let mut locking = {
+                    let seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+                    QueueLocking::expected(&events, &seen)
+                };
                 let (tx, routed) = loop {
                     let tx = c.transaction().await?;
                     let routes = lock_routes(&tx, &workspaces, locking).await?;
+                    remember(&seen, &routes);
                     let (routed, queues) = route_batch(&events, &routes);
                     if locking == QueueLocking::PerQueue && queues.len() > MAX_QUEUE_LOCKS {
                         tx.rollback().await?;

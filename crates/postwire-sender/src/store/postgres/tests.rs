@@ -922,3 +922,28 @@ async fn queue_counts_do_not_scan_the_finished_deliveries() {
     let counts = store.queue_counts().await.unwrap();
     assert_eq!((counts.pending, counts.waiting, counts.held), (1, 1, 0));
 }
+
+/// A publish chooses how to lock from the workspace's subscriptions at its last publish:
+/// keyed events times subscriptions past 32 lock whole subscriptions from the start;
+/// events without a key (no queue to lock) and unknown workspaces do not count.
+#[test]
+fn a_publish_chooses_its_locking_from_the_workspaces_last_publish() {
+    use queue::QueueLocking::{PerQueue, WholeSubscriptions};
+    let t0 = Timestamp::from_unix_millis(1_800_000_000_000);
+    let seen: HashMap<String, usize> = [("ws".to_owned(), 40)].into_iter().collect();
+    let expected =
+        |events: Vec<BuiltEvent>, seen: &HashMap<String, usize>| queue::QueueLocking::expected(&events, seen);
+    assert_eq!(expected(vec![post_event(t0, "p")], &seen), WholeSubscriptions);
+    assert_eq!(expected(vec![test_event(t0), test_event(t0)], &seen), PerQueue);
+    assert_eq!(expected(vec![post_event(t0, "p")], &HashMap::new()), PerQueue);
+    let few: HashMap<String, usize> = [("ws".to_owned(), 10)].into_iter().collect();
+    assert_eq!(
+        expected(
+            vec![post_event(t0, "p"), post_event(t0, "q"), post_event(t0, "r")],
+            &few
+        ),
+        PerQueue
+    );
+    let four: Vec<BuiltEvent> = (0..4).map(|i| post_event(t0, &format!("p{i}"))).collect();
+    assert_eq!(expected(four, &few), WholeSubscriptions);
+}
