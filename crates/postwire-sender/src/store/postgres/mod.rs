@@ -57,8 +57,9 @@
 //!   they cannot both see the key free and make two queue heads. Advisory locks live in
 //!   a shared table sized for about 64 per connection (`max_locks_per_transaction`),
 //!   so a publish with more than 32 queues (100 events into 10 subscriptions makes
-//!   1,000) locks its subscriptions' rows `FOR UPDATE` instead, starting its
-//!   transaction again if it found out after routing, and so does a recovery of failed
+//!   1,000) locks its subscriptions' rows `FOR UPDATE` instead (chosen up front from
+//!   the workspace's subscriptions at its last publish, or, when it finds out only after
+//!   routing, by starting its transaction again), and so does a recovery of failed
 //!   deliveries: other placements in those subscriptions wait for it. The result: at
 //!   most one head per queue, whatever the processes do, and no batch too large for the
 //!   lock table.
