@@ -573,8 +573,11 @@ fn signer(c: &Candidate, now: Timestamp, cipher: Option<&SecretCipher>) -> Resul
     Ok(Arc::new(signer_at(material, now).map_err(data)?.0))
 }
 
-/// Most subscriptions one claim looks at (earliest due first); the others wait for the
-/// next claim.
+/// Most subscriptions one claim looks at (earliest due first), and never more than the
+/// rows it may take: each one with room gives at least one row (one at its limit gives
+/// none, which can leave a claim short until the next); the others wait for the next
+/// claim. (Looking at 256 for a claim of 128 rows cost the take statement 5 ms instead
+/// of 3 with 1,000 subscriptions queued.)
 const MAX_SUBSCRIPTIONS_PER_CLAIM: i64 = 256;
 
 /// How often the store vacuums `queue_heads` while it claims (see [`vacuum_heads`]).
@@ -685,15 +688,14 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                 if req.limit == 0 {
                     return Ok(Vec::new());
                 }
+                // A claim of n rows takes them from at most n subscriptions.
+                let looked_at = MAX_SUBSCRIPTIONS_PER_CLAIM.min(req.limit.min(i64::MAX as usize) as i64);
                 // Two round trips: `BEGIN` with the candidates, the take with `COMMIT`.
                 let candidates = c.prepare_cached(CANDIDATES_SQL).await?;
                 let take = c.prepare_cached(TAKE_SQL).await?;
                 let tx = PipelinedTx::new(c);
                 let rows = tx
-                    .begin_with(
-                        tx.client()
-                            .query(&candidates, &[&now_ms, &MAX_SUBSCRIPTIONS_PER_CLAIM, &CLAIM_LOCK]),
-                    )
+                    .begin_with(tx.client().query(&candidates, &[&now_ms, &looked_at, &CLAIM_LOCK]))
                     .await?;
                 let mut candidates = Vec::with_capacity(rows.len());
                 for r in rows {
