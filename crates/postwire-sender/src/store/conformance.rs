@@ -148,6 +148,21 @@ pub(crate) fn claim_at(now: Timestamp) -> ClaimRequest {
     }
 }
 
+/// Copies of `template` in `store`, one per id, in workspace `workspace_id`.
+pub(crate) async fn add_copies(
+    store: &dyn Store,
+    template: &StoredSubscription,
+    workspace_id: &str,
+    ids: impl IntoIterator<Item = String>,
+) {
+    for id in ids {
+        let mut sub = template.clone();
+        sub.subscription.id = id;
+        sub.workspace_id = workspace_id.into();
+        store.insert_subscription(sub, None, None).await.unwrap();
+    }
+}
+
 /// The outcome of `d`'s attempt: delivered (a `200`) at `at`.
 pub(crate) fn delivered(d: &super::ClaimedDelivery, at: Timestamp) -> FinishedAttempt {
     FinishedAttempt {
@@ -260,11 +275,7 @@ async fn claims_beside_commits_leave_no_published_delivery_unclaimable(backend: 
 async fn one_claim_fills_its_room_from_many_subscriptions_with_little_due_each(backend: Backend) {
     let (_dir, store, t0) = store_with_a_subscription(backend).await;
     let template = store.subscription("wh_1".into()).await.unwrap().unwrap();
-    for i in 2..=300 {
-        let mut sub = template.clone();
-        sub.subscription.id = format!("wh_{i}");
-        store.insert_subscription(sub, None, None).await.unwrap();
-    }
+    add_copies(&*store, &template, "ws", (2..=300).map(|i| format!("wh_{i}"))).await;
     // Two events, each to all 300 subscriptions: 600 due deliveries.
     store
         .enqueue(vec![test_event(t0), test_event(t0)], t0, None)
@@ -290,11 +301,7 @@ async fn one_claim_fills_its_room_from_many_subscriptions_with_little_due_each(b
     assert_eq!(rest.len(), 88, "the rest, in the next claim");
     // A room of one per subscription holds.
     let (_dir, store, t0) = store_with_a_subscription(backend).await;
-    for i in 2..=10 {
-        let mut sub = template.clone();
-        sub.subscription.id = format!("wh_{i}");
-        store.insert_subscription(sub, None, None).await.unwrap();
-    }
+    add_copies(&*store, &template, "ws", (2..=10).map(|i| format!("wh_{i}"))).await;
     let events: Vec<BuiltEvent> = (0..5).map(|_| test_event(t0)).collect();
     store.enqueue(events, t0, None).await.unwrap();
     let one_each = ClaimRequest {

@@ -9,7 +9,7 @@ use postwire_core::OrderingKey;
 
 use super::*;
 use crate::model::DeliveryId;
-use crate::store::conformance::{Backend, claim_at, delivered, store_with_a_subscription, test_event};
+use crate::store::conformance::{Backend, add_copies, claim_at, delivered, store_with_a_subscription, test_event};
 use crate::store::{NextState, Store};
 
 /// A keyed event (all of one post).
@@ -767,22 +767,8 @@ async fn publishes_and_recoveries_of_thousands_of_queues_fit_in_the_lock_table()
             .await
             .unwrap();
     }
-    let sub_of = |id: String, ws: &str| {
-        let mut s = template.clone();
-        s.subscription.id = id;
-        s.workspace_id = ws.into();
-        s
-    };
-    for i in 0..30 {
-        store
-            .insert_subscription(sub_of(format!("wh_{i}"), "ws"), None, None)
-            .await
-            .unwrap();
-    }
-    store
-        .insert_subscription(sub_of("wh_one".into(), "ws_one"), None, None)
-        .await
-        .unwrap();
+    add_copies(&store, &template, "ws", (0..30).map(|i| format!("wh_{i}"))).await;
+    add_copies(&store, &template, "ws_one", ["wh_one".to_owned()]).await;
     let posts: Vec<BuiltEvent> = (0..100).map(|p| post_event(t0, &format!("p{p}"))).collect();
     assert_eq!(store.enqueue(posts.clone(), t0, None).await.unwrap(), vec![30; 100]);
     // The same posts again: every queue is open now, so all of these wait.
@@ -851,12 +837,7 @@ async fn a_claim_reads_nothing_of_subscriptions_with_nothing_queued() {
         })
         .await
         .unwrap();
-    for i in 0..2_000 {
-        let mut sub = template.clone();
-        sub.subscription.id = format!("idle_{i}");
-        sub.workspace_id = "idle".into();
-        store.insert_subscription(sub, None, None).await.unwrap();
-    }
+    add_copies(store, &template, "idle", (0..2_000).map(|i| format!("idle_{i}"))).await;
     store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
     run_sql(store, "ANALYZE").await;
     let candidates = queue::CANDIDATES_SQL
