@@ -257,13 +257,19 @@ impl QueueLocking {
     }
 }
 
-/// Remembers how many subscriptions each of `routes`' workspaces has now.
+/// Remembers how many subscriptions each of `routes`' workspaces has now: in place for a
+/// workspace already known (no allocation on a publish's path), and by starting over
+/// when a new one would pass [`WORKSPACES_REMEMBERED`].
 fn remember(seen: &std::sync::Mutex<HashMap<String, usize>>, routes: &HashMap<String, Vec<(i64, Route)>>) {
     let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
-    if seen.len() >= WORKSPACES_REMEMBERED {
-        seen.clear();
-    }
     for (ws, subs) in routes {
+        if let Some(n) = seen.get_mut(ws) {
+            *n = subs.len();
+            continue;
+        }
+        if seen.len() >= WORKSPACES_REMEMBERED {
+            seen.clear();
+        }
         seen.insert(ws.clone(), subs.len());
     }
 }
