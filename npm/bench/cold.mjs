@@ -33,7 +33,9 @@
 // each target, run in V8's regexp interpreter) and about 0.6 ms for the second (V8 then
 // compiles that expression to native code); from the third on it costs what a package
 // without a map does. postwire has a map (its conditions and subpaths need one);
-// `standardwebhooks` has none.
+// `standardwebhooks` has none. After the cases, each Node also measures that price alone:
+// two one-line packages, found through a map (`node` / `require`) or through `main`,
+// resolved and required in fresh processes (the last line per Node).
 //
 // Stages: `resolve` (require.resolve or import.meta.resolve: Node finding the file),
 // `require` (reading and running the file; `await import` in the ES module case),
@@ -78,6 +80,16 @@ function installApp() {
     mkdirSync(join(modules, name));
     writeFileSync(join(modules, name, "package.json"), JSON.stringify({ name, exports: "./index.js" }));
     writeFileSync(join(modules, name, "index.js"), "module.exports = 1;\n");
+  }
+  // The map alone: two packages of one empty file, found through a map with a `node` /
+  // `require` condition (postwire's shape) or through `main` (standardwebhooks' shape).
+  for (const [name, pkg] of [
+    ["probe-exports", { exports: { ".": { node: { require: "./index.cjs" } } } }],
+    ["probe-main", { main: "./index.cjs" }],
+  ]) {
+    mkdirSync(join(modules, name));
+    writeFileSync(join(modules, name, "package.json"), JSON.stringify({ name, ...pkg }));
+    writeFileSync(join(modules, name, "index.cjs"), "module.exports = 1;\n");
   }
   return app;
 }
@@ -158,6 +170,13 @@ mark();
 run((await import(url)).Webhook);`);
 const ESM_LIBS = { postwire: esm("postwire"), standardwebhooks: esm("standardwebhooks") };
 
+// What the `exports` map alone costs a bare process: resolve + require of a one-line
+// package, with a map or with `main`.
+const probe = (name) => `const t0 = process.hrtime.bigint();
+require(require.resolve(${JSON.stringify(name)}));
+console.log(JSON.stringify({ total: Number(process.hrtime.bigint() - t0) / 1e6 }));`;
+const PROBES = { "with an exports map": probe("probe-exports"), "with main only": probe("probe-main") };
+
 /** Each case: whether the `exports` resolver is warmed first, and whether the app is an ES module. */
 const CASES = {
   "bare process": { warm: false, module: false },
@@ -199,8 +218,8 @@ function nodeOfLine(line) {
 }
 
 /** Medians per library of `runs` fresh processes each of `node`, alternating, in `app`. */
-function measure(node, app, { warm, module }) {
-  const libs = module ? ESM_LIBS : LIBS;
+function measure(node, app, { warm, module, probes }) {
+  const libs = probes ? PROBES : module ? ESM_LIBS : LIBS;
   const samples = Object.fromEntries(Object.keys(libs).map((k) => [k, []]));
   for (let i = 0; i < runs; i++) {
     // Alternate which goes first, so neither always runs right after the other.
@@ -216,7 +235,7 @@ function measure(node, app, { warm, module }) {
     }
   }
   return Object.fromEntries(
-    Object.entries(samples).map(([lib, xs]) => [lib, Object.fromEntries(STAGES.map((k) => [k, median(xs.map((x) => x[k]))]))]),
+    Object.entries(samples).map(([lib, xs]) => [lib, Object.fromEntries(STAGES.filter((k) => k in xs[0]).map((k) => [k, median(xs.map((x) => x[k]))]))]),
   );
 }
 
@@ -229,14 +248,15 @@ try {
     const version = execFileSync(node, ["--version"], { encoding: "utf8" }).trim();
     const results = {};
     for (const [name, c] of Object.entries(CASES)) results[name] = measure(node, app, c);
-    byNode.push({ node: version, results });
+    const map = measure(node, app, { probes: true });
+    byNode.push({ node: version, results, exportsMap: map["with an exports map"].total - map["with main only"].total });
   }
 } finally {
   rmSync(app, { recursive: true, force: true });
 }
-for (const { node, results } of byNode) {
+for (const { node, results, exportsMap } of byNode) {
   if (json) {
-    console.log(JSON.stringify({ runs, node, medians: results }));
+    console.log(JSON.stringify({ runs, node, medians: results, exportsMap }));
     continue;
   }
   const f = (v) => v.toFixed(2);
@@ -256,4 +276,5 @@ for (const { node, results } of byNode) {
     const s = medians.standardwebhooks;
     console.log(`\npostwire − standardwebhooks: ${sign(p.total - s.total)} ms total, ${sign(p.cpu - s.cpu)} ms CPU (goal: at most +2 ms); CPU ratio ${(p.cpu / s.cpu).toFixed(2)}×`);
   }
+  console.log(`\nThe exports map alone, in a bare process (a one-line package found through a map, less the same through \`main\`): ${sign(exportsMap)} ms`);
 }
