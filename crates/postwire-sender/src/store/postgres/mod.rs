@@ -33,11 +33,13 @@
 //! * **Claims** pick due heads with `FOR UPDATE SKIP LOCKED`, one subscription at a
 //!   time, under a transaction-scoped advisory lock of that subscription taken with
 //!   `pg_try_advisory_xact_lock` (a subscription another process is claiming right now is
-//!   skipped, not waited for). A claim looks at the subscriptions that have a row in
-//!   `queue_heads` (skipping through its index), earliest due first, at most 256 of
-//!   them (so at most 256 such locks, one claim at a time per process: within the lock
-//!   table's share of a pool of 16 connections), and gives each as many as it has due
-//!   within its room. Under that lock, in the next statement (whose snapshot
+//!   skipped, not waited for). A claim walks through the subscriptions that have a row
+//!   in `queue_heads` (skipping through its index), from after where this process's last
+//!   claim stopped and round to the first, until it has found at most 256 with a due
+//!   head (so at most 256 such locks, one claim at a time per process: within the lock
+//!   table's share of a pool of 16 connections): it costs what it looks at, however many
+//!   are queued, and with more due than one claim looks at they take turns. It gives
+//!   them, earliest due first, as many as each has due within its room. Under that lock, in the next statement (whose snapshot
 //!   is taken after it), the subscription's live leases are counted and its heads taken,
 //!   so the per-subscription in-flight limit holds across processes. The count leaves
 //!   out the claiming process's own attempts whose request has ended and whose outcome
@@ -169,6 +171,9 @@ pub struct PostgresStore {
     /// How many subscriptions each workspace had at its last publish, so that a publish
     /// chooses how to lock its queues before it starts (`queue.rs`, [`queue::QueueLocking`]).
     subscriptions_seen: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
+    /// The subscription row after which this store's next claim starts looking
+    /// (`queue.rs`, [`queue::CANDIDATES_SQL`]): 0 for the first.
+    claim_cursor: Arc<std::sync::atomic::AtomicI64>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -369,6 +374,7 @@ impl PostgresStore {
             cipher: options.secret_cipher,
             vacuumed: Arc::new(std::sync::Mutex::new(Instant::now())),
             subscriptions_seen: Arc::default(),
+            claim_cursor: Arc::default(),
         };
         schema::migrate(&store).await?;
         let resealed = registry::reseal_all(&store).await?;

@@ -840,25 +840,105 @@ async fn a_claim_reads_nothing_of_subscriptions_with_nothing_queued() {
     add_copies(store, &template, "idle", (0..2_000).map(|i| format!("idle_{i}"))).await;
     store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
     run_sql(store, "ANALYZE").await;
-    let candidates = queue::CANDIDATES_SQL
-        .replace("$1", &t0.unix_millis().to_string())
-        .replace("$2", "256")
-        .replace("$3", &queue::CLAIM_LOCK.to_string());
-    for sql in [candidates, queue::NEXT_DUE_SQL.to_owned()] {
+    for sql in [candidates_sql(t0, 256), queue::NEXT_DUE_SQL.to_owned()] {
         let plan = explain_analyze(store, sql).await;
         // The top node: one row out; its buffers count everything below it.
         assert!(plan.lines().next().unwrap().contains("rows=1 loops=1"), "{plan}");
-        let buffers = plan.lines().find(|l| l.trim_start().starts_with("Buffers:")).unwrap();
-        let blocks: u64 = buffers
-            .split(|c: char| !c.is_ascii_digit())
-            .filter_map(|n| n.parse::<u64>().ok())
-            .sum();
+        let blocks = blocks_read(&plan);
         assert!(
             blocks < 100,
             "{blocks} blocks read for one queued subscription among 2,001:\n{plan}"
         );
     }
     assert_eq!(store.next_due_at().await.unwrap(), Some(t0));
+}
+
+/// The candidates statement of a claim at `now` that looks at `looked_at` subscriptions,
+/// walking from the first, with its parameters written in (for `EXPLAIN`).
+fn candidates_sql(now: Timestamp, looked_at: i64) -> String {
+    queue::CANDIDATES_SQL
+        .replace("$1", &now.unix_millis().to_string())
+        .replace("$2", &looked_at.to_string())
+        .replace("$3", &queue::CLAIM_LOCK.to_string())
+        .replace("$4", "0")
+        .replace("$5", &i64::MAX.to_string())
+}
+
+/// The blocks an `EXPLAIN (ANALYZE, BUFFERS)` plan read, from its top node (which counts
+/// everything below it).
+fn blocks_read(plan: &str) -> u64 {
+    let buffers = plan.lines().find(|l| l.trim_start().starts_with("Buffers:")).unwrap();
+    buffers
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse::<u64>().ok())
+        .sum()
+}
+
+/// With 2,000 subscriptions each with a due head (as after an outage of the sender), a
+/// claim's candidates statement walks until it has the 256 it looks at: it reads what
+/// those cost, not what every queued subscription does. (It read every queued
+/// subscription's first head to pick the earliest due: 20,011 blocks to look at 16 of
+/// these 2,000.)
+#[tokio::test]
+async fn a_claim_reads_what_it_looks_at_however_many_subscriptions_are_due() {
+    let (_db, stores, t0) = stores_on_one_database(1).await;
+    let store = &stores[0];
+    let template = store.subscription("wh_1".into()).await.unwrap().unwrap();
+    add_copies(store, &template, "ws", (2..=2_000).map(|i| format!("wh_{i}"))).await;
+    store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
+    run_sql(store, "ANALYZE").await;
+    let few = blocks_read(&explain_analyze(store, candidates_sql(t0, 16)).await);
+    let plan = explain_analyze(store, candidates_sql(t0, 256)).await;
+    assert!(plan.lines().next().unwrap().contains("rows=256 loops=1"), "{plan}");
+    let many = blocks_read(&plan);
+    // About 13 blocks for each subscription looked at (211 and 3,329 when written), and
+    // 16 times the subscriptions take about 16 times the blocks.
+    assert!(few < 16 * 25, "{few} blocks to look at 16 of 2,000");
+    assert!(many < few * 24, "{few} blocks for 16, {many} for 256 of 2,000:\n{plan}");
+}
+
+/// With more subscriptions due than a claim looks at, claims take turns: each walks on
+/// from after the last subscription the previous one found, and one that passes the
+/// last queued subscription goes on from the first within the same claim, so it comes
+/// back no shorter for starting late.
+#[tokio::test]
+async fn claims_take_turns_through_the_subscriptions_and_wrap_around() {
+    let (_db, stores, t0) = stores_on_one_database(1).await;
+    let store = &stores[0];
+    let template = store.subscription("wh_1".into()).await.unwrap().unwrap();
+    add_copies(store, &template, "ws", (2..=300).map(|i| format!("wh_{i}"))).await;
+    // One due head in each subscription; rows 1 to 300 are wh_1 to wh_300.
+    store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
+    let numbers = |got: Vec<ClaimedDelivery>| -> Vec<usize> {
+        let mut n: Vec<usize> = got
+            .iter()
+            .map(|d| d.subscription_id.trim_start_matches("wh_").parse().unwrap())
+            .collect();
+        n.sort_unstable();
+        n
+    };
+    let claim = || ClaimRequest {
+        limit: 100,
+        ..claim_at(t0)
+    };
+    // As if the last claim had stopped at row 250: this one takes 251 to 300, then
+    // goes on from the first.
+    store.claim_cursor.store(250, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        numbers(store.claim(claim()).await.unwrap()),
+        (1..=50).chain(251..=300).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        numbers(store.claim(claim()).await.unwrap()),
+        (51..=150).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        numbers(store.claim(claim()).await.unwrap()),
+        (151..=250).collect::<Vec<_>>()
+    );
+    // Everything is leased: the walk goes round once and finds nothing.
+    assert!(store.claim(claim()).await.unwrap().is_empty());
+    assert_eq!(store.claim_cursor.load(std::sync::atomic::Ordering::Relaxed), 0);
 }
 
 /// `EXPLAIN (ANALYZE, BUFFERS)` of `sql`, in a transaction rolled back after it.
