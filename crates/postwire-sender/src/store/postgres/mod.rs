@@ -46,7 +46,8 @@
 //!   is still being written ([`ClaimRequest::ended`]): the room is for requests, as in
 //!   the process's own count, and a lease waiting for its write would otherwise hold
 //!   room for a whole write cycle (a third of the rate with one subscription). A claim is two
-//!   statements (candidates with their locks; count and take), an outcome batch three
+//!   statements (candidates with their locks, a second time when its walk goes round to
+//!   the first subscription; count and take), an outcome batch three
 //!   (subscriptions locked, one statement for attempts, states, heads and successors,
 //!   health), whatever their size, in two and three round trips: `BEGIN` goes out with
 //!   the first statement and `COMMIT` with the last (`PipelinedTx`); pooled
