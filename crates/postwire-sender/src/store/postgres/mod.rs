@@ -39,9 +39,10 @@
 //!   head (so at most 256 such locks, one claim at a time per process: within the lock
 //!   table's share of a pool of 16 connections): it costs what it looks at, however many
 //!   are queued, and with more due than one claim looks at they take turns. It gives
-//!   them, earliest due first, as many as each has due within its room. Under that lock, in the next statement (whose snapshot
-//!   is taken after it), the subscription's live leases are counted and its heads taken,
-//!   so the per-subscription in-flight limit holds across processes. The count leaves
+//!   them, earliest due first, as many as each has due within its room. Under that lock,
+//!   in the next statement (whose snapshot is taken after it), the subscription's live
+//!   leases are counted and its heads taken, so the per-subscription in-flight limit
+//!   holds across processes. The count leaves
 //!   out the claiming process's own attempts whose request has ended and whose outcome
 //!   is still being written ([`ClaimRequest::ended`]): the room is for requests, as in
 //!   the process's own count, and a lease waiting for its write would otherwise hold
