@@ -874,6 +874,17 @@ fn blocks_read(plan: &str) -> u64 {
         .sum()
 }
 
+/// A store with `n` subscriptions, `wh_1` to `wh_n` (rows 1 to `n`), and one due head in
+/// each.
+async fn subscriptions_with_a_due_head(n: usize) -> (postwire_testpg::TestDatabase, PostgresStore, Timestamp) {
+    let (db, mut stores, t0) = stores_on_one_database(1).await;
+    let store = stores.remove(0);
+    let template = store.subscription("wh_1".into()).await.unwrap().unwrap();
+    add_copies(&store, &template, "ws", (2..=n).map(|i| format!("wh_{i}"))).await;
+    store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
+    (db, store, t0)
+}
+
 /// With 2,000 subscriptions each with a due head (as after an outage of the sender), a
 /// claim's candidates statement walks until it has the 256 it looks at: it reads what
 /// those cost, not what every queued subscription does. (It read every queued
@@ -881,14 +892,10 @@ fn blocks_read(plan: &str) -> u64 {
 /// these 2,000.)
 #[tokio::test]
 async fn a_claim_reads_what_it_looks_at_however_many_subscriptions_are_due() {
-    let (_db, stores, t0) = stores_on_one_database(1).await;
-    let store = &stores[0];
-    let template = store.subscription("wh_1".into()).await.unwrap().unwrap();
-    add_copies(store, &template, "ws", (2..=2_000).map(|i| format!("wh_{i}"))).await;
-    store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
-    run_sql(store, "ANALYZE").await;
-    let few = blocks_read(&explain_analyze(store, candidates_sql(t0, 16)).await);
-    let plan = explain_analyze(store, candidates_sql(t0, 256)).await;
+    let (_db, store, t0) = subscriptions_with_a_due_head(2_000).await;
+    run_sql(&store, "ANALYZE").await;
+    let few = blocks_read(&explain_analyze(&store, candidates_sql(t0, 16)).await);
+    let plan = explain_analyze(&store, candidates_sql(t0, 256)).await;
     assert!(plan.lines().next().unwrap().contains("rows=256 loops=1"), "{plan}");
     let many = blocks_read(&plan);
     // About 13 blocks for each subscription looked at (211 and 3,329 when written), and
@@ -903,12 +910,7 @@ async fn a_claim_reads_what_it_looks_at_however_many_subscriptions_are_due() {
 /// back no shorter for starting late.
 #[tokio::test]
 async fn claims_take_turns_through_the_subscriptions_and_wrap_around() {
-    let (_db, stores, t0) = stores_on_one_database(1).await;
-    let store = &stores[0];
-    let template = store.subscription("wh_1".into()).await.unwrap().unwrap();
-    add_copies(store, &template, "ws", (2..=300).map(|i| format!("wh_{i}"))).await;
-    // One due head in each subscription; rows 1 to 300 are wh_1 to wh_300.
-    store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
+    let (_db, store, t0) = subscriptions_with_a_due_head(300).await;
     let numbers = |got: Vec<ClaimedDelivery>| -> Vec<usize> {
         let mut n: Vec<usize> = got
             .iter()
