@@ -667,8 +667,13 @@ pub(super) const CANDIDATES_SQL: &str = "WITH RECURSIVE walk(sub, due, found) AS
 /// end $6. Returns them with their event's id and body, and their due time before the
 /// claim (for the queue order). The rows are updated by their `ctid` (a locked row
 /// stays where it is until the transaction ends), not looked up again by key. `OFFSET 0`
-/// keeps each lateral subquery a per-row lookup.
-const TAKE_SQL: &str = "WITH r AS (
+/// keeps each lateral subquery a per-row lookup. The count of what a subscription has
+/// due asks for the index's order (`ORDER BY q.due_at`), so that it stops at the room:
+/// without it, a connection whose generic plan was made from the statistics of a small
+/// queue could count with a bitmap scan, which reads every due head (about 200 blocks
+/// a claim with 40,000 due in one subscription: in that benchmark, 66 against 54 µs of
+/// PostgreSQL's CPU per delivery).
+pub(super) const TAKE_SQL: &str = "WITH r AS (
          SELECT r.sub, r.n, greatest(r.here, (
              SELECT count(*) FROM (
                  SELECT 1 FROM queue_heads q WHERE q.sub_seq = r.sub AND q.owner IS NOT NULL AND q.due_at > $3
@@ -680,7 +685,7 @@ const TAKE_SQL: &str = "WITH r AS (
      want AS (
          SELECT sub, n, (SELECT count(*) FROM (
              SELECT 1 FROM queue_heads q WHERE q.sub_seq = free.sub AND q.due_at <= $3
-             LIMIT free.free) x) AS want
+             ORDER BY q.due_at LIMIT free.free) x) AS want
          FROM free),
      room AS (
          SELECT sub, least(want, greatest($5::bigint - coalesce(sum(want) OVER (
