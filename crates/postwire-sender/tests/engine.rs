@@ -1131,6 +1131,60 @@ async fn hanging_endpoints_that_hold_most_of_the_room_do_not_delay_another() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claimed_delivery_whose_lease_could_end_during_its_request_waits_for_the_lease() {
+    // One request slot, a lease of 6 s and attempts of up to 5 s. The first delivery's
+    // request takes a while (1 s of real time); the second, claimed ahead, waits for
+    // the slot, and meanwhile the clock moves 2 s: its request could then end after its
+    // lease, when another process may have claimed it (two requests of one delivery at
+    // once). It is not started, and goes out once the lease has ended, as its first
+    // attempt.
+    let h = Harness::with_config(SenderConfig {
+        max_in_flight_per_subscription: 1,
+        attempt_timeout: Duration::from_secs(5),
+        lease: Duration::from_secs(6),
+        ..test_config()
+    })
+    .await;
+    let receiver = Receiver::start(|_, n| {
+        if n == 0 {
+            Reply::ok().delay(Duration::from_secs(1))
+        } else {
+            Reply::ok()
+        }
+    })
+    .await;
+    let (sub, _) = h.subscribe(&receiver.url).await;
+    let changes = (0..2)
+        .map(|i| {
+            TestEvent {
+                workspace_id: WS.into(),
+                subscription_id: Some(sub.clone()),
+                message: format!("{i}"),
+            }
+            .into()
+        })
+        .collect();
+    h.sender.publish_many(changes).await.unwrap();
+    assert!(receiver.wait_for_count(1, Duration::from_secs(3)).await);
+    h.clock.advance_millis(2_000);
+    h.idle().await;
+    assert_eq!(
+        receiver.count(),
+        1,
+        "the second request started with too little of its lease left"
+    );
+    h.advance(4_000).await;
+    assert_eq!(receiver.count(), 2);
+    let first = receiver.requests()[0].id();
+    let page = h.sender.list_deliveries(&sub, None, 10).await.unwrap();
+    let second = page.items.iter().find(|d| d.event_id != first).unwrap();
+    assert_eq!(receiver.requests()[1].id(), second.event_id);
+    assert_eq!(second.state, DeliveryState::Delivered);
+    assert_eq!(second.attempts.len(), 1, "{:?}", second.attempts);
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_backlog_on_one_subscription_does_not_delay_another() {
     // One slow endpoint with a backlog of 1,000 deliveries, one attempt at a time. A
     // delivery to another subscription, published after the whole backlog, still goes
