@@ -989,40 +989,39 @@ async fn a_claims_take_reads_what_it_takes_however_many_heads_are_due() {
 /// connections run their statements (`plan_cache_mode`), executed with `args`, in a
 /// transaction rolled back after it.
 async fn explain_generic(store: &PostgresStore, sql: &'static str, args: &str) -> String {
-    let execute = format!("EXPLAIN (ANALYZE, BUFFERS) EXECUTE explained({args})");
-    let lines: Vec<String> = store
-        .run("explain", move |mut c: Client| {
-            let execute = execute.clone();
-            Box::pin(async move {
-                c.batch_execute(&format!(
-                    "SET plan_cache_mode = force_generic_plan; PREPARE explained AS {sql}"
-                ))
-                .await?;
-                let tx = c.transaction().await?;
-                let rows = tx.query(&execute, &[]).await;
-                tx.rollback().await?;
-                c.batch_execute("DEALLOCATE explained").await?;
-                rows?
-                    .iter()
-                    .map(|r| r.try_get::<_, String>(0))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(PgErr::from)
-            })
-        })
-        .await
-        .unwrap();
-    lines.join("\n")
+    explain(
+        store,
+        format!("SET plan_cache_mode = force_generic_plan; PREPARE explained AS {sql}"),
+        format!("EXECUTE explained({args})"),
+        "DEALLOCATE explained",
+    )
+    .await
 }
 
 /// `EXPLAIN (ANALYZE, BUFFERS)` of `sql`, in a transaction rolled back after it.
 async fn explain_analyze(store: &PostgresStore, sql: String) -> String {
+    explain(store, String::new(), sql, "").await
+}
+
+/// `EXPLAIN (ANALYZE, BUFFERS)` of `statement` in a transaction rolled back after it,
+/// with `before` and `after` (when not empty) run on the same connection around it.
+async fn explain(store: &PostgresStore, before: String, statement: String, after: &'static str) -> String {
     let lines: Vec<String> = store
         .run("explain", move |mut c: Client| {
-            let sql = format!("EXPLAIN (ANALYZE, BUFFERS) {sql}");
+            let before = before.clone();
+            let explain = format!("EXPLAIN (ANALYZE, BUFFERS) {statement}");
             Box::pin(async move {
+                if !before.is_empty() {
+                    c.batch_execute(&before).await?;
+                }
                 let tx = c.transaction().await?;
-                let rows = tx.query(&sql, &[]).await?;
-                rows.iter()
+                let rows = tx.query(&explain, &[]).await;
+                tx.rollback().await?;
+                if !after.is_empty() {
+                    c.batch_execute(after).await?;
+                }
+                rows?
+                    .iter()
                     .map(|r| r.try_get::<_, String>(0))
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(PgErr::from)
