@@ -614,10 +614,14 @@ macro_rules! queued_subscriptions {
 /// its earliest due time.
 ///
 /// The subscriptions are found by a walk through the ones that have a row in
-/// `queue_heads` (skipping through its `(sub_seq, …)` index one subscription at a time),
-/// in row order from after $4 (the walk's first row, which has no due head) up to $5,
-/// that stops once it has found $2 with a due head: a claim costs what it looks at,
-/// about 13 blocks a subscription, not what is queued.
+/// `queue_heads` (skipping through its `(sub_seq, due_at, …)` index one subscription at
+/// a time), in row order from after $4 (the walk's first row, which has no due head) up
+/// to $5, that stops once it has found $2 with a due head: a claim costs what it looks
+/// at, about 13 blocks a subscription, not what is queued. A subscription's first
+/// entry in that index is its earliest head, so one probe tells both which subscription
+/// comes next and whether it has a head due: the entries of heads just leased or
+/// finished, which lie at the front of a busy subscription's range until they are
+/// vacuumed, are stepped over once rather than twice.
 /// (It read every queued subscription's first head to pick the earliest due: 20,011
 /// blocks to look at 16 of 2,000 due, as after an outage of the sender, and 5.6 ms a
 /// claim with 1,000 queued; and before that every subscription's, queued or not: 8.6 ms
@@ -631,13 +635,13 @@ pub(super) const CANDIDATES_SQL: &str = "WITH RECURSIVE walk(sub, due, found) AS
          SELECT n.sub, d.due, w.found + CASE WHEN d.due IS NULL THEN 0 ELSE 1 END
          FROM walk w
          CROSS JOIN LATERAL (
-             SELECT q.sub_seq AS sub FROM queue_heads q WHERE q.sub_seq > w.sub AND q.sub_seq <= $5
-             ORDER BY q.sub_seq LIMIT 1) n
-         LEFT JOIN LATERAL (
-             SELECT q.due_at AS due FROM queue_heads q
-             WHERE q.sub_seq = n.sub AND q.due_at <= $1
-                 AND EXISTS (SELECT 1 FROM subscriptions s WHERE s.seq = n.sub AND s.paused_reason IS NULL)
-             ORDER BY q.due_at LIMIT 1) d ON true
+             SELECT q.sub_seq AS sub, q.due_at AS first FROM queue_heads q
+             WHERE q.sub_seq > w.sub AND q.sub_seq <= $5
+             ORDER BY q.sub_seq, q.due_at LIMIT 1) n
+         CROSS JOIN LATERAL (
+             SELECT CASE WHEN n.first <= $1 AND EXISTS (
+                 SELECT 1 FROM subscriptions s WHERE s.seq = n.sub AND s.paused_reason IS NULL)
+             THEN n.first END AS due) d
          WHERE w.found < $2::bigint)
      SELECT c.seq, c.id, c.url, c.secret, c.previous_secret, c.previous_secret_until, c.signing,
          c.signing_key, c.previous_signing_key, c.previous_signing_key_until,
