@@ -7,9 +7,9 @@
 //! for a request slot (a semaphore per subscription, one overall), so when a request
 //! ends, the next claimed attempt starts at once instead of after a trip to the store.
 //! The limits on requests hold exactly; claiming ahead only hides the claim's latency.
-//! An attempt that waited so long that its
-//! request could outlast its lease is not started (another process could claim it
-//! meanwhile); it is claimed again when the lease ends.
+//! An attempt that waited so long that its request could outlast its lease is not
+//! started (another process could claim it meanwhile); it is claimed again when the
+//! lease ends.
 //! An attempt whose request has ended takes no room, even before its outcome is written;
 //! each claim names those attempts to the store, which (shared by several processes,
 //! counting every process's leases) leaves their leases out of its count.

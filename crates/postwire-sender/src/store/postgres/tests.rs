@@ -955,8 +955,8 @@ async fn claims_take_turns_through_the_subscriptions_and_wrap_around() {
 /// blocks a claim with 40,000 due, and cost a fifth more PostgreSQL CPU per delivery.
 /// The count now asks for the index's order, which only an index scan gives without
 /// reading everything. The statistics that made that plan come and go during a drain
-/// and are not reproduced here: this test holds the claim to its cost, it did not fail
-/// before the change.
+/// and are not reproduced here (the old statement passes this test too): it holds a
+/// claim with many heads due in one subscription to its cost.
 #[tokio::test]
 async fn a_claims_take_reads_what_it_takes_however_many_heads_are_due() {
     let (_db, stores, t0) = stores_on_one_database(1).await;
