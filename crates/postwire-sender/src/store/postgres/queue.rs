@@ -658,10 +658,17 @@ pub(super) const CANDIDATES_SQL: &str = "WITH RECURSIVE walk(sub, due, found) AS
 /// Takes the due heads of subscriptions $1[i] (in that order), each after counting its
 /// live leases (of every process, up to the limit $4) and this process's claimed ones
 /// $2[i]: its room is the limit less the larger of the two, and the claim's own limit
-/// $5 is shared out in order, to each as many as it has due within its room. (Shared
-/// out by room alone, the first few subscriptions took all of it: with 1,000
-/// subscriptions of a few due deliveries each, claims of 23 rows where 512 were
-/// wanted.) The leases counted leave out this process's attempts
+/// $5 is shared out in order, to each as many as it has due within its room: the
+/// subscriptions' due heads are taken one subscription after the other (a nested loop
+/// over the array, in its order) until $5 rows, where the `LIMIT` stops the scan, so no
+/// head past it is locked. (Shared out by room alone, the first few subscriptions took
+/// all of it: with 1,000 subscriptions of a few due deliveries each, claims of 23 rows
+/// where 512 were wanted. Then each subscription's due heads were counted first, up to
+/// its room, to share the limit by: with 100 subscriptions and a slow receiver, the
+/// window over the counts ran them twice, 10,000 blocks a claim for 100 rows; and a
+/// connection whose generic plan was made from the statistics of a small queue could
+/// count with a bitmap scan, which reads every due head, 200 blocks a claim with 40,000
+/// due in one subscription.) The leases counted leave out this process's attempts
 /// whose request has ended, waiting for their outcome to be written (rows $8 with
 /// `attempts` $9 as they were claimed, owner $7): as in this process's own count $2,
 /// only attempts waiting for a request or making one take room. An outcome recorded
@@ -671,37 +678,24 @@ pub(super) const CANDIDATES_SQL: &str = "WITH RECURSIVE walk(sub, due, found) AS
 /// end $6. Returns them with their event's id and body, and their due time before the
 /// claim (for the queue order). The rows are updated by their `ctid` (a locked row
 /// stays where it is until the transaction ends), not looked up again by key. `OFFSET 0`
-/// keeps each lateral subquery a per-row lookup. The count of what a subscription has
-/// due asks for the index's order (`ORDER BY q.due_at`), so that it stops at the room:
-/// without it, a connection whose generic plan was made from the statistics of a small
-/// queue could count with a bitmap scan, which reads every due head (about 200 blocks
-/// a claim with 40,000 due in one subscription: in that benchmark, 66 against 54 µs of
-/// PostgreSQL's CPU per delivery).
+/// keeps each lateral subquery a per-row lookup.
 pub(super) const TAKE_SQL: &str = "WITH r AS (
-         SELECT r.sub, r.n, greatest(r.here, (
+         SELECT r.sub, greatest(r.here, (
              SELECT count(*) FROM (
                  SELECT 1 FROM queue_heads q WHERE q.sub_seq = r.sub AND q.owner IS NOT NULL AND q.due_at > $3
                      AND (q.owner <> $7 OR (q.delivery_seq, q.attempts) NOT IN (
                          SELECT * FROM unnest($8::bigint[], $9::bigint[])))
                  ORDER BY q.due_at LIMIT $4) x)) AS busy
-         FROM unnest($1::bigint[], $2::bigint[]) WITH ORDINALITY AS r(sub, here, n)),
-     free AS (SELECT sub, n, greatest($4 - busy, 0) AS free FROM r),
-     want AS (
-         SELECT sub, n, (SELECT count(*) FROM (
-             SELECT 1 FROM queue_heads q WHERE q.sub_seq = free.sub AND q.due_at <= $3
-             ORDER BY q.due_at LIMIT free.free) x) AS want
-         FROM free),
-     room AS (
-         SELECT sub, least(want, greatest($5::bigint - coalesce(sum(want) OVER (
-             ORDER BY n ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0), 0))::bigint AS room
-         FROM want),
+         FROM unnest($1::bigint[], $2::bigint[]) AS r(sub, here)),
+     free AS (SELECT sub, greatest($4 - busy, 0) AS free FROM r),
      picked AS (
-         SELECT p.ctid, p.delivery_seq, p.due_at FROM room
+         SELECT p.ctid, p.delivery_seq, p.due_at FROM free
          CROSS JOIN LATERAL (
              SELECT q.ctid, q.delivery_seq, q.due_at FROM queue_heads q
-             WHERE q.sub_seq = room.sub AND q.due_at <= $3
-             ORDER BY q.due_at, q.delivery_seq LIMIT room.room FOR UPDATE SKIP LOCKED) p
-         WHERE room.room > 0),
+             WHERE q.sub_seq = free.sub AND q.due_at <= $3
+             ORDER BY q.due_at, q.delivery_seq LIMIT free.free FOR UPDATE SKIP LOCKED) p
+         WHERE free.free > 0
+         LIMIT $5),
      taken AS (
          UPDATE queue_heads SET owner = $7, due_at = $6
          WHERE ctid = ANY(ARRAY(SELECT ctid FROM picked))
