@@ -241,6 +241,14 @@ impl InFlight {
         refill
     }
 
+    /// A claimed attempt that was not started (the dispatcher is stopping, or too little
+    /// of its lease was left): it takes no room and has no outcome to write. True when
+    /// the loop should claim again, as for [`remove`](Self::remove).
+    fn not_started(&mut self, sub: &str) -> bool {
+        self.unrecorded = self.unrecorded.saturating_sub(1);
+        self.remove(sub)
+    }
+
     /// The request of `attempt` (of `sub`) ended: as [`remove`](Self::remove), and the
     /// attempt waits for its outcome to be written.
     fn request_ended(&mut self, sub: &str, attempt: (DeliveryId, u32)) -> bool {
@@ -471,9 +479,10 @@ async fn attempt(
     if inner.signals.is_shutting_down() {
         // Not started: its lease is released when the dispatcher stops (see `run`), so
         // another process or the next start claims it again. Nothing to record.
-        let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
-        f.remove(&d.subscription_id);
-        f.unrecorded = f.unrecorded.saturating_sub(1);
+        in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .not_started(&d.subscription_id);
         return;
     }
     let started_at = inner.clock.now();
@@ -486,11 +495,10 @@ async fn attempt(
         // a lease of 2 minutes) a real clock never gets here; a lease set close to the
         // timeout, or a test's clock moved on, can.
         tracing::warn!(delivery = %d.id, subscription_id = %d.subscription_id, "a claimed delivery waited for a request slot until too little of its lease was left; it is attempted once the lease ends");
-        let refill = {
-            let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
-            f.unrecorded = f.unrecorded.saturating_sub(1);
-            f.remove(&d.subscription_id)
-        };
+        let refill = in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .not_started(&d.subscription_id);
         if refill {
             inner.signals.wake();
         }
