@@ -10,9 +10,10 @@
 //! An attempt that waited so long that its request could outlast its lease is not
 //! started (another process could claim it meanwhile); it is claimed again when the
 //! lease ends.
-//! An attempt whose request has ended takes no room, even before its outcome is written;
-//! each claim names those attempts to the store, which (shared by several processes,
-//! counting every process's leases) leaves their leases out of its count.
+//! An attempt whose request has ended takes no room, even before its outcome is written:
+//! each claim tells the store how many attempts this process has claimed per
+//! subscription, and a store shared by several processes adds only the other processes'
+//! leases to that.
 //! Finished attempts go through a channel to one writer task, which
 //! records all the outcomes that arrived while it was busy in one write (the store may
 //! commit it together with other writes: see the SQLite store's group commit) and then
@@ -39,7 +40,7 @@
 //! tests move a [`ManualClock`](postwire_core::ManualClock) and then wait for idle, and
 //! cover a day of retries in milliseconds.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -50,7 +51,7 @@ use postwire_core::{Clock, Timestamp};
 use crate::config::SenderConfig;
 use crate::delivery::HttpDeliverer;
 use crate::error::SenderError;
-use crate::model::{AttemptOutcome, DeliveryId};
+use crate::model::AttemptOutcome;
 use crate::schedule::{NextStep, RetrySchedule};
 use crate::signals::{Owners, Signals};
 use crate::store::{ClaimRequest, ClaimedDelivery, FinishedAttempt, NextState, Store};
@@ -151,10 +152,8 @@ struct SubscriptionSlots {
 }
 
 /// Attempts in this process: claimed attempts whose request has not ended (which bound
-/// the room for new claims), attempts whose outcome is not yet recorded (which keep
-/// the dispatcher from calling itself idle), and among those the ones whose request has
-/// ended (a store shared by several processes leaves their leases out of its count of
-/// the room: [`ClaimRequest::ended`]).
+/// the room for new claims) and attempts whose outcome is not yet recorded (which keep
+/// the dispatcher from calling itself idle).
 #[derive(Debug)]
 pub(crate) struct InFlight {
     limits: Limits,
@@ -164,8 +163,6 @@ pub(crate) struct InFlight {
     full: bool,
     per_subscription: HashMap<String, SubscriptionSlots>,
     unrecorded: usize,
-    /// Attempts (delivery, attempt number) whose request ended, outcome not yet written.
-    ended: HashSet<(DeliveryId, u32)>,
 }
 
 /// A full subscription, or a full dispatcher, asks for a refill once this share of its
@@ -181,7 +178,6 @@ impl InFlight {
             full: false,
             per_subscription: HashMap::new(),
             unrecorded: 0,
-            ended: HashSet::new(),
         }
     }
 
@@ -249,20 +245,10 @@ impl InFlight {
         self.remove(sub)
     }
 
-    /// The request of `attempt` (of `sub`) ended: as [`remove`](Self::remove), and the
-    /// attempt waits for its outcome to be written.
-    fn request_ended(&mut self, sub: &str, attempt: (DeliveryId, u32)) -> bool {
-        self.ended.insert(attempt);
-        self.remove(sub)
-    }
-
-    /// The outcomes of `attempts` were written, or (on an error) stay unwritten until
-    /// their leases end: either way, the store counts their leases again from now on.
-    fn written(&mut self, attempts: &[(DeliveryId, u32)]) {
-        self.unrecorded = self.unrecorded.saturating_sub(attempts.len());
-        for a in attempts {
-            self.ended.remove(a);
-        }
+    /// The outcomes of `n` attempts were written, or (on an error) stay unwritten until
+    /// their leases end.
+    fn written(&mut self, n: usize) {
+        self.unrecorded = self.unrecorded.saturating_sub(n);
     }
 
     /// How many attempts the loop may claim now, given how many request slots are idle:
@@ -358,13 +344,12 @@ async fn run(inner: Arc<Dispatcher>) {
         if inner.signals.is_shutting_down() {
             break;
         }
-        let (room, busy_before, snapshot, ended) = {
+        let (room, busy_before, snapshot) = {
             let mut f = in_flight.lock().unwrap_or_else(|p| p.into_inner());
             (
                 f.room(all_requests.available_permits()),
                 f.unrecorded,
                 f.claimed_per_subscription(),
-                f.ended.iter().copied().collect(),
             )
         };
         let mut claimed = 0;
@@ -380,7 +365,6 @@ async fn run(inner: Arc<Dispatcher>) {
                 owner: inner.owner.clone(),
                 per_subscription_limit: max_claimed_per_subscription,
                 in_flight: snapshot,
-                ended,
             };
             let before = request.in_flight.clone();
             let claim_started = std::time::Instant::now();
@@ -559,7 +543,7 @@ async fn attempt(
     let refill = in_flight
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .request_ended(&d.subscription_id, (d.id, d.attempt));
+        .remove(&d.subscription_id);
     if refill {
         inner.signals.wake();
     }
@@ -585,7 +569,7 @@ async fn write_outcomes(
         // No waiting to fill a batch: outcomes that finish while this write runs make up
         // the next one, so batches grow by themselves with the load.
         let attempts: Vec<FinishedAttempt> = std::mem::take(&mut batch);
-        let written: Vec<(DeliveryId, u32)> = attempts.iter().map(|a| (a.delivery, a.attempt)).collect();
+        let n = attempts.len();
         match inner.store.record_attempts(attempts, inner.clock.now()).await {
             Ok(paused) => {
                 for p in paused {
@@ -595,7 +579,7 @@ async fn write_outcomes(
             // The leases stay; the deliveries are attempted again when they expire.
             Err(e) => tracing::error!(error = %e, "recording attempt outcomes failed"),
         }
-        in_flight.lock().unwrap_or_else(|p| p.into_inner()).written(&written);
+        in_flight.lock().unwrap_or_else(|p| p.into_inner()).written(n);
         inner.signals.wake();
     }
 }
@@ -644,25 +628,6 @@ mod tests {
         let mut f = in_flight();
         f.add("s");
         assert!(!f.remove("s"));
-    }
-
-    #[test]
-    fn an_attempt_whose_request_ended_is_named_until_its_outcome_is_written() {
-        let mut f = in_flight();
-        let (x, y) = ((DeliveryId(1), 1), (DeliveryId(2), 1));
-        for _ in 0..2 {
-            f.add("s");
-            f.unrecorded += 1;
-        }
-        f.request_ended("s", x);
-        assert_eq!(f.ended, HashSet::from([x]), "x waits for its write");
-        assert_eq!(f.claimed_per_subscription()["s"], 1, "and takes no room here");
-        f.request_ended("s", y);
-        f.written(&[x]);
-        assert_eq!(f.ended, HashSet::from([y]));
-        assert_eq!(f.unrecorded, 1);
-        f.written(&[y]);
-        assert!(f.ended.is_empty());
     }
 
     #[test]

@@ -128,7 +128,6 @@ impl Run {
                 owner: "model".into(),
                 per_subscription_limit: 100,
                 in_flight: HashMap::new(),
-                ended: Vec::new(),
             })
             .await
             .unwrap();

@@ -117,7 +117,6 @@ pub async fn claim_time_at_depth(pending: usize, pad: usize) -> (Duration, Durat
                 owner: "bench".into(),
                 per_subscription_limit: CLAIM_BATCH,
                 in_flight: Default::default(),
-                ended: Vec::new(),
             })
             .await
             .unwrap();

@@ -144,7 +144,6 @@ pub(crate) fn claim_at(now: Timestamp) -> ClaimRequest {
         owner: "test".into(),
         per_subscription_limit: 10_000,
         in_flight: HashMap::new(),
-        ended: Vec::new(),
     }
 }
 

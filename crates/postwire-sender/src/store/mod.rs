@@ -85,15 +85,11 @@ pub struct ClaimRequest {
     /// At most this many claimed, unfinished attempts per subscription...
     pub per_subscription_limit: usize,
     /// ...counting these, already claimed by this process (running or waiting for a
-    /// request slot).
+    /// request slot), and, in a store shared by several processes, the live leases of
+    /// the other owners. This process's own leases are counted here and nowhere else:
+    /// an attempt whose request has ended keeps its lease until its outcome is
+    /// written, but makes no request and takes no room.
     pub in_flight: HashMap<String, usize>,
-    /// Attempts this process claimed (as `owner`) whose request has ended and whose
-    /// outcome is not yet recorded, as (delivery, attempt number). A store shared by
-    /// several processes counts every process's leases toward the per-subscription
-    /// limit; these still hold a lease but no longer make a request, and `in_flight`
-    /// leaves them out already, so they are not counted either. A store of one process
-    /// counts `in_flight` alone and ignores this.
-    pub ended: Vec<(DeliveryId, u32)>,
 }
 
 /// A delivery claimed for one attempt: everything needed to send it.

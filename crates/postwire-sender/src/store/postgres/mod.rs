@@ -40,13 +40,13 @@
 //!   table's share of a pool of 16 connections): it costs what it looks at, however many
 //!   are queued, and with more due than one claim looks at they take turns. It gives
 //!   them, earliest due first, as many as each has due within its room. Under that lock,
-//!   in the next statement (whose snapshot is taken after it), the subscription's live
-//!   leases are counted and its heads taken, so the per-subscription in-flight limit
-//!   holds across processes. The count leaves
-//!   out the claiming process's own attempts whose request has ended and whose outcome
-//!   is still being written ([`ClaimRequest::ended`]): the room is for requests, as in
-//!   the process's own count, and a lease waiting for its write would otherwise hold
-//!   room for a whole write cycle (a third of the rate with one subscription). A claim is two
+//!   in the next statement (whose snapshot is taken after it), the other processes' live
+//!   leases of the subscription are counted and its heads taken, so the per-subscription
+//!   in-flight limit holds across processes. The claiming process's own attempts come
+//!   from its own count ([`ClaimRequest::in_flight`]), not from its leases: the room is
+//!   for requests, and a lease whose request has ended stays until its outcome is
+//!   written (counted, it held room for a whole write cycle: a third of the rate with
+//!   one subscription). A claim is two
 //!   statements (candidates with their locks, a second time when its walk goes round to
 //!   the first subscription; count and take), an outcome batch three
 //!   (subscriptions locked, one statement for attempts, states, heads and successors,

@@ -8,7 +8,6 @@ use std::time::Duration;
 use postwire_core::OrderingKey;
 
 use super::*;
-use crate::model::DeliveryId;
 use crate::store::conformance::{Backend, add_copies, claim_at, delivered, store_with_a_subscription, test_event};
 use crate::store::{NextState, Store};
 
@@ -349,42 +348,36 @@ async fn the_per_subscription_limit_holds_across_stores() {
     assert_eq!(stores[1].claim(claim_as("b", later, 4)).await.unwrap().len(), 4);
 }
 
-/// A process's attempts whose request has ended, outcome not yet written, leave the
-/// room they took: the count of leases leaves them out when the claim names them, and
-/// only as the claiming owner's, and only while their row is still that attempt's lease.
+/// A process's own leases take room as it counts them (`in_flight`: the attempts that
+/// make or wait for a request), not as the table has them: one whose request has ended,
+/// outcome not yet written, still holds its lease but takes no room. Another process's
+/// leases count, whatever that process does with them.
 #[tokio::test]
-async fn ended_attempts_named_by_their_owner_do_not_count_toward_the_limit() {
+async fn a_process_own_leases_take_the_room_it_counts_and_another_process_leases_all_count() {
     let (_db, stores, t0) = stores_on_one_database(2).await;
-    let events = (0..5).map(|_| test_event(t0)).collect();
+    let events = (0..6).map(|_| test_event(t0)).collect();
     stores[0].enqueue(events, t0, None).await.unwrap();
-    let a = stores[0].claim(claim_as("a", t0, 2)).await.unwrap();
-    assert_eq!(a.len(), 2);
-    let (x, y) = (&a[0], &a[1]);
-    let ended = |d: &ClaimedDelivery| (d.id, d.attempt);
-    let with_ended = |owner: &str, ended: Vec<(DeliveryId, u32)>| ClaimRequest {
-        ended,
+    let in_flight = |owner: &str, n: usize| ClaimRequest {
+        in_flight: HashMap::from([("wh_1".to_owned(), n)]),
         ..claim_as(owner, t0, 2)
     };
-    // x is retried at once; the claim below still names its ended attempt (the
-    // dispatcher forgets it only after the write returns).
-    let retry = FinishedAttempt {
-        next: NextState::RetryAt(t0),
-        ..delivered(x, t0)
-    };
-    stores[0].record_attempts(vec![retry], t0).await.unwrap();
-    let again = stores[0].claim(with_ended("a", vec![ended(x)])).await.unwrap();
-    assert_eq!(again.len(), 1, "y is the one lease left");
-    assert_eq!(
-        (again[0].id, again[0].attempt),
-        (x.id, 2),
-        "x again, for its second attempt"
+    let a = stores[0].claim(in_flight("a", 0)).await.unwrap();
+    assert_eq!(a.len(), 2, "a has the subscription's whole room");
+    // Both requests of a are making their request: no room for a.
+    assert!(stores[0].claim(in_flight("a", 2)).await.unwrap().is_empty());
+    // One request ended, its outcome not written yet: its lease stays, its room is free.
+    let again = stores[0].claim(in_flight("a", 1)).await.unwrap();
+    assert_eq!(again.len(), 1, "a has room for one more");
+    assert!(
+        again.iter().all(|d| a.iter().all(|x| x.id != d.id)),
+        "a leased head is not claimed again"
     );
-    let none = stores[0].claim(with_ended("a", vec![ended(x)])).await.unwrap();
-    assert!(none.is_empty(), "x's new lease counts: its first attempt's is gone");
-    let none = stores[1].claim(with_ended("b", vec![ended(y)])).await.unwrap();
-    assert!(none.is_empty(), "y is a's lease: b cannot leave it out");
-    let one = stores[0].claim(with_ended("a", vec![ended(y)])).await.unwrap();
-    assert_eq!(one.len(), 1, "a's ended attempt of y leaves its room");
+    // b has nothing in flight, but a's three leases fill the subscription's room of 2.
+    assert!(stores[1].claim(in_flight("b", 0)).await.unwrap().is_empty());
+    // a's outcomes are written: the leases are gone, and b has the room.
+    let done: Vec<_> = a.iter().chain(&again).map(|d| delivered(d, t0)).collect();
+    stores[0].record_attempts(done, t0).await.unwrap();
+    assert_eq!(stores[1].claim(in_flight("b", 0)).await.unwrap().len(), 2);
 }
 
 /// `queue_heads` is vacuumed about once a second whatever the number of processes: a
@@ -970,7 +963,7 @@ async fn a_claims_take_reads_what_it_takes_however_many_heads_are_due() {
     )
     .await;
     let args = format!(
-        "'{{1}}', '{{0}}', {now}, 64, 4, {until}, 'test', '{{}}', '{{}}'",
+        "'{{1}}', '{{0}}', {now}, 64, 4, {until}, 'test'",
         now = t0.unix_millis(),
         until = t0.add_millis(120_000).unix_millis()
     );
