@@ -7,7 +7,7 @@ use super::*;
 /// The layout's version, kept in the `postwire_schema` row; a database of a newer
 /// version is refused rather than misread. Any change to the layout (a table, a column,
 /// an index) takes a new version: a database at this version is not touched at start-up.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// Serialises start-ups: concurrent processes migrate one at a time.
 const MIGRATION_LOCK: i64 = 0x706f_7374_7769_7265; // "postwire"
@@ -64,6 +64,9 @@ const MIGRATIONS: &[(i64, &str)] = &[
          DROP TABLE IF EXISTS leases;
          DROP INDEX IF EXISTS deliveries_due;",
     ),
+    // 5 → 6: leases indexed by owner within their subscription (`queue_heads_leased`,
+    // in SCHEMA), so a claim counts the other processes' leases without reading its own.
+    (5, "DROP INDEX IF EXISTS queue_heads_leased"),
 ];
 
 const SCHEMA: &str = r#"
@@ -120,9 +123,10 @@ CREATE TABLE IF NOT EXISTS queue_heads (
     event_seq BIGINT NOT NULL, attempts BIGINT NOT NULL, created_at BIGINT NOT NULL);
 -- Claimable heads of a subscription, earliest due first.
 CREATE INDEX IF NOT EXISTS queue_heads_due ON queue_heads (sub_seq, due_at, delivery_seq);
--- Leased heads of a subscription by lease end: the per-subscription limit counts the
--- live ones (`due_at` after now).
-CREATE INDEX IF NOT EXISTS queue_heads_leased ON queue_heads (sub_seq, due_at) WHERE owner IS NOT NULL;
+-- Leased heads of a subscription by owner and lease end: the per-subscription limit
+-- counts the live ones (`due_at` after now) of the other owners, in two ranges around
+-- the claiming one, whose own leases (hundreds with one busy subscription) are not read.
+CREATE INDEX IF NOT EXISTS queue_heads_leased ON queue_heads (sub_seq, owner, due_at) WHERE owner IS NOT NULL;
 -- Unfinished deliveries by ordering key (see the SQLite schema).
 CREATE INDEX IF NOT EXISTS deliveries_open ON deliveries (sub_seq, okey, seq)
     WHERE finished_at IS NULL AND okey IS NOT NULL;

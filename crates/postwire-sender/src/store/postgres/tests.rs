@@ -165,6 +165,33 @@ async fn leases_in_flight_survive_the_migration_to_a_table_of_their_own() {
     leases_survived(&migrated, t0, &taken).await;
 }
 
+/// A version-5 database (leases indexed by subscription and lease end only) is migrated
+/// to the index by owner with its leases in flight.
+#[tokio::test]
+async fn leases_in_flight_survive_the_migration_to_leases_indexed_by_owner() {
+    let (db, store, t0, taken) = two_leased_and_one_free().await;
+    run_sql(
+        &store,
+        "DROP INDEX queue_heads_leased;
+                     CREATE INDEX queue_heads_leased ON queue_heads (sub_seq, due_at) WHERE owner IS NOT NULL;
+                     UPDATE postwire_schema SET version = 5",
+    )
+    .await;
+    let migrated = PostgresStore::connect(db.url()).await.unwrap();
+    let c = migrated.pool.get().await.unwrap();
+    let definition: String = c
+        .query_one(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'queue_heads_leased'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(definition.contains("(sub_seq, owner, due_at)"), "{definition}");
+    drop(c);
+    leases_survived(&migrated, t0, &taken).await;
+}
+
 /// A version-4 database (heads read from `deliveries`, leases in a table of their own)
 /// is migrated to `queue_heads` with its heads and leases in flight, including the
 /// lease of a held delivery whose attempt was in flight when its subscription was
@@ -978,6 +1005,55 @@ async fn a_claims_take_reads_what_it_takes_however_many_heads_are_due() {
     // all when written.
     let blocks = blocks_read(&plan);
     assert!(blocks < 150, "{blocks} blocks to take 4 of 40,000 due:\n{plan}");
+}
+
+/// A claim counts the other processes' leases without reading its own: with 500 heads
+/// of one subscription leased by "a" (attempts in flight, or waiting for their outcome
+/// to be written), a's take reads no lease to count its room, and b's counts a's.
+#[tokio::test]
+async fn a_claim_counts_the_other_processes_leases_without_reading_its_own() {
+    let (_db, stores, t0) = stores_on_one_database(1).await;
+    let store = &stores[0];
+    let events: Vec<BuiltEvent> = (0..600).map(|_| test_event(t0)).collect();
+    store.enqueue(events, t0, None).await.unwrap();
+    let leased = store
+        .claim(ClaimRequest {
+            limit: 500,
+            ..claim_as("a", t0, 10_000)
+        })
+        .await
+        .unwrap();
+    assert_eq!(leased.len(), 500);
+    run_sql(store, "ANALYZE queue_heads").await;
+    let take = |owner: &str| {
+        format!(
+            "'{{1}}', '{{0}}', {now}, 10000, 4, {until}, '{owner}'",
+            now = t0.unix_millis(),
+            until = t0.add_millis(120_000).unix_millis()
+        )
+    };
+    let counted = |plan: &str| -> Vec<String> {
+        plan.lines()
+            .filter(|l| {
+                l.contains("Index Scan using queue_heads_leased") || l.contains("Index Scan on queue_heads_leased")
+            })
+            .map(str::to_owned)
+            .collect()
+    };
+    let plan = explain_generic(store, queue::TAKE_SQL, &take("a")).await;
+    let scans = counted(&plan);
+    assert_eq!(scans.len(), 2, "two ranges, before and after a:\n{plan}");
+    assert!(scans.iter().all(|l| l.contains("rows=0 loops=1")), "{plan}");
+    assert!(plan.lines().next().unwrap().contains("rows=4 loops=1"), "{plan}");
+    let blocks = blocks_read(&plan);
+    assert!(blocks < 150, "{blocks} blocks to take 4 beside 500 own leases:\n{plan}");
+    // b counts a's leases (up to the limit of 10,000): the two ranges give 500.
+    let plan = explain_generic(store, queue::TAKE_SQL, &take("b")).await;
+    let both = plan
+        .lines()
+        .find(|l| l.contains("->  Append"))
+        .unwrap_or_else(|| panic!("{plan}"));
+    assert!(both.contains("rows=500 loops=1"), "{plan}");
 }
 
 /// `EXPLAIN (ANALYZE, BUFFERS)` of `sql` prepared with a generic plan, as the store's
