@@ -30,8 +30,9 @@ pub struct SenderConfig {
     /// claims up to twice as many deliveries, so the next request starts as soon as one
     /// ends.
     pub max_in_flight: usize,
-    /// Requests in flight at once to one subscription (default 32); claimed ahead the
-    /// same way.
+    /// Requests in flight at once to one subscription (default 32), across every process
+    /// sharing a PostgreSQL store; claimed ahead the same way (twice as many claimed,
+    /// while one process alone holds the subscription's leases).
     pub max_in_flight_per_subscription: usize,
     /// Most subscriptions per workspace: a creation past it fails with
     /// [`SenderError::PlanLimit`](crate::SenderError), counted in the creation's own

@@ -364,6 +364,7 @@ async fn run(inner: Arc<Dispatcher>) {
                 lease_until,
                 owner: inner.owner.clone(),
                 per_subscription_limit: max_claimed_per_subscription,
+                shared_per_subscription_limit: limits.requests_per_subscription,
                 in_flight: snapshot,
             };
             let before = request.in_flight.clone();

@@ -500,6 +500,53 @@ async fn per_subscription_concurrency_is_bounded() {
     h.shutdown().await;
 }
 
+/// Two senders on one PostgreSQL database (whatever the suite's backend: SQLite has one
+/// process) share the subscription's limit: never more than 4 requests at once between
+/// them, though each claims up to 8 ahead when it is alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_subscription_concurrency_is_bounded_across_two_senders() {
+    let config = SenderConfig {
+        max_in_flight: 64,
+        max_in_flight_per_subscription: 4,
+        ..test_config()
+    };
+    let mut h = Harness::stopped_on(Db::Postgres(postwire_testpg::database()), config.clone()).await;
+    let rx = Receiver::start(|_, _| Reply::ok().delay(Duration::from_millis(60))).await;
+    h.subscribe(&rx.url).await;
+    let changes = (0..300).map(|p| scheduled(&format!("p{p}")).into()).collect();
+    h.sender.publish_many(changes).await.unwrap();
+    let second = h.db.open(config, h.clock.clone()).await;
+    let second_dispatcher = second.start();
+    h.dispatcher = Some(h.sender.start());
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while rx.count() < 300 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("every delivery arrives");
+    // Each request is answered 60 ms after it arrives: more than 4 arrivals within
+    // 50 ms would be more than 4 in flight.
+    let mut times: Vec<Instant> = rx.requests().iter().map(|r| r.at).collect();
+    times.sort();
+    let max_window = times
+        .iter()
+        .map(|t| {
+            times
+                .iter()
+                .filter(|u| **u >= *t && u.duration_since(*t) < Duration::from_millis(50))
+                .count()
+        })
+        .max()
+        .unwrap();
+    assert!(
+        max_window <= 4,
+        "at most 4 in flight to one subscription between two senders, saw {max_window} within 50 ms"
+    );
+    second_dispatcher.shutdown().await;
+    h.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_about_one_post_stay_in_order_when_the_clock_steps_back() {
     let mut h = Harness::stopped(test_config()).await;

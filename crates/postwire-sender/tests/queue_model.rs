@@ -127,6 +127,7 @@ impl Run {
                 lease_until: self.ts().add_millis(3_600_000 * 1_000),
                 owner: "model".into(),
                 per_subscription_limit: 100,
+                shared_per_subscription_limit: 100,
                 in_flight: HashMap::new(),
             })
             .await

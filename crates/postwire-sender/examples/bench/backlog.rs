@@ -116,6 +116,7 @@ pub async fn claim_time_at_depth(pending: usize, pad: usize) -> (Duration, Durat
                 lease_until: now.add_millis(120_000),
                 owner: "bench".into(),
                 per_subscription_limit: CLAIM_BATCH,
+                shared_per_subscription_limit: CLAIM_BATCH,
                 in_flight: Default::default(),
             })
             .await

@@ -143,6 +143,7 @@ pub(crate) fn claim_at(now: Timestamp) -> ClaimRequest {
         lease_until: now.add_millis(120_000),
         owner: "test".into(),
         per_subscription_limit: 10_000,
+        shared_per_subscription_limit: 10_000,
         in_flight: HashMap::new(),
     }
 }
@@ -283,6 +284,7 @@ async fn one_claim_fills_its_room_from_many_subscriptions_with_little_due_each(b
     let request = |limit| ClaimRequest {
         limit,
         per_subscription_limit: 64,
+        shared_per_subscription_limit: 64,
         ..claim_at(t0)
     };
     let first = store.claim(request(512)).await.unwrap();
@@ -305,6 +307,7 @@ async fn one_claim_fills_its_room_from_many_subscriptions_with_little_due_each(b
     store.enqueue(events, t0, None).await.unwrap();
     let one_each = ClaimRequest {
         per_subscription_limit: 1,
+        shared_per_subscription_limit: 1,
         ..claim_at(t0)
     };
     let claimed = store.claim(one_each).await.unwrap();

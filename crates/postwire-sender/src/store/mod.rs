@@ -84,6 +84,11 @@ pub struct ClaimRequest {
     pub owner: String,
     /// At most this many claimed, unfinished attempts per subscription...
     pub per_subscription_limit: usize,
+    /// ...or, in a store shared by several processes, this many (the request limit)
+    /// while another process holds live leases of the subscription: the processes
+    /// together then claim no more than they may send at once, since each one's
+    /// attempts claimed ahead would add up to more requests than the limit.
+    pub shared_per_subscription_limit: usize,
     /// ...counting these, already claimed by this process (running or waiting for a
     /// request slot), and, in a store shared by several processes, the live leases of
     /// the other owners. This process's own leases are counted here and nowhere else:

@@ -656,10 +656,14 @@ pub(super) const CANDIDATES_SQL: &str = "WITH RECURSIVE walk(sub, due, found) AS
          ORDER BY walk.due, s.seq LIMIT $2 OFFSET 0) c";
 
 /// Takes the due heads of subscriptions $1[i] (in that order). Each one's room is the
-/// limit $4 less this process's claimed ones $2[i] and the live leases of the other
+/// limit less this process's claimed ones $2[i] and the live leases of the other
 /// processes (owner before or after $7 in `queue_heads_leased`, counted up to $4),
 /// counted once per subscription (`free` is materialised: inlined, the planner ran the
-/// count twice, once for the filter and once for the `LIMIT`). This process's own
+/// count twice, once for the filter and once for the `LIMIT`). The limit is $4 (twice
+/// the request limit: claimed ahead) while no other process holds a lease of the
+/// subscription, and $8 (the request limit) while one does: with room for twice the
+/// requests shared out, two processes could each claim and send the request limit,
+/// twice as many requests at once as the subscription allows. This process's own
 /// leases are not read: the ones that make or wait for a request are $2[i], and the
 /// ones whose request has ended, waiting for their outcome to be written, take no room
 /// (as in the SQLite store). (The count read every lease of the subscription and left
@@ -683,13 +687,14 @@ pub(super) const CANDIDATES_SQL: &str = "WITH RECURSIVE walk(sub, due, found) AS
 /// stays where it is until the transaction ends), not looked up again by key. `OFFSET 0`
 /// keeps each lateral subquery a per-row lookup.
 pub(super) const TAKE_SQL: &str = "WITH free AS MATERIALIZED (
-         SELECT r.sub, greatest($4 - r.here - (
-             SELECT count(*) FROM (
+         SELECT r.sub, greatest(CASE WHEN o.n = 0 THEN $4 ELSE $8 END - r.here - o.n, 0) AS free
+         FROM unnest($1::bigint[], $2::bigint[]) AS r(sub, here)
+         CROSS JOIN LATERAL (
+             SELECT count(*) AS n FROM (
                  (SELECT 1 FROM queue_heads q WHERE q.sub_seq = r.sub AND q.owner < $7 AND q.due_at > $3)
                  UNION ALL
                  (SELECT 1 FROM queue_heads q WHERE q.sub_seq = r.sub AND q.owner > $7 AND q.due_at > $3)
-                 LIMIT $4) x), 0) AS free
-         FROM unnest($1::bigint[], $2::bigint[]) AS r(sub, here)),
+                 LIMIT $4) x) o),
      picked AS (
          SELECT p.ctid, p.delivery_seq, p.due_at FROM free
          CROSS JOIN LATERAL (
@@ -788,11 +793,21 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                     .map(|c| req.in_flight.get(&c.id).copied().unwrap_or(0).min(i64::MAX as usize) as i64)
                     .collect();
                 let per_subscription = req.per_subscription_limit.min(i64::MAX as usize) as i64;
+                let shared = req.shared_per_subscription_limit.min(i64::MAX as usize) as i64;
                 let limit = req.limit.min(i64::MAX as usize) as i64;
                 let rows = tx
                     .commit_with(tx.client().query(
                         &take,
-                        &[&subs, &here, &now_ms, &per_subscription, &limit, &until_ms, &req.owner],
+                        &[
+                            &subs,
+                            &here,
+                            &now_ms,
+                            &per_subscription,
+                            &limit,
+                            &until_ms,
+                            &req.owner,
+                            &shared,
+                        ],
                     ))
                     .await?;
                 // Committed already: should the rows not make deliveries (a stored

@@ -57,6 +57,7 @@ fn claim_as(owner: &str, now: Timestamp, per_subscription: usize) -> ClaimReques
     ClaimRequest {
         owner: owner.into(),
         per_subscription_limit: per_subscription,
+        shared_per_subscription_limit: per_subscription,
         ..claim_at(now)
     }
 }
@@ -373,6 +374,38 @@ async fn the_per_subscription_limit_holds_across_stores() {
     // Leases that ended (a dead process) do not count.
     let later = t0.add_millis(120_000);
     assert_eq!(stores[1].claim(claim_as("b", later, 4)).await.unwrap().len(), 4);
+}
+
+/// While another process holds leases of a subscription, the processes together claim
+/// no more than its request limit (4 here), though one alone claims twice as many (8)
+/// ahead: two processes with 8 each would send 8 requests at once.
+#[tokio::test]
+async fn processes_sharing_a_subscription_claim_within_its_request_limit_together() {
+    let (_db, stores, t0) = stores_on_one_database(2).await;
+    let events = (0..20).map(|_| test_event(t0)).collect();
+    stores[0].enqueue(events, t0, None).await.unwrap();
+    let claim = |owner: &str, in_flight: usize| ClaimRequest {
+        in_flight: HashMap::from([("wh_1".to_owned(), in_flight)]),
+        shared_per_subscription_limit: 4,
+        ..claim_as(owner, t0, 8)
+    };
+    let a = stores[0].claim(claim("a", 0)).await.unwrap();
+    assert_eq!(a.len(), 8, "alone, a claims ahead");
+    assert!(
+        stores[1].claim(claim("b", 0)).await.unwrap().is_empty(),
+        "a holds 8 leases"
+    );
+    let done: Vec<_> = a[..5].iter().map(|d| delivered(d, t0)).collect();
+    stores[0].record_attempts(done, t0).await.unwrap();
+    let b = stores[1].claim(claim("b", 0)).await.unwrap();
+    assert_eq!(b.len(), 1, "a holds 3: b may add 1 to make the request limit of 4");
+    assert!(
+        stores[0].claim(claim("a", 3)).await.unwrap().is_empty(),
+        "a has 3 and b 1: no room"
+    );
+    stores[1].record_attempts(vec![delivered(&b[0], t0)], t0).await.unwrap();
+    let more = stores[0].claim(claim("a", 3)).await.unwrap();
+    assert_eq!(more.len(), 5, "alone again, a claims ahead up to 8");
 }
 
 /// A process's own leases take room as it counts them (`in_flight`: the attempts that
@@ -990,7 +1023,7 @@ async fn a_claims_take_reads_what_it_takes_however_many_heads_are_due() {
     )
     .await;
     let args = format!(
-        "'{{1}}', '{{0}}', {now}, 64, 4, {until}, 'test'",
+        "'{{1}}', '{{0}}', {now}, 64, 4, {until}, 'test', 64",
         now = t0.unix_millis(),
         until = t0.add_millis(120_000).unix_millis()
     );
@@ -1027,7 +1060,7 @@ async fn a_claim_counts_the_other_processes_leases_without_reading_its_own() {
     run_sql(store, "ANALYZE queue_heads").await;
     let take = |owner: &str| {
         format!(
-            "'{{1}}', '{{0}}', {now}, 10000, 4, {until}, '{owner}'",
+            "'{{1}}', '{{0}}', {now}, 10000, 4, {until}, '{owner}', 10000",
             now = t0.unix_millis(),
             until = t0.add_millis(120_000).unix_millis()
         )
