@@ -12,6 +12,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::queue::{hold_unfinished, notify_due};
 use super::*;
@@ -34,13 +35,23 @@ const PROMOTED: i32 = 2;
 /// this transaction, and seeing the deliveries as they were before the statement, so
 /// the waiting ones (state 5) are what it finds. Returns the deliveries changed (0 for
 /// ended, 1 for retried) and the successors made heads ([`PROMOTED`]).
-const RECORD_SQL: &str = "WITH ins AS (
+///
+/// Attempt rows are plain inserts ([`RECORD_SQL`]): an attempt is recorded once, except
+/// when its lease ran out while its outcome was being written and the same attempt was
+/// made again (by another process, or after the lease ended). That second write fails
+/// on the attempt's key and the batch is written again with [`RECORD_AGAIN_SQL`], whose
+/// rows replace the ones already there. (An `ON CONFLICT` clause on every batch cost
+/// PostgreSQL about 2 µs a delivery, a speculative insertion per row, for a case that
+/// comes only from an expired lease.)
+macro_rules! record_sql {
+    ($on_conflict:literal) => {
+        concat!(
+            "WITH ins AS (
          INSERT INTO attempts (delivery_seq, number, started_at, duration_ms, status, error, body_prefix)
          SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[],
-                              $5::bigint[], $6::text[], $7::text[])
-         ON CONFLICT (delivery_seq, number) DO UPDATE SET started_at = excluded.started_at,
-           duration_ms = excluded.duration_ms, status = excluded.status,
-           error = excluded.error, body_prefix = excluded.body_prefix),
+                              $5::bigint[], $6::text[], $7::text[])",
+            $on_conflict,
+            "),
      fin AS (
          UPDATE deliveries d SET state = u.state, attempts = u.attempts, finished_at = $15
          FROM unnest($8::bigint[], $9::bigint[], $10::bigint[]) AS u(seq, state, attempts)
@@ -70,7 +81,22 @@ const RECORD_SQL: &str = "WITH ins AS (
      heads AS (
          INSERT INTO queue_heads (delivery_seq, sub_seq, due_at, event_seq, attempts, created_at)
          SELECT * FROM promoted)
-     SELECT seq, 0 FROM fin UNION ALL SELECT seq, 1 FROM ret UNION ALL SELECT seq, 2 FROM promoted";
+     SELECT seq, 0 FROM fin UNION ALL SELECT seq, 1 FROM ret UNION ALL SELECT seq, 2 FROM promoted"
+        )
+    };
+}
+
+/// [`record_sql!`] with attempt rows inserted: the batch as it is written first.
+const RECORD_SQL: &str = record_sql!("");
+
+/// [`record_sql!`] with attempt rows replacing any of the same attempt: the batch
+/// written again after [`RECORD_SQL`] found one of its attempts recorded already.
+const RECORD_AGAIN_SQL: &str = record_sql!(
+    "
+         ON CONFLICT (delivery_seq, number) DO UPDATE SET started_at = excluded.started_at,
+           duration_ms = excluded.duration_ms, status = excluded.status,
+           error = excluded.error, body_prefix = excluded.body_prefix"
+);
 
 /// The batch's subscriptions ($1: ids), locked in row order: row, workspace, health,
 /// paused.
@@ -150,141 +176,167 @@ pub(super) async fn record_attempts(
     now: Timestamp,
 ) -> StoreResult<Vec<PausedByFailures>> {
     let attempts = Arc::new(attempts);
-    store
-        .run("record attempts", move |c: Client| {
-            let attempts = attempts.clone();
-            Box::pin(async move {
-                let now_ms = now.unix_millis();
-                let mut ids: Vec<String> = attempts.iter().map(|a| a.subscription_id.clone()).collect();
-                ids.sort();
-                ids.dedup();
-                // Three round trips: `BEGIN` with the subscriptions locked, the batch, the
-                // health with `COMMIT` (more only when the batch pauses a subscription).
-                let load = c.prepare_cached(LOAD_SQL).await?;
-                let record = c.prepare_cached(RECORD_SQL).await?;
-                let save = c.prepare_cached(SAVE_SQL).await?;
-                let tx = PipelinedTx::new(c);
-                let mut subs: HashMap<String, Loaded> = HashMap::new();
-                for r in tx.begin_with(tx.client().query(&load, &[&ids])).await? {
-                    let health = Health {
-                        consecutive_failures: r.try_get::<_, i64>(3)?.clamp(0, u32::MAX as i64) as u32,
-                        last_success_at: opt_ts(r.try_get(4)?),
-                        failing_since: opt_ts(r.try_get(5)?),
-                    };
-                    subs.insert(r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?, health, r.try_get(6)?));
-                }
-                let cols = columns(&attempts, &subs);
-                // Only an unfinished delivery is changed: an outcome recorded twice (a
-                // lease that ran out while the first write was slow) must not finish it
-                // twice, nor promote a second successor.
-                let mut changed: HashSet<i64> = HashSet::new();
-                let mut became_due_now = false;
-                if !cols.seqs.is_empty() {
-                    let active: Vec<i64> = subs
-                        .values()
-                        .filter(|(_, _, _, paused)| !*paused)
-                        .map(|(seq, ..)| *seq)
-                        .collect();
-                    let rows = tx
-                        .client()
-                        .query(
-                            &record,
-                            &[
-                                &cols.seqs,
-                                &cols.numbers,
-                                &cols.started,
-                                &cols.durations,
-                                &cols.statuses,
-                                &cols.errors,
-                                &cols.bodies,
-                                &cols.end_seqs,
-                                &cols.end_states,
-                                &cols.end_attempts,
-                                &cols.retry_seqs,
-                                &cols.retry_states,
-                                &cols.retry_attempts,
-                                &cols.retry_due,
-                                &now_ms,
-                                &active,
-                            ],
-                        )
-                        .await?;
-                    for r in rows {
-                        match r.try_get::<_, i32>(1)? {
-                            PROMOTED => became_due_now = true,
-                            _ => {
-                                changed.insert(r.try_get(0)?);
-                            }
+    // Set when the batch holds an attempt recorded already: it is written again with
+    // `RECORD_AGAIN_SQL`.
+    let again = Arc::new(AtomicBool::new(false));
+    let seen = again.clone();
+    let write = move |c: Client| {
+        let attempts = attempts.clone();
+        let again = again.clone();
+        Box::pin(async move {
+            let now_ms = now.unix_millis();
+            let mut ids: Vec<String> = attempts.iter().map(|a| a.subscription_id.clone()).collect();
+            ids.sort();
+            ids.dedup();
+            // Three round trips: `BEGIN` with the subscriptions locked, the batch, the
+            // health with `COMMIT` (more only when the batch pauses a subscription).
+            let load = c.prepare_cached(LOAD_SQL).await?;
+            let replace = again.load(Ordering::Relaxed);
+            let record = c
+                .prepare_cached(if replace { RECORD_AGAIN_SQL } else { RECORD_SQL })
+                .await?;
+            let save = c.prepare_cached(SAVE_SQL).await?;
+            let tx = PipelinedTx::new(c);
+            let mut subs: HashMap<String, Loaded> = HashMap::new();
+            for r in tx.begin_with(tx.client().query(&load, &[&ids])).await? {
+                let health = Health {
+                    consecutive_failures: r.try_get::<_, i64>(3)?.clamp(0, u32::MAX as i64) as u32,
+                    last_success_at: opt_ts(r.try_get(4)?),
+                    failing_since: opt_ts(r.try_get(5)?),
+                };
+                subs.insert(r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?, health, r.try_get(6)?));
+            }
+            let cols = columns(&attempts, &subs);
+            // Only an unfinished delivery is changed: an outcome recorded twice (a
+            // lease that ran out while the first write was slow) must not finish it
+            // twice, nor promote a second successor.
+            let mut changed: HashSet<i64> = HashSet::new();
+            let mut became_due_now = false;
+            if !cols.seqs.is_empty() {
+                let active: Vec<i64> = subs
+                    .values()
+                    .filter(|(_, _, _, paused)| !*paused)
+                    .map(|(seq, ..)| *seq)
+                    .collect();
+                let rows = tx
+                    .client()
+                    .query(
+                        &record,
+                        &[
+                            &cols.seqs,
+                            &cols.numbers,
+                            &cols.started,
+                            &cols.durations,
+                            &cols.statuses,
+                            &cols.errors,
+                            &cols.bodies,
+                            &cols.end_seqs,
+                            &cols.end_states,
+                            &cols.end_attempts,
+                            &cols.retry_seqs,
+                            &cols.retry_states,
+                            &cols.retry_attempts,
+                            &cols.retry_due,
+                            &now_ms,
+                            &active,
+                        ],
+                    )
+                    .await
+                    .inspect_err(|e| {
+                        if !replace && is_duplicate_attempt(e) {
+                            again.store(true, Ordering::Relaxed);
+                        }
+                    })?;
+                for r in rows {
+                    match r.try_get::<_, i32>(1)? {
+                        PROMOTED => became_due_now = true,
+                        _ => {
+                            changed.insert(r.try_get(0)?);
                         }
                     }
                 }
-                // Health, attempt by attempt in the batch's order (the rules are pure).
-                let mut paused_now = Vec::new();
-                for a in attempts.iter() {
-                    let Some((seq, workspace_id, health, paused)) = subs.get_mut(&a.subscription_id) else {
-                        continue;
-                    };
-                    // An outcome for a delivery finished already changes nothing (and a
-                    // row counts once).
-                    if !changed.remove(&a.delivery.0) {
-                        continue;
-                    }
-                    if let Some(cause) = health.apply(Verdict::of(a.next), a.started_at)
-                        && !*paused
-                    {
-                        *paused = true;
-                        tx.client()
-                            .execute(
-                                "UPDATE subscriptions SET paused_reason = $2 WHERE seq = $1",
-                                &[&*seq, &cause.reason()],
-                            )
-                            .await?;
-                        hold_unfinished(tx.client(), *seq).await?;
-                        let message = crate::health::pause_notice(&a.subscription_id, cause);
-                        let id: i64 = tx
-                            .client()
-                            .query_one(
-                                "INSERT INTO notifications (workspace_id, subscription_id, cause, message, created_at)
+            }
+            // Health, attempt by attempt in the batch's order (the rules are pure).
+            let mut paused_now = Vec::new();
+            for a in attempts.iter() {
+                let Some((seq, workspace_id, health, paused)) = subs.get_mut(&a.subscription_id) else {
+                    continue;
+                };
+                // An outcome for a delivery finished already changes nothing (and a
+                // row counts once).
+                if !changed.remove(&a.delivery.0) {
+                    continue;
+                }
+                if let Some(cause) = health.apply(Verdict::of(a.next), a.started_at)
+                    && !*paused
+                {
+                    *paused = true;
+                    tx.client()
+                        .execute(
+                            "UPDATE subscriptions SET paused_reason = $2 WHERE seq = $1",
+                            &[&*seq, &cause.reason()],
+                        )
+                        .await?;
+                    hold_unfinished(tx.client(), *seq).await?;
+                    let message = crate::health::pause_notice(&a.subscription_id, cause);
+                    let id: i64 = tx
+                        .client()
+                        .query_one(
+                            "INSERT INTO notifications (workspace_id, subscription_id, cause, message, created_at)
                                  VALUES ($1, $2, $3, $4, $5) RETURNING id",
-                                &[&*workspace_id, &a.subscription_id, &cause.as_str(), &message, &now_ms],
-                            )
-                            .await?
-                            .try_get(0)?;
-                        paused_now.push(PausedByFailures {
-                            notification: Notification {
-                                id,
-                                workspace_id: workspace_id.clone(),
-                                subscription_id: a.subscription_id.clone(),
-                                cause,
-                                message,
-                                created_at: now,
-                            },
+                            &[&*workspace_id, &a.subscription_id, &cause.as_str(), &message, &now_ms],
+                        )
+                        .await?
+                        .try_get(0)?;
+                    paused_now.push(PausedByFailures {
+                        notification: Notification {
+                            id,
+                            workspace_id: workspace_id.clone(),
+                            subscription_id: a.subscription_id.clone(),
                             cause,
-                        });
-                    }
+                            message,
+                            created_at: now,
+                        },
+                        cause,
+                    });
                 }
-                let (mut h_seq, mut h_failures, mut h_success, mut h_failing) =
-                    (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-                for (seq, _, h, _) in subs.values() {
-                    h_seq.push(*seq);
-                    h_failures.push(i64::from(h.consecutive_failures));
-                    h_success.push(h.last_success_at.map(|t| t.unix_millis()));
-                    h_failing.push(h.failing_since.map(|t| t.unix_millis()));
-                }
-                if became_due_now {
-                    notify_due(tx.client()).await?;
-                }
-                if h_seq.is_empty() {
-                    tx.commit().await?;
-                } else {
-                    tx.commit_with(
-                        tx.client()
-                            .execute(&save, &[&h_seq, &h_failures, &h_success, &h_failing]),
-                    )
-                    .await?;
-                }
-                Ok(paused_now)
-            })
-        })
-        .await
+            }
+            let (mut h_seq, mut h_failures, mut h_success, mut h_failing) =
+                (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            for (seq, _, h, _) in subs.values() {
+                h_seq.push(*seq);
+                h_failures.push(i64::from(h.consecutive_failures));
+                h_success.push(h.last_success_at.map(|t| t.unix_millis()));
+                h_failing.push(h.failing_since.map(|t| t.unix_millis()));
+            }
+            if became_due_now {
+                notify_due(tx.client()).await?;
+            }
+            if h_seq.is_empty() {
+                tx.commit().await?;
+            } else {
+                tx.commit_with(
+                    tx.client()
+                        .execute(&save, &[&h_seq, &h_failures, &h_success, &h_failing]),
+                )
+                .await?;
+            }
+            Ok(paused_now)
+        }) as BoxFuture<'static, Result<_, PgErr>>
+    };
+    match store.run("record attempts", &write).await {
+        Err(_) if seen.load(Ordering::Relaxed) => {
+            tracing::debug!("an attempt of the batch was recorded already: writing the batch again");
+            store.run("record attempts", &write).await
+        }
+        done => done,
+    }
+}
+
+/// Whether `e` is the attempt key's violation: an attempt of the batch is recorded
+/// already (see [`RECORD_SQL`]).
+fn is_duplicate_attempt(e: &tokio_postgres::Error) -> bool {
+    e.as_db_error().is_some_and(|d| {
+        *d.code() == tokio_postgres::error::SqlState::UNIQUE_VIOLATION && d.constraint() == Some("attempts_pkey")
+    })
 }

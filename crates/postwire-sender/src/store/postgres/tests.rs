@@ -408,6 +408,54 @@ async fn processes_sharing_a_subscription_claim_within_its_request_limit_togethe
     assert_eq!(more.len(), 5, "alone again, a claims ahead up to 8");
 }
 
+/// An attempt recorded twice (its lease ran out while the first write was slow, and it
+/// was made again): the second write finds the attempt's row, is written again with
+/// the rows replaced, and changes nothing else. In one batch with a new attempt of
+/// another delivery, that one is recorded too.
+#[tokio::test]
+async fn an_attempt_recorded_twice_replaces_its_row_and_changes_nothing_else() {
+    let (_db, stores, t0) = stores_on_one_database(1).await;
+    let store = &stores[0];
+    store
+        .enqueue(vec![test_event(t0), test_event(t0)], t0, None)
+        .await
+        .unwrap();
+    let claimed = store.claim(claim_at(t0)).await.unwrap();
+    assert_eq!(claimed.len(), 2);
+    let (x, y) = (&claimed[0], &claimed[1]);
+    store.record_attempts(vec![delivered(x, t0)], t0).await.unwrap();
+    let again = FinishedAttempt {
+        duration_ms: 777,
+        next: NextState::RetryAt(t0.add_millis(5_000)),
+        ..delivered(x, t0)
+    };
+    store.record_attempts(vec![again, delivered(y, t0)], t0).await.unwrap();
+    let c = store.pool.get().await.unwrap();
+    let rows = c
+        .query(
+            "SELECT d.seq, d.state, d.attempts, count(a.*), max(a.duration_ms) FROM deliveries d
+             JOIN attempts a ON a.delivery_seq = d.seq GROUP BY d.seq ORDER BY d.seq",
+            &[],
+        )
+        .await
+        .unwrap();
+    let got: Vec<(i64, i64, i64, i64, i64)> = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4)))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(x.id.0, DELIVERED, 1, 1, 777), (y.id.0, DELIVERED, 1, 1, 1)],
+        "x stays delivered, its one attempt row replaced; y is recorded"
+    );
+    let heads: i64 = c
+        .query_one("SELECT count(*) FROM queue_heads", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(heads, 0, "no head comes back for x");
+}
+
 /// A process's own leases take room as it counts them (`in_flight`: the attempts that
 /// make or wait for a request), not as the table has them: one whose request has ended,
 /// outcome not yet written, still holds its lease but takes no room. Another process's
