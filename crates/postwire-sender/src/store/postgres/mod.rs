@@ -41,14 +41,15 @@
 //!   are queued, and with more due than one claim looks at they take turns. It gives
 //!   them, earliest due first, as many as each has due within its room. Under that lock,
 //!   in the next statement (whose snapshot is taken after it), the other processes' live
-//!   leases of the subscription are counted and its heads taken, so the per-subscription
-//!   in-flight limit holds across processes (twice the request limit while the process
-//!   is alone with the subscription, to claim ahead; the request limit while another
-//!   holds a lease of it, so that their requests together stay within it). The claiming process's own attempts come
-//!   from its own count ([`ClaimRequest::in_flight`]), not from its leases: the room is
-//!   for requests, and a lease whose request has ended stays until its outcome is
-//!   written (counted, it held room for a whole write cycle: a third of the rate with
-//!   one subscription). A claim is two
+//!   leases of the subscription are counted (`queue_heads_leased`, by owner: two ranges
+//!   around the claiming one) and its heads taken, so the per-subscription in-flight
+//!   limit holds across processes (twice the request limit while the process is alone
+//!   with the subscription, to claim ahead; the request limit while another holds a
+//!   lease of it, so that their requests together stay within it). The claiming
+//!   process's own attempts come from its own count ([`ClaimRequest::in_flight`]), not
+//!   from its leases: the room is for requests, and a lease whose request has ended
+//!   stays until its outcome is written (counted, it held room for a whole write cycle:
+//!   a third of the rate with one subscription). A claim is two
 //!   statements (candidates with their locks, a second time when its walk goes round to
 //!   the first subscription; count and take), an outcome batch three
 //!   (subscriptions locked, one statement for attempts, states, heads and successors,
