@@ -174,8 +174,8 @@ async fn leases_in_flight_survive_the_migration_to_leases_indexed_by_owner() {
     run_sql(
         &store,
         "DROP INDEX queue_heads_leased;
-                     CREATE INDEX queue_heads_leased ON queue_heads (sub_seq, due_at) WHERE owner IS NOT NULL;
-                     UPDATE postwire_schema SET version = 5",
+         CREATE INDEX queue_heads_leased ON queue_heads (sub_seq, due_at) WHERE owner IS NOT NULL;
+         UPDATE postwire_schema SET version = 5",
     )
     .await;
     let migrated = PostgresStore::connect(db.url()).await.unwrap();
