@@ -441,6 +441,11 @@ pub(crate) fn opt_ts(millis: Option<i64>) -> Option<Timestamp> {
     millis.map(ts)
 }
 
+/// A count or limit as a `BIGINT` parameter (one past `i64::MAX` is no limit at all).
+pub(crate) fn bigint(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 impl Store for PostgresStore {
     fn recover(&self, owner: String) -> BoxFuture<'_, StoreResult<u64>> {
         Box::pin(queue::recover(self, owner))

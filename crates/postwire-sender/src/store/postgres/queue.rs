@@ -727,7 +727,7 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                     return Ok(Vec::new());
                 }
                 // A claim of n rows takes them from at most n subscriptions.
-                let looked_at = MAX_SUBSCRIPTIONS_PER_CLAIM.min(req.limit.min(i64::MAX as usize) as i64);
+                let looked_at = MAX_SUBSCRIPTIONS_PER_CLAIM.min(bigint(req.limit));
                 // Two round trips: `BEGIN` with the candidates, the take with `COMMIT` (a
                 // third when the walk through the subscriptions starts over).
                 let candidates = c.prepare_cached(CANDIDATES_SQL).await?;
@@ -790,11 +790,11 @@ pub(super) async fn claim(store: &PostgresStore, req: ClaimRequest) -> StoreResu
                 let subs: Vec<i64> = candidates.iter().map(|c| c.seq).collect();
                 let here: Vec<i64> = candidates
                     .iter()
-                    .map(|c| req.in_flight.get(&c.id).copied().unwrap_or(0).min(i64::MAX as usize) as i64)
+                    .map(|c| bigint(req.in_flight.get(&c.id).copied().unwrap_or(0)))
                     .collect();
-                let per_subscription = req.per_subscription_limit.min(i64::MAX as usize) as i64;
-                let shared = req.shared_per_subscription_limit.min(i64::MAX as usize) as i64;
-                let limit = req.limit.min(i64::MAX as usize) as i64;
+                let per_subscription = bigint(req.per_subscription_limit);
+                let shared = bigint(req.shared_per_subscription_limit);
+                let limit = bigint(req.limit);
                 let rows = tx
                     .commit_with(tx.client().query(
                         &take,

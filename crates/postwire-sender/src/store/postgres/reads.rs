@@ -29,14 +29,7 @@ pub(super) async fn list_deliveries(
                     )
                     .await?;
                 let rows = c
-                    .query(
-                        &list,
-                        &[
-                            &subscription_id,
-                            &before.unwrap_or(i64::MAX),
-                            &(limit.min(i64::MAX as usize) as i64),
-                        ],
-                    )
+                    .query(&list, &[&subscription_id, &before.unwrap_or(i64::MAX), &bigint(limit)])
                     .await?;
                 let mut out = Vec::with_capacity(rows.len());
                 for r in rows {
@@ -109,7 +102,7 @@ pub(super) async fn events_for_post(
                         "SELECT body FROM events WHERE workspace_id = $1 AND post_id = $2 ORDER BY seq DESC LIMIT $3",
                     )
                     .await?;
-                c.query(&st, &[&ws, &post, &(limit.min(i64::MAX as usize) as i64)])
+                c.query(&st, &[&ws, &post, &bigint(limit)])
                     .await?
                     .iter()
                     .map(|r| Event::from_json(r.try_get::<_, &str>(0)?.as_bytes()).map_err(data))
@@ -134,7 +127,7 @@ pub(super) async fn notifications(
                          WHERE workspace_id = $1 ORDER BY id DESC LIMIT $2",
                     )
                     .await?;
-                c.query(&st, &[&ws, &(limit.min(i64::MAX as usize) as i64)])
+                c.query(&st, &[&ws, &bigint(limit)])
                     .await?
                     .iter()
                     .map(|r| {

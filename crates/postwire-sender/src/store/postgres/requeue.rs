@@ -145,7 +145,7 @@ pub(super) async fn recover_failed(
                     return Ok(None);
                 };
                 let st = tx.prepare_cached(RECOVERABLE_SQL).await?;
-                let limit = limit.min(i64::MAX as usize) as i64;
+                let limit = bigint(limit);
                 let failed = tx.query(&st, &[&sub, &since.unix_millis(), &limit]).await?;
                 let mark = tx.prepare_cached(MARK_RESENT_SQL).await?;
                 let now_ms = now.unix_millis();
