@@ -179,8 +179,7 @@ pub(super) async fn record_attempts(
     // Set when the batch holds an attempt recorded already: it is written again with
     // `RECORD_AGAIN_SQL`.
     let again = Arc::new(AtomicBool::new(false));
-    let seen = again.clone();
-    let write = move |c: Client| {
+    let write = |c: Client| {
         let attempts = attempts.clone();
         let again = again.clone();
         Box::pin(async move {
@@ -325,7 +324,7 @@ pub(super) async fn record_attempts(
         }) as BoxFuture<'static, Result<_, PgErr>>
     };
     match store.run("record attempts", &write).await {
-        Err(_) if seen.load(Ordering::Relaxed) => {
+        Err(_) if again.load(Ordering::Relaxed) => {
             tracing::debug!("an attempt of the batch was recorded already: writing the batch again");
             store.run("record attempts", &write).await
         }

@@ -62,6 +62,14 @@ fn claim_as(owner: &str, now: Timestamp, per_subscription: usize) -> ClaimReques
     }
 }
 
+/// [`claim_as`] by an owner that has `in_flight` attempts of `wh_1` claimed already.
+fn claim_as_holding(owner: &str, now: Timestamp, per_subscription: usize, in_flight: usize) -> ClaimRequest {
+    ClaimRequest {
+        in_flight: HashMap::from([("wh_1".to_owned(), in_flight)]),
+        ..claim_as(owner, now, per_subscription)
+    }
+}
+
 #[tokio::test]
 async fn a_database_of_a_newer_schema_version_is_refused_and_a_bad_url_is_invalid() {
     let db = postwire_testpg::database();
@@ -385,9 +393,8 @@ async fn processes_sharing_a_subscription_claim_within_its_request_limit_togethe
     let events = (0..20).map(|_| test_event(t0)).collect();
     stores[0].enqueue(events, t0, None).await.unwrap();
     let claim = |owner: &str, in_flight: usize| ClaimRequest {
-        in_flight: HashMap::from([("wh_1".to_owned(), in_flight)]),
         shared_per_subscription_limit: 4,
-        ..claim_as(owner, t0, 8)
+        ..claim_as_holding(owner, t0, 8, in_flight)
     };
     let a = stores[0].claim(claim("a", 0)).await.unwrap();
     assert_eq!(a.len(), 8, "alone, a claims ahead");
@@ -465,10 +472,7 @@ async fn a_process_own_leases_take_the_room_it_counts_and_another_process_leases
     let (_db, stores, t0) = stores_on_one_database(2).await;
     let events = (0..6).map(|_| test_event(t0)).collect();
     stores[0].enqueue(events, t0, None).await.unwrap();
-    let in_flight = |owner: &str, n: usize| ClaimRequest {
-        in_flight: HashMap::from([("wh_1".to_owned(), n)]),
-        ..claim_as(owner, t0, 2)
-    };
+    let in_flight = |owner: &str, n: usize| claim_as_holding(owner, t0, 2, n);
     let a = stores[0].claim(in_flight("a", 0)).await.unwrap();
     assert_eq!(a.len(), 2, "a has the subscription's whole room");
     // Both requests of a are making their request: no room for a.
