@@ -13,6 +13,7 @@
 #   dist/workerd/  index.js + postwire_wasm_bg.wasm imported as a module (Cloudflare)
 #   dist/edge-light/ the same with the `?module` import Vercel's Edge runtime needs
 #   dist/index.d.ts, dist/index.d.cts: the hand-written TypeScript types
+#   dist/adapters/, dist/once.*, dist/stores/: postwire/{express,hono,next}, postwire/once and postwire/stores/* (plain JavaScript)
 #   postwire/v1a: dist/node/v1a.{cjs,mjs} (+ its .wasm and wasm-v1a-inline.cjs), dist/{workerd,edge-light}/v1a.js (+ its .wasm) and dist/web/v1a.js, over a second module built with
 #     postwire-wasm's `ed25519` feature (`whpk_` keys, v1a), so the default module keeps its size
 set -euo pipefail
@@ -156,6 +157,17 @@ for adapter in express hono next; do
     --external:postwire --outfile="dist/adapters/$adapter.cjs" --log-level=warning
   cp "types/$adapter.d.ts" "dist/adapters/$adapter.d.ts"
   cp "types/$adapter.d.ts" "dist/adapters/$adapter.d.cts"
+done
+# postwire/once (processOnce, memoryStore) and the stores (postwire/stores/redis, postgres,
+# cloudflare): plain JavaScript over the application's own clients, ESM and CommonJS.
+mkdir -p dist/stores
+for module in once stores/redis stores/postgres stores/cloudflare; do
+  esbuild "src/$module.js" --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
+    --outfile="dist/$module.js" --log-level=warning
+  esbuild "src/$module.js" --bundle --platform=node --format=cjs --target=node18 --keep-names \
+    --outfile="dist/$module.cjs" --log-level=warning
+  cp "types/$module.d.ts" "dist/$module.d.ts"
+  cp "types/$module.d.ts" "dist/$module.d.cts"
 done
 esbuild src/entries/edge-light.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   '--external:./postwire_wasm_bg.wasm?module' --outfile=dist/edge-light/index.js --log-level=warning

@@ -6,7 +6,9 @@
 #   3. `node --test` against the built package: every tests/vectors file, the drop-in API,
 #      hostile inputs, both module systems, the exports map, Bun and Deno, the types (tsc),
 #      workerd through Miniflare, edge-light in the edge-runtime package, Hono in every
-#      runtime, the cold start against standardwebhooks, and a page in headless Chromium
+#      runtime, the cold start against standardwebhooks, a page in headless Chromium, and
+#      once-processing: the protocol, every store's conformance (throwaway redis-server and
+#      PostgreSQL, D1/Durable Objects/KV in Miniflare) and two receiver processes sharing one store
 #   4. smoke runs of the benchmarks (all verifiers agree in every runtime; figures not meaningful)
 # Needs the tools of scripts/setup.sh. Run from anywhere: bash npm/test.sh
 set -euo pipefail
@@ -55,5 +57,6 @@ node bench/v1a.mjs --quick   # postwire/v1a and node:crypto's Ed25519 accept ali
 # Every runtime (Node, Bun, Deno, workerd, Chromium): each verifier accepts and rejects alike.
 node bench/runtimes.mjs --quick
 node bench/cold.mjs --quick       # fresh processes: each verifier accepts a valid delivery cold
+node bench/once.mjs --quick       # every store answers a fresh id 204 and a copy as a duplicate
 
 step "npm package: all tests passed"

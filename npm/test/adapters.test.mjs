@@ -241,9 +241,9 @@ test("postwire/hono on workerd (Miniflare), bundled with the workerd condition",
   }
 });
 
-test("postwire/next's route handler over real HTTP, with a pluggable store", async () => {
+test("postwire/next's route handler over real HTTP, with a store of the former claim/release interface", async () => {
   const rec = recorder();
-  // A store as a Redis one would be: async, shared by two handlers (two instances).
+  // A store of the former two-method interface, async, shared by two handlers (two instances).
   const taken = new Map();
   const store = {
     claim: async (id) => (taken.has(id) ? false : (taken.set(id, true), true)),
@@ -284,11 +284,13 @@ test("createHandler checks its arguments", () => {
   assert.throws(() => nextHandler({ "post.publishd": () => {} }, { secret: SECRET }), /not an event type/);
   assert.throws(() => nextHandler({ "post.published": 1 }, { secret: SECRET }), /not a function/);
   assert.throws(() => nextHandler({}, { secret: "whsec_!!!!" }), { code: "invalid_secret" }, "a secret given at creation is checked then");
-  assert.throws(() => nextHandler({}, { secret: SECRET, store: {} }), /claim\(id\) and release\(id\)/);
+  assert.throws(() => nextHandler({}, { secret: SECRET, store: {} }), /claim\(id, token\), complete\(id, token\) and release\(id, token\)/);
   assert.throws(() => nextHandler({}, { secret: "whsec_!!!!" }), { code: "invalid_secret" });
   const store = memoryStore();
-  assert.equal(store.claim("x"), true);
-  assert.equal(store.claim("x"), false);
-  store.release("x");
-  assert.equal(store.claim("x"), true);
+  assert.deepEqual(store.claim("x", "t1"), { state: "claimed" });
+  assert.equal(store.claim("x", "t2").state, "busy");
+  assert.equal(store.release("x", "t1"), true);
+  assert.deepEqual(store.claim("x", "t2"), { state: "claimed" });
+  assert.equal(store.complete("x", "t2"), true);
+  assert.deepEqual(store.claim("x", "t3"), { state: "done" });
 });

@@ -13,4 +13,7 @@ test("tsc accepts the consumer files against dist/index.d.ts and dist/index.d.ct
   assert.equal(r.status, 0, r.stdout + r.stderr);
   assert.match(r.stdout, /npm\/dist\/index\.d\.ts/);
   assert.match(r.stdout, /npm\/dist\/index\.d\.cts/);
+  for (const types of ["once.d.ts", "once.d.cts", "stores/redis.d.ts", "stores/redis.d.cts", "stores/postgres.d.cts", "stores/cloudflare.d.ts", "stores/cloudflare.d.cts"]) {
+    assert.ok(r.stdout.includes(`npm/dist/${types}`), `${types} checked`);
+  }
 });

@@ -1,10 +1,11 @@
 // postwire/express: an Express (4 or 5) middleware that verifies, de-duplicates and dispatches deliveries.
-import type { DeliveryStore, EventHandlers, HandlerOptions, ReplayGuardOptions } from "postwire";
+import type { DeliveryStore, EventHandlers, HandlerOptions, MemoryStore, MemoryStoreOptions, OnceStore } from "postwire";
 
-export type { DeliveryStore, EventHandlers, HandlerOptions };
+export type { DeliveryStore, EventHandlers, HandlerOptions, OnceStore };
+export { processOnce } from "postwire/once";
 
-/** The default store: handled ids in memory (a `ReplayGuard`: 100 000 ids, 25 h each). */
-export declare function memoryStore(options?: ReplayGuardOptions): DeliveryStore;
+/** The default store: ids in this process's memory only (100 000 ids; claims 30 s, done ids 25 h). */
+export declare function memoryStore(options?: MemoryStoreOptions): MemoryStore;
 
 export interface ExpressHandlerOptions extends HandlerOptions {
   /** The largest body read, in bytes (413 beyond). Default 1 MiB. */
@@ -29,7 +30,9 @@ export interface ResponseLike {
  * Reads the raw body itself (no body parser needed; after `express.raw()` or
  * `express.text()` it uses theirs). Answers: 400 `{code, message}` when the delivery does
  * not verify, 202 for a type without a handler, 200 `{duplicate: true}` for an id already
- * handled, 204 when the handler returned, 500 when it threw (the sender retries), and 500
+ * handled, 409 `in_progress` (with `retry-after`) while another copy is being handled, 204
+ * when the handler returned, 500 when it threw (the sender retries), 503
+ * `store_unavailable` (with `retry-after`) when the store could not be asked, and 500
  * `raw_body_unavailable` (with the fix) when `express.json()` consumed the body first.
  */
 export declare function createHandler(

@@ -1,20 +1,21 @@
 // postwire/hono: a Hono handler that verifies, de-duplicates and dispatches deliveries.
-import type { DeliveryStore, EventHandlers, HandlerOptions, ReplayGuardOptions } from "postwire";
+import type { DeliveryStore, EventHandlers, HandlerOptions, MemoryStore, MemoryStoreOptions, OnceStore } from "postwire";
 
-export type { DeliveryStore, EventHandlers, HandlerOptions };
+export type { DeliveryStore, EventHandlers, HandlerOptions, OnceStore };
+export { processOnce } from "postwire/once";
 
-/** The default store: handled ids in memory (a `ReplayGuard`: 100 000 ids, 25 h each). */
-export declare function memoryStore(options?: ReplayGuardOptions): DeliveryStore;
+/** The default store: ids in this process's memory only (100 000 ids; claims 30 s, done ids 25 h). */
+export declare function memoryStore(options?: MemoryStoreOptions): MemoryStore;
 
 /** The parts of Hono's `Context` the handler uses. */
 export interface ContextLike {
   req: { arrayBuffer(): Promise<ArrayBuffer>; raw: { headers: Headers } };
-  json(object: any, status?: any): Response;
-  body(data: null, status?: any): Response;
+  json(object: any, status?: any, headers?: Record<string, string>): Response;
+  body(data: null, status?: any, headers?: Record<string, string>): Response;
 }
 
 /**
  * `app.post("/webhooks", createHandler({ "post.published": (event) => ... }, { secret }))`.
- * Answers as `postwire/express` does (400, 202, 200 duplicate, 204, 500).
+ * Answers as `postwire/express` does (400, 202, 200 duplicate, 204, 409, 500, 503).
  */
 export declare function createHandler(handlers: EventHandlers, options: HandlerOptions): (c: ContextLike) => Promise<Response>;

@@ -318,15 +318,82 @@ export type EventHandlers = {
 };
 
 /**
- * Where the adapters record handled `webhook-id`s (delivery is at least once). The default
- * is in memory, per process or isolate; implement these two methods over Redis
- * (`SET id 1 NX EX 90000`), Workers KV or a database to share it.
+ * A store's answer to a claim: `"claimed"` (this copy holds the id now: run the handler),
+ * `"done"` (already handled: 200 duplicate), `"busy"` (another copy holds a live claim: 409,
+ * retry after `retryAfterMs`).
+ */
+export type ClaimResult = { state: "claimed" } | { state: "done" } | { state: "busy"; retryAfterMs: number };
+
+/**
+ * Where once-processing records `webhook-id`s (see the README's "Process each delivery
+ * once"). Each method may return a value or a promise; a store that throws or rejects
+ * makes the delivery a 503 (the handler does not run). `token` is a fresh random string
+ * per copy of a delivery.
+ */
+export interface OnceStore {
+  /**
+   * Atomically: when `id` is unknown, or its claim or done mark has expired, record
+   * `{token, a lease of leaseMs}` and answer `"claimed"`; when it is done, `"done"`; when
+   * another token's lease is live, `"busy"` with the lease's time left.
+   */
+  claim(id: string, token: string): ClaimResult | Promise<ClaimResult>;
+  /**
+   * The handler returned: mark `id` done for keepMs, unless another token holds a live
+   * claim on it or it is done already (then change nothing and answer `false`).
+   */
+  complete(id: string, token: string): boolean | Promise<boolean>;
+  /** The handler threw: forget `id` if `token` still holds it (`true`), else change nothing. */
+  release(id: string, token: string): boolean | Promise<boolean>;
+}
+
+/** The times every store factory takes. */
+export interface StoreTimes {
+  /** How long a claim holds an id before another copy may take it over, in ms. Default 30 000: above the handler's longest run. */
+  leaseMs?: number;
+  /** How long a done id is remembered, in ms. Default 90 000 000 (25 h): above the sender's retry span. */
+  keepMs?: number;
+}
+
+/** The in-memory store's options. */
+export interface MemoryStoreOptions extends StoreTimes {
+  /** The most ids held; the oldest is dropped beyond it. Default 100 000. */
+  capacity?: number;
+  /** The former name of `keepMs`, in seconds. */
+  ttlSeconds?: number;
+  /** The clock, in ms since the epoch. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** The in-memory store: one process (or isolate) only, with its `size` (ids held). */
+export interface MemoryStore extends OnceStore {
+  readonly size: number;
+}
+
+/**
+ * The former store interface: `claim(id)` true when the id was not taken, `release(id)`
+ * after a failed handler. Still accepted; a `false` claim is then answered 200 duplicate
+ * even while the other copy is still being handled, so implement `OnceStore` instead.
  */
 export interface DeliveryStore {
   /** Records `id` as taken; `false` if it already was (handled, or being handled). */
   claim(id: string): boolean | Promise<boolean>;
   /** Forgets `id` after its handler failed, so the sender's retry is handled. */
   release(id: string): void | Promise<void>;
+}
+
+/** An answer of `processOnce` (and of the adapters): the HTTP status, its JSON body and headers. */
+export interface OnceAnswer {
+  status: 200 | 204 | 409 | 500 | 503;
+  json?: { duplicate: true } | { code: "in_progress" | "handler_failed" | "store_unavailable"; message: string };
+  headers?: { "retry-after": string };
+}
+
+/** The options of `processOnce`. */
+export interface ProcessOnceOptions {
+  /** How long one store call may take before the answer is 503, in ms. Default 5000. */
+  storeTimeoutMs?: number;
+  /** Called with a handler's or the store's error; default `console.error`. */
+  onError?: (error: unknown, event: { id: string; type?: string }) => void;
 }
 
 export interface HandlerOptions {
@@ -337,11 +404,13 @@ export interface HandlerOptions {
    * again at each request; a request without a secret is answered 500 `missing_secret`.
    */
   secret: WebhookSecret | readonly WebhookSecret[] | undefined | (() => WebhookSecret | readonly WebhookSecret[] | undefined);
-  /** Handled ids; default `memoryStore()`. */
-  store?: DeliveryStore;
+  /** Where ids are claimed and marked done; default `memoryStore()` (this process only). */
+  store?: OnceStore | DeliveryStore;
+  /** How long one store call may take before the answer is 503, in ms. Default 5000. */
+  storeTimeoutMs?: number;
   /** How far `webhook-timestamp` may be from now, each way. Default 300. */
   toleranceInSeconds?: number;
-  /** Called with a handler's error before the 500; default `console.error`. */
+  /** Called with a handler's error before the 500, or the store's before the 503; default `console.error`. */
   onError?: (error: unknown, event: WebhookEvent) => void;
 }
 

@@ -1,32 +1,29 @@
-// What every framework adapter shares: verify a delivery's raw body, de-duplicate it by
-// `webhook-id` in a pluggable store, call the handler of its event type, and choose the
-// HTTP answer the sender acts on. Each adapter (express.js, hono.js, next.js) only reads
-// the raw body and headers its framework's way and writes the answer back.
+// What every framework adapter shares: verify a delivery's raw body, process it once by
+// `webhook-id` through a pluggable store (the protocol: ../once.js), call the handler of
+// its event type, and choose the HTTP answer the sender acts on. Each adapter (express.js,
+// hono.js, next.js) only reads the raw body and headers its framework's way and writes the
+// answer back.
 //
 // Answers, in order:
 //   400 {code, message}    the delivery did not verify (a stable code; the sender's retries will fail alike)
 //   202 {ignored: type}    it verified, but its type has no handler here or is unknown to this
 //                          version: acknowledged, so the sender does not retry it for a day
-//   200 {duplicate: true}  its webhook-id was already handled (or is being handled right now)
+//   200 {duplicate: true}  its webhook-id was already handled
+//   409 {code: "in_progress"} + retry-after: another copy of it is being handled right now
 //   204                    the handler returned
 //   500 {code: "handler_failed"}  the handler threw: the id is released so the retry runs it again
+//   503 {code: "store_unavailable"} + retry-after: the store could not be asked; the handler did not run
 // The package is imported by its own name, so each runtime's export condition picks the build.
-import { Webhook, WebhookVerificationError, ReplayGuard, EVENT_TYPES } from "postwire";
+import { Webhook, WebhookVerificationError, EVENT_TYPES } from "postwire";
+import { memoryStore, onceStore, runOnce, DEFAULT_STORE_TIMEOUT_MS } from "../once.js";
+
+export { memoryStore };
 
 const KNOWN_TYPES = new Set(EVENT_TYPES);
 
-/** The in-memory store: one per process (or isolate), ids kept 25 h (the sender's retry span). */
-export function memoryStore(options) {
-  const guard = new ReplayGuard(options);
-  return {
-    claim: (id) => guard.checkAndRecord(id) === "fresh",
-    release: (id) => guard.forget(id),
-  };
-}
-
 /**
  * Checks the options every adapter takes and returns the function that answers one
- * delivery: `(body: Uint8Array | string, headers) => Promise<{ status, json? }>`.
+ * delivery: `(body: Uint8Array | string, headers) => Promise<{ status, json?, headers? }>`.
  */
 export function createDispatcher(handlers, options) {
   if (handlers === null || typeof handlers !== "object") {
@@ -36,9 +33,10 @@ export function createDispatcher(handlers, options) {
     if (!KNOWN_TYPES.has(type)) throw new TypeError(`createHandler: "${type}" is not an event type (${EVENT_TYPES.join(", ")})`);
     if (typeof fn !== "function") throw new TypeError(`createHandler: the handler of "${type}" is not a function`);
   }
-  const { secret, store = memoryStore(), onError = defaultOnError, toleranceInSeconds } = options ?? {};
-  if (typeof store?.claim !== "function" || typeof store?.release !== "function") {
-    throw new TypeError("createHandler: options.store must have claim(id) and release(id)");
+  const { secret, onError = defaultOnError, toleranceInSeconds, storeTimeoutMs = DEFAULT_STORE_TIMEOUT_MS } = options ?? {};
+  const store = onceStore(options?.store ?? memoryStore(), "createHandler: options.store");
+  if (!Number.isSafeInteger(storeTimeoutMs) || storeTimeoutMs < 1) {
+    throw new TypeError("createHandler: options.storeTimeoutMs must be a positive whole number of milliseconds");
   }
   const webhookOptions = toleranceInSeconds === undefined ? {} : { toleranceInSeconds };
   // The secret may be missing when the module is evaluated (Next.js evaluates routes at
@@ -72,20 +70,13 @@ export function createDispatcher(handlers, options) {
     }
     const handler = handlers[event.type];
     if (handler === undefined) return { status: 202, json: { ignored: event.type } };
-    if (!(await store.claim(event.id))) return { status: 200, json: { duplicate: true } };
-    try {
-      await handler(event);
-    } catch (err) {
-      await store.release(event.id);
-      onError(err, event);
-      return { status: 500, json: { code: "handler_failed", message: `the handler of ${event.type} failed; the sender will retry` } };
-    }
-    return { status: 204 };
+    return runOnce(event, handler, store, storeTimeoutMs, onError);
   };
 }
 
 function defaultOnError(err, event) {
-  console.error(`postwire: the handler of ${event.type} (${event.id}) failed:`, err);
+  // A handler's error, or the store's (the answer was then 503).
+  console.error(`postwire: processing ${event.type} (${event.id}) failed:`, err);
 }
 
 /** The `type` of a verified JSON body when it is a string that is not a known event type. */

@@ -8,6 +8,7 @@
 import { createDispatcher, memoryStore } from "./core.js";
 
 export { memoryStore };
+export { processOnce } from "../once.js";
 
 /** Bodies larger than this are refused (413) before they are read in full. */
 const DEFAULT_LIMIT = 1024 * 1024;
@@ -26,8 +27,8 @@ export function createHandler(handlers, options) {
         if (body === null) {
           return send(res, 413, { code: "payload_too_large", message: `the body is over ${limit} bytes (options.limit)` });
         }
-        const { status, json } = await dispatch(body, req.headers);
-        send(res, status, json);
+        const { status, json, headers } = await dispatch(body, req.headers);
+        send(res, status, json, headers);
       },
       (err) => {
         if (err instanceof RawBodyGone) {
@@ -41,7 +42,8 @@ export function createHandler(handlers, options) {
   };
 }
 
-function send(res, status, json) {
+function send(res, status, json, headers) {
+  for (const [name, value] of Object.entries(headers ?? {})) res.setHeader(name, value);
   if (json === undefined) {
     res.statusCode = status;
     res.end();

@@ -5,13 +5,14 @@
 import { createDispatcher, memoryStore } from "./core.js";
 
 export { memoryStore };
+export { processOnce } from "../once.js";
 
 /** A Hono handler that verifies, de-duplicates and dispatches a delivery (answers: see core.js). */
 export function createHandler(handlers, options) {
   const dispatch = createDispatcher(handlers, options);
   return async function postwireWebhooks(c) {
     const body = new Uint8Array(await c.req.arrayBuffer());
-    const { status, json } = await dispatch(body, c.req.raw.headers);
-    return json === undefined ? c.body(null, status) : c.json(json, status);
+    const { status, json, headers } = await dispatch(body, c.req.raw.headers);
+    return json === undefined ? c.body(null, status, headers) : c.json(json, status, headers);
   };
 }

@@ -5,6 +5,7 @@
 import { createDispatcher, memoryStore } from "./core.js";
 
 export { memoryStore };
+export { processOnce } from "../once.js";
 
 /** A Fetch route handler that verifies, de-duplicates and dispatches a delivery (answers: see core.js). */
 export function createHandler(handlers, options) {
@@ -17,7 +18,7 @@ export function createHandler(handlers, options) {
       );
     }
     const body = new Uint8Array(await request.arrayBuffer());
-    const { status, json } = await dispatch(body, request.headers);
-    return json === undefined ? new Response(null, { status }) : Response.json(json, { status });
+    const { status, json, headers } = await dispatch(body, request.headers);
+    return json === undefined ? new Response(null, { status, headers }) : Response.json(json, { status, headers });
   };
 }

@@ -1,0 +1,228 @@
+// postwire/once: process each delivery once, across processes and serverless instances.
+//
+// The protocol every adapter (postwire/express, postwire/hono, postwire/next) and
+// `processOnce` share, over a store of `webhook-id`s (memoryStore here; Redis, PostgreSQL
+// and Cloudflare stores under postwire/stores/*). Each copy of a delivery:
+//   1. claims its id with a random token and a lease (`leaseMs`, default 30 s);
+//   2. the store answers "claimed" (run the handler), "done" (already handled: 200
+//      {duplicate: true}) or "busy" (another copy holds a live lease: 409 with
+//      retry-after, never 2xx: that copy's handler may still fail);
+//   3. the handler returns: the id is marked done for `keepMs` (default 25 h, above the
+//      sender's retry span), 204; it throws: the claim is released, 500, and the sender's
+//      retry runs it again;
+//   a store that throws or does not answer within `storeTimeoutMs`: 503 with retry-after,
+//   and the handler is not run (never process without the claim).
+// A process that dies mid-handler leaves a claim whose lease expires; the next retry after
+// it runs the handler again: at least once across a crash, once otherwise.
+// Pure JavaScript, no imports: it runs wherever the adapters do (Node, Bun, Deno, workerd).
+
+/** How long a claim holds an id before another copy may take it over (ms). */
+export const DEFAULT_LEASE_MS = 30_000;
+/** How long a done id is remembered (ms): 25 h, above the postwire sender's ~23 h of retries. */
+export const DEFAULT_KEEP_MS = 25 * 3600 * 1000;
+/** How long one store call may take before the delivery is answered 503 (ms). */
+export const DEFAULT_STORE_TIMEOUT_MS = 5_000;
+/** The retry-after of a 503 (store unavailable), in seconds. */
+const STORE_DOWN_RETRY_AFTER_SECONDS = 5;
+/** The most ids the memory store holds; the oldest is dropped beyond it. */
+const DEFAULT_MEMORY_CAPACITY = 100_000;
+
+/** A random claim token: 128 bits, hex. Unique per claim; it is not a secret. */
+export function newToken() {
+  const bytes = new Uint8Array(16);
+  const crypto = globalThis.crypto;
+  if (crypto && typeof crypto.getRandomValues === "function") crypto.getRandomValues(bytes);
+  else for (let i = 0; i < bytes.length; i++) bytes[i] = Math.floor(Math.random() * 256);
+  let hex = "";
+  for (const b of bytes) hex += b.toString(16).padStart(2, "0");
+  return hex;
+}
+
+/**
+ * The `{ leaseMs, keepMs }` every store factory takes, checked, with the defaults.
+ * `name` is the factory's, for the error message.
+ */
+export function storeTimes(options, name) {
+  const leaseMs = options?.leaseMs ?? DEFAULT_LEASE_MS;
+  const keepMs = options?.keepMs ?? DEFAULT_KEEP_MS;
+  for (const [key, value] of [["leaseMs", leaseMs], ["keepMs", keepMs]]) {
+    if (!Number.isSafeInteger(value) || value < 1) {
+      throw new TypeError(`${name}: options.${key} must be a positive whole number of milliseconds (got ${String(value)})`);
+    }
+  }
+  return { leaseMs, keepMs };
+}
+
+/**
+ * The default store: ids in this process's (or isolate's) memory. Two processes, two
+ * serverless instances or two Worker isolates each have their own, so each would run the
+ * handler of the same delivery: use a shared store (postwire/stores/*) there.
+ * Options: `leaseMs`, `keepMs` (or the former `ttlSeconds`), `capacity` (100 000 ids; the
+ * oldest is dropped beyond it), `now` (a clock in ms, for tests).
+ */
+export function memoryStore(options) {
+  const { leaseMs, keepMs } = storeTimes(
+    { ...options, keepMs: options?.keepMs ?? (options?.ttlSeconds === undefined ? undefined : options.ttlSeconds * 1000) },
+    "memoryStore",
+  );
+  const capacity = options?.capacity ?? DEFAULT_MEMORY_CAPACITY;
+  if (!Number.isSafeInteger(capacity) || capacity < 1) throw new TypeError("memoryStore: options.capacity must be a positive whole number");
+  const now = options?.now ?? Date.now;
+  /** id → { token: the claim's, or null once done; until: when it is forgotten (ms) }, oldest first. */
+  const entries = new Map();
+  const put = (id, entry) => {
+    entries.delete(id); // to the end: the map stays in (roughly) expiry order
+    entries.set(id, entry);
+    if (entries.size > capacity) entries.delete(entries.keys().next().value);
+  };
+  const sweep = (t) => {
+    for (const [id, entry] of entries) {
+      if (entry.until > t) break;
+      entries.delete(id);
+    }
+  };
+  return {
+    claim(id, token) {
+      const t = now();
+      sweep(t);
+      const entry = entries.get(id);
+      if (entry !== undefined && entry.until > t) {
+        return entry.token === null ? { state: "done" } : { state: "busy", retryAfterMs: entry.until - t };
+      }
+      put(id, { token, until: t + leaseMs });
+      return { state: "claimed" };
+    },
+    complete(id, token) {
+      const t = now();
+      const entry = entries.get(id);
+      if (entry !== undefined && entry.until > t && entry.token !== token) return false;
+      put(id, { token: null, until: t + keepMs });
+      return true;
+    },
+    release(id, token) {
+      const entry = entries.get(id);
+      if (entry === undefined || entry.token !== token) return false;
+      entries.delete(id);
+      return true;
+    },
+    /** How many ids are held (claimed or done, expired ones not yet swept included). */
+    get size() {
+      return entries.size;
+    },
+  };
+}
+
+/**
+ * The store as the protocol calls it. A store of the former two-method interface
+ * (`claim(id) → boolean`, `release(id)`) still works: `false` reads as done, so a copy
+ * arriving while another is handled is answered 200 duplicate, as before.
+ */
+export function onceStore(store, name = "processOnce") {
+  if (store === null || typeof store !== "object" || typeof store.claim !== "function" || typeof store.release !== "function") {
+    throw new TypeError(`${name}: the store must have claim(id, token), complete(id, token) and release(id, token)`);
+  }
+  if (typeof store.complete === "function") return store;
+  return {
+    claim: async (id) => ((await store.claim(id)) ? { state: "claimed" } : { state: "done" }),
+    complete: () => true,
+    release: async (id) => {
+      await store.release(id);
+      return true;
+    },
+  };
+}
+
+/** A store call that did not answer within `storeTimeoutMs`. */
+export class StoreTimeoutError extends Error {
+  constructor(ms) {
+    super(`the idempotency store did not answer within ${ms} ms`);
+    this.name = "StoreTimeoutError";
+  }
+}
+
+function withTimeout(value, ms) {
+  if (!(value instanceof Promise) && typeof value?.then !== "function") return value;
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new StoreTimeoutError(ms)), ms);
+  });
+  return Promise.race([value, timeout]).finally(() => clearTimeout(timer));
+}
+
+const seconds = (ms) => String(Math.max(1, Math.ceil(ms / 1000)));
+
+/** The answer when the store could not be asked: the handler did not run, the sender retries. */
+function storeDown() {
+  return {
+    status: 503,
+    headers: { "retry-after": String(STORE_DOWN_RETRY_AFTER_SECONDS) },
+    json: { code: "store_unavailable", message: "the idempotency store is unavailable; the handler did not run, retry later" },
+  };
+}
+
+function defaultOnError(err, event) {
+  console.error(`postwire: processing ${event?.id} failed:`, err);
+}
+
+/**
+ * Runs `handler(event)` at most once at a time per `event.id`, and once in all unless a
+ * process dies mid-handler, through `store`; returns the HTTP answer as
+ * `{ status, json?, headers? }`:
+ *   204 the handler returned (the id is done for keepMs);
+ *   200 {duplicate: true} the id is done, the handler was not run;
+ *   409 {code: "in_progress"} + retry-after: another copy holds a live claim;
+ *   500 {code: "handler_failed"} the handler threw (the claim is released);
+ *   503 {code: "store_unavailable"} + retry-after: the store threw or timed out.
+ * Options: `storeTimeoutMs` (default 5000), `onError(error, event)` (handler and store
+ * errors; default console.error).
+ */
+export async function processOnce(event, handler, store, options) {
+  if (typeof event?.id !== "string" || event.id === "") throw new TypeError("processOnce: the event must have a string id (a verified event)");
+  if (typeof handler !== "function") throw new TypeError("processOnce: the handler must be a function");
+  return runOnce(event, handler, onceStore(store), options?.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS, options?.onError ?? defaultOnError);
+}
+
+/** processOnce with its arguments checked once (the adapters check theirs at creation). */
+export async function runOnce(event, handler, store, storeTimeoutMs, onError) {
+  const token = newToken();
+  let claimed;
+  try {
+    claimed = await withTimeout(store.claim(event.id, token), storeTimeoutMs);
+  } catch (err) {
+    onError(err, event);
+    return storeDown();
+  }
+  switch (claimed?.state) {
+    case "claimed":
+      break;
+    case "done":
+      return { status: 200, json: { duplicate: true } };
+    case "busy":
+      return {
+        status: 409,
+        headers: { "retry-after": seconds(claimed.retryAfterMs ?? 1000) },
+        json: { code: "in_progress", message: "another copy of this delivery is being handled; retry later" },
+      };
+    default:
+      onError(new TypeError(`the store's claim answered ${JSON.stringify(claimed)}, not {state: "claimed" | "done" | "busy"}`), event);
+      return storeDown();
+  }
+  try {
+    await handler(event);
+  } catch (err) {
+    onError(err, event);
+    try {
+      await withTimeout(store.release(event.id, token), storeTimeoutMs);
+    } catch (releaseErr) {
+      onError(releaseErr, event); // the lease expires instead: the retry after it runs the handler
+    }
+    return { status: 500, json: { code: "handler_failed", message: `the handler of ${event.type ?? "the event"} failed; the sender will retry` } };
+  }
+  try {
+    await withTimeout(store.complete(event.id, token), storeTimeoutMs);
+  } catch (err) {
+    // The work is done: answering an error would make the sender retry it after the lease.
+    onError(err, event);
+  }
+  return { status: 204 };
+}

@@ -1,0 +1,180 @@
+// Every once-processing store against the shared conformance suite (test/stores/
+// conformance.mjs) on real servers: memoryStore; redisStore over node-redis and over
+// ioredis on a throwaway redis-server; postgresStore over a pg Pool and a pg Client on a
+// throwaway PostgreSQL cluster; d1Store, durableObjectStore and kvStore in workerd
+// (Miniflare) with real bindings. Plus what only some stores have: the table PostgreSQL
+// creates and sweeps, the Redis keys and their expiry, and the scripts surviving a
+// SCRIPT FLUSH.
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { createRequire } from "node:module";
+import { execFileSync } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Miniflare } from "miniflare";
+import { memoryStore } from "postwire/once";
+import { redisStore } from "postwire/stores/redis";
+import { postgresStore, postgresSchema } from "postwire/stores/postgres";
+import { conformance } from "./stores/conformance.mjs";
+import { startPostgres, startRedis } from "./stores/servers.mjs";
+
+const require = createRequire(new URL("../../package.json", import.meta.url));
+const { createClient } = require("redis");
+const IoRedis = require("ioredis");
+const pg = require("pg");
+const npmDir = fileURLToPath(new URL("..", import.meta.url));
+const rootDir = fileURLToPath(new URL("../..", import.meta.url));
+
+const cleanups = [];
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+});
+
+test("memoryStore passes the conformance suite", async (t) => {
+  await conformance(t, "memory", (times) => memoryStore(times));
+});
+
+test("memoryStore is bounded by capacity, and by keepMs on an injected clock", () => {
+  let now = 1_000_000;
+  const store = memoryStore({ capacity: 3, keepMs: 1000, leaseMs: 100, now: () => now });
+  for (const id of ["a", "b", "c", "d"]) {
+    assert.deepEqual(store.claim(id, "t"), { state: "claimed" });
+    assert.equal(store.complete(id, "t"), true);
+  }
+  assert.equal(store.size, 3, "the oldest id is dropped beyond capacity");
+  assert.deepEqual(store.claim("d", "u"), { state: "done" });
+  now += 999;
+  assert.deepEqual(store.claim("d", "u"), { state: "done" });
+  now += 1;
+  assert.deepEqual(store.claim("x", "u"), { state: "claimed" });
+  assert.equal(store.size, 1, "expired ids are swept on the next claim");
+  now += 100;
+  assert.deepEqual(store.claim("x", "v"), { state: "claimed" }, "the lease ran out");
+  assert.throws(() => memoryStore({ leaseMs: 0 }), /leaseMs must be a positive whole number/);
+  assert.throws(() => memoryStore({ keepMs: 1.5 }), /keepMs/);
+  assert.deepEqual(memoryStore({ ttlSeconds: 1, now: () => now }).claim("y", "t"), { state: "claimed" }, "the former ttlSeconds is accepted");
+});
+
+const redis = await startRedis();
+cleanups.push(() => redis.close());
+
+test("redisStore over node-redis passes the conformance suite", async (t) => {
+  const client = createClient({ url: redis.url });
+  await client.connect();
+  cleanups.push(() => client.quit());
+  await conformance(t, "node-redis", (times) => redisStore(client, { ...times, prefix: "conf:nr:" }));
+});
+
+test("redisStore over ioredis passes the conformance suite", async (t) => {
+  const client = new IoRedis(redis.url);
+  cleanups.push(async () => client.disconnect());
+  await conformance(t, "ioredis", (times) => redisStore(client, { ...times, prefix: "conf:io:" }));
+});
+
+test("redisStore: one key per id with its expiry, shared by both clients; scripts reloaded after SCRIPT FLUSH", async () => {
+  const nodeRedis = createClient({ url: redis.url });
+  await nodeRedis.connect();
+  const io = new IoRedis(redis.url);
+  try {
+    const a = redisStore(nodeRedis, { prefix: "both:", leaseMs: 5_000, keepMs: 50_000 });
+    const b = redisStore(io, { prefix: "both:", leaseMs: 5_000, keepMs: 50_000 });
+    assert.deepEqual(await a.claim("msg_1", "tok_a"), { state: "claimed" });
+    assert.equal(await io.get("both:msg_1"), "c:tok_a");
+    const pttl = await io.pttl("both:msg_1");
+    assert.ok(pttl > 4_000 && pttl <= 5_000, `lease PTTL ${pttl}`);
+    assert.equal((await b.claim("msg_1", "tok_b")).state, "busy", "the other client sees the claim");
+    assert.equal(await b.complete("msg_1", "tok_b"), false);
+    assert.equal(await a.complete("msg_1", "tok_a"), true);
+    assert.equal(await io.get("both:msg_1"), "d");
+    const kept = await io.pttl("both:msg_1");
+    assert.ok(kept > 45_000 && kept <= 50_000, `done PTTL ${kept}`);
+    assert.deepEqual(await b.claim("msg_1", "tok_b"), { state: "done" });
+    await io.script("FLUSH");
+    assert.equal(await b.release("msg_1", "tok_b"), false, "EVALSHA after a flush falls back to EVAL");
+    assert.deepEqual(await a.claim("msg_1", "tok_c"), { state: "done" });
+    assert.throws(() => redisStore({}), /node-redis \(v4\+\) or ioredis/);
+  } finally {
+    await nodeRedis.quit();
+    io.disconnect();
+  }
+});
+
+const postgres = await startPostgres();
+cleanups.push(() => postgres.close());
+
+test("postgresStore over a pg Pool passes the conformance suite", async (t) => {
+  const pool = new pg.Pool({ ...postgres.config, max: 8 });
+  cleanups.push(() => pool.end());
+  await conformance(t, "pg-pool", (times) => postgresStore(pool, { ...times, table: `conf_pool_${times.leaseMs}` }));
+});
+
+test("postgresStore over a pg Client passes the conformance suite", async (t) => {
+  const client = new pg.Client(postgres.config);
+  await client.connect();
+  cleanups.push(() => client.end());
+  await conformance(t, "pg-client", (times) => postgresStore(client, { ...times, table: `conf_client_${times.leaseMs}` }));
+});
+
+test("postgresStore creates its table on first use and sweeps expired rows in bounded steps", async () => {
+  const pool = new pg.Pool(postgres.config);
+  try {
+    const store = postgresStore(pool, { table: "swept", leaseMs: 200, keepMs: 200, sweepEvery: 5, sweepLimit: 3 });
+    const columns = async () =>
+      (await pool.query("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'swept' ORDER BY ordinal_position")).rows;
+    assert.deepEqual(await columns(), [], "nothing before the first delivery");
+    for (let i = 0; i < 4; i++) {
+      assert.deepEqual(await store.claim(`msg_${i}`, "t"), { state: "claimed" });
+      assert.equal(await store.complete(`msg_${i}`, "t"), true);
+    }
+    assert.deepEqual(await columns(), [
+      { column_name: "id", data_type: "text" },
+      { column_name: "token", data_type: "text" },
+      { column_name: "expires_at", data_type: "timestamp with time zone" },
+    ]);
+    const count = async () => Number((await pool.query("SELECT count(*) FROM swept")).rows[0].count);
+    assert.equal(await count(), 4);
+    await sleep(400);
+    await store.claim("msg_new", "t"); // the fifth claim starts a sweep of at most 3 expired rows
+    for (let i = 0; i < 100 && (await count()) !== 2; i++) await sleep(20);
+    assert.equal(await count(), 2, "4 expired rows, 3 swept, and the new claim");
+    assert.equal(await store.sweep(), 1);
+    assert.equal(await count(), 1);
+    assert.match(postgresSchema("swept").join(";"), /CREATE TABLE IF NOT EXISTS swept .*CREATE INDEX IF NOT EXISTS swept_expires_at/s);
+    assert.throws(() => postgresStore(pool, { table: "x; DROP TABLE y" }), /options\.table/);
+    assert.throws(() => postgresStore({}), /pg Pool or Client/);
+  } finally {
+    await pool.end();
+  }
+});
+
+test("d1Store, durableObjectStore and kvStore in workerd (Miniflare) pass the conformance suite", async (t) => {
+  const out = npmDir + "build/stores-worker/";
+  mkdirSync(out, { recursive: true });
+  execFileSync(rootDir + "node_modules/.bin/esbuild", [
+    "test/stores/worker.js", "--bundle", "--format=esm", "--platform=neutral", "--conditions=workerd,worker,browser",
+    `--outfile=${out}worker.js`, "--log-level=warning",
+  ], { cwd: npmDir, stdio: "inherit" });
+  const mf = new Miniflare({
+    modules: true,
+    scriptPath: out + "worker.js",
+    compatibilityDate: "2024-09-23",
+    d1Databases: ["DB"],
+    kvNamespaces: ["KV"],
+    durableObjects: { ONCE: "PostwireOnceObject" },
+  });
+  cleanups.push(() => mf.dispose());
+  await mf.ready;
+  const remote = (store, times) => {
+    const call = async (op, id, token) => {
+      const res = await mf.dispatchFetch("http://stores/op", { method: "POST", body: JSON.stringify({ store, times, op, id, token }) });
+      const body = await res.json();
+      assert.equal(res.status, 200, body.error);
+      return body.result;
+    };
+    return { claim: (id, token) => call("claim", id, token), complete: (id, token) => call("complete", id, token), release: (id, token) => call("release", id, token) };
+  };
+  await conformance(t, "d1", (times) => remote("d1", times));
+  await conformance(t, "durable-object", (times) => remote("do", times));
+  await conformance(t, "kv", (times) => remote("kv", times), { atomic: false });
+});
