@@ -20,22 +20,29 @@ set -euo pipefail
 cd "$(dirname "$0")"
 NPM_DIR=$PWD
 ROOT=$(cd .. && pwd)
-export PATH="$ROOT/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+# npm's tools (binaryen, esbuild): the root node_modules (scripts/setup.sh, npm ci), else
+# .tools/ (scripts/setup.sh npm, which installs only what this build needs).
+NPM_BIN="$ROOT/node_modules/.bin"
+[ -x "$NPM_BIN/wasm-opt" ] && [ -x "$NPM_BIN/esbuild" ] || NPM_BIN="$ROOT/.tools/node_modules/.bin"
+export PATH="$NPM_BIN:$HOME/.cargo/bin:$PATH"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target/npm}"
 
 log() { printf '\033[1;34m[npm build]\033[0m %s\n' "$*"; }
 
 # The CLI must be the exact version of the crate in Cargo.lock, or it cannot read the module's bindings.
 locked=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/[^0-9.]/, ""); print; exit}' "$ROOT/Cargo.lock")
-cli=$(wasm-bindgen --version | awk '{print $2}')
+cli=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}') || true
 if [ "$locked" != "$cli" ]; then
-  echo "wasm-bindgen CLI $cli differs from the locked crate $locked: run scripts/setup.sh" >&2
+  echo "wasm-bindgen CLI ${cli:-missing}, the locked crate is $locked: run bash scripts/setup.sh npm" >&2
   exit 1
 fi
+rustup target list --installed 2>/dev/null | grep -q '^wasm32-unknown-unknown$' ||
+  { echo "the wasm32-unknown-unknown target is missing: run bash scripts/setup.sh npm" >&2; exit 1; }
 case "$(command -v wasm-opt)" in
-  "$ROOT/node_modules/.bin/wasm-opt") ;;
-  *) echo "wasm-opt must be the npm binaryen one (run npm ci at the root)" >&2; exit 1 ;;
+  "$NPM_BIN/wasm-opt") ;;
+  *) echo "wasm-opt must be npm's binaryen (not Debian's): run bash scripts/setup.sh npm" >&2; exit 1 ;;
 esac
+command -v esbuild >/dev/null || { echo "esbuild is missing: run bash scripts/setup.sh npm" >&2; exit 1; }
 
 log "cargo build (wasm32-unknown-unknown, release, opt-level 3, panic=abort)"
 # opt-level 3 and wasm-opt -O3 rather than s and -Oz: about the same gzipped size (30 KB),

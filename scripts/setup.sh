@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# Installs everything postwire's builds and tests need, on a fresh machine or an old one.
+# Installs what postwire's builds and tests need, part by part, on a fresh machine or an old one.
+#
+#   scripts/setup.sh               everything (= all): what CI and scripts/test-all.sh use
+#   scripts/setup.sh sender        postwire serve and the CLI: checks cargo, curl, python3
+#   scripts/setup.sh npm           npm/build.sh: wasm32 target, wasm-bindgen-cli, binaryen + esbuild
+#   scripts/setup.sh worker        worker/build.sh and wrangler dev: the npm part's tools, worker-build, wrangler
+#   scripts/setup.sh npm worker    several parts
+#
 # Idempotent: every step first checks whether its tool is already there at the wanted
 # version. Nothing here downloads from outside the package registries (crates.io, npm,
-# PyPI, Debian); see ../shared/TOOLCHAIN.md for why each pin is what it is.
+# PyPI, Debian); docs/toolchain.md says why each pin is what it is. The npm and worker
+# parts put their npm tools in .tools/ (the root node_modules of `all` serves too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,10 +26,78 @@ have_version() { command -v "$1" >/dev/null 2>&1 && "$1" --version 2>/dev/null |
 
 export PATH="$HOME/.cargo/bin:$PATH"
 
-if ! rustup target list --installed | grep -q '^wasm32-unknown-unknown$'; then
-  log "rustup target add wasm32-unknown-unknown"
-  rustup target add wasm32-unknown-unknown
-fi
+usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
+
+need_command() { # command, how to get it
+  command -v "$1" >/dev/null 2>&1 || { echo "setup: $1 is missing: $2" >&2; exit 1; }
+}
+apt_install() { # Debian packages, installed only when asked for (callers check first)
+  [ $# -gt 0 ] || return 0
+  log "apt-get install $*"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+need_wasm_target() {
+  if ! rustup target list --installed | grep -q '^wasm32-unknown-unknown$'; then
+    log "rustup target add wasm32-unknown-unknown"
+    rustup target add wasm32-unknown-unknown
+  fi
+}
+need_wasm_bindgen() {
+  if ! have_version wasm-bindgen "$WASM_BINDGEN_VERSION"; then
+    # Not --locked: the CLI's own lockfile pins a crate version this registry lacks.
+    log "cargo install wasm-bindgen-cli $WASM_BINDGEN_VERSION"
+    cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+  fi
+}
+need_worker_build() {
+  if ! have_version worker-build "$WORKER_BUILD_VERSION"; then
+    log "cargo install worker-build $WORKER_BUILD_VERSION"
+    cargo install worker-build --version "$WORKER_BUILD_VERSION" --locked
+  fi
+}
+npm_tools() { # npm packages, at the exact versions of the root package.json, into .tools/
+  command -v npm >/dev/null 2>&1 || apt_install nodejs npm
+  local pkg version wanted=()
+  for pkg in "$@"; do
+    version=$(node -p "require('./package.json').devDependencies['$pkg']")
+    # The root node_modules (`all`, `npm ci`) has every tool already.
+    [ "$(node -p "try { require('./node_modules/$pkg/package.json').version } catch { '' }")" = "$version" ] && continue
+    [ "$(node -p "try { require('./.tools/node_modules/$pkg/package.json').version } catch { '' }")" = "$version" ] && continue
+    wanted+=("$pkg@$version")
+  done
+  [ ${#wanted[@]} -gt 0 ] || return 0
+  log "npm install ${wanted[*]} (into .tools/)"
+  mkdir -p .tools
+  npm install --prefix .tools --save-exact --no-audit --no-fund "${wanted[@]}"
+}
+
+part_sender() { # postwire serve, the CLI and the Rust crates: a Rust toolchain; curl and python3 for the quickstart
+  need_command cargo "install Rust (rustup), then run this again"
+  local rust
+  rust=$(rustc --version | awk '{print $2}')
+  if [ "$(printf '%s\n%s\n' "$MSRV" "$rust" | sort -V | head -n 1)" != "$MSRV" ]; then
+    echo "setup: Rust $rust is older than $MSRV: rustup update" >&2
+    exit 1
+  fi
+  command -v curl >/dev/null 2>&1 || apt_install curl
+  need_command python3 "install Python 3 (the quickstart's receiver)"
+}
+part_npm() { # npm/build.sh: the wasm target, wasm-bindgen-cli, and npm's binaryen and esbuild
+  need_wasm_target
+  need_wasm_bindgen
+  npm_tools binaryen esbuild
+}
+part_worker() { # worker/build.sh and wrangler dev: the npm part's tools, worker-build and wrangler
+  need_wasm_target
+  need_wasm_bindgen
+  need_worker_build
+  npm_tools binaryen esbuild wrangler
+}
+
+part_all() { # everything every part of scripts/test.sh needs (CI)
+need_wasm_target
 
 if ! rustup toolchain list | grep -q "^$MSRV-"; then
   log "rustup toolchain install $MSRV (the workspace's minimum Rust version)"
@@ -29,6 +105,7 @@ if ! rustup toolchain list | grep -q "^$MSRV-"; then
 fi
 
 apt_pkgs=()
+command -v python3 >/dev/null 2>&1 || apt_pkgs+=(python3 python3-venv)
 command -v chromium >/dev/null 2>&1 || apt_pkgs+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || apt_pkgs+=(chromium-driver)
 command -v wrk >/dev/null 2>&1 || apt_pkgs+=(wrk)
@@ -39,26 +116,14 @@ command -v curl >/dev/null 2>&1 || apt_pkgs+=(curl)
 # their own (crates/postwire-testpg); no server is left running.
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || apt_pkgs+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || apt_pkgs+=(redis-server)   # npm stores: throwaway Redis per test run
-if [ ${#apt_pkgs[@]} -gt 0 ]; then
-  log "apt-get install ${apt_pkgs[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${apt_pkgs[@]}" >/dev/null
-fi
+apt_install ${apt_pkgs[@]+"${apt_pkgs[@]}"}
 
 if ! have_version wasm-pack "$WASM_PACK_VERSION"; then
   log "cargo install wasm-pack $WASM_PACK_VERSION"
   cargo install wasm-pack --version "$WASM_PACK_VERSION" --locked
 fi
-if ! have_version wasm-bindgen "$WASM_BINDGEN_VERSION"; then
-  # Not --locked: the CLI's own lockfile pins a crate version this registry lacks.
-  log "cargo install wasm-bindgen-cli $WASM_BINDGEN_VERSION"
-  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
-fi
-if ! have_version worker-build "$WORKER_BUILD_VERSION"; then
-  log "cargo install worker-build $WORKER_BUILD_VERSION"
-  cargo install worker-build --version "$WORKER_BUILD_VERSION" --locked
-fi
+need_wasm_bindgen
+need_worker_build
 
 if ! have_version cargo-fuzz "$CARGO_FUZZ_VERSION"; then
   log "cargo install cargo-fuzz $CARGO_FUZZ_VERSION"
@@ -91,4 +156,17 @@ if [ ! -x .venv/bin/st ] || ! cat "${PY_REQUIREMENTS[@]}" | cmp -s - .venv/postw
   .venv/bin/pip check
   cat "${PY_REQUIREMENTS[@]}" > .venv/postwire-requirements.txt
 fi
-log "toolchain ready"
+}
+
+parts=("$@")
+[ ${#parts[@]} -gt 0 ] || parts=(all)
+for p in "${parts[@]}"; do
+  case "$p" in
+    -h|--help) usage; exit 0 ;;
+  esac
+  declare -F "part_$p" >/dev/null || { echo "setup: no part '$p' (parts: sender, npm, worker, all)" >&2; exit 2; }
+done
+for p in "${parts[@]}"; do
+  "part_$p"
+done
+log "toolchain ready: ${parts[*]}"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the Worker with worker-build into worker/build/ (index.js, index_bg.wasm), using only
 # tools already on this machine: the pinned wasm-bindgen CLI (cargo install), and wasm-opt and
-# esbuild from the root node_modules (npm). worker-build downloads each of them from GitHub
-# unless told where they are (see ../../shared/TOOLCHAIN.md), so this script tells it, checks
-# the versions first, and fails if the build log shows any download.
+# esbuild from npm (the root node_modules, or .tools/ of `scripts/setup.sh worker`).
+# worker-build downloads each of them from GitHub unless told where they are (see
+# ../docs/toolchain.md), so this script tells it, checks the versions first, and fails if the
+# build log shows any download. Missing tools: `bash scripts/setup.sh worker` installs them.
 #
 # Usage: worker/build.sh            (release build, wasm-opt -Oz)
 set -euo pipefail
@@ -17,19 +18,22 @@ WORKER_BUILD_VERSION=0.8.7
 
 die() { echo "worker/build.sh: $*" >&2; exit 1; }
 
-command -v worker-build >/dev/null || die "worker-build is missing: run scripts/setup.sh"
+command -v worker-build >/dev/null || die "worker-build is missing: run bash scripts/setup.sh worker"
 [ "$(worker-build --version)" = "$WORKER_BUILD_VERSION" ] ||
-  die "worker-build $WORKER_BUILD_VERSION wanted, found $(worker-build --version): run scripts/setup.sh"
-command -v wasm-bindgen >/dev/null || die "wasm-bindgen is missing: run scripts/setup.sh"
+  die "worker-build $WORKER_BUILD_VERSION wanted, found $(worker-build --version): run bash scripts/setup.sh worker"
+command -v wasm-bindgen >/dev/null || die "wasm-bindgen is missing: run bash scripts/setup.sh worker"
 wasm-bindgen --version | grep -q " $WASM_BINDGEN_VERSION\$" ||
-  die "wasm-bindgen $WASM_BINDGEN_VERSION wanted, found '$(wasm-bindgen --version)': run scripts/setup.sh"
-[ -x "$ROOT/node_modules/.bin/wasm-opt" ] || die "node_modules/.bin/wasm-opt is missing: run npm ci at the root"
-[ -x "$ROOT/node_modules/.bin/esbuild" ] || die "node_modules/.bin/esbuild is missing: run npm ci at the root"
+  die "wasm-bindgen $WASM_BINDGEN_VERSION wanted, found '$(wasm-bindgen --version)': run bash scripts/setup.sh worker"
+# npm's tools: the root node_modules (scripts/setup.sh all, npm ci), else .tools/ (setup.sh worker).
+NPM_BIN="$ROOT/node_modules/.bin"
+[ -x "$NPM_BIN/wasm-opt" ] && [ -x "$NPM_BIN/esbuild" ] || NPM_BIN="$ROOT/.tools/node_modules/.bin"
+[ -x "$NPM_BIN/wasm-opt" ] || die "npm's wasm-opt (binaryen) is missing: run bash scripts/setup.sh worker"
+[ -x "$NPM_BIN/esbuild" ] || die "npm's esbuild is missing: run bash scripts/setup.sh worker"
 
 # Absolute paths: worker-build falls back to downloading when a *_BIN it cannot resolve.
 export WASM_BINDGEN_BIN="$(command -v wasm-bindgen)"
-export WASM_OPT_BIN="$ROOT/node_modules/.bin/wasm-opt"
-export ESBUILD_BIN="$ROOT/node_modules/.bin/esbuild"
+export WASM_OPT_BIN="$NPM_BIN/wasm-opt"
+export ESBUILD_BIN="$NPM_BIN/esbuild"
 # A target dir of its own, so the wasm build never waits on the workspace's native builds.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target/worker}"
 
