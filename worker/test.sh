@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT="$(cd .. && pwd)"
-# npm's wasm-opt/esbuild/wrangler first (Debian's wasm-opt breaks the build: TOOLCHAIN.md).
+# npm's wasm-opt/esbuild/wrangler first (Debian's wasm-opt breaks the build: docs/toolchain.md).
 export PATH="$ROOT/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 
 step() { printf '\n\033[1;36m[worker] %s\033[0m\n' "$*"; }
