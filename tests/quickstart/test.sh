@@ -12,7 +12,7 @@
 # substitutions): the `postwire` CLI is the one built from the workspace
 # (target/debug/postwire, as CI's other parts built it; `cargo install` from the packaged
 # crate is checked by scripts/package.sh), and `npm install postwire` installs the tarball
-# of npm/scripts/pack.sh (target/npm-pack/). Toolchains stay shared: RUSTUP_HOME,
+# npm/scripts/pack.sh makes (of CI's npm/dist when it is there). Toolchains stay shared: RUSTUP_HOME,
 # CARGO_HOME and npm's download cache point at the real ones.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -49,7 +49,7 @@ mkdir -p "$CLONE"
 (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$CLONE" 2>/dev/null) || true
 [ -f "$CLONE/Cargo.toml" ] || die "copying the repository failed"
 
-# Runs quickstart NAME from DOC, starting in START (inside WORK); check-NAME.sh asserts.
+# Runs quickstart NAME from DOC (read from the copy), starting in START; check-NAME.sh asserts.
 run() { # NAME DOC START [wrap...]
   local name=$1 doc=$2 start=$3
   shift 3
@@ -105,13 +105,20 @@ for name in "${NAMES[@]}"; do
       run sender crates/postwire-cli/README.md "$WORK/sender" unshare --net bash -c 'ip link set lo up && exec "$@"' --
       ;;
     js)
-      POSTWIRE_TGZ="$(ls "$ROOT"/target/npm-pack/postwire-*.tgz 2>/dev/null | tail -n 1)"
-      [ -f "$POSTWIRE_TGZ" ] || die "no npm tarball: run bash npm/scripts/pack.sh first"
+      # The release step's tarball, of the npm/dist CI's npm part built (or built now).
+      if [ -f "$ROOT/npm/dist/node/index.cjs" ]; then pack=(--no-build); else pack=(); fi
+      bash "$ROOT/npm/scripts/pack.sh" "${pack[@]+"${pack[@]}"}" > "$WORK/pack.log" 2>&1 || { tail -n 30 "$WORK/pack.log" >&2; die "npm/scripts/pack.sh failed"; }
+      POSTWIRE_TGZ="$(tail -n 1 "$WORK/pack.log")"
+      [ -f "$POSTWIRE_TGZ" ] || die "npm/scripts/pack.sh made no tarball"
       run js npm/README.md "$WORK/js"
       ;;
     worker)
-      # The copy's build reuses the workspace's compiled dependencies.
-      CARGO_TARGET_DIR="$ROOT/target/worker" run worker worker/README.md "$CLONE" env
+      # In the checkout itself (CI's is a fresh clone), whose Worker build CI's worker part
+      # made: a copy elsewhere would compile the Worker again for minutes. The files the
+      # quickstart makes there (.dev.vars, origin.log, wrangler.log; ignored by git) go after.
+      trap 'rm -f "$ROOT/worker/.dev.vars" "$ROOT/worker/origin.log" "$ROOT/worker/wrangler.log"; cleanup' EXIT
+      [ ! -e "$ROOT/worker/.dev.vars" ] || die "worker/.dev.vars exists: the quickstart would overwrite it"
+      run worker worker/README.md "$ROOT"
       ;;
     rust)
       CARGO_TARGET_DIR="$ROOT/target/quickstart-rust" run rust crates/postwire-core/README.md "$WORK" env
