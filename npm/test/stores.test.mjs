@@ -148,6 +148,21 @@ test("postgresStore creates its table on first use and sweeps expired rows in bo
   }
 });
 
+test("postgresStore: eight processes' first deliveries create the table at once, and each gets an answer", async () => {
+  const clients = await Promise.all(Array.from({ length: 8 }, async () => {
+    const client = new pg.Client(postgres.config);
+    await client.connect();
+    return client;
+  }));
+  try {
+    const results = await Promise.all(clients.map((client, i) => postgresStore(client, { table: "raced" }).claim("msg_race", `tok_${i}`)));
+    assert.equal(results.filter((r) => r.state === "claimed").length, 1, JSON.stringify(results));
+    assert.ok(results.every((r) => r.state === "claimed" || r.state === "busy"), JSON.stringify(results));
+  } finally {
+    await Promise.all(clients.map((c) => c.end()));
+  }
+});
+
 test("d1Store, durableObjectStore and kvStore in workerd (Miniflare) pass the conformance suite", async (t) => {
   const out = npmDir + "build/stores-worker/";
   mkdirSync(out, { recursive: true });

@@ -18,6 +18,8 @@
 import { storeTimes } from "../once.js";
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/;
+/** SQLSTATEs of a concurrent CREATE … IF NOT EXISTS: unique_violation, duplicate_table, duplicate_object. */
+const SCHEMA_RACE = new Set(["23505", "42P07", "42710"]);
 
 /** The table's DDL for `table` (run once, on first use). */
 export function postgresSchema(table) {
@@ -45,7 +47,14 @@ export function postgresStore(client, options) {
   let claims = 0;
   const schema = () => {
     ready ??= (async () => {
-      for (const sql of postgresSchema(table)) await client.query(sql);
+      for (const sql of postgresSchema(table)) {
+        // Two processes creating the table at once: IF NOT EXISTS can still collide in the
+        // catalog (unique_violation, duplicate_table); the other one's table is there then.
+        await client.query(sql).catch((err) => {
+          if (!SCHEMA_RACE.has(err?.code)) throw err;
+          return client.query(sql);
+        });
+      }
     })().catch((err) => {
       ready = null; // the next delivery tries again (the database may have been down)
       throw err;
