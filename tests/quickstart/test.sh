@@ -102,7 +102,8 @@ for name in "${NAMES[@]}"; do
       python3 "$HERE/extract.py" "$CLONE/crates/postwire-cli/README.md" quickstart-sender-install |
         grep -q '^cargo install --locked --path crates/postwire-cli' || die "the sender quickstart lost its install line"
       # Loopback of its own (no other test's port 8080 or 9000 in the way), no network needed.
-      run sender crates/postwire-cli/README.md "$WORK/sender" unshare --net bash -c 'ip link set lo up && exec "$@"' --
+      if unshare --net true 2>/dev/null; then netns=(unshare --net); else netns=(unshare --map-root-user --net); fi
+      run sender crates/postwire-cli/README.md "$WORK/sender" "${netns[@]}" bash -c 'ip link set lo up && exec "$@"' --
       ;;
     js)
       # The release step's tarball, of the npm/dist CI's npm part built (or built now).
