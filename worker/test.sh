@@ -7,7 +7,9 @@
 #   4. the built Worker in workerd (Miniflare) against a real origin HTTP server on loopback
 #      (behaviour, concurrency, vectors, signers, v1a public keys), twice: in KV mode with a real KV namespace
 #      (wrangler.toml), and in Durable Object mode with the real DedupObject class
-#      (wrangler.durable-object.toml, which wrangler also validates with a dry run).
+#      (wrangler.durable-object.toml, which wrangler also validates with a dry run);
+#   5. inbox mode (wrangler.inbox.toml, validated by a dry run too): the InboxObject in workerd
+#      against a counting origin on loopback (test/inbox/).
 # Needs what scripts/setup.sh installs; downloads nothing (loopback network only).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -47,9 +49,21 @@ grep -q -- '--dry-run: exiting now' "$out/wrangler-do.log" || { echo "wrangler d
 grep -q 'DEDUP_OBJECT' "$out/wrangler-do.log" || { echo "the dry run does not show the DEDUP_OBJECT binding" >&2; exit 1; }
 rm -f "$do_config"
 
+step "wrangler.inbox.toml: the inbox config, through wrangler deploy --dry-run"
+inbox_config=".dry-run.inbox.toml"
+trap 'rm -rf "$out" "$do_config" "$inbox_config"' EXIT
+sed '/^\[build\]$/,/^command = /d' wrangler.inbox.toml >"$inbox_config"
+WRANGLER_SEND_METRICS=false CI=1 wrangler deploy --dry-run -c "$inbox_config" --outdir "$out/dist-inbox" 2>&1 | tee "$out/wrangler-inbox.log"
+grep -q -- '--dry-run: exiting now' "$out/wrangler-inbox.log" || { echo "wrangler dry run of the inbox config did not complete" >&2; exit 1; }
+grep -q 'InboxObject' "$out/wrangler-inbox.log" || { echo "the dry run does not show the INBOX binding's InboxObject class" >&2; exit 1; }
+rm -f "$inbox_config"
+
 for mode in kv durable-object; do
   step "the built Worker in workerd (Miniflare), $mode mode, real loopback origin"
   POSTWIRE_DEDUP_STORE="$mode" node --test --test-concurrency=1 test/*.test.mjs
 done
+
+step "inbox mode in workerd (Miniflare, wrangler.inbox.toml), counting loopback origin"
+node --test --test-concurrency=1 test/inbox/*.test.mjs
 
 step "worker: all tests passed"

@@ -45,6 +45,31 @@ pub const VAR_ALLOW_NON_JSON: &str = "ALLOW_NON_JSON";
 /// Variable: `"postwire"` accepts only postwire events (`postwire_core::Event`); unset or
 /// `"none"` accepts any JSON object.
 pub const VAR_VALIDATE_EVENTS: &str = "VALIDATE_EVENTS";
+/// Variable: how verified deliveries reach the origin: `forward` (default: forwarded while
+/// the sender waits, acknowledged once the origin accepted) or `inbox` (stored at the edge,
+/// acknowledged `202`, then delivered paced and in order by the `InboxObject`).
+pub const VAR_DELIVERY_MODE: &str = "DELIVERY_MODE";
+/// Variable (inbox mode): the most requests to the origin at once, across every isolate
+/// (default 10).
+pub const VAR_ORIGIN_MAX_IN_FLIGHT: &str = "ORIGIN_MAX_IN_FLIGHT";
+/// Variable (inbox mode): the most requests to the origin started in any second (default 0:
+/// no cap).
+pub const VAR_ORIGIN_MAX_PER_SECOND: &str = "ORIGIN_MAX_PER_SECOND";
+/// Variable (inbox mode): how long after its `202` a delivery is retried before it is dead
+/// (default 3 days).
+pub const VAR_ORIGIN_RETRY_HORIZON_SECS: &str = "ORIGIN_RETRY_HORIZON_SECS";
+/// Variable (inbox mode): how long a delivered or dead delivery is kept, visible and
+/// de-duplicating, after it finished (default 7 days).
+pub const VAR_INBOX_RETENTION_SECS: &str = "INBOX_RETENTION_SECS";
+/// Variable (inbox mode): `key` (one at a time per ordering key, in acceptance order; the
+/// default with `VALIDATE_EVENTS = "postwire"`) or `none` (pacing only; the default otherwise).
+pub const VAR_ORDERING: &str = "ORDERING";
+/// Optional Worker secret: the bearer token of the admin API under `/_postwire/` (inbox
+/// mode). Without it every admin path is `404`.
+pub const VAR_ADMIN_TOKEN: &str = "ADMIN_TOKEN";
+/// The Durable Object namespace binding of inbox mode (`[[durable_objects.bindings]] name`);
+/// its class is `InboxObject`.
+pub const INBOX_BINDING: &str = "INBOX";
 /// The KV namespace binding used for de-duplication in KV mode (`[[kv_namespaces]] binding`).
 pub const KV_BINDING: &str = "DEDUP";
 /// The Durable Object namespace binding used in Durable Object mode
@@ -74,6 +99,81 @@ pub const MAX_SECRETS: usize = 8;
 /// Most public keys accepted in [`VAR_WEBHOOK_PUBLIC_KEYS`]: each costs up to one ed25519
 /// verification per `v1a` entry of a request.
 pub const MAX_PUBLIC_KEYS: usize = 8;
+
+/// Default `ORIGIN_MAX_IN_FLIGHT`.
+pub const DEFAULT_ORIGIN_MAX_IN_FLIGHT: u64 = 10;
+/// Largest `ORIGIN_MAX_IN_FLIGHT`: a Worker invocation may have at most 6 connections open at
+/// once and queues the rest, so more would only queue inside the object.
+pub const MAX_ORIGIN_MAX_IN_FLIGHT: u64 = 1000;
+/// Largest `ORIGIN_MAX_PER_SECOND`.
+pub const MAX_ORIGIN_MAX_PER_SECOND: u64 = 100_000;
+/// Default `ORIGIN_RETRY_HORIZON_SECS`: 3 days.
+pub const DEFAULT_RETRY_HORIZON_SECS: u64 = 3 * 24 * 3600;
+/// Largest `ORIGIN_RETRY_HORIZON_SECS`: 30 days.
+pub const MAX_RETRY_HORIZON_SECS: u64 = 30 * 24 * 3600;
+/// Default `INBOX_RETENTION_SECS`: 7 days.
+pub const DEFAULT_INBOX_RETENTION_SECS: u64 = 7 * 24 * 3600;
+/// Largest `INBOX_RETENTION_SECS`: 365 days.
+pub const MAX_INBOX_RETENTION_SECS: u64 = 365 * 24 * 3600;
+/// Largest `MAX_BODY_BYTES` in inbox mode: a row of Durable Object SQL storage holds at most
+/// 2 MB, and the body shares it with its headers.
+pub const MAX_INBOX_BODY_BYTES: usize = 1_900_000;
+/// Shortest `ADMIN_TOKEN`: a guessable token would open the admin API.
+pub const MIN_ADMIN_TOKEN_LEN: usize = 16;
+
+/// How verified deliveries reach the origin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryMode {
+    /// `DELIVERY_MODE = "forward"` (default): forwarded while the sender waits; the sender
+    /// hears `2xx` only once the origin accepted.
+    Forward,
+    /// `DELIVERY_MODE = "inbox"`: stored in the `InboxObject`, answered `202`, delivered
+    /// later, paced and in order.
+    Inbox,
+}
+
+/// Which deliveries the inbox keeps in order relative to each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ordering {
+    /// `ORDERING = "key"`: deliveries with the same ordering key (the post, or the account for
+    /// account events: `postwire_core::OrderingKey`) reach the origin one at a time, in
+    /// acceptance order. Needs `VALIDATE_EVENTS = "postwire"`.
+    Key,
+    /// `ORDERING = "none"`: only the pacing applies.
+    None,
+}
+
+/// The inbox's settings (inbox mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InboxSettings {
+    /// `ORIGIN_MAX_IN_FLIGHT`: requests to the origin at once.
+    pub max_in_flight: u32,
+    /// `ORIGIN_MAX_PER_SECOND`: requests to the origin started in any second; 0 = no cap.
+    pub max_per_second: u32,
+    /// `ORIGIN_RETRY_HORIZON_SECS`: retries stop this long after the `202`.
+    pub retry_horizon_secs: u64,
+    /// `INBOX_RETENTION_SECS`: finished deliveries are kept this long.
+    pub retention_secs: u64,
+    /// `ORDERING`.
+    pub ordering: Ordering,
+}
+
+/// The admin API's bearer token. Its `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AdminToken(String);
+
+impl AdminToken {
+    /// The token's bytes, for the constant-time comparison.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
+impl fmt::Debug for AdminToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("AdminToken(…)")
+    }
+}
 
 /// Where de-duplication records live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +209,12 @@ pub struct Config {
     pub dedup_store: DedupBackend,
     /// Which verified bodies are forwarded.
     pub payload: PayloadPolicy,
+    /// Forward (default) or inbox.
+    pub delivery_mode: DeliveryMode,
+    /// The inbox's settings (read and checked in every mode; used in inbox mode).
+    pub inbox: InboxSettings,
+    /// The admin API's token, when configured (inbox mode).
+    pub admin_token: Option<AdminToken>,
 }
 
 /// A setting is missing or malformed. Shows the variable's name and the rule, never the
@@ -209,6 +315,25 @@ impl Config {
             "must be milliseconds from 1 to 9000 (below the sender's 10 s)",
         )?;
 
+        let delivery_mode = match get(VAR_DELIVERY_MODE).as_deref().map(str::trim) {
+            None | Some("forward") => DeliveryMode::Forward,
+            Some("inbox") => DeliveryMode::Inbox,
+            Some(_) => {
+                return Err(ConfigError {
+                    variable: VAR_DELIVERY_MODE,
+                    reason: "must be \"forward\" or \"inbox\"",
+                });
+            }
+        };
+        if delivery_mode == DeliveryMode::Inbox && max_body_bytes > MAX_INBOX_BODY_BYTES {
+            return Err(ConfigError {
+                variable: VAR_MAX_BODY_BYTES,
+                reason: "must be at most 1900000 in inbox mode (a Durable Object SQL row holds at most 2 MB)",
+            });
+        }
+        let inbox = parse_inbox(&get, payload)?;
+        let admin_token = parse_admin_token(get(VAR_ADMIN_TOKEN).as_deref())?;
+
         let keys = secrets
             .into_iter()
             .map(TrustedKey::Secret)
@@ -229,8 +354,86 @@ impl Config {
             forward_timeout_ms,
             dedup_store,
             payload,
+            delivery_mode,
+            inbox,
+            admin_token,
         })
     }
+}
+
+/// The inbox's knobs. `ORDERING = "key"` needs typed events to find the key.
+fn parse_inbox(get: &impl Fn(&str) -> Option<String>, payload: PayloadPolicy) -> Result<InboxSettings, ConfigError> {
+    let max_in_flight = parse_number(
+        VAR_ORIGIN_MAX_IN_FLIGHT,
+        get(VAR_ORIGIN_MAX_IN_FLIGHT).as_deref(),
+        DEFAULT_ORIGIN_MAX_IN_FLIGHT,
+        1,
+        MAX_ORIGIN_MAX_IN_FLIGHT,
+        "must be a whole number from 1 to 1000",
+    )? as u32;
+    let max_per_second = parse_number(
+        VAR_ORIGIN_MAX_PER_SECOND,
+        get(VAR_ORIGIN_MAX_PER_SECOND).as_deref(),
+        0,
+        0,
+        MAX_ORIGIN_MAX_PER_SECOND,
+        "must be a whole number from 0 (no cap) to 100000",
+    )? as u32;
+    let retry_horizon_secs = parse_number(
+        VAR_ORIGIN_RETRY_HORIZON_SECS,
+        get(VAR_ORIGIN_RETRY_HORIZON_SECS).as_deref(),
+        DEFAULT_RETRY_HORIZON_SECS,
+        1,
+        MAX_RETRY_HORIZON_SECS,
+        "must be whole seconds from 1 to 2592000 (30 days)",
+    )?;
+    let retention_secs = parse_number(
+        VAR_INBOX_RETENTION_SECS,
+        get(VAR_INBOX_RETENTION_SECS).as_deref(),
+        DEFAULT_INBOX_RETENTION_SECS,
+        1,
+        MAX_INBOX_RETENTION_SECS,
+        "must be whole seconds from 1 to 31536000 (365 days)",
+    )?;
+    let typed = payload == PayloadPolicy::PostwireEvent;
+    let ordering = match get(VAR_ORDERING).as_deref().map(str::trim) {
+        None if typed => Ordering::Key,
+        None | Some("none") => Ordering::None,
+        Some("key") if typed => Ordering::Key,
+        Some("key") => {
+            return Err(ConfigError {
+                variable: VAR_ORDERING,
+                reason: "= \"key\" needs VALIDATE_EVENTS = \"postwire\" (the key comes from the typed event)",
+            });
+        }
+        Some(_) => {
+            return Err(ConfigError {
+                variable: VAR_ORDERING,
+                reason: "must be \"key\" or \"none\"",
+            });
+        }
+    };
+    Ok(InboxSettings {
+        max_in_flight,
+        max_per_second,
+        retry_horizon_secs,
+        retention_secs,
+        ordering,
+    })
+}
+
+/// At least 16 visible ASCII characters, when set.
+fn parse_admin_token(value: Option<&str>) -> Result<Option<AdminToken>, ConfigError> {
+    let Some(value) = value.map(str::trim) else {
+        return Ok(None);
+    };
+    if value.len() < MIN_ADMIN_TOKEN_LEN || !value.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(ConfigError {
+            variable: VAR_ADMIN_TOKEN,
+            reason: "must be at least 16 visible ASCII characters (e.g. `openssl rand -hex 32`)",
+        });
+    }
+    Ok(Some(AdminToken(value.to_owned())))
 }
 
 /// `ALLOW_NON_JSON` (`"true"` / `"false"`) and `VALIDATE_EVENTS` (`"postwire"` / `"none"`).
@@ -630,6 +833,63 @@ mod tests {
         let mut zero = minimal();
         zero.extend([(VAR_DEDUP_STORE, "durable-object"), (VAR_DEDUP_TTL_SECS, "0")]);
         assert_eq!(config(&zero).unwrap_err().variable, VAR_DEDUP_TTL_SECS);
+    }
+
+    #[test]
+    fn inbox_knobs_have_defaults_and_ranges() {
+        let cfg = config(&minimal()).unwrap();
+        assert_eq!(cfg.delivery_mode, DeliveryMode::Forward);
+        assert_eq!(
+            cfg.inbox,
+            InboxSettings {
+                max_in_flight: 10,
+                max_per_second: 0,
+                retry_horizon_secs: 259_200,
+                retention_secs: 604_800,
+                ordering: Ordering::None,
+            }
+        );
+        assert!(cfg.admin_token.is_none());
+        let mut inbox = minimal();
+        inbox.extend([
+            (VAR_DELIVERY_MODE, "inbox"),
+            (VAR_VALIDATE_EVENTS, "postwire"),
+            (VAR_ORIGIN_MAX_IN_FLIGHT, "4"),
+            (VAR_ORIGIN_MAX_PER_SECOND, "200"),
+            (VAR_ADMIN_TOKEN, "0123456789abcdef"),
+        ]);
+        let cfg = config(&inbox).unwrap();
+        assert_eq!(cfg.delivery_mode, DeliveryMode::Inbox);
+        assert_eq!((cfg.inbox.max_in_flight, cfg.inbox.max_per_second), (4, 200));
+        assert_eq!(
+            cfg.inbox.ordering,
+            Ordering::Key,
+            "key is the default with typed events"
+        );
+        assert_eq!(format!("{:?}", cfg.admin_token), "Some(AdminToken(…))");
+        for (var, value) in [
+            (VAR_DELIVERY_MODE, "queue"),
+            (VAR_ORIGIN_MAX_IN_FLIGHT, "0"),
+            (VAR_ORIGIN_MAX_IN_FLIGHT, "1001"),
+            (VAR_ORIGIN_MAX_PER_SECOND, "-1"),
+            (VAR_ORIGIN_RETRY_HORIZON_SECS, "0"),
+            (VAR_INBOX_RETENTION_SECS, "x"),
+            (VAR_ORDERING, "post"),
+            (VAR_ADMIN_TOKEN, "short"),
+            (VAR_ADMIN_TOKEN, "has a space in it, too long"),
+            (VAR_MAX_BODY_BYTES, "2000000"),
+        ] {
+            let mut all = inbox.clone();
+            all.retain(|(k, _)| *k != var);
+            all.push((var, value));
+            assert_eq!(config(&all).unwrap_err().variable, var, "{var}={value}");
+        }
+        let mut untyped_key = minimal();
+        untyped_key.extend([(VAR_DELIVERY_MODE, "inbox"), (VAR_ORDERING, "key")]);
+        assert_eq!(config(&untyped_key).unwrap_err().variable, VAR_ORDERING);
+        let mut none = inbox.clone();
+        none.push((VAR_ORDERING, "none"));
+        assert_eq!(config(&none).unwrap().inbox.ordering, Ordering::None);
     }
 
     #[test]

@@ -20,6 +20,7 @@
 //! | [`in_flight`] | the ids this isolate is forwarding now, held off in memory (KV mode) |
 //! | [`forward`] | what is sent to the origin, including the origin signature |
 //! | [`flow`] | claim, forward, then confirm or release: the order that loses nothing |
+//! | [`inbox`] | inbox mode's logic: retry schedule, pacing, ordering keys, the admin API's routes |
 //!
 //! The Workers bindings (KV, the `DedupObject` Durable Object, `fetch`, the `fetch` event)
 //! live in the `edge` module, which exists only when compiling for `wasm32`; they are tested
@@ -39,6 +40,7 @@ pub mod dedup;
 pub mod flow;
 pub mod forward;
 pub mod in_flight;
+pub mod inbox;
 pub mod inspect;
 pub mod payload;
 pub mod reply;
@@ -46,7 +48,7 @@ pub mod reply;
 #[cfg(target_arch = "wasm32")]
 mod edge;
 
-pub use config::{Config, ConfigError, DedupBackend};
+pub use config::{AdminToken, Config, ConfigError, DedupBackend, DeliveryMode, InboxSettings, Ordering};
 pub use dedup::{Claim, DedupRecord, DedupStore, StoreError};
 pub use flow::deliver;
 pub use forward::{ForwardRequest, Origin, OriginOutcome};

@@ -19,8 +19,11 @@ pub const ORIGIN_STATUS_HEADER: &str = "x-postwire-origin-status";
 pub enum ReplyCode {
     /// 200: forwarded; the origin answered `2xx`; the id is now recorded as delivered.
     Delivered,
-    /// 200: the id was delivered before; not forwarded again.
+    /// 200: the id was delivered before; not forwarded again (inbox mode: the id was
+    /// accepted before).
     Duplicate,
+    /// 202 (inbox mode): verified and stored at the edge; it will be delivered to the origin.
+    Accepted,
     /// 400: a `webhook-*` header is missing.
     MissingHeader,
     /// 400: a `webhook-*` header is malformed.
@@ -38,6 +41,8 @@ pub enum ReplyCode {
     InvalidSignature,
     /// 405: only `POST` is accepted.
     MethodNotAllowed,
+    /// 404: no such path (every admin path without the right token), or no such delivery.
+    NotFound,
     /// 409: the same id is being forwarded right now; retry later.
     DeliveryInProgress,
     /// 413: the body is over the configured limit.
@@ -52,13 +57,18 @@ pub enum ReplyCode {
     DedupUnavailable,
     /// 504: the origin did not answer within the forward timeout.
     OriginTimeout,
+    /// 503 (inbox mode): the delivery could not be stored; it was not accepted, retry later.
+    InboxUnavailable,
 }
 
 impl ReplyCode {
     /// Every code, for documentation and exhaustive tests.
-    pub const ALL: [ReplyCode; 17] = [
+    pub const ALL: [ReplyCode; 20] = [
         ReplyCode::Delivered,
         ReplyCode::Duplicate,
+        ReplyCode::Accepted,
+        ReplyCode::NotFound,
+        ReplyCode::InboxUnavailable,
         ReplyCode::MissingHeader,
         ReplyCode::InvalidHeader,
         ReplyCode::InvalidRequest,
@@ -81,6 +91,9 @@ impl ReplyCode {
         match self {
             ReplyCode::Delivered => "delivered",
             ReplyCode::Duplicate => "duplicate",
+            ReplyCode::Accepted => "accepted",
+            ReplyCode::NotFound => "not_found",
+            ReplyCode::InboxUnavailable => "inbox_unavailable",
             ReplyCode::MissingHeader => ErrorCode::MissingHeader.as_str(),
             ReplyCode::InvalidHeader => ErrorCode::InvalidHeader.as_str(),
             ReplyCode::InvalidRequest => "invalid_request",
@@ -103,6 +116,8 @@ impl ReplyCode {
     pub const fn status(self) -> u16 {
         match self {
             ReplyCode::Delivered | ReplyCode::Duplicate => 200,
+            ReplyCode::Accepted => 202,
+            ReplyCode::NotFound => 404,
             ReplyCode::MissingHeader
             | ReplyCode::InvalidHeader
             | ReplyCode::InvalidRequest
@@ -113,7 +128,7 @@ impl ReplyCode {
             ReplyCode::PayloadTooLarge => 413,
             ReplyCode::WorkerMisconfigured => 500,
             ReplyCode::OriginRejected | ReplyCode::OriginUnavailable => 502,
-            ReplyCode::DedupUnavailable => 503,
+            ReplyCode::DedupUnavailable | ReplyCode::InboxUnavailable => 503,
             ReplyCode::OriginTimeout => 504,
         }
     }
@@ -211,9 +226,9 @@ mod tests {
         assert_eq!(ReplyCode::InvalidSignature.status(), 401);
         assert_eq!(ReplyCode::TimestampTooOld.status(), 401);
         assert_eq!(ReplyCode::MissingHeader.status(), 400);
-        // Nothing that was not accepted by the origin is answered 2xx.
+        // Nothing that was not accepted by the origin (or stored by the inbox) is answered 2xx.
         for code in ReplyCode::ALL {
-            let ok = matches!(code, ReplyCode::Delivered | ReplyCode::Duplicate);
+            let ok = matches!(code, ReplyCode::Delivered | ReplyCode::Duplicate | ReplyCode::Accepted);
             assert_eq!((200..300).contains(&code.status()), ok, "{code:?}");
         }
     }

@@ -60,7 +60,7 @@ pub(super) async fn deliver_through_object(env: &Env, delivery: &VerifiedDeliver
 }
 
 /// The delivery as the object receives it: its `webhook-*` headers and raw body.
-fn object_request(delivery: &VerifiedDelivery, received_ms: f64) -> worker::Result<Request> {
+pub(super) fn object_request(delivery: &VerifiedDelivery, received_ms: f64) -> worker::Result<Request> {
     let h = &delivery.headers;
     let headers = worker::Headers::new();
     headers.set(postwire_core::ID_HEADER, &h.id)?;

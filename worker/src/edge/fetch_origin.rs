@@ -33,7 +33,7 @@ impl Origin for FetchOrigin {
     }
 }
 
-fn to_request(request: &ForwardRequest<'_>) -> worker::Result<Request> {
+pub(super) fn to_request(request: &ForwardRequest<'_>) -> worker::Result<Request> {
     let headers = Headers::new();
     for (name, value) in &request.headers {
         headers.set(name, value)?;

@@ -10,13 +10,15 @@ mod body;
 mod dedup_object;
 mod do_store;
 mod fetch_origin;
+mod inbox_object;
+mod inbox_origin;
 mod kv_store;
 
 use std::rc::Rc;
 
 use worker::{Context, Env, Request, Response, event};
 
-use crate::config::{Config, DedupBackend, KV_BINDING};
+use crate::config::{Config, DedupBackend, DeliveryMode, INBOX_BINDING, KV_BINDING};
 use crate::in_flight::{InFlightSet, IsolateGuardedStore};
 use crate::inspect::{body_too_large, precheck, verify_body};
 use crate::payload::check_payload;
@@ -57,6 +59,11 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response
 /// One request, start to end. Every path returns an answer; nothing panics.
 async fn handle(mut req: Request, env: &Env) -> Answer {
     let method = req.inner().method();
+    if let Ok(url) = req.url()
+        && url.path().starts_with(crate::inbox::admin::ADMIN_PREFIX)
+    {
+        return admin(&req, env, &url).await;
+    }
     if let Err(reply) = crate::inspect::check_method(&method) {
         return reply.into();
     }
@@ -89,6 +96,16 @@ async fn handle(mut req: Request, env: &Env) -> Answer {
     if let Err(reply) = check_payload(config.payload, &delivery.headers.id, &delivery.body) {
         return reply.into();
     }
+    if config.delivery_mode == DeliveryMode::Inbox {
+        if env.durable_object(INBOX_BINDING).is_err() {
+            return misconfigured(format!(
+                "DELIVERY_MODE is \"inbox\" but the Durable Object binding {INBOX_BINDING} is missing"
+            ))
+            .into();
+        }
+        let key = crate::inbox::ordering::ordering_key(config.inbox.ordering, &delivery.body);
+        return inbox_object::accept_through_inbox(env, &delivery, key.as_deref(), received_ms).await;
+    }
     match config.dedup_store {
         DedupBackend::Kv => {
             let kv = match env.kv(KV_BINDING) {
@@ -109,6 +126,25 @@ async fn handle(mut req: Request, env: &Env) -> Answer {
         }
         DedupBackend::DurableObject => dedup_object::deliver_through_object(env, &delivery, received_ms).await,
     }
+}
+
+/// An admin request (`/_postwire/…`): `404` unless inbox mode with an `ADMIN_TOKEN` and the
+/// request carries it; then the inbox answers.
+async fn admin(req: &Request, env: &Env, url: &url::Url) -> Answer {
+    let Ok(config) = Config::from_lookup(|name| env_string(env, name)) else {
+        return crate::inbox::admin::not_found().into();
+    };
+    let authorization = req.headers().get("authorization").ok().flatten();
+    if config.delivery_mode != DeliveryMode::Inbox
+        || !crate::inbox::admin::authorized(config.admin_token.as_ref(), authorization.as_deref())
+    {
+        return crate::inbox::admin::not_found().into();
+    }
+    let path_and_query = match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_owned(),
+    };
+    inbox_object::admin_through_inbox(env, req.method(), &path_and_query).await
 }
 
 /// JavaScript's clock, in milliseconds.

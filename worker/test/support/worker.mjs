@@ -60,15 +60,15 @@ export function wranglerConfig(file = WRANGLER_FILE) {
  * (WEBHOOK_SECRETS, ORIGIN_SECRET); a value of `undefined` removes a variable. With
  * `store: false` the mode's store binding (KV namespace or Durable Object) is left out.
  */
-export async function startWorker(bindings, { store = true } = {}) {
+export async function startWorker(bindings, { store = true, file = WRANGLER_FILE, persist } = {}) {
   if (!existsSync(path.join(BUILD_DIR, "index.js"))) {
     throw new Error("worker/build/index.js is missing: run worker/build.sh first");
   }
   let generation = 0; // Durable Object mode: a new namespace key empties every object
   let current = { bindings, store };
-  const mf = new Miniflare(workerOptions(bindings, { store, generation }));
+  const mf = new Miniflare(workerOptions(bindings, { store, generation, file, persist }));
   let url = await mf.ready;
-  const { kvNamespaces, durableObjects } = wranglerConfig();
+  const { kvNamespaces, durableObjects } = wranglerConfig(file);
   const objectBinding = Object.keys(durableObjects)[0];
 
   async function objectState(id) {
@@ -120,20 +120,26 @@ export async function startWorker(bindings, { store = true } = {}) {
         return;
       }
       generation += 1;
-      await mf.setOptions(workerOptions(current.bindings, { store: current.store, generation }));
+      await mf.setOptions(workerOptions(current.bindings, { store: current.store, generation, file, persist }));
       url = await mf.ready;
     },
     async reconfigure(newBindings, opts = { store: true }) {
       current = { bindings: newBindings, store: opts.store ?? true };
-      await mf.setOptions(workerOptions(newBindings, { store: current.store, generation }));
+      await mf.setOptions(workerOptions(newBindings, { store: current.store, generation, file, persist }));
       url = await mf.ready;
     },
+    /** Miniflare's URL of the Worker. */
+    url: () => url,
     dispose: () => mf.dispose(),
   };
 }
 
-function workerOptions(bindings, { store, generation }) {
-  const { compatibilityDate, vars, kvNamespaces, durableObjects } = wranglerConfig();
+/**
+ * Miniflare's options for the Worker with `file`'s settings; `persist` (a folder) keeps
+ * Durable Object storage on disk across a dispose and a new start.
+ */
+function workerOptions(bindings, { store, generation, file = WRANGLER_FILE, persist }) {
+  const { compatibilityDate, vars, kvNamespaces, durableObjects } = wranglerConfig(file);
   const all = { ...vars, ...bindings };
   for (const [k, v] of Object.entries(all)) if (v === undefined) delete all[k];
   const objects = Object.fromEntries(
@@ -150,6 +156,7 @@ function workerOptions(bindings, { store, generation }) {
     compatibilityDate,
     kvNamespaces: store ? kvNamespaces : [],
     durableObjects: store ? objects : {},
+    ...(persist ? { durableObjectsPersist: persist } : {}),
     bindings: all,
   };
 }

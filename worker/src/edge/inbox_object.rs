@@ -1,0 +1,783 @@
+//! Inbox mode (`DELIVERY_MODE = "inbox"`): the `InboxObject` Durable Object, and how the
+//! Worker hands it a verified delivery or an admin request.
+//!
+//! One object (named `inbox`) holds every accepted delivery in its SQLite storage and is
+//! the only one that calls the origin, so `ORIGIN_MAX_IN_FLIGHT` and
+//! `ORIGIN_MAX_PER_SECOND` hold across all of the Worker's isolates and locations.
+//!
+//! - **Accept.** The delivery is inserted (`webhook-id` is the primary key: a second copy
+//!   inserts nothing and is answered `200 duplicate`), the object's alarm is set, and only
+//!   then is it answered `202 accepted`; the runtime's output gate holds the answer until
+//!   the write is durable. A storage failure is `503 inbox_unavailable` + `retry-after`.
+//! - **Deliver.** The alarm runs the pump: it starts requests for the *due heads* (per
+//!   ordering key the open delivery accepted first, when its next attempt is due; every open
+//!   delivery without a key) in acceptance order, within the caps, records each outcome, and
+//!   finally sets the alarm to the next due head or the next expiry. Alarms are durable, so
+//!   delivery resumes after a restart or an idle spell by itself. A run lasts at most
+//!   [`RUN_BUDGET_MS`], then the next one starts at once.
+//! - **Outcomes.** `2xx` → `delivered`; anything else → `retrying` with backoff
+//!   ([`crate::inbox::retry`]) or, past the horizon, `dead`. Delivered and dead deliveries
+//!   free their key and are kept for `INBOX_RETENTION_SECS` (and de-duplicate until then).
+//!   An object reset mid-request leaves the delivery open: it is sent again after the
+//!   restart (at most that request twice, with the same `webhook-id`).
+//! - **Admin.** `/_postwire/…` requests, already authorized by the Worker
+//!   ([`crate::inbox::admin`]).
+
+use std::cell::Cell;
+use std::collections::HashSet;
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures_util::future::{Either, LocalBoxFuture, select};
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use postwire_core::UnixTime;
+use serde_json::{Value, json};
+use worker::{
+    Delay, DurableObject, Env, Method, Request, Response, ScheduledTime, SqlStorage, SqlStorageValue, State,
+    durable_object,
+};
+
+use super::dedup_object::object_request;
+use super::inbox_origin::{self, OriginAnswer};
+use super::{Answer, env_string, log_warnings, misconfigured, now_ms, to_response};
+use crate::config::{Config, INBOX_BINDING};
+use crate::forward::{OriginOutcome, build_request};
+use crate::inbox::admin::{self, AdminRoute, DeliveryState};
+use crate::inbox::pacing::RateWindow;
+use crate::inbox::retry::{Next, after_failure};
+use crate::inspect::{DeliveryHeaders, VerifiedDelivery, read_headers};
+use crate::reply::{Reply, ReplyCode};
+
+/// The name of the one inbox object.
+const INBOX_NAME: &str = "inbox";
+/// Internal header: the delivery's ordering key, when it has one.
+const ORDERING_KEY_HEADER: &str = "x-postwire-ordering-key";
+/// The URL of the internal requests (the object reads only the path).
+const INBOX_URL: &str = "https://inbox.internal";
+/// The longest one alarm run starts requests; then it lets the next run take over.
+pub(crate) const RUN_BUDGET_MS: f64 = 60_000.0;
+/// How often a run looks for newly due deliveries while requests are in flight.
+const POLL_MS: u64 = 20;
+/// When a run failed (storage), the next one starts this much later.
+const RETRY_RUN_MS: f64 = 10_000.0;
+/// A run first sets the alarm this far ahead, so that an object reset mid-run (its requests
+/// lost with it) runs again by itself: a past alarm fires as soon as the object is back.
+const SAFETY_ALARM_MS: f64 = 10_000.0;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS deliveries (
+  id TEXT PRIMARY KEY,
+  seq INTEGER NOT NULL UNIQUE,
+  ordering_key TEXT,
+  state TEXT NOT NULL,
+  open INTEGER NOT NULL,
+  accepted_ms INTEGER NOT NULL,
+  next_attempt_ms INTEGER NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  last_status INTEGER,
+  last_error TEXT,
+  finished_ms INTEGER,
+  timestamp_raw TEXT NOT NULL,
+  signature TEXT NOT NULL,
+  content_type TEXT,
+  body BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS open_by_seq ON deliveries(seq) WHERE open = 1;
+CREATE INDEX IF NOT EXISTS open_by_key ON deliveries(ordering_key, seq) WHERE open = 1;
+CREATE INDEX IF NOT EXISTS by_state ON deliveries(state, seq);
+CREATE INDEX IF NOT EXISTS finished ON deliveries(finished_ms) WHERE open = 0;
+CREATE TABLE IF NOT EXISTS attempts (
+  delivery_id TEXT NOT NULL,
+  n INTEGER NOT NULL,
+  started_ms INTEGER NOT NULL,
+  finished_ms INTEGER NOT NULL,
+  outcome TEXT NOT NULL,
+  status INTEGER,
+  answer TEXT NOT NULL,
+  PRIMARY KEY (delivery_id, n)
+);
+CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+";
+
+/// Open deliveries that are first of their key (or have none). `?1`: the time.
+const DUE_HEADS: &str = "SELECT id, attempts, accepted_ms, timestamp_raw, signature, content_type, body
+FROM deliveries AS d
+WHERE open = 1 AND next_attempt_ms <= ?1
+  AND (ordering_key IS NULL
+       OR seq = (SELECT MIN(seq) FROM deliveries WHERE open = 1 AND ordering_key = d.ordering_key))
+ORDER BY seq LIMIT ";
+
+const NEXT_HEAD_DUE: &str = "SELECT MIN(next_attempt_ms) FROM deliveries AS d
+WHERE open = 1
+  AND (ordering_key IS NULL
+       OR seq = (SELECT MIN(seq) FROM deliveries WHERE open = 1 AND ordering_key = d.ordering_key))";
+
+const SUMMARY_COLUMNS: &str = "id, seq, state, ordering_key, accepted_ms, attempts, next_attempt_ms, last_status, \
+                               last_error, finished_ms, length(body)";
+
+/// Sends a verified delivery to the inbox: its answer (`202`, `200 duplicate`), or `503`.
+pub(super) async fn accept_through_inbox(
+    env: &Env,
+    delivery: &VerifiedDelivery,
+    ordering_key: Option<&str>,
+    received_ms: f64,
+) -> Answer {
+    let sent = async {
+        let stub = env
+            .durable_object(INBOX_BINDING)?
+            .id_from_name(INBOX_NAME)?
+            .get_stub()?;
+        let mut req = object_request(delivery, received_ms)?;
+        if let Some(key) = ordering_key {
+            req.headers_mut()?.set(ORDERING_KEY_HEADER, key)?;
+        }
+        stub.fetch_with_request(req).await
+    };
+    match sent.await {
+        Ok(response) => Answer::Response(response),
+        Err(e) => unavailable(format!(
+            "webhook-id {}: the inbox could not be reached: {e}",
+            delivery.headers.id
+        ))
+        .into(),
+    }
+}
+
+/// Passes an authorized admin request (`method`, `path` and query) to the inbox.
+pub(super) async fn admin_through_inbox(env: &Env, method: Method, path_and_query: &str) -> Answer {
+    let sent = async {
+        let stub = env
+            .durable_object(INBOX_BINDING)?
+            .id_from_name(INBOX_NAME)?
+            .get_stub()?;
+        let mut init = worker::RequestInit::new();
+        init.with_method(method);
+        stub.fetch_with_request(Request::new_with_init(&format!("{INBOX_URL}{path_and_query}"), &init)?)
+            .await
+    };
+    match sent.await {
+        Ok(response) => Answer::Response(response),
+        Err(e) => unavailable(format!("admin: the inbox could not be reached: {e}")).into(),
+    }
+}
+
+fn unavailable(detail: String) -> Reply {
+    Reply::new(
+        ReplyCode::InboxUnavailable,
+        "the inbox could not store or read deliveries; nothing was accepted, retry later",
+    )
+    .with_header("retry-after", "60")
+    .with_warning(detail)
+}
+
+/// The one inbox: stores, paces, orders and delivers; answers the admin API.
+#[durable_object(alarm)]
+pub struct InboxObject {
+    state: State,
+    env: Env,
+    /// The schema was created in this instance.
+    ready: Cell<bool>,
+    /// An alarm run is starting requests now (and will look for new ones).
+    pumping: Cell<bool>,
+    /// The alarm time this instance last set, if known to be pending.
+    alarm_at: Cell<Option<f64>>,
+    /// Whether delivery is paused, once read.
+    paused: Cell<Option<bool>>,
+}
+
+impl DurableObject for InboxObject {
+    fn new(state: State, env: Env) -> Self {
+        InboxObject {
+            state,
+            env,
+            ready: Cell::new(false),
+            pumping: Cell::new(false),
+            alarm_at: Cell::new(None),
+            paused: Cell::new(None),
+        }
+    }
+
+    async fn fetch(&self, req: Request) -> worker::Result<Response> {
+        let url = req.url()?;
+        if url.path().starts_with(admin::ADMIN_PREFIX) {
+            let method = req.inner().method();
+            return match admin::route(&method, url.path(), url.query()) {
+                Ok(route) => self.admin(route).await,
+                Err(reply) => to_response(&reply),
+            };
+        }
+        let reply = self.accept(req).await;
+        log_warnings(&reply);
+        to_response(&reply)
+    }
+
+    async fn alarm(&self) -> worker::Result<Response> {
+        self.alarm_at.set(None);
+        let config = match self.config() {
+            Ok(c) => c,
+            Err(reply) => {
+                log_warnings(&reply);
+                self.set_alarm_at(now_ms() + RETRY_RUN_MS).await?;
+                return Response::empty();
+            }
+        };
+        self.set_alarm_at(now_ms() + SAFETY_ALARM_MS).await?;
+        self.pumping.set(true);
+        let run = self.pump(&config).await;
+        self.pumping.set(false);
+        let next = match run {
+            Ok(true) => Ok(Some(now_ms())),
+            Ok(false) => self.next_wake(&config),
+            Err(e) => Err(e),
+        };
+        match next {
+            Ok(Some(at)) => self.set_alarm_at(at).await?,
+            Ok(None) => {
+                // Nothing left: drop the safety alarm.
+                self.alarm_at.set(None);
+                self.state.storage().delete_alarm().await?;
+            }
+            Err(e) => {
+                worker::console_warn!("postwire-worker: inbox run failed: {e}");
+                self.set_alarm_at(now_ms() + RETRY_RUN_MS).await?;
+            }
+        }
+        Response::empty()
+    }
+}
+
+/// A due delivery, as the pump reads it.
+struct Due {
+    id: String,
+    attempt: i64,
+    accepted_ms: f64,
+    delivery: VerifiedDelivery,
+}
+
+/// One finished request.
+struct Finished {
+    id: String,
+    attempt: i64,
+    accepted_ms: f64,
+    started_ms: f64,
+    answer: OriginAnswer,
+}
+
+impl InboxObject {
+    fn config(&self) -> Result<Config, Reply> {
+        Config::from_lookup(|name| env_string(&self.env, name)).map_err(|e| misconfigured(e.to_string()))
+    }
+
+    /// The SQL storage, with the schema in place.
+    fn sql(&self) -> worker::Result<SqlStorage> {
+        let sql = self.state.storage().sql();
+        if !self.ready.get() {
+            sql.exec(SCHEMA, None)?;
+            self.ready.set(true);
+        }
+        Ok(sql)
+    }
+
+    fn is_paused(&self, sql: &SqlStorage) -> worker::Result<bool> {
+        if let Some(p) = self.paused.get() {
+            return Ok(p);
+        }
+        let rows = rows(sql.exec("SELECT value FROM settings WHERE name = 'paused'", None)?)?;
+        let paused = rows.first().and_then(|r| text(r, 0)).as_deref() == Some("true");
+        self.paused.set(Some(paused));
+        Ok(paused)
+    }
+
+    async fn set_alarm_at(&self, at_ms: f64) -> worker::Result<()> {
+        self.alarm_at.set(Some(at_ms));
+        let date = js_sys::Date::new(&wasm_bindgen::JsValue::from_f64(at_ms));
+        self.state.storage().set_alarm(ScheduledTime::new(date)).await
+    }
+
+    /// Makes sure a run comes now: unless one is running (it picks new deliveries up) or an
+    /// alarm that is already due is set.
+    async fn wake(&self) -> worker::Result<()> {
+        let now = now_ms();
+        if self.pumping.get() || self.alarm_at.get().is_some_and(|at| at <= now) {
+            return Ok(());
+        }
+        self.set_alarm_at(now).await
+    }
+
+    async fn accept(&self, mut req: Request) -> Reply {
+        let headers: Vec<(String, String)> = req.headers().entries().collect();
+        let delivery_headers = match read_headers(&headers) {
+            Ok(h) => h,
+            Err(reply) => return reply,
+        };
+        let key = headers
+            .iter()
+            .find(|(k, _)| k == ORDERING_KEY_HEADER)
+            .map(|(_, v)| v.clone());
+        let body = match req.bytes().await {
+            Ok(b) => b,
+            Err(_) => {
+                return Reply::new(
+                    ReplyCode::InvalidRequest,
+                    "the request body could not be read to its end",
+                );
+            }
+        };
+        let id = delivery_headers.id.clone();
+        match self.insert(&delivery_headers, key, body) {
+            Err(e) => return unavailable(format!("webhook-id {id}: storing it failed: {e}")),
+            Ok(false) => {
+                return Reply::new(
+                    ReplyCode::Duplicate,
+                    "this webhook-id was accepted before; not stored again",
+                )
+                .with_header(crate::reply::DUPLICATE_HEADER, "true");
+            }
+            Ok(true) => {}
+        }
+        if let Err(e) = self.wake().await {
+            // Without its alarm the delivery could wait for the next one: take it back, so
+            // the sender retries.
+            let removed = self
+                .sql()
+                .and_then(|sql| sql.exec("DELETE FROM deliveries WHERE id = ?", vec![id.as_str().into()]));
+            return unavailable(format!(
+                "webhook-id {id}: setting the alarm failed: {e}; removed again: {}",
+                removed.is_ok()
+            ));
+        }
+        Reply::new(
+            ReplyCode::Accepted,
+            "verified and stored at the edge; it will be delivered to the origin",
+        )
+    }
+
+    /// Inserts a delivery; `false` when its id is there already.
+    fn insert(&self, h: &DeliveryHeaders, key: Option<String>, body: Vec<u8>) -> worker::Result<bool> {
+        let now = now_ms().round() as i64;
+        let cursor = self.sql()?.exec(
+            "INSERT INTO deliveries (id, seq, ordering_key, state, open, accepted_ms, next_attempt_ms, \
+             timestamp_raw, signature, content_type, body)
+             VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM deliveries), ?, 'pending', 1, ?, ?, ?, ?, ?, ?)
+             ON CONFLICT(id) DO NOTHING RETURNING seq",
+            vec![
+                h.id.as_str().into(),
+                key.into(),
+                now.into(),
+                now.into(),
+                h.timestamp_raw.as_str().into(),
+                h.signature.as_str().into(),
+                h.content_type.clone().into(),
+                SqlStorageValue::Blob(body),
+            ],
+        )?;
+        Ok(!rows(cursor)?.is_empty())
+    }
+
+    /// One alarm run: starts requests within the caps until nothing is due (or paused, or
+    /// the budget is spent) and every request has finished. `true` when it stopped for the
+    /// budget and the next run should start at once.
+    async fn pump(&self, config: &Config) -> worker::Result<bool> {
+        let sql = self.sql()?;
+        let started = now_ms();
+        self.forget_expired(&sql, config, started)?;
+        let max = config.inbox.max_in_flight as usize;
+        let mut window = RateWindow::new(config.inbox.max_per_second);
+        let mut flying: FuturesUnordered<LocalBoxFuture<'static, Finished>> = FuturesUnordered::new();
+        let mut flying_ids: HashSet<String> = HashSet::new();
+        loop {
+            let now = now_ms();
+            let out_of_budget = now - started > RUN_BUDGET_MS;
+            let stop = out_of_budget || self.is_paused(&sql)?;
+            if !stop {
+                let room = max.saturating_sub(flying.len()).min(window.room(now));
+                if room > 0 {
+                    for due in self.due_heads(&sql, now, room + flying.len())? {
+                        if flying.len() >= max || window.room(now) == 0 {
+                            break;
+                        }
+                        if flying_ids.contains(&due.id) {
+                            continue;
+                        }
+                        window.record(now);
+                        flying_ids.insert(due.id.clone());
+                        flying.push(attempt(config.clone(), due, now));
+                    }
+                }
+            }
+            let rate_wait = window.next_room_at(now);
+            if flying.is_empty() {
+                if stop {
+                    return Ok(out_of_budget);
+                }
+                match rate_wait {
+                    // Held back by the rate only: wait for room, then look again.
+                    Some(at) => Delay::from(Duration::from_millis((at - now).max(1.0) as u64)).await,
+                    None => return Ok(false),
+                }
+                continue;
+            }
+            let done = if stop || flying.len() >= max {
+                flying.next().await
+            } else {
+                let tick = rate_wait.map_or(POLL_MS, |at| (at - now).max(1.0) as u64);
+                let next = flying.next();
+                let delay = Delay::from(Duration::from_millis(tick));
+                match select(next, delay).await {
+                    Either::Left((done, _)) => done,
+                    Either::Right(((), _)) => None,
+                }
+            };
+            if let Some(finished) = done {
+                flying_ids.remove(&finished.id);
+                self.record(&sql, config, finished)?;
+            }
+        }
+    }
+
+    fn due_heads(&self, sql: &SqlStorage, now: f64, limit: usize) -> worker::Result<Vec<Due>> {
+        let query = format!("{DUE_HEADS}{limit}");
+        let mut out = Vec::new();
+        for r in rows(sql.exec(&query, vec![(now.round() as i64).into()])?)? {
+            let (Some(id), Some(attempts), Some(accepted_ms), Some(timestamp_raw), Some(signature), Some(body)) = (
+                text(&r, 0),
+                int(&r, 1),
+                int(&r, 2),
+                text(&r, 3),
+                text(&r, 4),
+                blob(&r, 6),
+            ) else {
+                continue;
+            };
+            let timestamp = timestamp_raw
+                .parse::<i64>()
+                .map(UnixTime::from_secs)
+                .unwrap_or(UnixTime::from_secs(0));
+            out.push(Due {
+                attempt: attempts + 1,
+                accepted_ms: accepted_ms as f64,
+                delivery: VerifiedDelivery {
+                    headers: DeliveryHeaders {
+                        id: id.clone(),
+                        timestamp_raw,
+                        timestamp,
+                        signature,
+                        content_type: text(&r, 5),
+                    },
+                    body,
+                },
+                id,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Writes an attempt's outcome: delivered, retrying at its next time, or dead.
+    fn record(&self, sql: &SqlStorage, config: &Config, f: Finished) -> worker::Result<()> {
+        let now = now_ms();
+        let (outcome, status, error) = describe(&f.answer.outcome, config.forward_timeout_ms);
+        let (state, next_ms) = match f.answer.outcome {
+            OriginOutcome::Accepted { .. } => (DeliveryState::Delivered, None),
+            _ => match after_failure(
+                u32::try_from(f.attempt).unwrap_or(u32::MAX),
+                now,
+                f.accepted_ms,
+                config.inbox.retry_horizon_secs,
+                f.answer.retry_after_secs,
+                js_sys::Math::random(),
+            ) {
+                Next::RetryAt(at) => (DeliveryState::Retrying, Some(at)),
+                Next::Dead => (DeliveryState::Dead, None),
+            },
+        };
+        let now_i = now.round() as i64;
+        sql.exec(
+            "INSERT OR REPLACE INTO attempts (delivery_id, n, started_ms, finished_ms, outcome, status, answer) \
+             VALUES (?, ?, ?, ?, ?, ?, ?)",
+            vec![
+                f.id.as_str().into(),
+                f.attempt.into(),
+                (f.started_ms.round() as i64).into(),
+                now_i.into(),
+                outcome.into(),
+                status.map(i64::from).into(),
+                f.answer.excerpt.into(),
+            ],
+        )?;
+        let open = state.is_open();
+        sql.exec(
+            "UPDATE deliveries SET state = ?, open = ?, attempts = ?, last_status = ?, last_error = ?, \
+             next_attempt_ms = ?, finished_ms = ? WHERE id = ?",
+            vec![
+                state.as_str().into(),
+                i64::from(open).into(),
+                f.attempt.into(),
+                status.map(i64::from).into(),
+                error.into(),
+                (next_ms.unwrap_or(now).round() as i64).into(),
+                (if open { None } else { Some(now_i) }).into(),
+                f.id.as_str().into(),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Deletes deliveries finished longer than the retention ago, with their attempts.
+    fn forget_expired(&self, sql: &SqlStorage, config: &Config, now: f64) -> worker::Result<()> {
+        let cutoff = (now - config.inbox.retention_secs as f64 * 1000.0).round() as i64;
+        sql.exec(
+            "DELETE FROM attempts WHERE delivery_id IN \
+             (SELECT id FROM deliveries WHERE open = 0 AND finished_ms < ?)",
+            vec![cutoff.into()],
+        )?;
+        sql.exec(
+            "DELETE FROM deliveries WHERE open = 0 AND finished_ms < ?",
+            vec![cutoff.into()],
+        )?;
+        Ok(())
+    }
+
+    /// When the next run is needed: the next due head (unless paused) or the next expiry.
+    fn next_wake(&self, config: &Config) -> worker::Result<Option<f64>> {
+        let sql = self.sql()?;
+        let head = if self.is_paused(&sql)? {
+            None
+        } else {
+            first_int(&sql, NEXT_HEAD_DUE)?.map(|t| t as f64)
+        };
+        let expiry = first_int(&sql, "SELECT MIN(finished_ms) FROM deliveries WHERE open = 0")?
+            .map(|t| t as f64 + config.inbox.retention_secs as f64 * 1000.0 + 1.0);
+        Ok(match (head, expiry) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
+    }
+
+    async fn admin(&self, route: AdminRoute) -> worker::Result<Response> {
+        match self.admin_answer(route).await {
+            Ok(Ok((status, body))) => {
+                let mut response = Response::from_json(&body)?.with_status(status);
+                response.headers_mut().set("cache-control", "no-store")?;
+                Ok(response)
+            }
+            Ok(Err(reply)) => to_response(&reply),
+            Err(e) => {
+                let reply = unavailable(format!("admin: {e}"));
+                log_warnings(&reply);
+                to_response(&reply)
+            }
+        }
+    }
+
+    async fn admin_answer(&self, route: AdminRoute) -> worker::Result<Result<(u16, Value), Reply>> {
+        let sql = self.sql()?;
+        let now = now_ms().round() as i64;
+        Ok(Ok(match route {
+            AdminRoute::Counts => {
+                let mut counts = serde_json::Map::new();
+                for s in DeliveryState::ALL {
+                    counts.insert(s.as_str().into(), json!(0));
+                }
+                for r in rows(sql.exec("SELECT state, COUNT(*) FROM deliveries GROUP BY state", None)?)? {
+                    if let (Some(state), Some(n)) = (text(&r, 0), int(&r, 1)) {
+                        counts.insert(state, json!(n));
+                    }
+                }
+                (200, json!({ "counts": counts, "paused": self.is_paused(&sql)? }))
+            }
+            AdminRoute::List { state, after, limit } => {
+                let query = format!(
+                    "SELECT {SUMMARY_COLUMNS} FROM deliveries WHERE state = ? AND seq > ? ORDER BY seq LIMIT {limit}"
+                );
+                let found = rows(sql.exec(&query, vec![state.as_str().into(), after.unwrap_or(0).into()])?)?;
+                let next_cursor = if found.len() == limit as usize {
+                    found.last().and_then(|r| int(r, 1)).map(admin::cursor_after)
+                } else {
+                    None
+                };
+                let deliveries: Vec<Value> = found.iter().map(|r| summary(r)).collect();
+                (200, json!({ "deliveries": deliveries, "next_cursor": next_cursor }))
+            }
+            AdminRoute::Show { id } => {
+                let query = format!("SELECT {SUMMARY_COLUMNS} FROM deliveries WHERE id = ?");
+                let Some(row) = rows(sql.exec(&query, vec![id.as_str().into()])?)?.into_iter().next() else {
+                    return Ok(Err(no_delivery()));
+                };
+                let attempts: Vec<Value> = rows(sql.exec(
+                    "SELECT n, started_ms, finished_ms, outcome, status, answer FROM attempts \
+                     WHERE delivery_id = ? ORDER BY n",
+                    vec![id.as_str().into()],
+                )?)?
+                .iter()
+                .map(|a| {
+                    json!({
+                        "n": int(a, 0),
+                        "started_at_ms": int(a, 1),
+                        "finished_at_ms": int(a, 2),
+                        "outcome": text(a, 3),
+                        "status": int(a, 4),
+                        "answer": text(a, 5),
+                    })
+                })
+                .collect();
+                let mut out = summary(&row);
+                if let Value::Object(map) = &mut out {
+                    map.insert("attempt_log".into(), Value::Array(attempts));
+                }
+                (200, out)
+            }
+            AdminRoute::Replay { id } => {
+                let found = rows(sql.exec("SELECT open FROM deliveries WHERE id = ?", vec![id.as_str().into()])?)?;
+                match found.first().and_then(|r| int(r, 0)) {
+                    None => return Ok(Err(no_delivery())),
+                    Some(1) => {
+                        return Ok(Err(Reply::new(
+                            ReplyCode::DeliveryInProgress,
+                            "this delivery is still pending or retrying; only delivered or dead ones are replayed",
+                        )));
+                    }
+                    Some(_) => {}
+                }
+                let max = first_int(&sql, "SELECT MAX(seq) FROM deliveries")?.unwrap_or(0);
+                let replayed = reopen(&sql, "id = ?", vec![id.as_str().into()], max, now)?;
+                self.wake().await?;
+                (200, json!({ "replayed": replayed }))
+            }
+            AdminRoute::ReplayDead { since_ms } => {
+                let max = first_int(&sql, "SELECT MAX(seq) FROM deliveries")?.unwrap_or(0);
+                let replayed = reopen(
+                    &sql,
+                    "state = 'dead' AND finished_ms >= ?",
+                    vec![since_ms.into()],
+                    max,
+                    now,
+                )?;
+                if replayed > 0 {
+                    self.wake().await?;
+                }
+                (200, json!({ "replayed": replayed }))
+            }
+            AdminRoute::Pause => {
+                sql.exec(
+                    "INSERT OR REPLACE INTO settings (name, value) VALUES ('paused', 'true')",
+                    None,
+                )?;
+                self.paused.set(Some(true));
+                (200, json!({ "paused": true }))
+            }
+            AdminRoute::Resume => {
+                sql.exec("DELETE FROM settings WHERE name = 'paused'", None)?;
+                self.paused.set(Some(false));
+                // Unconditionally: a run that is ending may have scheduled nothing while paused.
+                self.set_alarm_at(now_ms()).await?;
+                (200, json!({ "paused": false }))
+            }
+        }))
+    }
+}
+
+/// One request to the origin, owning everything it needs.
+fn attempt(config: Config, due: Due, started_ms: f64) -> LocalBoxFuture<'static, Finished> {
+    Box::pin(async move {
+        let request = build_request(
+            config.origin_url.as_str(),
+            config.forward_timeout_ms,
+            config.origin_secret.as_ref(),
+            &due.delivery,
+        );
+        let answer = inbox_origin::send(&request).await;
+        Finished {
+            id: due.id,
+            attempt: due.attempt,
+            accepted_ms: due.accepted_ms,
+            started_ms,
+            answer,
+        }
+    }) as Pin<Box<_>>
+}
+
+/// Puts finished deliveries matching `condition` back in line, behind everything accepted
+/// so far, keeping their relative order; their horizon starts again now.
+fn reopen(
+    sql: &SqlStorage,
+    condition: &str,
+    mut bindings: Vec<SqlStorageValue>,
+    max_seq: i64,
+    now: i64,
+) -> worker::Result<usize> {
+    let query = format!(
+        "UPDATE deliveries SET seq = seq + ?, state = 'pending', open = 1, accepted_ms = ?, next_attempt_ms = ?, \
+         finished_ms = NULL WHERE open = 0 AND {condition} RETURNING id"
+    );
+    let mut all = vec![max_seq.into(), now.into(), now.into()];
+    all.append(&mut bindings);
+    Ok(rows(sql.exec(&query, all)?)?.len())
+}
+
+/// The outcome's name, the origin's status, and the text of `last_error`.
+fn describe(outcome: &OriginOutcome, timeout_ms: u64) -> (&'static str, Option<u16>, Option<String>) {
+    match *outcome {
+        OriginOutcome::Accepted { status } => ("accepted", Some(status), None),
+        OriginOutcome::Refused { status } => ("refused", Some(status), Some(format!("the origin answered {status}"))),
+        OriginOutcome::TimedOut => ("timeout", None, Some(format!("no answer within {timeout_ms} ms"))),
+        OriginOutcome::Unreachable => ("unreachable", None, Some("the origin could not be reached".into())),
+    }
+}
+
+fn no_delivery() -> Reply {
+    Reply::new(
+        ReplyCode::NotFound,
+        "no delivery with this webhook-id in the inbox (never accepted, or past its retention)",
+    )
+}
+
+/// A delivery as the admin API shows it (never its body or signatures).
+fn summary(r: &[SqlStorageValue]) -> Value {
+    let state = text(r, 2);
+    let open = state
+        .as_deref()
+        .and_then(DeliveryState::parse)
+        .is_some_and(DeliveryState::is_open);
+    json!({
+        "id": text(r, 0),
+        "state": state,
+        "ordering_key": text(r, 3),
+        "accepted_at_ms": int(r, 4),
+        "attempts": int(r, 5),
+        "next_attempt_at_ms": if open { int(r, 6) } else { None },
+        "last_status": int(r, 7),
+        "last_error": text(r, 8),
+        "finished_at_ms": int(r, 9),
+        "body_bytes": int(r, 10),
+    })
+}
+
+fn rows(cursor: worker::SqlCursor) -> worker::Result<Vec<Vec<SqlStorageValue>>> {
+    cursor.raw().collect()
+}
+
+fn first_int(sql: &SqlStorage, query: &str) -> worker::Result<Option<i64>> {
+    Ok(rows(sql.exec(query, None)?)?.first().and_then(|r| int(r, 0)))
+}
+
+fn int(row: &[SqlStorageValue], i: usize) -> Option<i64> {
+    match row.get(i)? {
+        SqlStorageValue::Integer(n) => Some(*n),
+        SqlStorageValue::Float(f) if f.is_finite() => Some(f.round() as i64),
+        _ => None,
+    }
+}
+
+fn text(row: &[SqlStorageValue], i: usize) -> Option<String> {
+    match row.get(i)? {
+        SqlStorageValue::String(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+fn blob(row: &[SqlStorageValue], i: usize) -> Option<Vec<u8>> {
+    match row.get(i)? {
+        SqlStorageValue::Blob(b) => Some(b.clone()),
+        _ => None,
+    }
+}

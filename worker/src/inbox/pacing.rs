@@ -1,0 +1,103 @@
+//! The cap on requests started per second (`ORIGIN_MAX_PER_SECOND`): a sliding window of
+//! the start times of the last requests.
+//!
+//! The window is [`WINDOW_MS`], a little longer than a second: the cap is counted where the
+//! requests start, and the origin sees them after a network delay that varies from one to
+//! the next; the margin keeps any one second at the origin within the cap when two
+//! requests' delays differ by up to 50 ms, at the price of about 5 % of the rate.
+
+use std::collections::VecDeque;
+
+/// The length of the window, in milliseconds.
+pub const WINDOW_MS: f64 = 1_050.0;
+
+/// The starts within the last window, and the cap (0 = none).
+#[derive(Debug, Clone, Default)]
+pub struct RateWindow {
+    cap: u32,
+    starts: VecDeque<f64>,
+}
+
+impl RateWindow {
+    /// A window allowing `cap` starts (0: no cap).
+    pub fn new(cap: u32) -> Self {
+        RateWindow {
+            cap,
+            starts: VecDeque::new(),
+        }
+    }
+
+    fn forget_before(&mut self, now_ms: f64) {
+        while self.starts.front().is_some_and(|t| *t <= now_ms - WINDOW_MS) {
+            self.starts.pop_front();
+        }
+    }
+
+    /// How many requests may start at `now_ms` (`usize::MAX` without a cap).
+    ///
+    /// ```
+    /// use postwire_worker::inbox::pacing::RateWindow;
+    /// let mut w = RateWindow::new(2);
+    /// w.record(0.0);
+    /// w.record(10.0);
+    /// assert_eq!(w.room(500.0), 0);
+    /// assert_eq!(w.room(1_050.0), 1);
+    /// ```
+    pub fn room(&mut self, now_ms: f64) -> usize {
+        if self.cap == 0 {
+            return usize::MAX;
+        }
+        self.forget_before(now_ms);
+        (self.cap as usize).saturating_sub(self.starts.len())
+    }
+
+    /// Counts a start at `now_ms`.
+    pub fn record(&mut self, now_ms: f64) {
+        if self.cap != 0 {
+            self.starts.push_back(now_ms);
+        }
+    }
+
+    /// When the next start may happen, if none may now.
+    pub fn next_room_at(&mut self, now_ms: f64) -> Option<f64> {
+        if self.room(now_ms) > 0 {
+            return None;
+        }
+        self.starts.front().map(|t| t + WINDOW_MS)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_window_ever_holds_more_than_the_cap() {
+        let mut w = RateWindow::new(200);
+        let mut started = Vec::new();
+        let mut now = 0.0;
+        while now < 5_000.0 {
+            for _ in 0..w.room(now).min(7) {
+                w.record(now);
+                started.push(now);
+            }
+            now += 3.0;
+        }
+        for (i, t) in started.iter().enumerate() {
+            let within = started[i..].iter().take_while(|u| **u < t + WINDOW_MS).count();
+            assert!(within <= 200, "{within} starts in the window from {t}");
+        }
+        assert!(started.len() > 900, "{} starts in 5 s", started.len());
+    }
+
+    #[test]
+    fn no_cap_means_always_room() {
+        let mut w = RateWindow::new(0);
+        w.record(1.0);
+        assert_eq!(w.room(1.0), usize::MAX);
+        assert_eq!(w.next_room_at(1.0), None);
+        let mut w = RateWindow::new(1);
+        w.record(100.0);
+        assert_eq!(w.next_room_at(200.0), Some(100.0 + WINDOW_MS));
+    }
+}

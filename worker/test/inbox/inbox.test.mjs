@@ -1,0 +1,450 @@
+// Inbox mode (DELIVERY_MODE = "inbox", wrangler.inbox.toml: its [vars], the INBOX binding and
+// the SQLite-backed InboxObject class) in workerd through Miniflare, against a real origin
+// on loopback that counts what it receives: the outage, the paced burst, simultaneous
+// copies, a restart mid-request on persisted storage, the horizon and replay, pause and
+// resume, the admin API's authentication and input checks, and a 1 MiB body.
+//
+// POSTWIRE_INBOX_BURST overrides the burst's size (default 5000 deliveries over 200 keys).
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import http from "node:http";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Webhook } from "standardwebhooks";
+import { startWorker, delivery, newSecret, newId, assertErrorBody, sleep } from "../support/worker.mjs";
+
+const FILE = "wrangler.inbox.toml";
+const BURST = Number(process.env.POSTWIRE_INBOX_BURST ?? 5000);
+const BURST_KEYS = 200;
+const secret = newSecret();
+const TOKEN = "test-admin-token-0123456789abcdef";
+
+/** A post event (VALIDATE_EVENTS = "postwire"), ordered by `post:<postId>`; `padTo` bytes. */
+function postEvent(id, postId, padTo = 0) {
+  const event = {
+    id,
+    type: "post.scheduled",
+    createdAt: "2026-11-22T09:00:00.000Z",
+    workspaceId: "ws1",
+    data: {
+      post: {
+        id: postId,
+        externalId: "e",
+        group: "g",
+        state: "QUEUE",
+        publishDate: "2026-11-22T10:00:00.000Z",
+        integration: { id: "acc1", providerIdentifier: "x", name: "A" },
+        content: "",
+      },
+    },
+  };
+  let text = JSON.stringify(event);
+  if (padTo > text.length) {
+    event.data.post.content = "x".repeat(padTo - text.length);
+    text = JSON.stringify(event);
+  }
+  return text;
+}
+
+/**
+ * An origin that records each request (id, arrival, body) and the most requests it held at
+ * once; `answer(record)` returns {status, delayMs, headers} (default 200 at once).
+ */
+async function startCountingOrigin() {
+  const received = [];
+  let current = 0;
+  let maxConcurrent = 0;
+  let answer = () => ({ status: 200 });
+  const server = http.createServer((req, res) => {
+    current += 1;
+    maxConcurrent = Math.max(maxConcurrent, current);
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      const record = { id: req.headers["webhook-id"], headers: { ...req.headers }, body: Buffer.concat(chunks), at: Date.now() };
+      received.push(record);
+      const plan = answer(record) ?? { status: 200 };
+      record.status = plan.status;
+      const reply = () => {
+        current -= 1;
+        res.writeHead(plan.status, { "content-type": "text/plain", ...(plan.headers ?? {}) });
+        res.end(`origin says ${plan.status}`);
+      };
+      if (plan.delayMs) setTimeout(reply, plan.delayMs);
+      else reply();
+    });
+    req.on("close", () => {
+      if (!res.writableEnded) current -= 1;
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}/webhooks`,
+    received,
+    maxConcurrent: () => maxConcurrent,
+    answerWith: (fn) => {
+      answer = fn;
+    },
+    /** Arrivals the origin answered 2xx. */
+    accepted: () => received.filter((r) => r.status >= 200 && r.status < 300),
+    /** The most arrivals within any `ms` window. */
+    maxWithin(ms) {
+      const times = received.map((r) => r.at).sort((a, b) => a - b);
+      let best = 0;
+      for (let i = 0, j = 0; i < times.length; i++) {
+        while (times[i] - times[j] >= ms) j++;
+        best = Math.max(best, i - j + 1);
+      }
+      return best;
+    },
+    close: () => new Promise((resolve) => {
+      server.closeAllConnections?.();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+async function until(cond, ms, what) {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+function send(worker, d) {
+  return worker.send({ headers: d.headers, body: d.body });
+}
+
+/** Sends every delivery, `parallel` at a time, in order of starting; their answers. */
+async function sendAll(worker, deliveries, parallel = 32) {
+  const answers = new Array(deliveries.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (next < deliveries.length) {
+        const i = next++;
+        answers[i] = await send(worker, deliveries[i]);
+      }
+    }),
+  );
+  return answers;
+}
+
+/** An admin request over loopback. */
+async function call(worker, pathAndQuery, { method = "GET", token = TOKEN } = {}) {
+  const res = await fetch(new URL(pathAndQuery, worker.url()), {
+    method,
+    headers: token === null ? {} : { authorization: `Bearer ${token}` },
+  });
+  const text = await res.text();
+  let json = null;
+  try {
+    json = JSON.parse(text);
+  } catch {}
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+/** Asserts that, per key, the origin accepted the ids in the order they were accepted. */
+function assertKeyOrder(origin, deliveries, keyOf) {
+  const expected = new Map();
+  for (const d of deliveries) {
+    const k = keyOf(d);
+    if (!expected.has(k)) expected.set(k, []);
+    expected.get(k).push(d.id);
+  }
+  const seen = new Map();
+  for (const r of origin.accepted()) {
+    const k = keyOf({ id: r.id });
+    if (!seen.has(k)) seen.set(k, []);
+    seen.get(k).push(r.id);
+  }
+  for (const [k, ids] of expected) assert.deepEqual(seen.get(k), ids, `order of key ${k}`);
+}
+
+function makeDeliveries(n, keys, prefix) {
+  const out = [];
+  for (let i = 0; i < n; i++) {
+    const id = newId(`${prefix}_k${i % keys}`);
+    out.push({ ...delivery({ secrets: [secret], id, body: postEvent(id, `p_${prefix}_${i % keys}`) }), key: i % keys });
+  }
+  return out;
+}
+const keyOfId = (d) => /_k(\d+)_/.exec(d.id)?.[1];
+
+const base = (origin, extra = {}) => ({ WEBHOOK_SECRETS: secret, ORIGIN_URL: origin.url, ADMIN_TOKEN: TOKEN, ...extra });
+
+describe("inbox: accept, then deliver through an outage, in order", () => {
+  let origin, worker;
+  before(async () => {
+    origin = await startCountingOrigin();
+    worker = await startWorker(base(origin), { file: FILE });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+
+  it("the origin down for its first 10 requests: each delivery reaches it accepted exactly once, per key in acceptance order; the sender saw 202", async () => {
+    let failures = 10;
+    origin.answerWith(() => (failures-- > 0 ? { status: 500 } : { status: 200 }));
+    const ds = makeDeliveries(30, 5, "outage");
+    for (const d of ds) {
+      const res = await send(worker, d);
+      assert.equal(res.status, 202, res.text);
+      assert.equal(res.json.code, "accepted");
+    }
+    await until(() => origin.accepted().length >= ds.length, 30_000, "every delivery accepted by the origin");
+    await sleep(300);
+    const counts = new Map();
+    for (const r of origin.accepted()) counts.set(r.id, (counts.get(r.id) ?? 0) + 1);
+    assert.deepEqual([...counts.values()].filter((n) => n !== 1), [], "each accepted exactly once");
+    assert.equal(counts.size, ds.length);
+    assert.ok(origin.received.length >= ds.length + 10, "the failed attempts happened");
+    assertKeyOrder(origin, ds, keyOfId);
+    const got = (await call(worker, "/_postwire/counts")).json;
+    assert.deepEqual(got, { counts: { pending: 0, retrying: 0, delivered: 30, dead: 0 }, paused: false });
+  });
+
+  it("20 simultaneous copies of one id: stored once (one 202, the rest 200 duplicate), delivered once", async () => {
+    const before = origin.received.length;
+    const id = newId("copies");
+    const d = delivery({ secrets: [secret], id, body: postEvent(id, "p_copies") });
+    const answers = await Promise.all(Array.from({ length: 20 }, () => send(worker, d)));
+    const codes = answers.map((a) => a.json?.code).sort();
+    assert.deepEqual(codes, ["accepted", ...Array(19).fill("duplicate")]);
+    await until(() => origin.received.length > before, 10_000, "the delivery");
+    await sleep(500);
+    assert.equal(origin.received.filter((r) => r.id === id).length, 1);
+  });
+
+  it("a 1 MiB body (MAX_BODY_BYTES) round-trips byte for byte, with the origin signature", async () => {
+    const id = newId("big");
+    const body = postEvent(id, "p_big", 1024 * 1024);
+    assert.equal(Buffer.byteLength(body), 1024 * 1024);
+    const d = delivery({ secrets: [secret], id, body });
+    assert.equal((await send(worker, d)).status, 202);
+    await until(() => origin.accepted().some((r) => r.id === id), 10_000, "the big delivery");
+    const got = origin.accepted().find((r) => r.id === id);
+    assert.ok(got.body.equals(Buffer.from(body)), "body intact");
+    assert.doesNotThrow(() => new Webhook(secret).verify(got.body.toString(), got.headers));
+    const one = (await call(worker, `/_postwire/deliveries/${encodeURIComponent(id)}`)).json;
+    assert.equal(one.body_bytes, 1024 * 1024);
+    assert.equal(one.state, "delivered");
+    const over = delivery({ secrets: [secret], id: newId("over"), body: postEvent("x", "p", 1024 * 1024 + 1) });
+    assertErrorBody(assert, await send(worker, over), 413, "payload_too_large");
+  });
+});
+
+describe(`inbox: a burst of ${BURST} deliveries over ${BURST_KEYS} keys, ORIGIN_MAX_IN_FLIGHT = 4, ORIGIN_MAX_PER_SECOND = 200`, () => {
+  let origin, worker;
+  before(async () => {
+    origin = await startCountingOrigin();
+    origin.answerWith(() => ({ status: 200, delayMs: 5 }));
+    worker = await startWorker(base(origin, { ORIGIN_MAX_IN_FLIGHT: "4", ORIGIN_MAX_PER_SECOND: "200" }), { file: FILE });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+
+  it("the origin never sees more than 4 at once nor 200 in any second; nothing lost; per key in order", async (t) => {
+    const ds = makeDeliveries(BURST, BURST_KEYS, "burst");
+    const started = Date.now();
+    const answers = await sendAll(worker, ds);
+    const acceptedIn = Date.now() - started;
+    assert.deepEqual(answers.filter((a) => a.status !== 202).map((a) => a.text), []);
+    await until(() => origin.accepted().length >= BURST, 120_000, "every delivery");
+    const tookMs = Date.now() - started;
+    await sleep(300);
+    t.diagnostic(
+      `accepted ${BURST} in ${acceptedIn} ms; delivered all in ${tookMs} ms ` +
+        `(${Math.round((BURST * 1000) / tookMs)}/s); origin max in flight ${origin.maxConcurrent()}, ` +
+        `max in any 1000 ms ${origin.maxWithin(1000)}`,
+    );
+    assert.ok(origin.maxConcurrent() <= 4, `max in flight ${origin.maxConcurrent()}`);
+    assert.ok(origin.maxWithin(1000) <= 200, `max per second ${origin.maxWithin(1000)}`);
+    assert.equal(origin.received.length, BURST, "each exactly once");
+    assert.equal(new Set(origin.received.map((r) => r.id)).size, BURST);
+    assertKeyOrder(origin, ds, keyOfId);
+  });
+});
+
+describe("inbox: restart mid-request on persisted storage", () => {
+  let origin, worker, dir;
+  before(async () => {
+    origin = await startCountingOrigin();
+    dir = mkdtempSync(path.join(tmpdir(), "postwire-inbox-"));
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("Miniflare disposed with deliveries pending and one mid-request, started again: nothing lost, only that one sent twice", async () => {
+    const bindings = base(origin, { ORIGIN_MAX_IN_FLIGHT: "1", ORDERING: "none" });
+    origin.answerWith(() => ({ status: 200, delayMs: 10_000 }));
+    worker = await startWorker(bindings, { file: FILE, persist: dir });
+    const ds = makeDeliveries(10, 10, "restart");
+    for (const d of ds) assert.equal((await send(worker, d)).status, 202);
+    await until(() => origin.received.length === 1, 10_000, "the first request");
+    const mid = origin.received[0].id;
+    await worker.dispose();
+    worker = undefined;
+    origin.answerWith(() => ({ status: 200 }));
+    worker = await startWorker(bindings, { file: FILE, persist: dir });
+    // No new request: the object's alarm resumes delivery by itself.
+    await until(() => new Set(origin.accepted().map((r) => r.id)).size === ds.length, 30_000, "every delivery after the restart");
+    await sleep(500);
+    for (const d of ds) {
+      const n = origin.received.filter((r) => r.id === d.id).length;
+      if (d.id === mid) assert.ok(n >= 1 && n <= 2, `the one in flight: ${n}`);
+      else assert.equal(n, 1, d.id);
+    }
+    const counts = (await call(worker, "/_postwire/counts")).json.counts;
+    assert.equal(counts.delivered, ds.length);
+  });
+});
+
+describe("inbox: the horizon, dead deliveries and replay", () => {
+  let origin, worker;
+  before(async () => {
+    origin = await startCountingOrigin();
+    worker = await startWorker(base(origin, { ORIGIN_RETRY_HORIZON_SECS: "2" }), { file: FILE });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+
+  it("refused until the horizon: dead, listed with its answers, frees its key; replayed, delivered", async () => {
+    let broken = true;
+    const ds = makeDeliveries(2, 1, "dead"); // one key: the second waits behind the first
+    const [doomed, next] = ds;
+    origin.answerWith((r) => (broken && r.id === doomed.id ? { status: 503, headers: { "retry-after": "1" } } : { status: 200 }));
+    for (const d of ds) assert.equal((await send(worker, d)).status, 202);
+    await sleep(1000);
+    assert.equal(origin.received.filter((r) => r.id === next.id).length, 0, "the next one waits while the first retries");
+    await until(async () => (await call(worker, "/_postwire/counts")).json.counts.dead === 1, 15_000, "the dead one");
+    await until(() => origin.accepted().some((r) => r.id === next.id), 10_000, "the next one of its key");
+    const list = (await call(worker, "/_postwire/deliveries?state=dead")).json;
+    assert.deepEqual(list.deliveries.map((x) => x.id), [doomed.id]);
+    assert.equal(list.next_cursor, null);
+    const one = (await call(worker, `/_postwire/deliveries/${encodeURIComponent(doomed.id)}`)).json;
+    assert.equal(one.state, "dead");
+    assert.equal(one.last_status, 503);
+    assert.ok(one.attempts >= 2, `attempts ${one.attempts}`);
+    assert.equal(one.attempt_log.length, one.attempts);
+    assert.equal(one.attempt_log[0].answer, "origin says 503");
+    assert.ok(!JSON.stringify(one).includes(secret.slice(6)), "no secret in answers");
+    assert.equal(one.body, undefined, "no body in answers");
+
+    broken = false;
+    const since = Math.floor(Date.now() / 1000) - 60;
+    const replay = await call(worker, `/_postwire/replay-dead?since=${since}`, { method: "POST" });
+    assert.deepEqual(replay.json, { replayed: 1 });
+    await until(() => origin.accepted().some((r) => r.id === doomed.id), 10_000, "the replayed one");
+    const after = (await call(worker, `/_postwire/deliveries/${encodeURIComponent(doomed.id)}`)).json;
+    assert.equal(after.state, "delivered");
+    // A delivered one replays by id; a pending one is refused.
+    const again = await call(worker, `/_postwire/deliveries/${encodeURIComponent(doomed.id)}/replay`, { method: "POST" });
+    assert.deepEqual(again.json, { replayed: 1 });
+    await until(() => origin.accepted().filter((r) => r.id === doomed.id).length === 2, 10_000, "the second replay");
+  });
+});
+
+describe("inbox: pause and resume", () => {
+  let origin, worker;
+  before(async () => {
+    origin = await startCountingOrigin();
+    worker = await startWorker(base(origin), { file: FILE });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+
+  it("paused: 100 accepted and held; resumed: all delivered, per key in acceptance order", async () => {
+    assert.deepEqual((await call(worker, "/_postwire/pause", { method: "POST" })).json, { paused: true });
+    const ds = makeDeliveries(100, 4, "pause");
+    const answers = await sendAll(worker, ds, 1);
+    assert.ok(answers.every((a) => a.status === 202));
+    await sleep(1000);
+    assert.equal(origin.received.length, 0, "nothing delivered while paused");
+    assert.deepEqual((await call(worker, "/_postwire/counts")).json, {
+      counts: { pending: 100, retrying: 0, delivered: 0, dead: 0 },
+      paused: true,
+    });
+    const page = (await call(worker, "/_postwire/deliveries?state=pending&limit=60")).json;
+    assert.equal(page.deliveries.length, 60);
+    const rest = (await call(worker, `/_postwire/deliveries?state=pending&limit=60&cursor=${page.next_cursor}`)).json;
+    assert.equal(rest.deliveries.length, 40);
+    assert.equal(rest.next_cursor, null);
+    assert.deepEqual([...page.deliveries, ...rest.deliveries].map((x) => x.id), ds.map((d) => d.id), "listed in acceptance order");
+    assert.deepEqual((await call(worker, "/_postwire/resume", { method: "POST" })).json, { paused: false });
+    await until(() => origin.accepted().length >= 100, 20_000, "every delivery after resume");
+    assert.equal(origin.received.length, 100);
+    assertKeyOrder(origin, ds, keyOfId);
+  });
+});
+
+describe("inbox: the admin API's door", () => {
+  let origin, worker;
+  before(async () => {
+    origin = await startCountingOrigin();
+    worker = await startWorker(base(origin), { file: FILE });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+
+  it("no token, a wrong token, a token of another length: 404 on every path; the right one: 200", async () => {
+    const paths = [
+      ["GET", "/_postwire/counts"],
+      ["GET", "/_postwire/deliveries?state=dead"],
+      ["GET", "/_postwire/deliveries/msg_1"],
+      ["POST", "/_postwire/pause"],
+      ["POST", "/_postwire/nope"],
+    ];
+    const wrongSameLength = TOKEN.slice(0, -1) + (TOKEN.endsWith("f") ? "e" : "f");
+    for (const [method, p] of paths) {
+      for (const token of [null, wrongSameLength, TOKEN + "0", TOKEN.slice(1), ""]) {
+        assertErrorBody(assert, await call(worker, p, { method, token }), 404, "not_found");
+      }
+    }
+    assert.equal((await call(worker, "/_postwire/counts")).status, 200);
+  });
+
+  it("malformed cursor, state and ids: 400 invalid_request; an unknown id: 404", async () => {
+    for (const p of [
+      "/_postwire/deliveries?state=dead&cursor=nope",
+      "/_postwire/deliveries?state=dead&cursor=s12x",
+      "/_postwire/deliveries?state=lost",
+      "/_postwire/deliveries?state=dead&limit=0",
+      "/_postwire/deliveries/bad%20id",
+      `/_postwire/deliveries/${"a".repeat(300)}`,
+    ]) {
+      assertErrorBody(assert, await call(worker, p), 400, "invalid_request");
+    }
+    assertErrorBody(assert, await call(worker, "/_postwire/replay-dead?since=yesterday", { method: "POST" }), 400, "invalid_request");
+    assertErrorBody(assert, await call(worker, "/_postwire/deliveries/msg_unknown"), 404, "not_found");
+  });
+
+  it("without ADMIN_TOKEN configured, every admin path is 404 whatever is sent", async () => {
+    await worker.reconfigure(base(origin, { ADMIN_TOKEN: undefined }));
+    for (const token of [null, TOKEN, ""]) {
+      assertErrorBody(assert, await call(worker, "/_postwire/counts", { token }), 404, "not_found");
+    }
+  });
+
+  it("a knob out of range fails every request naming nothing secret: 500 worker_misconfigured", async () => {
+    await worker.reconfigure(base(origin, { ORIGIN_MAX_IN_FLIGHT: "0" }));
+    const id = newId("conf");
+    assertErrorBody(assert, await send(worker, delivery({ secrets: [secret], id, body: postEvent(id, "p") })), 500, "worker_misconfigured");
+    await worker.reconfigure(base(origin), { store: false });
+    assertErrorBody(assert, await send(worker, delivery({ secrets: [secret], id, body: postEvent(id, "p") })), 500, "worker_misconfigured");
+  });
+});
