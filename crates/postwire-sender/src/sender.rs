@@ -23,7 +23,7 @@ use crate::model::{
 };
 use crate::signals::{Owners, Signals};
 use crate::signing;
-use crate::ssrf::{Blocked, resolve_checked};
+use crate::ssrf::{Blocked, LOCAL_DEVELOPMENT_HINT, resolve_checked};
 use crate::store::sqlite::SqliteStore;
 use crate::store::{DeliveryCounts, RequeueError, Store};
 
@@ -330,9 +330,16 @@ impl Sender {
     /// shown, or `None` after recording a violation.
     async fn check_url(&self, v: &mut Violations, url: &str) -> Option<String> {
         let policy = self.inner.config.address_policy;
+        let refused = |v: &mut Violations, e: Blocked| {
+            if e.allowed_for_local_development(url) {
+                v.push(format!("`url`: {e} ({LOCAL_DEVELOPMENT_HINT})"));
+            } else {
+                v.push(format!("`url`: {e}"));
+            }
+        };
         match policy.check_url(url) {
             Err(e) => {
-                v.push(format!("`url`: {e}"));
+                refused(v, e);
                 None
             }
             Ok(parsed) => {
@@ -340,7 +347,7 @@ impl Sender {
                     match resolve_checked(policy, host).await {
                         Ok(_) | Err(Blocked::Unresolvable) => {}
                         Err(e) => {
-                            v.push(format!("`url`: {e}"));
+                            refused(v, e);
                             return None;
                         }
                     }
@@ -959,8 +966,8 @@ impl Sender {
     /// of the same event to the same subscription, with the same `webhook-id` and body.
     /// It respects ordering like a new delivery: it waits behind unfinished deliveries of
     /// its post or account, and is held while the subscription is paused. Returns the
-    /// new delivery's id. A delivery still pending or held is `invalid_request` (it will
-    /// be attempted anyway); one of another subscription is `not_found`.
+    /// new delivery's id. A delivery still pending or held is `delivery_unfinished` (it
+    /// will be attempted anyway); one of another subscription is `not_found`.
     pub async fn resend(&self, subscription_id: &str, delivery: DeliveryId) -> Result<DeliveryId, SenderError> {
         if self.inner.signals.is_shutting_down() {
             return Err(SenderError::Unavailable);
@@ -979,9 +986,9 @@ impl Sender {
             }
             Err(RequeueError::NoSubscription) => Err(SenderError::not_found(Resource::Subscription, subscription_id)),
             Err(RequeueError::NoDelivery) => Err(SenderError::not_found(Resource::Delivery, &delivery.to_string())),
-            Err(RequeueError::Unfinished) => Err(SenderError::invalid(format!(
-                "delivery `{delivery}` is not finished yet; it will be attempted without a resend"
-            ))),
+            Err(RequeueError::Unfinished) => Err(SenderError::DeliveryUnfinished {
+                delivery: delivery.to_string(),
+            }),
         }
     }
 
@@ -989,7 +996,7 @@ impl Sender {
     /// delivery that failed for good at or after `since` and was not resent already, in
     /// publish order, at most [`MAX_RECOVER`] per call; returns how many it queued (0
     /// when there is nothing left to recover, so calling until 0 recovers everything).
-    /// `since` may not be in the future.
+    /// A `since` in the future recovers nothing (0), like any time after the last failure.
     pub async fn recover(&self, subscription_id: &str, since: Timestamp) -> Result<u64, SenderError> {
         if self.inner.signals.is_shutting_down() {
             return Err(SenderError::Unavailable);
@@ -997,7 +1004,7 @@ impl Sender {
         self.load(subscription_id).await?;
         let now = self.inner.clock.now();
         if since > now {
-            return Err(SenderError::invalid("`since` must not be in the future"));
+            return Ok(0);
         }
         let queued = self
             .inner

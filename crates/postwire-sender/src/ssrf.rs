@@ -55,6 +55,25 @@ pub enum Blocked {
     Unresolvable,
 }
 
+/// Added to a refusal that [`AddressPolicy::allow_insecure_local`] would have allowed (an
+/// `http` URL, a loopback address), so whoever is trying a local receiver learns the
+/// switch's name from the error itself.
+pub const LOCAL_DEVELOPMENT_HINT: &str = "for local development only, a server started with \
+     `--dangerously-allow-insecure-local-urls` (SenderConfig::dangerously_allow_insecure_local_urls) \
+     accepts http and loopback URLs";
+
+impl Blocked {
+    /// Whether the local-development policy would have accepted what was refused: `raw`
+    /// is the URL as given (its scheme tells an `http` URL from another scheme).
+    pub fn allowed_for_local_development(&self, raw: &str) -> bool {
+        match self {
+            Blocked::NotHttps => raw.get(..7).is_some_and(|s| s.eq_ignore_ascii_case("http://")),
+            Blocked::Address { range, .. } => *range == "loopback",
+            Blocked::InvalidUrl(_) | Blocked::Unresolvable => false,
+        }
+    }
+}
+
 /// Longest accepted subscription URL, in bytes.
 pub const MAX_URL_LEN: usize = 2048;
 

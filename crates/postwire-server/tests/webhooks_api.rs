@@ -122,7 +122,7 @@ async fn each_validation_rule_is_a_400_with_the_spec_body() {
         (
             "http url",
             json!({"name": "n", "url": "http://93.184.216.34/h"}).to_string(),
-            "must use https",
+            "must use https (for local development only, a server started with `--dangerously-allow-insecure-local-urls`",
         ),
         (
             "private url",
@@ -132,7 +132,7 @@ async fn each_validation_rule_is_a_400_with_the_spec_body() {
         (
             "loopback url",
             json!({"name": "n", "url": "https://127.0.0.1/h"}).to_string(),
-            "loopback",
+            "loopback address; webhook URLs must point to public addresses (for local development only, a server started with `--dangerously-allow-insecure-local-urls`",
         ),
         (
             "metadata url",
@@ -203,6 +203,10 @@ async fn each_validation_rule_is_a_400_with_the_spec_body() {
         assert_eq!(m.len(), 1, "{what}: {m:?}");
         assert!(r.json["message"].is_string(), "{what}: one problem is a string");
         assert!(m[0].contains(expected), "{what}: {m:?}");
+        if what.ends_with(" url") && !matches!(what, "http url" | "loopback url") {
+            // Only what the local-development switch would allow points at it.
+            assert!(!m[0].contains("dangerously"), "{what}: {m:?}");
+        }
     }
     // Several problems: `message` is an array, one entry each.
     let r = h
