@@ -26,6 +26,9 @@ pub enum SenderErrorCode {
     IdempotencyInProgress,
     /// The workspace already has its maximum number of subscriptions (status 403).
     PlanLimit,
+    /// A resend asked for a delivery that is not finished yet (status 409): it will be
+    /// attempted anyway, so there is nothing to resend.
+    DeliveryUnfinished,
 }
 
 impl SenderErrorCode {
@@ -39,6 +42,7 @@ impl SenderErrorCode {
             SenderErrorCode::IdempotencyKeyReused => "idempotency_key_reused",
             SenderErrorCode::IdempotencyInProgress => "idempotency_in_progress",
             SenderErrorCode::PlanLimit => "plan_limit",
+            SenderErrorCode::DeliveryUnfinished => "delivery_unfinished",
         }
     }
 
@@ -49,7 +53,9 @@ impl SenderErrorCode {
             SenderErrorCode::NotFound => 404,
             SenderErrorCode::Unavailable => 503,
             SenderErrorCode::Internal => 500,
-            SenderErrorCode::IdempotencyKeyReused | SenderErrorCode::IdempotencyInProgress => 409,
+            SenderErrorCode::IdempotencyKeyReused
+            | SenderErrorCode::IdempotencyInProgress
+            | SenderErrorCode::DeliveryUnfinished => 409,
             SenderErrorCode::PlanLimit => 403,
         }
     }
@@ -127,6 +133,13 @@ pub enum SenderError {
         /// The maximum.
         limit: u64,
     },
+    /// A resend of a delivery that is still pending, waiting for a retry or held: a
+    /// state conflict, not a malformed request (it will be attempted without a resend).
+    #[error("delivery `{delivery}` is not finished yet; it will be attempted without a resend")]
+    DeliveryUnfinished {
+        /// The delivery's id.
+        delivery: String,
+    },
     /// The store failed. The detail is for logs; it never holds secrets.
     #[error("storage error: {detail}")]
     Storage {
@@ -146,6 +159,7 @@ impl SenderError {
             SenderError::IdempotencyKeyReused => SenderErrorCode::IdempotencyKeyReused,
             SenderError::IdempotencyInProgress => SenderErrorCode::IdempotencyInProgress,
             SenderError::PlanLimit { .. } => SenderErrorCode::PlanLimit,
+            SenderError::DeliveryUnfinished { .. } => SenderErrorCode::DeliveryUnfinished,
         }
     }
 

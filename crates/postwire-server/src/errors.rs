@@ -152,6 +152,8 @@ pub enum ErrorCodeName {
     IdempotencyKeyReused,
     /// 409: the `Idempotency-Key`'s first request is still running.
     IdempotencyInProgress,
+    /// 409: a resend of a delivery that is not finished (it will be attempted anyway).
+    DeliveryUnfinished,
     /// 429: the hourly limit.
     RateLimited,
     /// 503: shutting down.
@@ -245,12 +247,12 @@ impl From<SenderError> for ApiError {
             SenderErrorCode::InvalidRequest => ApiError::Invalid(e.messages()),
             SenderErrorCode::NotFound => ApiError::NotFound(e.to_string()),
             SenderErrorCode::Unavailable => ApiError::Unavailable,
-            code @ (SenderErrorCode::IdempotencyKeyReused | SenderErrorCode::IdempotencyInProgress) => {
-                ApiError::Conflict {
-                    code: code.as_str(),
-                    message: e.to_string(),
-                }
-            }
+            code @ (SenderErrorCode::IdempotencyKeyReused
+            | SenderErrorCode::IdempotencyInProgress
+            | SenderErrorCode::DeliveryUnfinished) => ApiError::Conflict {
+                code: code.as_str(),
+                message: e.to_string(),
+            },
             _ => ApiError::Internal(e.to_string()),
         }
     }
@@ -345,6 +347,7 @@ mod tests {
             ErrorCodeName::QuotaExceeded,
             ErrorCodeName::IdempotencyKeyReused,
             ErrorCodeName::IdempotencyInProgress,
+            ErrorCodeName::DeliveryUnfinished,
             ErrorCodeName::RateLimited,
             ErrorCodeName::Unavailable,
             ErrorCodeName::InternalError,
@@ -366,6 +369,10 @@ mod tests {
             },
             SenderError::IdempotencyKeyReused.into(),
             SenderError::IdempotencyInProgress.into(),
+            SenderError::DeliveryUnfinished {
+                delivery: "dlv_1".into(),
+            }
+            .into(),
             ApiError::RateLimited {
                 limit: 1,
                 retry_after_secs: 1,

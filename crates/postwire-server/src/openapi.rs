@@ -180,6 +180,24 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
         }
     }
     add_id_links(doc);
+    constrain_integration_ids(doc);
+}
+
+/// Gives the `integrationIds` entries of the create and update bodies the id rule the
+/// sender checks (1 to [`MAX_ID_CHARS`] characters, no control character), so a client
+/// built from the document cannot send `[""]` and be refused with a 400.
+fn constrain_integration_ids(doc: &mut utoipa::openapi::OpenApi) {
+    let Some(components) = doc.components.as_mut() else {
+        return;
+    };
+    for name in ["CreateWebhookRequest", "UpdateWebhookRequest"] {
+        let Some(RefOr::T(Schema::Object(body))) = components.schemas.get_mut(name) else {
+            continue;
+        };
+        if let Some(RefOr::T(Schema::Array(list))) = body.properties.get_mut("integrationIds") {
+            list.items = utoipa::openapi::schema::ArrayItems::RefOrSchema(Box::new(RefOr::T(id_schema())));
+        }
+    }
 }
 
 /// The links that hand an id other than a subscription's to the next operation: a new

@@ -300,8 +300,8 @@ pub struct ResentDelivery {
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RecoverRequest {
-    /// Resend deliveries that failed for good at or after this time (RFC 3339, not in
-    /// the future).
+    /// Resend deliveries that failed for good at or after this time (RFC 3339; a time
+    /// in the future recovers nothing).
     #[schema(example = "2026-11-22T00:00:00Z", format = DateTime)]
     pub since: String,
 }

@@ -78,6 +78,33 @@ async fn a_resent_delivery_arrives_again_with_the_same_webhook_id() {
         )
         .await;
     foreign.assert_error(404, "not_found");
+    // A delivery still waiting for its retry: a state conflict (409), not a bad request.
+    let down = h.subscribe(&t, "http://127.0.0.1:1/refused").await;
+    let down_base = format!("/public/v1/workspaces/ws_a/webhooks/{}", down["id"].as_str().unwrap());
+    h.post_event("ws_a", "post_2", "ext_2", "scheduled").await;
+    let mut waiting = String::new();
+    for _ in 0..200 {
+        let list = h.send("GET", &format!("{down_base}/deliveries"), Some(&t), None).await;
+        if list.json["data"][0]["attempts"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty())
+        {
+            assert_eq!(list.json["data"][0]["state"], "pending", "{}", list.text);
+            waiting = list.json["data"][0]["id"].as_str().unwrap().to_owned();
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(waiting.starts_with("dlv_"), "the delivery was attempted");
+    let conflict = h
+        .send(
+            "POST",
+            &format!("{down_base}/deliveries/{waiting}/resend"),
+            Some(&t),
+            None,
+        )
+        .await;
+    conflict.assert_error(409, "delivery_unfinished");
     h.stop().await;
     rx.stop().await;
 }
@@ -101,13 +128,18 @@ async fn recover_checks_its_input_and_reports_what_it_queued() {
         json!({"since": 5}),
         json!({"since": "yesterday"}),
         json!({"since": "2020-01-01T00:00:00Z", "extra": 1}),
-        json!({"since": "2999-01-01T00:00:00Z"}),
     ] {
         let r = h.json("POST", &path, &t, body.clone()).await;
         r.assert_error(400, "invalid_request");
     }
     let empty = h.send("POST", &path, Some(&t), None).await;
     empty.assert_error(400, "invalid_request");
+    // A `since` in the future is schema-valid and queues nothing.
+    let future = h
+        .json("POST", &path, &t, json!({"since": "2999-01-01T00:00:00Z"}))
+        .await;
+    assert_eq!(future.status, 202, "{}", future.text);
+    assert_eq!(future.json["queued"], 0);
     let missing = h
         .json(
             "POST",

@@ -35,10 +35,11 @@ use crate::validation::{ApiPath, parse_json, parse_recover, read_body};
     ),
     responses(
         (status = 202, description = "A new delivery of the same event (same `webhook-id`) is queued; it waits behind unfinished deliveries of its post or account, and is held while the subscription is paused.", body = ResentDelivery),
-        (status = 400, description = "`invalid_request`: `deliveryId` is not a delivery id, the delivery is still pending or held (it will be attempted anyway), or an invalid `webhookId`.", body = ValidationErrorBody),
+        (status = 400, description = "`invalid_request`: `deliveryId` is not a delivery id, or an invalid `webhookId`.", body = ValidationErrorBody),
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace, subscription, or delivery of that subscription (`not_found`).", body = ErrorBody),
+        (status = 409, description = "`delivery_unfinished`: the delivery is still pending, waiting for a retry or held; it will be attempted without a resend.", body = ErrorBody),
         CommonErrors,
     ),
     security(("bearer" = ["webhooks:write"]))
@@ -71,8 +72,8 @@ pub async fn resend_delivery(
     params(("workspaceId" = String, Path, description = "Workspace id."), ("webhookId" = String, Path, description = "Subscription id.")),
     request_body(content = RecoverRequest, content_type = "application/json"),
     responses(
-        (status = 202, description = "The failed deliveries since `since` that were not resent before are queued again, in publish order (at most 1000 per call; call again until `queued` is 0).", body = RecoverResult),
-        (status = 400, description = "`invalid_request`: the body is not `{\"since\": date-time}`, `since` is in the future, or an invalid `webhookId`.", body = ValidationErrorBody),
+        (status = 202, description = "The failed deliveries since `since` that were not resent before are queued again, in publish order (at most 1000 per call; call again until `queued` is 0). A `since` in the future queues nothing.", body = RecoverResult),
+        (status = 400, description = "`invalid_request`: the body is not `{\"since\": date-time}`, or an invalid `webhookId`.", body = ValidationErrorBody),
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
