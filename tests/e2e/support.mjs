@@ -35,7 +35,7 @@ export function postwireBin() {
 
 /** `postwire token create`: a bearer token for the public API (printed once). */
 export function createToken(db, workspace) {
-  const out = execFileSync(postwireBin(), ["token", "create", "--db", db, "--workspace", workspace, "--scope", "webhooks:write"], { encoding: "utf8" });
+  const out = execFileSync(postwireBin(), ["token", "create", "--create-database", "--db", db, "--workspace", workspace, "--scope", "webhooks:write"], { encoding: "utf8" });
   const token = out.split("\n").find((l) => /^pw_\S+$/.test(l.trim()));
   if (!token) throw new Error("postwire token create printed no token");
   return token.trim();

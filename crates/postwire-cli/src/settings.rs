@@ -115,7 +115,11 @@ impl Location {
     /// How to show it: the file, or the URL without its password.
     pub fn shown(&self) -> String {
         match self {
-            Location::Sqlite(p) => p.display().to_string(),
+            // Absolute: which directory a relative `--db` meant is what a wrong guess costs.
+            Location::Sqlite(p) => std::path::absolute(p)
+                .unwrap_or_else(|_| p.clone())
+                .display()
+                .to_string(),
             Location::Postgres(url) => match url::Url::parse(url) {
                 Ok(mut u) if u.password().is_some() => {
                     let _ = u.set_password(Some("***"));

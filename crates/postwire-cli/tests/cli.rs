@@ -260,3 +260,58 @@ fn keys_new_signs_with_whsk_and_verifies_with_whpk() {
     assert_eq!(out.status.code(), Some(2));
     assert!(!String::from_utf8(out.stderr).unwrap().contains("not*base64"));
 }
+
+/// `postwire …` run in `dir`, with no database settings from the environment.
+fn postwire_in(dir: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_postwire"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("POSTWIRE_DB")
+        .env_remove("POSTWIRE_DATABASE_URL")
+        .env_remove("POSTWIRE_CONFIG")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn commands_run_where_there_is_no_database_refuse_and_name_the_absolute_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let expected = dir.path().join("postwire.db");
+    for args in [
+        &["token", "create", "--workspace", "ws_1", "--scope", "webhooks:write"][..],
+        &["token", "list"][..],
+        &["token", "revoke", "tok_1"][..],
+        &["portal", "link", "--workspace", "ws_1"][..],
+    ] {
+        let out = postwire_in(dir.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("no database at {}", expected.display())) && err.contains("postwire serve"),
+            "{args:?}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(!expected.exists(), "{args:?} made a database");
+    }
+    // Asked to, `token create` makes it, and says where.
+    let out = postwire_in(
+        dir.path(),
+        &[
+            "token",
+            "create",
+            "--create-database",
+            "--workspace",
+            "ws_1",
+            "--scope",
+            "webhooks:write",
+        ],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(expected.exists());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("in {}", expected.display())), "{err}");
+    // Now the other commands find it.
+    let out = postwire_in(dir.path(), &["portal", "link", "--workspace", "ws_1"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout(&out).contains("/settings/login?link="));
+}

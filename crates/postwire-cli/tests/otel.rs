@@ -72,6 +72,7 @@ fn serve_exports_request_and_delivery_spans_to_an_otlp_collector() {
         .args([
             "token",
             "create",
+            "--create-database",
             "--db",
             db_s,
             "--workspace",

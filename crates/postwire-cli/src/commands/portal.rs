@@ -28,10 +28,10 @@ pub struct LinkArgs {
     /// The workspace whose screen the link opens (it must exist).
     #[arg(long)]
     workspace: String,
-    /// The server's public URL [default: http://127.0.0.1:8080].
+    /// The server's public URL, the start of the printed link.
     #[arg(long, env = "POSTWIRE_PUBLIC_URL", default_value = "http://127.0.0.1:8080")]
     base_url: String,
-    /// How long the link works if unused, in seconds [default: 300].
+    /// How long the link works if unused, in seconds.
     #[arg(long, default_value_t = DEFAULT_LINK_TTL_SECS)]
     ttl_secs: u64,
 }
@@ -39,15 +39,7 @@ pub struct LinkArgs {
 /// Runs `postwire portal …`.
 pub fn run(cmd: PortalCommand) -> Result<ExitCode, String> {
     let PortalCommand::Link(args) = cmd;
-    let location = args.db.path()?;
-    if let Location::Sqlite(path) = &location
-        && !path.exists()
-    {
-        return Err(format!(
-            "{} does not exist; start `postwire serve` on it first",
-            path.display()
-        ));
-    }
+    let location = args.db.existing()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -61,8 +53,9 @@ pub fn run(cmd: PortalCommand) -> Result<ExitCode, String> {
 
 /// Makes a link to `workspace`'s screen on the server at `base_url`, valid `ttl_secs`.
 pub async fn link(location: Location, workspace: &str, base_url: &str, ttl_secs: u64) -> Result<String, String> {
+    let shown = location.shown();
     if !known_workspace(location.clone(), workspace.to_owned()).await? {
-        return Err(format!("no workspace `{workspace}` in this database"));
+        return Err(format!("no workspace `{workspace}` in the database {shown}"));
     }
     let db = match location {
         Location::Sqlite(path) => tokio::task::spawn_blocking(move || ServerDb::open(path))
@@ -78,7 +71,7 @@ pub async fn link(location: Location, workspace: &str, base_url: &str, ttl_secs:
         .await
         .map_err(|e| e.to_string())?;
     eprintln!(
-        "portal session {} for workspace {workspace}; the link works once, until {} (revoke: DELETE /public/v1/workspaces/{workspace}/portal-sessions/{})",
+        "portal session {} for workspace {workspace} in {shown}; the link works once, until {} (revoke: DELETE /public/v1/workspaces/{workspace}/portal-sessions/{})",
         created.id, created.expires_at, created.id
     );
     Ok(format!(
@@ -100,6 +93,8 @@ async fn known_workspace(location: Location, id: String) -> Result<bool, String>
             use postwire_sender::Store as _;
             let options = postwire_sender::PostgresOptions {
                 pool_size: 1,
+                // Looking a workspace up reads no secret: no key needed.
+                seal_on_connect: false,
                 ..Default::default()
             };
             let store = postwire_sender::PostgresStore::connect_with(&url, options)

@@ -42,6 +42,23 @@ impl DbArgs {
             self.db.clone().or(file.db),
         )
     }
+
+    /// [`path`](Self::path), refusing a SQLite file that does not exist: run from the
+    /// wrong directory, a command would otherwise make a fresh, empty database that no
+    /// server reads (its token then answered `401`), without a word.
+    pub fn existing(&self) -> Result<Location, String> {
+        let location = self.path()?;
+        if let Location::Sqlite(path) = &location
+            && !path.exists()
+        {
+            return Err(format!(
+                "no database at {}: start `postwire serve` there first, or point --db (POSTWIRE_DB) \
+                 or --database-url at the server's database",
+                location.shown()
+            ));
+        }
+        Ok(location)
+    }
 }
 
 /// Subcommands of `postwire token`.
@@ -60,6 +77,10 @@ pub enum TokenCommand {
         /// A label for the token.
         #[arg(long, default_value = "")]
         name: String,
+        /// Create the SQLite database if it does not exist yet (a token made before the
+        /// first `postwire serve`); without it a missing file is refused.
+        #[arg(long)]
+        create_database: bool,
     },
     /// List tokens (never their values).
     List {
@@ -91,10 +112,14 @@ pub fn run(cmd: TokenCommand) -> Result<ExitCode, String> {
                 workspaces,
                 scopes,
                 name,
-            } => create(db.path()?, workspaces, scopes, name).await,
-            TokenCommand::List { db } => list(db.path()?).await,
+                create_database,
+            } => {
+                let location = if create_database { db.path()? } else { db.existing()? };
+                create(location, workspaces, scopes, name).await
+            }
+            TokenCommand::List { db } => list(db.existing()?).await,
             TokenCommand::Revoke { db, id } => {
-                let tokens = open_tokens(db.path()?).await?;
+                let tokens = open_tokens(db.existing()?).await?;
                 tokens.revoke(&id, SystemClock.now()).await.map_err(|e| e.to_string())?;
                 println!("revoked {id}");
                 Ok(ExitCode::SUCCESS)
