@@ -150,6 +150,11 @@ pub struct PostgresOptions {
     pub retry_for: Duration,
     /// Seals signing secrets at rest ([`crate::secret_box`]); `None` stores them plain.
     pub secret_cipher: Option<Arc<crate::secret_box::SecretCipher>>,
+    /// Whether connecting seals every stored secret under `secret_cipher` (default
+    /// `true`: what a process that signs deliveries does at start). Commands that never
+    /// read a signing secret (registering or looking up a workspace) turn it off, so
+    /// they need no key: least privilege, and they work beside a running deployment.
+    pub seal_on_connect: bool,
 }
 
 impl Default for PostgresOptions {
@@ -158,6 +163,7 @@ impl Default for PostgresOptions {
             pool_size: DEFAULT_POOL_SIZE,
             retry_for: DEFAULT_RETRY_FOR,
             secret_cipher: None,
+            seal_on_connect: true,
         }
     }
 }
@@ -382,9 +388,11 @@ impl PostgresStore {
             claim_cursor: Arc::default(),
         };
         schema::migrate(&store).await?;
-        let resealed = registry::reseal_all(&store).await?;
-        if resealed > 0 {
-            tracing::info!(resealed, "sealed stored secrets under the current key");
+        if options.seal_on_connect {
+            let resealed = registry::reseal_all(&store).await?;
+            if resealed > 0 {
+                tracing::info!(resealed, "sealed stored secrets under the current key");
+            }
         }
         Ok(store)
     }

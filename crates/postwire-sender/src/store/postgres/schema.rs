@@ -211,6 +211,8 @@ pub async fn register_workspaces(url: &str, workspaces: &[Workspace]) -> StoreRe
         url,
         PostgresOptions {
             pool_size: 1,
+            // Registering a workspace reads no secret: no key needed.
+            seal_on_connect: false,
             ..PostgresOptions::default()
         },
     )

@@ -846,6 +846,22 @@ async fn secrets_are_sealed_at_rest_and_a_store_without_the_key_refuses_to_start
     // Another process without the key does not start.
     let err = PostgresStore::connect(db.url()).await.unwrap_err().to_string();
     assert!(err.contains("k1"), "{err}");
+
+    // But registering a workspace (`postwire token create`) reads no secret and needs
+    // no key, beside the running store; the sealed secrets are left as they were.
+    let ws = Workspace {
+        id: "ws_new".into(),
+        name: "ws_new".into(),
+    };
+    let added = super::schema::register_workspaces(db.url(), std::slice::from_ref(&ws))
+        .await
+        .unwrap();
+    assert_eq!(added, vec!["ws_new".to_owned()]);
+    assert_eq!(store.workspace("ws_new".into()).await.unwrap(), Some(ws));
+    assert_eq!(
+        store.subscription("wh_1".into()).await.unwrap().unwrap().secret,
+        rotated
+    );
 }
 
 /// PostgreSQL keeps advisory locks in a shared table sized for about
