@@ -328,6 +328,22 @@ async fn post_events(
         };
         *per_workspace.entry(ws.clone()).or_default() += 1;
     }
+    // A change for a workspace this server does not know (a typo, or one never
+    // registered) would be accepted with no subscription to match: refused instead, all
+    // or none like the rest of the batch.
+    let mut unknown = Vec::new();
+    for ws in per_workspace.keys() {
+        if state.sender.workspace(ws).await?.is_none() {
+            unknown.push(format!("`{ws}`"));
+        }
+    }
+    if !unknown.is_empty() {
+        unknown.sort();
+        return Err(ApiError::NotFound(format!(
+            "unknown workspace {}: register it first (PUT /internal/v1/workspaces/{{workspaceId}})",
+            unknown.join(", ")
+        )));
+    }
     let reservation = state
         .quota
         .reserve(&per_workspace)

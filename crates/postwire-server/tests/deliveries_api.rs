@@ -373,5 +373,27 @@ async fn ingest_needs_its_own_token_and_validates_changes() {
     let r = h.ingest("POST", "/internal/v1/events", json!({"changes": [{"kind": "post", "workspaceId": "ws_a", "change": "failed", "post": {"id": "p", "state": "ERROR", "publishDate": "2026-12-01T09:00:00Z",
             "integration": {"id": "acc_a1", "name": "A", "providerIdentifier": "x"}}, "error": {"code": "unknown", "message": "?", "retryable": true}}]})).await;
     assert!(r.messages()[0].contains("never retryable"), "{:?}", r.messages());
+    // A change for a workspace the server does not know is refused (a misspelled id
+    // would otherwise be accepted with nothing to deliver), with the rest of its batch.
+    let account = |ws: &str| {
+        json!({"kind": "account", "workspaceId": ws, "change": "reconnected",
+            "integration": {"id": "acc_a1", "name": "A", "providerIdentifier": "x"}})
+    };
+    let r = h
+        .ingest(
+            "POST",
+            "/internal/v1/events",
+            json!({"changes": [account("ws_a"), account("ws_typo")]}),
+        )
+        .await;
+    r.assert_error(404, "not_found");
+    assert!(
+        r.json["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown workspace `ws_typo`"),
+        "{}",
+        r.text
+    );
     h.stop().await;
 }
