@@ -115,7 +115,7 @@ fn serve_logging_to(args: &[&str], envs: &[(&str, &str)], stderr: Stdio) -> Runn
 
 fn token_create(db_args: &[&str], workspace: &str, scope: &str) -> String {
     let out = postwire()
-        .args(["token", "create"])
+        .args(["token", "create", "--create-database"])
         .args(db_args)
         .args(["--workspace", workspace, "--scope", scope])
         .output()
@@ -403,6 +403,80 @@ fn openapi_prints_the_checked_in_document() {
         out.stdout == file,
         "docs/openapi.json is stale: run `cargo run -p postwire-cli -- openapi > docs/openapi.json`"
     );
+}
+
+#[test]
+fn at_the_default_level_each_attempt_outcome_is_one_log_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("attempts.db");
+    let db_s = db.to_str().unwrap();
+    let log_path = dir.path().join("serve.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let args = [
+        "--db",
+        db_s,
+        "--listen",
+        "127.0.0.1:0",
+        "--dangerously-allow-insecure-local-urls",
+    ];
+    let server = serve_logging_to(&args, &[("POSTWIRE_INGEST_TOKEN", INGEST)], Stdio::from(log));
+    let token = token_create(&["--db", db_s], "ws_1", "webhooks:write");
+    let rt = runtime();
+    let rx = rt.block_on(Receiver::start(Arc::new(SystemClock))).unwrap();
+    let base = server.base.clone();
+    let log_has = |needle: &str| std::fs::read_to_string(&log_path).unwrap().contains(needle);
+    rt.block_on(async {
+        let mut secrets = Vec::new();
+        for url in [rx.url(), "http://127.0.0.1:1/refused".to_owned()] {
+            let (status, _, sub) = call(
+                &base,
+                "POST",
+                "/public/v1/workspaces/ws_1/webhooks",
+                &token,
+                Some(json!({"name": "n", "url": url})),
+            )
+            .await;
+            assert_eq!(status, 201);
+            secrets.push(Secret::parse(sub["secret"].as_str().unwrap()).unwrap());
+            rx.set_secrets(secrets.clone());
+            let path = format!(
+                "/public/v1/workspaces/ws_1/webhooks/{}/test",
+                sub["id"].as_str().unwrap()
+            );
+            assert_eq!(call(&base, "POST", &path, &token, None).await.0, 202);
+        }
+        let start = Instant::now();
+        while !(log_has("delivery attempt answered") && log_has("delivery attempt failed")) {
+            assert!(start.elapsed() < Duration::from_secs(10), "no attempt lines");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    assert!(server.terminate().0);
+    rt.block_on(rx.stop());
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    let answered = log.lines().find(|l| l.contains("delivery attempt answered")).unwrap();
+    let failed = log.lines().find(|l| l.contains("delivery attempt failed")).unwrap();
+    for field in [
+        "delivery=dlv_",
+        "subscription_id=wh_",
+        "event_id=msg_",
+        "attempt=1",
+        "duration_ms=",
+    ] {
+        assert!(
+            answered.contains(field) && failed.contains(field),
+            "{field}: {answered} / {failed}"
+        );
+    }
+    assert!(
+        answered.contains("status=2") && answered.contains("next=delivered"),
+        "{answered}"
+    );
+    assert!(
+        failed.contains("error=\"connection\"") && failed.contains("next=retry at "),
+        "{failed}"
+    );
+    assert!(!log.contains("127.0.0.1:1"), "no URL in the log");
 }
 
 #[test]

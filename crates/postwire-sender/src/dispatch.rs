@@ -49,7 +49,7 @@ use tokio::sync::{Semaphore, mpsc};
 use postwire_core::{Clock, Timestamp};
 
 use crate::config::SenderConfig;
-use crate::delivery::HttpDeliverer;
+use crate::delivery::{AttemptReport, HttpDeliverer};
 use crate::error::SenderError;
 use crate::model::AttemptOutcome;
 use crate::schedule::{NextStep, RetrySchedule};
@@ -529,14 +529,7 @@ async fn attempt(
         };
         o.attempt_finished(label, latency);
     }
-    match &report.outcome {
-        AttemptOutcome::Response { status, .. } => {
-            tracing::debug!(delivery = %d.id, subscription_id = %d.subscription_id, attempt = d.attempt, status, "attempt finished")
-        }
-        AttemptOutcome::Error { error } => {
-            tracing::debug!(delivery = %d.id, subscription_id = %d.subscription_id, attempt = d.attempt, error = error.as_str(), "attempt failed")
-        }
-    }
+    log_attempt(&d, &report, &next);
     // The request is over: its room is free (its slots are given back when this task
     // ends, just below). The delivery stays leased, and its successors blocked, until the
     // outcome is recorded. If the subscription (or the whole dispatcher) was full, wake
@@ -582,6 +575,40 @@ async fn write_outcomes(
         }
         in_flight.lock().unwrap_or_else(|p| p.into_inner()).written(n);
         inner.signals.wake();
+    }
+}
+
+/// One `info` line per attempt outcome, so `postwire serve` at its default level shows
+/// every delivery and every failure as it happens: ids, status or error, duration and
+/// what comes next. Never the URL (it may carry a token in its query), a secret or the body.
+fn log_attempt(d: &ClaimedDelivery, report: &AttemptReport, next: &NextState) {
+    let duration_ms = report.duration.as_millis() as u64;
+    let next = match next {
+        NextState::Delivered => "delivered".to_owned(),
+        NextState::RetryAt(at) => format!("retry at {at}"),
+        NextState::Failed => "failed (no attempts left)".to_owned(),
+    };
+    match &report.outcome {
+        AttemptOutcome::Response { status, .. } => tracing::info!(
+            delivery = %d.id,
+            subscription_id = %d.subscription_id,
+            event_id = %d.event_id,
+            attempt = d.attempt,
+            status,
+            duration_ms,
+            next = %next,
+            "delivery attempt answered"
+        ),
+        AttemptOutcome::Error { error } => tracing::info!(
+            delivery = %d.id,
+            subscription_id = %d.subscription_id,
+            event_id = %d.event_id,
+            attempt = d.attempt,
+            error = error.as_str(),
+            duration_ms,
+            next = %next,
+            "delivery attempt failed"
+        ),
     }
 }
 
