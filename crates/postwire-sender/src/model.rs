@@ -284,6 +284,22 @@ impl AttemptErrorKind {
         }
     }
 
+    /// What it means, in a sentence for people reading a delivery log.
+    pub const fn describe(self) -> &'static str {
+        match self {
+            AttemptErrorKind::Timeout => "no answer within the attempt timeout (10 s by default)",
+            AttemptErrorKind::Connection => "the connection could not be made (refused, reset or unreachable)",
+            AttemptErrorKind::Dns => {
+                "the endpoint's host name did not resolve (a typo, or a DNS record not set up yet)"
+            }
+            AttemptErrorKind::BlockedAddress => {
+                "the host name resolves only to private, loopback or other non-public addresses, where deliveries never go"
+            }
+            AttemptErrorKind::InvalidUrl => "the stored URL is not acceptable any more (for example not https)",
+            AttemptErrorKind::Protocol => "the answer was not valid HTTP",
+        }
+    }
+
     pub(crate) fn parse(s: &str) -> AttemptErrorKind {
         match s {
             "timeout" => AttemptErrorKind::Timeout,

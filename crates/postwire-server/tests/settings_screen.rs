@@ -879,3 +879,126 @@ async fn the_event_catalogue_verifies_a_sample_with_the_published_public_key_and
     assert!(asset.status == 200 || asset.status == 404, "{}", asset.status);
     h.stop().await;
 }
+
+#[tokio::test]
+async fn the_verify_box_checks_on_the_server_in_every_build_and_never_echoes_the_secret() {
+    let h = Harness::start().await;
+    let t = h.writer().await;
+    let (url, _) = link(&h, &t, "ws_a").await;
+    let (cookie, _) = sign_in(&url).await;
+    let page = get(&h, "/settings/events", Some(&cookie)).await;
+    let csrf = csrf_of(&page.text);
+    // The form goes to the server, whatever this build embeds.
+    assert!(
+        page.text
+            .contains(r#"<form class="stack" id="verify-form" method="post" action="/settings/events/verify""#),
+        "{}",
+        page.text
+    );
+    let (headers, body, public) = (
+        field_of(&page.text, "v-headers"),
+        field_of(&page.text, "v-body"),
+        field_of(&page.text, "v-public-key"),
+    );
+    let verdict = |page: &Page| {
+        let at = page.text.find("id=\"v-result\"").expect("the verdict");
+        let rest = &page.text[at..];
+        rest[rest.find('>').unwrap() + 1..rest.find("</output>").unwrap()].to_owned()
+    };
+    let origin = h.base.clone();
+    let send = |fields: Vec<(&'static str, String)>| {
+        let (cookie, csrf, origin) = (cookie.clone(), csrf.clone(), origin.clone());
+        let h = &h;
+        async move {
+            let mut all: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            all.push(("csrf", csrf.as_str()));
+            post(h, "/settings/events/verify", &cookie, Some(&origin), &all).await
+        }
+    };
+
+    // The sample, with the public key: valid.
+    let r = send(vec![
+        ("headers", headers.clone()),
+        ("body", body.clone()),
+        ("public_key", public.clone()),
+    ])
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(verdict(&r).starts_with("Valid: webhook.test msg_"), "{}", verdict(&r));
+    // A changed body: invalid_signature, and what was posted is shown again.
+    let tampered = body.replace("sample", "SAMPLE");
+    assert_ne!(tampered, body);
+    let r = send(vec![
+        ("headers", headers.clone()),
+        ("body", tampered.clone()),
+        ("public_key", public.clone()),
+    ])
+    .await;
+    assert!(
+        verdict(&r).starts_with("Not valid: invalid_signature"),
+        "{}",
+        verdict(&r)
+    );
+    assert_eq!(field_of(&r.text, "v-body"), tampered);
+    // A v1 delivery with a subscription's secret: valid; the secret is not on the page.
+    let secret = postwire_core::Secret::generate().unwrap();
+    // Signed at the server's (test) clock: the sample's own timestamp.
+    let now: i64 = headers
+        .lines()
+        .find_map(|l| l.strip_prefix("webhook-timestamp: "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let id = body_id(&body);
+    let signature = postwire_core::Signer::new(secret.clone())
+        .sign(&id, postwire_core::UnixTime::from_secs(now), body.as_bytes())
+        .unwrap()
+        .to_string();
+    let v1_headers = format!("webhook-id: {id}\nwebhook-timestamp: {now}\nwebhook-signature: {signature}");
+    let r = send(vec![
+        ("headers", v1_headers.clone()),
+        ("body", body.clone()),
+        ("public_key", public.clone()),
+        ("secret", secret.expose()),
+    ])
+    .await;
+    assert!(verdict(&r).starts_with("Valid: webhook.test"), "{}", verdict(&r));
+    assert!(!r.text.contains(&secret.expose()[6..]), "the secret came back");
+    // A bad key is its stable code, not a crash; a missing header too.
+    let r = send(vec![
+        ("headers", v1_headers),
+        ("body", body.clone()),
+        ("secret", "whsec_!!".into()),
+    ])
+    .await;
+    assert!(verdict(&r).starts_with("Not valid: invalid_secret"), "{}", verdict(&r));
+    let r = send(vec![("headers", String::new()), ("body", body), ("public_key", public)]).await;
+    assert!(verdict(&r).starts_with("Not valid: missing_header"), "{}", verdict(&r));
+    // The form's CSRF rules hold here as on every other form.
+    let r = post(
+        &h,
+        "/settings/events/verify",
+        &cookie,
+        Some(&h.base),
+        &[("headers", "")],
+    )
+    .await;
+    assert_eq!(r.status, 403);
+    h.stop().await;
+}
+
+/// The envelope `id` of a delivery body.
+fn body_id(body: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(body).unwrap();
+    v["id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn the_favicon_is_served_not_a_404() {
+    let h = Harness::start().await;
+    let r = get(&h, "/favicon.ico", None).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.headers["content-type"], "image/svg+xml");
+    assert!(r.text.starts_with("<svg"));
+    h.stop().await;
+}

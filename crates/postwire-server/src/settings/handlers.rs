@@ -12,6 +12,7 @@ use postwire_sender::{
     DeliveryCursor, DeliveryId, DeliveryRecord, DeliveryState, NewSubscription, SubscriptionUpdate, TestEvent,
 };
 
+use super::assets;
 use super::forms::{self, Form, Posted};
 use super::pages::{self, DayCounts, DeliveryFilter, Flash};
 use super::{COOKIE, PageError, PageResult, Session, see_other};
@@ -541,7 +542,56 @@ pub async fn events(State(state): State<AppState>, session: Session) -> PageResu
     let workspace = &session.portal.workspace_id;
     let keys = state.sender.signing_keys(workspace).await?;
     let sample = state.sender.signed_sample(workspace, SAMPLE_MESSAGE).await?;
-    Ok(html(pages::events(&session, &keys, &sample)))
+    let verify = pages::VerifyBox::sample(&keys, &sample);
+    Ok(html(pages::events(
+        &session,
+        &keys,
+        &verify,
+        assets::IN_BROWSER_VERIFIER,
+    )))
+}
+
+/// `POST /settings/events/verify`: the verify box checked on the server, with
+/// postwire-core, for builds without the npm package's browser builds and for browsers
+/// without JavaScript. The page comes back with what was posted (but the secret, never
+/// echoed) and the verdict with its stable code. Nothing is stored or logged.
+pub async fn verify(State(state): State<AppState>, Posted { session, form }: Posted) -> PageResult {
+    let keys = state.sender.signing_keys(&session.portal.workspace_id).await?;
+    let field = |name: &str| form.get(name).unwrap_or("").to_owned();
+    let (headers, body, public_key, secret) = (field("headers"), field("body"), field("public_key"), field("secret"));
+    let key = if secret.trim().is_empty() {
+        public_key.trim()
+    } else {
+        secret.trim()
+    };
+    // The clock that signs deliveries (and the sample), as a receiver's would be.
+    let verdict = verify_pasted(&headers, &body, key, state.sender.clock().now().unix_time());
+    let verify = pages::VerifyBox {
+        headers,
+        body,
+        public_key,
+        verdict: Some(verdict),
+    };
+    Ok(html(pages::events(
+        &session,
+        &keys,
+        &verify,
+        assets::IN_BROWSER_VERIFIER,
+    )))
+}
+
+/// Verifies a pasted delivery as a receiver would: `Ok("<type> <id>")`, or
+/// `Err("<code>: <why>")`. Header lines are `name: value`; other lines are ignored.
+fn verify_pasted(headers: &str, body: &str, key: &str, now: postwire_core::UnixTime) -> Result<String, String> {
+    let failed = |e: postwire_core::Error| format!("{}: {e}", e.code());
+    let verifier = postwire_core::Verifier::parse_keys([key]).map_err(failed)?;
+    let pairs: Vec<(String, String)> = headers
+        .lines()
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
+        .collect();
+    let event = verifier.verify_event(&pairs, body.as_bytes(), now).map_err(failed)?;
+    Ok(format!("{} {}", event.event_type().as_str(), event.id()))
 }
 
 #[cfg(test)]

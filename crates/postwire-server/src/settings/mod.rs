@@ -82,7 +82,9 @@ pub fn router(state: AppState) -> Router<AppState> {
         )
         .route("/settings/notifications", get(handlers::notifications))
         .route("/settings/events", get(handlers::events))
+        .route("/settings/events/verify", post(handlers::verify))
         .route("/settings/assets/{name}", get(assets::serve))
+        .route("/favicon.ico", get(assets::favicon))
         .layer(middleware::from_fn(security_headers))
         .with_state(state)
 }

@@ -124,6 +124,7 @@ fn layout(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                 meta name="color-scheme" content="light dark";
                 title { (title) " · postwire settings" }
                 link rel="stylesheet" href=(assets::CSS_PATH);
+                link rel="icon" href=(assets::ICON_PATH) type="image/svg+xml";
                 script src=(assets::JS_PATH) defer {}
             }
             body {
@@ -169,9 +170,27 @@ fn action(session: &Session, path: &str, label: &str, class: &str) -> Markup {
     }
 }
 
+/// A time as every page shows it: `2026-11-27 18:30:05 UTC` (to the second; the
+/// `datetime` attribute keeps the milliseconds).
 fn time(t: Timestamp) -> Markup {
     let s = t.to_string();
-    html! { time datetime=(s) { (s.replace('T', " ").trim_end_matches('Z')) " UTC" } }
+    let shown = s
+        .split('.')
+        .next()
+        .unwrap_or(&s)
+        .trim_end_matches('Z')
+        .replace('T', " ");
+    html! { time datetime=(s) { (shown) " UTC" } }
+}
+
+/// The label of `consecutiveFailures`, which counts failed *deliveries* (each after all
+/// its attempts), not attempts: with the note that says so, since two failed attempts
+/// still show 0.
+fn failures_in_a_row(count: u32) -> Markup {
+    html! {
+        (count)
+        span.muted { " (a delivery counts as failed after its last retry, about 23 h after the first attempt)" }
+    }
 }
 
 /// An error page.
@@ -297,7 +316,7 @@ pub fn home(session: &Session, rows: &[(SubscriptionRecord, DayCounts)], notices
                                     @if s.integrations.is_empty() { "all accounts" }
                                     @else { (s.integrations.iter().map(|i| i.name.as_str()).collect::<Vec<_>>().join(", ")) }
                                 }
-                                dt { "Failures in a row" } dd.failures { (s.consecutive_failures) }
+                                dt { "Failed deliveries in a row" } dd.failures { (failures_in_a_row(s.consecutive_failures)) }
                                 dt { "Last success" } dd {
                                     @match s.last_success_at { Some(t) => (time(t)), None => "never" }
                                 }
@@ -419,7 +438,10 @@ fn outcome(o: &AttemptOutcome) -> Markup {
                 }
             }
         },
-        AttemptOutcome::Error { error } => html! { span.badge.bad { (error.as_str()) } },
+        AttemptOutcome::Error { error } => html! {
+            span.badge.bad { (error.as_str()) }
+            " " span.muted { (error.describe()) }
+        },
     }
 }
 
@@ -473,7 +495,7 @@ pub fn detail(
                     @if s.integrations.is_empty() { "all accounts" }
                     @else { (s.integrations.iter().map(|i| format!("{} ({})", i.name, i.id)).collect::<Vec<_>>().join(", ")) }
                 }
-                dt { "Failures in a row" } dd { (s.consecutive_failures) }
+                dt { "Failed deliveries in a row" } dd { (failures_in_a_row(s.consecutive_failures)) }
                 dt { "Last success" } dd { @match s.last_success_at { Some(t) => (time(t)), None => "never" } }
                 dt { "Created" } dd { (time(s.created_at)) " (" (s.created_by_kind.as_str()) ")" }
                 @if let Some(until) = r.previous_secret_valid_until {
@@ -550,11 +572,13 @@ pub fn detail(
                                     thead { tr { th scope="col" { "#" } th scope="col" { "Sent" } th scope="col" { "Duration" } th scope="col" { "Outcome" } } }
                                     tbody {
                                         @for a in &d.attempts {
+                                            // `data-label`: the column's name, shown beside
+                                            // each cell where narrow screens stack the row.
                                             tr.attempt {
-                                                td { (a.number) }
-                                                td { (time(a.started_at)) }
-                                                td { (a.duration_ms) " ms" }
-                                                td { (outcome(&a.outcome)) }
+                                                td data-label="#" { (a.number) }
+                                                td data-label="Sent" { (time(a.started_at)) }
+                                                td data-label="Duration" { (a.duration_ms) " ms" }
+                                                td data-label="Outcome" { (outcome(&a.outcome)) }
                                             }
                                         }
                                     }
@@ -612,19 +636,48 @@ pub fn notifications(session: &Session, list: &[Notification]) -> Markup {
     )
 }
 
-/// The event catalogue, the workspace's public keys, and the verify box (filled in with a
-/// sample delivery signed by the workspace's current `v1a` key and that key's public
-/// half; a `whsec_` secret may be given instead, to check a `v1` delivery).
+/// What the verify box shows: a sample delivery and the key that verifies it, or what a
+/// user posted and the server's verdict on it.
+#[derive(Debug, Clone, Default)]
+pub struct VerifyBox {
+    /// The headers, one `name: value` per line.
+    pub headers: String,
+    /// The body, exactly as received.
+    pub body: String,
+    /// The `whpk_` public key field.
+    pub public_key: String,
+    /// The verdict of a form posted to the server: `Ok(what verified)` or
+    /// `Err(code: why)`. `None` before anything was checked.
+    pub verdict: Option<Result<String, String>>,
+}
+
+impl VerifyBox {
+    /// The box filled in with `sample`, signed by the workspace's current key, and that
+    /// key's public half.
+    pub fn sample(keys: &[postwire_sender::SigningKeyInfo], sample: &postwire_sender::SignedSample) -> Self {
+        VerifyBox {
+            headers: format!(
+                "webhook-id: {}\nwebhook-timestamp: {}\nwebhook-signature: {}",
+                sample.id, sample.timestamp, sample.signature
+            ),
+            body: sample.body.clone(),
+            public_key: keys.first().map(|k| k.public_key.to_string()).unwrap_or_default(),
+            verdict: None,
+        }
+    }
+}
+
+/// The event catalogue, the workspace's public keys, and the verify box. The box is a
+/// form posted to this server (`POST /settings/events/verify`), which verifies with
+/// postwire-core, so it works in every build and without JavaScript; when the npm
+/// package's browser builds are embedded (`in_browser`), the page's script verifies in
+/// the browser instead and nothing is sent.
 pub fn events(
     session: &Session,
     keys: &[postwire_sender::SigningKeyInfo],
-    sample: &postwire_sender::SignedSample,
+    verify: &VerifyBox,
+    in_browser: bool,
 ) -> Markup {
-    let current = keys.first().map(|k| k.public_key.to_string()).unwrap_or_default();
-    let sample_headers = format!(
-        "webhook-id: {}\nwebhook-timestamp: {}\nwebhook-signature: {}",
-        sample.id, sample.timestamp, sample.signature
-    );
     layout(
         "Event catalogue",
         Some(session),
@@ -659,26 +712,36 @@ pub fn events(
                     @for k in keys {
                         li {
                             code.key { (k.public_key) }
-                            " made " (k.created_at)
-                            @if let Some(until) = k.expires_at { ", replaced; signs until " (until) }
+                            " made " (time(k.created_at))
+                            @if let Some(until) = k.expires_at { ", replaced; signs until " (time(until)) }
                         }
                     }
                 }
             }
             section.card #verify aria-labelledby="verify-h" {
                 h2 #verify-h { "Verify a delivery" }
-                p { "It is checked here in your browser with the postwire npm package; nothing is sent to the server. The form holds a sample delivery signed just now by this workspace's key, and the public key that verifies it: press Verify. To check one of your deliveries, paste its headers and body, and for a " code { "v1" } " delivery your subscription's secret." }
-                form.stack #verify-form {
+                @if in_browser {
+                    p { "It is checked here in your browser with the postwire npm package; nothing is sent to the server." }
+                } @else {
+                    p { "It is checked by this server with postwire-core, over your signed-in session (the server already holds your subscriptions' secrets); nothing is stored or logged." }
+                }
+                p { "The form holds a sample delivery signed just now by this workspace's key, and the public key that verifies it: press Verify. To check one of your deliveries, paste its headers and body, and for a " code { "v1" } " delivery your subscription's secret. Signatures older than 5 minutes are refused, as receivers refuse them." }
+                form.stack #verify-form method="post" action="/settings/events/verify" data-in-browser=[in_browser.then_some("true")] {
+                    (csrf(session))
                     label for="v-headers" { "Headers (one per line, name: value)" }
-                    textarea #v-headers rows="4" spellcheck="false" { (sample_headers) }
+                    textarea #v-headers name="headers" rows="4" spellcheck="false" { (verify.headers) }
                     label for="v-body" { "Body (exactly as received)" }
-                    textarea #v-body rows="6" spellcheck="false" { (sample.body) }
+                    textarea #v-body name="body" rows="6" spellcheck="false" { (verify.body) }
                     label for="v-public-key" { "Public key (whpk_…), for v1a signatures" }
-                    input #v-public-key type="text" spellcheck="false" autocomplete="off" value=(current);
+                    input #v-public-key name="public_key" type="text" spellcheck="false" autocomplete="off" value=(verify.public_key);
                     label for="v-secret" { "Or your secret (whsec_…), for v1 signatures; used instead of the public key when given" }
-                    input #v-secret type="password" autocomplete="off";
+                    input #v-secret name="secret" type="password" autocomplete="off";
                     button type="submit" { "Verify" }
-                    output #v-result aria-live="polite" {}
+                    @match &verify.verdict {
+                        None => output #v-result aria-live="polite" {},
+                        Some(Ok(what)) => output #v-result aria-live="polite" data-result="valid" { "Valid: " (what) },
+                        Some(Err(why)) => output #v-result aria-live="polite" data-result="invalid" { "Not valid: " (why) },
+                    }
                 }
             }
         },
