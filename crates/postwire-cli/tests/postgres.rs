@@ -425,6 +425,28 @@ fn keys_rotate_on_postgres_seals_every_secret_under_the_new_key() {
             assert_eq!(resp.status().as_u16(), 201);
         }
     });
+    // Beside the running server, over sealed secrets, a new token for a new workspace
+    // needs no key (it reads no secret), and the server takes it at once.
+    let out = postwire()
+        .args(["token", "create", "--database-url", &url, "--workspace", "ws_2"])
+        .args(["--scope", "webhooks:read"])
+        .env_remove("POSTWIRE_SECRET_KEY_FILE")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let second = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    rt.block_on(async {
+        let resp = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .unwrap()
+            .get(format!("{}/public/v1/workspaces/ws_2/webhooks", server.base))
+            .bearer_auth(&second)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 200);
+    });
     server.stop();
 
     // Without a key file, PostgreSQL has no default one: a clear refusal.
