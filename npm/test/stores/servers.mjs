@@ -36,8 +36,12 @@ const canConnect = (port) =>
     });
   });
 
-/** A Redis server (`redis-server`) on a free loopback port: `{ url, port, stop(), start(), close() }`. */
-export async function startRedis() {
+/**
+ * A Redis server (`redis-server`) on a free loopback port: `{ url, port, stop(), start(), close() }`.
+ * `appendfsync`: "always" (the tests: nothing acknowledged is lost across a restart) or
+ * Redis's default "everysec" (the benchmark: no fsync per write).
+ */
+export async function startRedis({ appendfsync = "always" } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "postwire-redis-"));
   const port = await freePort();
   let child = null;
@@ -47,7 +51,7 @@ export async function startRedis() {
     async start() {
       child = spawn("redis-server", [
         "--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "",
-        "--appendonly", "yes", "--appendfsync", "always", "--daemonize", "no", "--loglevel", "warning",
+        "--appendonly", "yes", "--appendfsync", appendfsync, "--daemonize", "no", "--loglevel", "warning",
       ], { stdio: ["ignore", "ignore", "inherit"] });
       const exited = new Promise((resolve) => child.once("exit", resolve));
       child.exited = exited;
