@@ -9,7 +9,7 @@
 # Stops at the first failing part and says which.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# npm's binaryen wasm-opt must win over Debian's (see ../shared/TOOLCHAIN.md).
+# npm's binaryen wasm-opt must win over Debian's (see docs/toolchain.md).
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 
 # The Rust version the workspace promises (`rust-version` in Cargo.toml). The Worker is
@@ -70,8 +70,10 @@ part_e2e() { bash tests/e2e/test.sh; }                        # sender → Worke
 part_settings() { bash tests/settings/test.sh; }             # the Settings screen in Chromium (playwright-core, axe-core)
 part_contract() { bash tests/contract/test.sh; }              # the API against its OpenAPI (Schemathesis)
 part_client() { bash tests/contract/client/test.sh; }         # a generated TypeScript client
+part_package() { bash scripts/package.sh --quick; }           # every publishable crate packaged (cargo publish --dry-run), the npm tarball
+part_quickstart() { bash tests/quickstart/test.sh; }          # the docs' quickstarts, extracted from the Markdown and run
 
-ALL=(vectors lint docs msrv deny rust postgres fuzz npm worker examples e2e settings contract client)
+ALL=(vectors lint docs msrv deny rust postgres fuzz npm worker examples e2e settings contract client package quickstart)
 
 if [ "${1:-}" = "--list" ]; then
   printf '%s\n' "${ALL[@]}"
