@@ -99,8 +99,9 @@ CREATE TABLE IF NOT EXISTS attempts (
 CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 ";
 
-/// Open deliveries that are first of their key (or have none). `?1`: the time.
-const DUE_HEADS: &str = "SELECT id, attempts, accepted_ms, timestamp_raw, signature, content_type, body
+/// Open deliveries that are first of their key (or have none), due at `?1`: their ids only
+/// (the rows in flight come back too, so a wide result must stay cheap).
+const DUE_HEADS: &str = "SELECT id, attempts, accepted_ms
 FROM deliveries AS d
 WHERE open = 1 AND next_attempt_ms <= ?1
   AND (ordering_key IS NULL
@@ -392,16 +393,31 @@ impl InboxObject {
             if !stop {
                 let room = max.saturating_sub(flying.len()).min(window.room(now));
                 if room > 0 {
-                    for due in self.due_heads(&sql, now, room + flying.len())? {
-                        if flying.len() >= max || window.room(now) == 0 {
-                            break;
-                        }
-                        if flying_ids.contains(&due.id) {
+                    let mut due = self.due_heads(&sql, now, room + flying.len())?;
+                    due.retain(|d| !flying_ids.contains(&d.0));
+                    let now = if due.is_empty() {
+                        now
+                    } else {
+                        // The output gate holds a request until every earlier write is
+                        // durable: wait for that first, so the request leaves when counted
+                        // (the per-second cap is measured where the origin sees it).
+                        self.state.storage().sync().await?;
+                        now_ms()
+                    };
+                    let room = room.min(window.room(now));
+                    for (id, attempt, accepted_ms) in due.into_iter().take(room) {
+                        let Some(delivery) = self.load(&sql, &id)? else {
                             continue;
-                        }
+                        };
                         window.record(now);
-                        flying_ids.insert(due.id.clone());
-                        flying.push(attempt(config.clone(), due, now));
+                        flying_ids.insert(id.clone());
+                        let due = Due {
+                            id,
+                            attempt,
+                            accepted_ms,
+                            delivery,
+                        };
+                        flying.push(attempt_request(config.clone(), due, now));
                     }
                 }
             }
@@ -435,41 +451,41 @@ impl InboxObject {
         }
     }
 
-    fn due_heads(&self, sql: &SqlStorage, now: f64, limit: usize) -> worker::Result<Vec<Due>> {
+    /// `(id, next attempt number, accepted at)` of the due heads, in acceptance order.
+    fn due_heads(&self, sql: &SqlStorage, now: f64, limit: usize) -> worker::Result<Vec<(String, i64, f64)>> {
         let query = format!("{DUE_HEADS}{limit}");
-        let mut out = Vec::new();
-        for r in rows(sql.exec(&query, vec![(now.round() as i64).into()])?)? {
-            let (Some(id), Some(attempts), Some(accepted_ms), Some(timestamp_raw), Some(signature), Some(body)) = (
-                text(&r, 0),
-                int(&r, 1),
-                int(&r, 2),
-                text(&r, 3),
-                text(&r, 4),
-                blob(&r, 6),
-            ) else {
-                continue;
-            };
-            let timestamp = timestamp_raw
-                .parse::<i64>()
-                .map(UnixTime::from_secs)
-                .unwrap_or(UnixTime::from_secs(0));
-            out.push(Due {
-                attempt: attempts + 1,
-                accepted_ms: accepted_ms as f64,
-                delivery: VerifiedDelivery {
-                    headers: DeliveryHeaders {
-                        id: id.clone(),
-                        timestamp_raw,
-                        timestamp,
-                        signature,
-                        content_type: text(&r, 5),
-                    },
-                    body,
-                },
-                id,
-            });
-        }
-        Ok(out)
+        Ok(rows(sql.exec(&query, vec![(now.round() as i64).into()])?)?
+            .iter()
+            .filter_map(|r| Some((text(r, 0)?, int(r, 1)? + 1, int(r, 2)? as f64)))
+            .collect())
+    }
+
+    /// The stored request of delivery `id`.
+    fn load(&self, sql: &SqlStorage, id: &str) -> worker::Result<Option<VerifiedDelivery>> {
+        let found = rows(sql.exec(
+            "SELECT timestamp_raw, signature, content_type, body FROM deliveries WHERE id = ?",
+            vec![id.into()],
+        )?)?;
+        let Some(r) = found.first() else {
+            return Ok(None);
+        };
+        let (Some(timestamp_raw), Some(signature), Some(body)) = (text(r, 0), text(r, 1), blob(r, 3)) else {
+            return Ok(None);
+        };
+        let timestamp = timestamp_raw
+            .parse::<i64>()
+            .map(UnixTime::from_secs)
+            .unwrap_or(UnixTime::from_secs(0));
+        Ok(Some(VerifiedDelivery {
+            headers: DeliveryHeaders {
+                id: id.to_owned(),
+                timestamp_raw,
+                timestamp,
+                signature,
+                content_type: text(r, 2),
+            },
+            body,
+        }))
     }
 
     /// Writes an attempt's outcome: delivered, retrying at its next time, or dead.
@@ -677,7 +693,7 @@ impl InboxObject {
 }
 
 /// One request to the origin, owning everything it needs.
-fn attempt(config: Config, due: Due, started_ms: f64) -> LocalBoxFuture<'static, Finished> {
+fn attempt_request(config: Config, due: Due, started_ms: f64) -> LocalBoxFuture<'static, Finished> {
     Box::pin(async move {
         let request = build_request(
             config.origin_url.as_str(),

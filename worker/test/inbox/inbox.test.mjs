@@ -67,15 +67,15 @@ async function startCountingOrigin() {
       const plan = answer(record) ?? { status: 200 };
       record.status = plan.status;
       const reply = () => {
-        current -= 1;
         res.writeHead(plan.status, { "content-type": "text/plain", ...(plan.headers ?? {}) });
         res.end(`origin says ${plan.status}`);
       };
       if (plan.delayMs) setTimeout(reply, plan.delayMs);
       else reply();
     });
-    req.on("close", () => {
-      if (!res.writableEnded) current -= 1;
+    // Once per request: when the answer is sent or the connection dropped.
+    res.on("close", () => {
+      current -= 1;
     });
   });
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -241,7 +241,9 @@ describe(`inbox: a burst of ${BURST} deliveries over ${BURST_KEYS} keys, ORIGIN_
   let origin, worker;
   before(async () => {
     origin = await startCountingOrigin();
-    origin.answerWith(() => ({ status: 200, delayMs: 5 }));
+    // Mostly quick, every 10th slow: slow answers pile up, so all four slots get taken.
+    let n = 0;
+    origin.answerWith(() => ({ status: 200, delayMs: ++n % 10 === 0 ? 250 : 5 + Math.floor(Math.random() * 20) }));
     worker = await startWorker(base(origin, { ORIGIN_MAX_IN_FLIGHT: "4", ORIGIN_MAX_PER_SECOND: "200" }), { file: FILE });
   });
   after(async () => {
@@ -249,18 +251,22 @@ describe(`inbox: a burst of ${BURST} deliveries over ${BURST_KEYS} keys, ORIGIN_
     await origin?.close();
   });
 
-  it("the origin never sees more than 4 at once nor 200 in any second; nothing lost; per key in order", async (t) => {
+  it("accepted while paused, then resumed: the origin never sees more than 4 at once nor 200 in any second; nothing lost; per key in order", async (t) => {
+    // Accepted first (the backlog of an outage or a deploy), so the drain runs at the caps.
+    await call(worker, "/_postwire/pause", { method: "POST" });
     const ds = makeDeliveries(BURST, BURST_KEYS, "burst");
     const started = Date.now();
     const answers = await sendAll(worker, ds);
     const acceptedIn = Date.now() - started;
     assert.deepEqual(answers.filter((a) => a.status !== 202).map((a) => a.text), []);
+    const resumed = Date.now();
+    await call(worker, "/_postwire/resume", { method: "POST" });
     await until(() => origin.accepted().length >= BURST, 120_000, "every delivery");
-    const tookMs = Date.now() - started;
+    const drainMs = Date.now() - resumed;
     await sleep(300);
     t.diagnostic(
-      `accepted ${BURST} in ${acceptedIn} ms; delivered all in ${tookMs} ms ` +
-        `(${Math.round((BURST * 1000) / tookMs)}/s); origin max in flight ${origin.maxConcurrent()}, ` +
+      `accepted ${BURST} in ${acceptedIn} ms (${Math.round((BURST * 1000) / acceptedIn)}/s); delivered all in ${drainMs} ms ` +
+        `(${Math.round((BURST * 1000) / drainMs)}/s); origin max in flight ${origin.maxConcurrent()}, ` +
         `max in any 1000 ms ${origin.maxWithin(1000)}`,
     );
     assert.ok(origin.maxConcurrent() <= 4, `max in flight ${origin.maxConcurrent()}`);
@@ -268,6 +274,31 @@ describe(`inbox: a burst of ${BURST} deliveries over ${BURST_KEYS} keys, ORIGIN_
     assert.equal(origin.received.length, BURST, "each exactly once");
     assert.equal(new Set(origin.received.map((r) => r.id)).size, BURST);
     assertKeyOrder(origin, ds, keyOfId);
+  });
+});
+
+describe("inbox: ORIGIN_MAX_PER_SECOND = 20 binds", () => {
+  let origin, worker;
+  before(async () => {
+    origin = await startCountingOrigin();
+    worker = await startWorker(base(origin, { ORIGIN_MAX_PER_SECOND: "20", ORDERING: "none" }), { file: FILE });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+
+  it("100 held, then resumed: never more than 20 within any 1000 ms, so it takes at least 4 s", async (t) => {
+    await call(worker, "/_postwire/pause", { method: "POST" });
+    const ds = makeDeliveries(100, 100, "rate");
+    assert.ok((await sendAll(worker, ds, 8)).every((a) => a.status === 202));
+    const resumed = Date.now();
+    await call(worker, "/_postwire/resume", { method: "POST" });
+    await until(() => origin.accepted().length >= 100, 20_000, "every delivery");
+    const took = Date.now() - resumed;
+    t.diagnostic(`100 in ${took} ms; max in any 1000 ms ${origin.maxWithin(1000)}`);
+    assert.ok(origin.maxWithin(1000) <= 20, `max per second ${origin.maxWithin(1000)}`);
+    assert.ok(took >= 4000, `took ${took} ms`);
   });
 });
 
