@@ -8,6 +8,11 @@
 //! origin sees only verified, first-time deliveries, and the sender is never told "done"
 //! for an event the origin did not accept.
 //!
+//! That is forward mode, the default. In inbox mode (`DELIVERY_MODE = "inbox"`) a verified,
+//! first-time delivery is instead stored in one Durable Object (SQLite storage) and answered
+//! `202`; the object delivers it to the origin afterwards, paced, in order per ordering key,
+//! with retries until a horizon, and serves an admin API under `/_postwire/` ([`inbox`]).
+//!
 //! The crate is split so that almost everything is plain Rust with native unit tests:
 //!
 //! | module | what |
