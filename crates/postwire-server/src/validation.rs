@@ -49,7 +49,9 @@ pub async fn read_body(body: Body, limit: usize) -> ApiResult<Bytes> {
 /// Parses a JSON body; `None` for an empty body. An object with the same key twice is
 /// refused (see [`reject_duplicate_keys`]).
 pub fn parse_json(bytes: &[u8]) -> ApiResult<Option<Value>> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
+    // JSON's whitespace only (RFC 8259): `u8::is_ascii_whitespace` also takes a form
+    // feed, and a body of one was then read as no body and accepted.
+    if bytes.iter().all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r')) {
         return Ok(None);
     }
     let value =
@@ -483,6 +485,17 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn only_json_whitespace_is_an_empty_body() {
+        for empty in [&b""[..], b" ", b"\t\r\n "] {
+            assert!(parse_json(empty).unwrap().is_none(), "{empty:?}");
+        }
+        // A form feed or vertical tab is ASCII whitespace but not JSON's: not a body.
+        for bad in [&b"\x0c"[..], b"\x0b", b" \x0c "] {
+            assert_eq!(parse_json(bad).unwrap_err().code(), "invalid_request", "{bad:?}");
+        }
+    }
 
     fn messages(e: ApiError) -> Vec<String> {
         match e {
