@@ -13,8 +13,8 @@
 # addresses) can reach nothing outside this machine, and no name resolves: exactly a
 # machine without DNS. Needs root or unprivileged user namespaces (`unshare`).
 #
-# Two rounds: seed 7 and a random seed. CONTRACT_SEED=N runs only seed N (each run prints
-# its seed, so a failure of the random round can be replayed).
+# Two rounds with fixed seeds (below); CONTRACT_SEEDS="random random" explores fresh data,
+# CONTRACT_SEED=N runs only seed N (each run prints its seed, so a failure can be replayed).
 # CONTRACT_KEEP=1 keeps the temporary folder (database, server log, cassettes).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -71,10 +71,16 @@ curl -sf -X PUT -H "Authorization: Bearer $ingest_token" "$base/internal/v1/work
 curl -sf -X PUT -H "Authorization: Bearer $ingest_token" "$base/internal/v1/workspaces/ws_contract/integrations/acc_1" \
   -d '{"name": "Acme on X", "providerIdentifier": "x"}' > /dev/null
 
-# Two rounds by default: seed 7 (with which every check once found four schema-valid
-# requests answered 400) and a fresh random seed, printed by Schemathesis, so each run also
-# probes data no run drew before. CONTRACT_SEED=N runs that seed alone.
-if [ -n "${CONTRACT_SEED:-}" ]; then seeds=("$CONTRACT_SEED"); else seeds=(7 random); fi
+# Two rounds by default, with fixed seeds so that CI does not turn red on data it drew for
+# the first time: 7 (with which every check once found four schema-valid requests answered
+# 400) and 122659745484703776324958779150183355661 (which found a form-feed body accepted as
+# empty). CONTRACT_SEEDS="random random …" explores fresh data (each run prints its seed);
+# CONTRACT_SEED=N runs that seed alone.
+if [ -n "${CONTRACT_SEED:-}" ]; then
+  seeds=("$CONTRACT_SEED")
+else
+  read -r -a seeds <<< "${CONTRACT_SEEDS:-7 122659745484703776324958779150183355661}"
+fi
 seed_args=()
 failed=0
 run() { # name config document-url token document not-tested-operations...
