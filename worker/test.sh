@@ -9,7 +9,7 @@
 #      (wrangler.toml), and in Durable Object mode with the real DedupObject class
 #      (wrangler.durable-object.toml, which wrangler also validates with a dry run);
 #   5. inbox mode (wrangler.inbox.toml, validated by a dry run too): the InboxObject in workerd
-#      against a counting origin on loopback (test/inbox/).
+#      against a counting origin on loopback, and `postwire edge` driving its admin API (test/inbox/).
 # Needs what scripts/setup.sh installs; downloads nothing (loopback network only).
 set -euo pipefail
 cd "$(dirname "$0")"

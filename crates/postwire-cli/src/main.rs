@@ -51,10 +51,15 @@ enum Command {
     /// (ed25519) signing key pair.
     #[command(subcommand)]
     Keys(commands::keys::KeysCommand),
+    /// Receive deliveries on this machine: `--port` inspects and verifies them locally;
+    /// `--worker` relays real ones from your edge Worker to a local endpoint.
+    Listen(Box<commands::listen::ListenArgs>),
     /// Print the `webhook-signature` value for a body.
     Sign(commands::sign::SignArgs),
     /// Verify a delivery: prints `ok` and exits 0, or prints the error code and exits 1.
     Verify(commands::verify::VerifyArgs),
+    /// The edge inbox (the Worker in inbox mode): status, list, show, replay, pause, resume.
+    Edge(commands::edge::EdgeArgs),
 }
 
 fn main() -> ExitCode {
@@ -70,8 +75,10 @@ fn main() -> ExitCode {
         Command::Openapi(args) => commands::openapi::run(args),
         Command::Secret(cmd) => commands::secret::run(cmd),
         Command::Keys(cmd) => commands::keys::run(cmd),
+        Command::Listen(args) => commands::listen::run(*args),
         Command::Sign(args) => commands::sign::run(args),
         Command::Verify(args) => commands::verify::run(args),
+        Command::Edge(args) => commands::edge::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,7 +1,9 @@
 //! One module per subcommand.
 
 pub mod demo;
+pub mod edge;
 pub mod keys;
+pub mod listen;
 pub mod openapi;
 pub mod portal;
 pub mod secret;

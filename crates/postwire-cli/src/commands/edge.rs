@@ -1,0 +1,584 @@
+//! `postwire edge`: the on-call engineer's handle on the edge inbox (the Worker in
+//! `DELIVERY_MODE = "inbox"`), so nobody needs curl during an incident.
+//!
+//! Each subcommand is one request to the Worker's admin API under `/_postwire/`
+//! (`worker/README.md`, "Admin API"), authenticated with the Worker's `ADMIN_TOKEN`:
+//! `status` (counts per state, paused or not), `list`, `show`, `replay` (one delivery, or
+//! every dead one since a time), `pause` and `resume`. Answers are printed for people, or as
+//! the Worker's JSON with `--json`.
+//!
+//! The token is read from `POSTWIRE_EDGE_TOKEN` or from a file (`--token-file`), never from
+//! the command line (where `ps` and shell history would keep it), and is never printed. It is
+//! only sent over `https`, or `http` to a loopback address (`wrangler dev`, tests).
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Subcommand, ValueEnum};
+use postwire_core::{Clock, SystemClock, Timestamp};
+use serde_json::Value;
+use url::Url;
+
+/// The environment variable holding the Worker's `ADMIN_TOKEN`.
+pub const TOKEN_ENV: &str = "POSTWIRE_EDGE_TOKEN";
+/// Default time to wait for the Worker's whole answer, in seconds.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
+/// Where the admin API lives on the Worker's host.
+const ADMIN_PREFIX: &str = "/_postwire/";
+/// Largest page the Worker serves.
+const MAX_PAGE: u32 = 500;
+
+/// Arguments of `postwire edge`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The token is the Worker's ADMIN_TOKEN, read from POSTWIRE_EDGE_TOKEN or --token-file; \
+it is sent only over https, or http to a loopback address. Exits 0 on success, 2 with the reason on any error."
+)]
+pub struct EdgeArgs {
+    /// The Worker's URL, e.g. https://edge.example.com (only its scheme, host and port are used).
+    #[arg(long, env = "POSTWIRE_EDGE_URL")]
+    worker: String,
+    /// A file whose first line is the Worker's ADMIN_TOKEN (default: the POSTWIRE_EDGE_TOKEN variable).
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// Print the Worker's JSON answer instead of a summary.
+    #[arg(long)]
+    json: bool,
+    /// Seconds to wait for the Worker's answer.
+    #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS)]
+    timeout_secs: u64,
+    #[command(subcommand)]
+    command: EdgeCommand,
+}
+
+/// Subcommands of `postwire edge`.
+#[derive(Debug, Subcommand)]
+pub enum EdgeCommand {
+    /// Counts per state, and whether delivery to the origin is paused.
+    Status,
+    /// Deliveries in one state, in the order the edge accepted them.
+    List(ListArgs),
+    /// One delivery with each attempt and the origin's answers.
+    Show {
+        /// Its webhook-id.
+        id: String,
+    },
+    /// Deliver again: one delivered or dead delivery by id, or every dead one since a time.
+    Replay(ReplayArgs),
+    /// Hold deliveries at the edge (they are still accepted); requests already sent finish.
+    Pause,
+    /// Deliver again, in order, at the paced rate.
+    Resume,
+}
+
+/// Arguments of `postwire edge list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Which state.
+    #[arg(long, value_enum, default_value_t = State::Dead)]
+    state: State,
+    /// Deliveries per page (1 to 500).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_PAGE)))]
+    limit: u32,
+    /// Start after this cursor (the `next` one a previous page printed).
+    #[arg(long)]
+    cursor: Option<String>,
+    /// Follow the cursors to the last page.
+    #[arg(long, conflicts_with = "cursor")]
+    all: bool,
+}
+
+/// Arguments of `postwire edge replay`.
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("which").required(true).args(["id", "dead_since"]))]
+pub struct ReplayArgs {
+    /// The webhook-id of a delivered or dead delivery.
+    id: Option<String>,
+    /// Every delivery that died since: Unix seconds, an RFC 3339 time, or an age (90m, 24h, 7d).
+    #[arg(long, value_parser = parse_since)]
+    dead_since: Option<i64>,
+}
+
+/// A delivery's state in the inbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum State {
+    /// Accepted, not tried yet (or waiting behind an earlier one of its key, or paused).
+    Pending,
+    /// Tried, waiting for its next attempt.
+    Retrying,
+    /// The origin answered 2xx.
+    Delivered,
+    /// Not accepted within the retry horizon; kept, replayable.
+    Dead,
+}
+
+impl State {
+    fn as_str(self) -> &'static str {
+        match self {
+            State::Pending => "pending",
+            State::Retrying => "retrying",
+            State::Delivered => "delivered",
+            State::Dead => "dead",
+        }
+    }
+}
+
+/// Runs `postwire edge …`.
+pub fn run(args: EdgeArgs) -> Result<ExitCode, String> {
+    let base = admin_base(&args.worker)?;
+    let token = read_token(args.token_file.as_deref(), std::env::var(TOKEN_ENV).ok())?;
+    let client = AdminClient::new(base, token, Duration::from_secs(args.timeout_secs.max(1)))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start Tokio: {e}"))?;
+    runtime.block_on(async move {
+        let json = args.json;
+        match args.command {
+            EdgeCommand::Status => print(client.get("counts", &[]).await?, json, status_text),
+            EdgeCommand::Show { id } => print(client.get_delivery(&id).await?, json, delivery_text),
+            EdgeCommand::Pause => print(client.post("pause", &[]).await?, json, paused_text),
+            EdgeCommand::Resume => print(client.post("resume", &[]).await?, json, paused_text),
+            EdgeCommand::Replay(ReplayArgs { id: Some(id), .. }) => {
+                print(client.replay(&id).await?, json, replayed_text)
+            }
+            EdgeCommand::Replay(ReplayArgs { dead_since, .. }) => {
+                let since = dead_since.ok_or("give a webhook-id or --dead-since")?.to_string();
+                print(
+                    client.post("replay-dead", &[("since", &since)]).await?,
+                    json,
+                    replayed_text,
+                )
+            }
+            EdgeCommand::List(list) => list_pages(&client, &list, json).await,
+        }
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the Worker's answer: as JSON, or through `text`.
+fn print(answer: Value, json: bool, text: fn(&Value) -> String) -> Result<(), String> {
+    if json {
+        println!("{answer}");
+    } else {
+        print!("{}", text(&answer));
+    }
+    Ok(())
+}
+
+/// One page, or every page with `--all`: a table, or one JSON answer per page.
+async fn list_pages(client: &AdminClient, args: &ListArgs, json: bool) -> Result<(), String> {
+    let limit = args.limit.to_string();
+    let mut cursor = args.cursor.clone();
+    let mut printed_header = false;
+    loop {
+        let mut query = vec![("state", args.state.as_str()), ("limit", limit.as_str())];
+        if let Some(c) = &cursor {
+            query.push(("cursor", c));
+        }
+        let page = client.get("deliveries", &query).await?;
+        let next = page["next_cursor"].as_str().map(str::to_owned);
+        if json {
+            println!("{page}");
+        } else {
+            let rows = page["deliveries"].as_array().map(Vec::as_slice).unwrap_or_default();
+            if !printed_header {
+                println!("{}", list_header());
+                printed_header = true;
+            }
+            for row in rows {
+                println!("{}", list_row(row));
+            }
+        }
+        match next {
+            Some(next) if args.all => cursor = Some(next),
+            Some(next) => {
+                if !json {
+                    eprintln!("more: --cursor {next} (or --all)");
+                }
+                return Ok(());
+            }
+            None => return Ok(()),
+        }
+    }
+}
+
+/// The admin API's base URL: the Worker's origin plus `/_postwire/`, over https, or http
+/// to a loopback address.
+fn admin_base(worker: &str) -> Result<Url, String> {
+    let url = Url::parse(worker.trim()).map_err(|e| format!("--worker `{worker}` is not a URL: {e}"))?;
+    let loopback = match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip).is_loopback(),
+        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip).is_loopback(),
+        None => return Err(format!("--worker `{worker}` has no host")),
+    };
+    match url.scheme() {
+        "https" => {}
+        "http" if loopback => {}
+        "http" => {
+            return Err(format!(
+                "--worker `{worker}`: the admin token is sent only over https (http only to a loopback address)"
+            ));
+        }
+        other => return Err(format!("--worker `{worker}`: expected an https URL, not {other}")),
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("--worker must not carry a user name or password".into());
+    }
+    url.join(ADMIN_PREFIX).map_err(|e| format!("--worker `{worker}`: {e}"))
+}
+
+/// The token: the first line of `file`, else `from_env`. Never echoed in an error.
+fn read_token(file: Option<&std::path::Path>, from_env: Option<String>) -> Result<String, String> {
+    let token = match file {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read --token-file {}: {e}", path.display()))?
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_owned(),
+        None => from_env
+            .map(|t| t.trim().to_owned())
+            .ok_or_else(|| format!("set {TOKEN_ENV} to the Worker's ADMIN_TOKEN, or pass --token-file"))?,
+    };
+    if token.is_empty() {
+        return Err("the admin token is empty".into());
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err("the admin token must be visible ASCII characters only".into());
+    }
+    Ok(token)
+}
+
+/// Parses `--dead-since`: Unix seconds, an RFC 3339 time, or an age such as `90m`, `24h`, `7d`.
+fn parse_since(value: &str) -> Result<i64, String> {
+    parse_since_at(value, SystemClock.now())
+}
+
+fn parse_since_at(value: &str, now: Timestamp) -> Result<i64, String> {
+    let v = value.trim();
+    if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+        return v.parse().map_err(|_| format!("`{v}` is too large for Unix seconds"));
+    }
+    if let Ok(t) = v.parse::<Timestamp>() {
+        return Ok(t.unix_time().as_secs());
+    }
+    let unit = match v.chars().last() {
+        Some('s') => 1,
+        Some('m') => 60,
+        Some('h') => 3_600,
+        Some('d') => 86_400,
+        _ => 0,
+    };
+    let amount = v.get(..v.len().saturating_sub(1)).and_then(|n| n.parse::<i64>().ok());
+    match amount {
+        Some(n) if unit > 0 && n >= 0 => {
+            Ok(now.unix_time().as_secs() - n.saturating_mul(unit).min(now.unix_time().as_secs()))
+        }
+        _ => Err(format!(
+            "`{v}`: expected Unix seconds, an RFC 3339 time, or an age such as 90m, 24h, 7d"
+        )),
+    }
+}
+
+/// A client of one Worker's admin API.
+struct AdminClient {
+    base: Url,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl AdminClient {
+    fn new(base: Url, token: String, timeout: Duration) -> Result<Self, String> {
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(10)))
+            // The token goes to the Worker only: never follow a redirect with it.
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("postwire-cli/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        Ok(AdminClient { base, token, http })
+    }
+
+    /// The URL of `segments` under the admin prefix, each segment percent-encoded.
+    fn url(&self, segments: &[&str], query: &[(&str, &str)]) -> Url {
+        let mut url = self.base.clone();
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.pop_if_empty().extend(segments);
+        }
+        if !query.is_empty() {
+            url.query_pairs_mut().extend_pairs(query);
+        }
+        url
+    }
+
+    async fn get(&self, path: &str, query: &[(&str, &str)]) -> Result<Value, String> {
+        self.send(reqwest::Method::GET, self.url(&[path], query)).await
+    }
+
+    async fn post(&self, path: &str, query: &[(&str, &str)]) -> Result<Value, String> {
+        self.send(reqwest::Method::POST, self.url(&[path], query)).await
+    }
+
+    async fn get_delivery(&self, id: &str) -> Result<Value, String> {
+        self.send(reqwest::Method::GET, self.url(&["deliveries", id], &[]))
+            .await
+    }
+
+    async fn replay(&self, id: &str) -> Result<Value, String> {
+        self.send(reqwest::Method::POST, self.url(&["deliveries", id, "replay"], &[]))
+            .await
+    }
+
+    /// One request; a non-2xx answer becomes an error naming the Worker's code and message.
+    async fn send(&self, method: reqwest::Method, url: Url) -> Result<Value, String> {
+        let shown = format!("{method} {}", url.path());
+        let response = self
+            .http
+            .request(method, url)
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .map_err(|e| format!("{shown}: cannot reach the Worker: {}", error_chain(&e)))?;
+        let status = response.status();
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| format!("{shown}: the answer broke off: {}", error_chain(&e)))?;
+        let json: Option<Value> = serde_json::from_slice(&body).ok();
+        if status.is_success() {
+            return json.ok_or_else(|| format!("{shown}: the Worker answered {status} without JSON"));
+        }
+        let code = json.as_ref().and_then(|j| j["code"].as_str()).unwrap_or("");
+        let message = json.as_ref().and_then(|j| j["message"].as_str()).unwrap_or("");
+        let mut error = format!("{shown}: the Worker answered {} {code}", status.as_u16());
+        if !message.is_empty() {
+            error.push_str(": ");
+            error.push_str(message);
+        }
+        if status == reqwest::StatusCode::NOT_FOUND && message == "no such path" {
+            error.push_str(
+                " (every admin path is 404 unless the Worker runs DELIVERY_MODE = \"inbox\" with ADMIN_TOKEN set \
+                 and the token matches it)",
+            );
+        }
+        Err(error)
+    }
+}
+
+/// An error with its causes, which say what actually failed (DNS, TLS, refused, timeout).
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// A time in Unix milliseconds, as the rest of postwire writes times; `-` when absent.
+fn time(value: &Value) -> String {
+    value
+        .as_i64()
+        .map_or_else(|| "-".to_owned(), |ms| Timestamp::from_unix_millis(ms).to_string())
+}
+
+/// A field as text; `-` when absent or null.
+fn field(value: &Value) -> String {
+    match value {
+        Value::Null => "-".to_owned(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn status_text(answer: &Value) -> String {
+    let mut out = String::new();
+    if answer["paused"].as_bool() == Some(true) {
+        out.push_str("delivery to the origin: PAUSED (deliveries are accepted and held; `postwire edge resume`)\n");
+    } else {
+        out.push_str("delivery to the origin: running\n");
+    }
+    for state in State::value_variants() {
+        let n = answer["counts"][state.as_str()].as_u64().unwrap_or(0);
+        out.push_str(&format!("{:<10} {n}\n", state.as_str()));
+    }
+    out
+}
+
+fn paused_text(answer: &Value) -> String {
+    match answer["paused"].as_bool() {
+        Some(true) => "paused: deliveries are accepted and held at the edge\n".to_owned(),
+        _ => "resumed: held deliveries go out in order at the paced rate\n".to_owned(),
+    }
+}
+
+fn replayed_text(answer: &Value) -> String {
+    let n = answer["replayed"].as_u64().unwrap_or(0);
+    format!("replayed {n} {}\n", if n == 1 { "delivery" } else { "deliveries" })
+}
+
+fn list_header() -> String {
+    format!(
+        "{:<40} {:<9} {:<24} {:<24} {:>8} {:<6} {}",
+        "ID", "STATE", "KEY", "ACCEPTED", "ATTEMPTS", "LAST", "NEXT OR FINISHED"
+    )
+}
+
+fn list_row(d: &Value) -> String {
+    let last = if d["last_status"].is_null() {
+        field(&d["last_error"])
+    } else {
+        field(&d["last_status"])
+    };
+    let when = if d["next_attempt_at_ms"].is_null() {
+        &d["finished_at_ms"]
+    } else {
+        &d["next_attempt_at_ms"]
+    };
+    format!(
+        "{:<40} {:<9} {:<24} {:<24} {:>8} {:<6} {}",
+        field(&d["id"]),
+        field(&d["state"]),
+        field(&d["ordering_key"]),
+        time(&d["accepted_at_ms"]),
+        field(&d["attempts"]),
+        last,
+        time(when)
+    )
+}
+
+fn delivery_text(d: &Value) -> String {
+    let mut out = String::new();
+    let mut line = |name: &str, value: String| out.push_str(&format!("{name:<13} {value}\n"));
+    line("id", field(&d["id"]));
+    line("state", field(&d["state"]));
+    line("ordering key", field(&d["ordering_key"]));
+    line("accepted", time(&d["accepted_at_ms"]));
+    line("attempts", field(&d["attempts"]));
+    line("next attempt", time(&d["next_attempt_at_ms"]));
+    line("finished", time(&d["finished_at_ms"]));
+    line("last status", field(&d["last_status"]));
+    line("last error", field(&d["last_error"]));
+    line("body bytes", field(&d["body_bytes"]));
+    for attempt in d["attempt_log"].as_array().map(Vec::as_slice).unwrap_or_default() {
+        let took = match (attempt["started_at_ms"].as_i64(), attempt["finished_at_ms"].as_i64()) {
+            (Some(s), Some(f)) => format!("{} ms", f.saturating_sub(s)),
+            _ => "-".to_owned(),
+        };
+        out.push_str(&format!(
+            "attempt {} at {}: {} {} in {took}: {}\n",
+            field(&attempt["n"]),
+            time(&attempt["started_at_ms"]),
+            field(&attempt["outcome"]),
+            field(&attempt["status"]),
+            field(&attempt["answer"]).escape_debug()
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_goes_over_https_or_to_loopback_only() {
+        let base = admin_base("https://edge.example.com/webhooks?x=1").unwrap();
+        assert_eq!(base.as_str(), "https://edge.example.com/_postwire/");
+        for ok in ["http://127.0.0.1:8787", "http://localhost:8787/", "http://[::1]:1"] {
+            assert!(admin_base(ok).is_ok(), "{ok}");
+        }
+        for refused in [
+            "http://edge.example.com",
+            "http://10.0.0.1",
+            "ftp://edge.example.com",
+            "https://user:pw@edge.example.com",
+            "edge.example.com",
+        ] {
+            assert!(admin_base(refused).is_err(), "{refused}");
+        }
+    }
+
+    #[test]
+    fn ids_are_percent_encoded_as_one_segment() {
+        let client = AdminClient::new(
+            admin_base("https://edge.example.com").unwrap(),
+            "t".repeat(20),
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        let url = client.url(&["deliveries", "msg/a b?#", "replay"], &[]);
+        assert_eq!(url.path(), "/_postwire/deliveries/msg%2Fa%20b%3F%23/replay");
+        let url = client.url(&["replay-dead"], &[("since", "1700000000")]);
+        assert_eq!(
+            url.as_str(),
+            "https://edge.example.com/_postwire/replay-dead?since=1700000000"
+        );
+    }
+
+    #[test]
+    fn dead_since_takes_seconds_times_and_ages() {
+        let now: Timestamp = "2026-11-27T12:00:00Z".parse().unwrap();
+        let secs = now.unix_time().as_secs();
+        assert_eq!(parse_since_at("1700000000", now), Ok(1_700_000_000));
+        assert_eq!(parse_since_at("2026-11-27T11:00:00Z", now), Ok(secs - 3_600));
+        assert_eq!(parse_since_at("90m", now), Ok(secs - 5_400));
+        assert_eq!(parse_since_at("24h", now), Ok(secs - 86_400));
+        assert_eq!(parse_since_at("7d", now), Ok(secs - 7 * 86_400));
+        assert_eq!(parse_since_at("99999999999999d", now), Ok(0));
+        for bad in ["", "h", "-1h", "1w", "yesterday", "1.5h", "99999999999999999999"] {
+            assert!(parse_since_at(bad, now).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn tokens_are_checked_and_never_echoed() {
+        assert_eq!(read_token(None, Some(" abc \n".into())), Ok("abc".into()));
+        let missing = read_token(None, None).unwrap_err();
+        assert!(missing.contains(TOKEN_ENV), "{missing}");
+        let bad = read_token(None, Some("secret with spaces".into())).unwrap_err();
+        assert!(!bad.contains("secret"), "{bad}");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, "from-the-file-0123456789\nignored\n").unwrap();
+        assert_eq!(
+            read_token(Some(&file), Some("env".into())),
+            Ok("from-the-file-0123456789".into())
+        );
+        std::fs::write(&file, "\n").unwrap();
+        assert!(read_token(Some(&file), None).is_err());
+    }
+
+    #[test]
+    fn summaries_show_what_the_worker_said() {
+        let counts =
+            serde_json::json!({"counts": {"pending": 3, "retrying": 1, "delivered": 940, "dead": 2}, "paused": true});
+        let text = status_text(&counts);
+        assert!(text.contains("PAUSED"), "{text}");
+        assert!(
+            text.contains("delivered  940") && text.contains("dead       2"),
+            "{text}"
+        );
+        let row = list_row(&serde_json::json!({
+            "id": "msg_1", "state": "dead", "ordering_key": "post:p1", "accepted_at_ms": 1_700_000_000_000_i64,
+            "attempts": 4, "next_attempt_at_ms": null, "last_status": null, "last_error": "timeout",
+            "finished_at_ms": 1_700_000_100_000_i64, "body_bytes": 10
+        }));
+        assert!(
+            row.starts_with("msg_1 ") && row.contains("post:p1") && row.contains("timeout"),
+            "{row}"
+        );
+        assert!(
+            row.contains("2023-11-14T22:13:20.000Z") && row.contains("2023-11-14T22:15:00.000Z"),
+            "{row}"
+        );
+    }
+}
