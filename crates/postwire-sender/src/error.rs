@@ -29,6 +29,9 @@ pub enum SenderErrorCode {
     /// A resend asked for a delivery that is not finished yet (status 409): it will be
     /// attempted anyway, so there is nothing to resend.
     DeliveryUnfinished,
+    /// A resend asked for a delivery whose event's payload was erased (status 410): there
+    /// is no body left to send, and there never will be.
+    PayloadErased,
 }
 
 impl SenderErrorCode {
@@ -43,6 +46,7 @@ impl SenderErrorCode {
             SenderErrorCode::IdempotencyInProgress => "idempotency_in_progress",
             SenderErrorCode::PlanLimit => "plan_limit",
             SenderErrorCode::DeliveryUnfinished => "delivery_unfinished",
+            SenderErrorCode::PayloadErased => "payload_erased",
         }
     }
 
@@ -57,6 +61,7 @@ impl SenderErrorCode {
             | SenderErrorCode::IdempotencyInProgress
             | SenderErrorCode::DeliveryUnfinished => 409,
             SenderErrorCode::PlanLimit => 403,
+            SenderErrorCode::PayloadErased => 410,
         }
     }
 }
@@ -140,6 +145,12 @@ pub enum SenderError {
         /// The delivery's id.
         delivery: String,
     },
+    /// A resend of a delivery whose event's payload was erased: gone for good.
+    #[error("the payload of delivery `{delivery}` was erased; it cannot be sent again")]
+    PayloadErased {
+        /// The delivery's id.
+        delivery: String,
+    },
     /// The store failed. The detail is for logs; it never holds secrets.
     #[error("storage error: {detail}")]
     Storage {
@@ -160,6 +171,7 @@ impl SenderError {
             SenderError::IdempotencyInProgress => SenderErrorCode::IdempotencyInProgress,
             SenderError::PlanLimit { .. } => SenderErrorCode::PlanLimit,
             SenderError::DeliveryUnfinished { .. } => SenderErrorCode::DeliveryUnfinished,
+            SenderError::PayloadErased { .. } => SenderErrorCode::PayloadErased,
         }
     }
 

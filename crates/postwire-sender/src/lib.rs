@@ -95,9 +95,9 @@ pub use events::{
     summarize,
 };
 pub use model::{
-    AttemptErrorKind, AttemptOutcome, AttemptRecord, DeliveryCursor, DeliveryId, DeliveryRecord, DeliveryState,
-    NewSubscription, Notification, PAUSED_BY_REQUEST, Page, PauseCause, Published, ResumeSummary, RotatedSecret,
-    RotatedSigningKey, SignedSample, SigningKeyInfo, SubscriptionRecord, SubscriptionUpdate, Workspace,
+    AttemptErrorKind, AttemptOutcome, AttemptRecord, DeliveryCursor, DeliveryId, DeliveryRecord, DeliveryState, Erased,
+    ErasureSubject, NewSubscription, Notification, PAUSED_BY_REQUEST, Page, PauseCause, Published, ResumeSummary,
+    RotatedSecret, RotatedSigningKey, SignedSample, SigningKeyInfo, SubscriptionRecord, SubscriptionUpdate, Workspace,
 };
 pub use notify::{LogNotifier, Notifier};
 pub use sender::{MAX_INTEGRATION_IDS, MAX_NAME_LEN, MAX_PAGE_SIZE, MAX_PUBLISH_BATCH, MAX_RECOVER, Sender};

@@ -230,6 +230,9 @@ pub enum DeliveryState {
     Failed,
     /// Held for longer than 7 days when the subscription was resumed; never sent.
     Expired,
+    /// Cancelled before it was delivered, because its event's payload was erased
+    /// ([`crate::Sender::erase_payloads`]); never attempted again.
+    Cancelled,
 }
 
 impl DeliveryState {
@@ -241,6 +244,7 @@ impl DeliveryState {
             DeliveryState::Delivered => "delivered",
             DeliveryState::Failed => "failed",
             DeliveryState::Expired => "expired",
+            DeliveryState::Cancelled => "cancelled",
         }
     }
 
@@ -248,7 +252,7 @@ impl DeliveryState {
     pub const fn is_final(self) -> bool {
         matches!(
             self,
-            DeliveryState::Delivered | DeliveryState::Failed | DeliveryState::Expired
+            DeliveryState::Delivered | DeliveryState::Failed | DeliveryState::Expired | DeliveryState::Cancelled
         )
     }
 }
@@ -375,8 +379,29 @@ pub struct DeliveryRecord {
     /// Its attempts, newest first.
     pub attempts: Vec<AttemptRecord>,
     /// The event's JSON body, exactly as every attempt sends it (the Settings screen
-    /// shows it; the API's deliveries list leaves it out).
+    /// shows it; the API's deliveries list leaves it out). Empty once erased.
     pub payload: String,
+    /// The event's payload was erased ([`crate::Sender::erase_payloads`]): `payload` is
+    /// empty, and the delivery cannot be resent.
+    pub payload_erased: bool,
+}
+
+/// Whose stored payloads an erasure removes: the events of one ordering key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ErasureSubject {
+    /// The events about one post (`post.*`, ordered by the post).
+    Post(String),
+    /// The events about one connected account (`integration.*`, ordered by the account).
+    Integration(String),
+}
+
+/// What one erasure did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Erased {
+    /// Events whose payload this call replaced by the tombstone (0 on a repeat).
+    pub events: u64,
+    /// Unfinished deliveries of those events this call cancelled.
+    pub cancelled: u64,
 }
 
 /// A page of results, newest first, and the cursor of the next page.

@@ -49,6 +49,22 @@ pub fn ends_delivery(next: NextState) -> bool {
     matches!(next, NextState::Delivered | NextState::Failed)
 }
 
+/// The account an event is ordered by (an account's own `integration.*` events), which
+/// stores keep beside the event so that an erasure by account finds its events.
+///
+/// ```
+/// use postwire_core::OrderingKey;
+/// use postwire_sender::ordering::account_of;
+/// assert_eq!(account_of(Some(&OrderingKey::Account("acc_1".into()))), Some("acc_1"));
+/// assert_eq!(account_of(Some(&OrderingKey::Post("p_1".into()))), None);
+/// ```
+pub fn account_of(key: Option<&OrderingKey>) -> Option<&str> {
+    match key {
+        Some(OrderingKey::Account(id)) => Some(id),
+        _ => None,
+    }
+}
+
 /// The stored form of an ordering key: a 64-bit FNV-1a hash of its text
 /// (`post:<id>` / `account:<id>`), stable across releases and platforms. Two keys that
 /// collide are only delivered one after another when they could have gone in parallel;

@@ -17,9 +17,9 @@ use crate::error::{Resource, SenderError, Violations};
 use crate::events::{DomainChange, build_event, check_id, check_text};
 use crate::idempotency::{Completion, Decision, IdempotencyKey, Idempotent, Response};
 use crate::model::{
-    DeliveryCursor, DeliveryId, DeliveryRecord, NewSubscription, Notification, PAUSED_BY_REQUEST, Page, Published,
-    ResumeSummary, RotatedSecret, RotatedSigningKey, SignedSample, SigningKeyInfo, StoredSubscription,
-    SubscriptionChanges, SubscriptionRecord, SubscriptionUpdate, Workspace, WorkspaceKeys,
+    DeliveryCursor, DeliveryId, DeliveryRecord, Erased, ErasureSubject, NewSubscription, Notification,
+    PAUSED_BY_REQUEST, Page, Published, ResumeSummary, RotatedSecret, RotatedSigningKey, SignedSample, SigningKeyInfo,
+    StoredSubscription, SubscriptionChanges, SubscriptionRecord, SubscriptionUpdate, Workspace, WorkspaceKeys,
 };
 use crate::signals::{Owners, Signals};
 use crate::signing;
@@ -989,7 +989,45 @@ impl Sender {
             Err(RequeueError::Unfinished) => Err(SenderError::DeliveryUnfinished {
                 delivery: delivery.to_string(),
             }),
+            Err(RequeueError::Erased) => Err(SenderError::PayloadErased {
+                delivery: delivery.to_string(),
+            }),
         }
+    }
+
+    /// Erases the stored payloads of one subject of a workspace (a post, or a connected
+    /// account), for a data-protection request: in one transaction, the body of every
+    /// event about it is replaced by a tombstone (an empty body, marked erased), and its
+    /// unfinished deliveries are cancelled (state `cancelled`, never attempted again),
+    /// the next delivery of the same key in each subscription taking their place in the
+    /// order. Ids, times, states and attempt outcomes stay for audit; the deliveries
+    /// list shows the payload as erased, and a resend of an erased delivery is
+    /// `payload_erased`; recover skips them. Idempotent: a repeat erases nothing more
+    /// and answers zeros. An attempt already in flight when the erasure commits may
+    /// still reach its endpoint (its body was read before); its outcome is ignored.
+    pub async fn erase_payloads(&self, workspace_id: &str, subject: ErasureSubject) -> Result<Erased, SenderError> {
+        if self.inner.signals.is_shutting_down() {
+            return Err(SenderError::Unavailable);
+        }
+        let mut v = Violations::default();
+        check_id(&mut v, "workspaceId", workspace_id);
+        match &subject {
+            ErasureSubject::Post(id) => check_id(&mut v, "postId", id),
+            ErasureSubject::Integration(id) => check_id(&mut v, "integrationId", id),
+        }
+        v.into_result()?;
+        self.require_workspace(workspace_id).await?;
+        let now = self.inner.clock.now();
+        let erased = self
+            .inner
+            .store
+            .erase_payloads(workspace_id.to_owned(), subject, now)
+            .await?;
+        if erased.cancelled > 0 {
+            // A queue may have a new head.
+            self.inner.signals.wake();
+        }
+        Ok(erased)
     }
 
     /// Recovers a subscription's failures: resends (see [`resend`](Self::resend)) every

@@ -169,7 +169,8 @@ impl Cluster {
         Ok(cluster)
     }
 
-    fn data_dir(&self) -> PathBuf {
+    /// The cluster's data directory (for tests that look at the files PostgreSQL wrote).
+    pub fn data_dir(&self) -> PathBuf {
         self.dir.path().join("data")
     }
 

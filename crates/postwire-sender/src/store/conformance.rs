@@ -578,7 +578,248 @@ async fn posts_are_found_by_external_id_among_many_events(backend: Backend) {
     assert_eq!(other.await.unwrap(), ["other"]);
 }
 
+/// A unique marker in the bodies of many events of post `pm` (and none of the others):
+/// publishes them beside other posts' events, delivers some of each, and erases post
+/// `pm`; returns the marker. For the backends' tests that scan their files for it.
+pub(crate) async fn erase_a_marked_post(
+    store: &dyn Store,
+    t0: Timestamp,
+    before_erasure: impl AsyncFnOnce(&str),
+) -> String {
+    use crate::model::{Erased, ErasureSubject};
+    let marker = format!("marker-{}", Event::generate_id(t0).unwrap());
+    for round in 0..4 {
+        let at = t0.add_millis(round);
+        let events: Vec<BuiltEvent> = (0..50)
+            .flat_map(|i| {
+                [
+                    post_event("ws", "pm", &marker, at),
+                    post_event("ws", &format!("other-{round}-{i}"), "x", at),
+                ]
+            })
+            .collect();
+        store.enqueue(events, at, None).await.unwrap();
+        let claimed = store.claim(claim_at(at)).await.unwrap();
+        let outcomes = claimed.iter().map(|d| delivered(d, at)).collect();
+        store.record_attempts(outcomes, at).await.unwrap();
+    }
+    before_erasure(&marker).await;
+    let erased = store
+        .erase_payloads("ws".into(), ErasureSubject::Post("pm".into()), t0.add_millis(10))
+        .await
+        .unwrap();
+    // 200 events; the post's queue had one delivered per round, the rest unfinished.
+    assert_eq!(
+        erased,
+        Erased {
+            events: 200,
+            cancelled: 196
+        }
+    );
+    marker
+}
+
+/// Whether any file under `path` (a file or a directory, recursively) holds `needle`.
+pub(crate) fn files_hold(path: &std::path::Path, needle: &[u8]) -> bool {
+    if path.is_dir() {
+        return std::fs::read_dir(path)
+            .unwrap()
+            .flatten()
+            .any(|e| files_hold(&e.path(), needle));
+    }
+    std::fs::read(path).is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle))
+}
+
+/// An `integration.reconnected` event of account `account` in workspace `ws`.
+fn account_event(account: &str, at: Timestamp) -> BuiltEvent {
+    use crate::events::{AccountChange, AccountChangeKind};
+    let change = AccountChange {
+        workspace_id: "ws".into(),
+        integration: postwire_core::Integration {
+            id: account.into(),
+            name: "Account".into(),
+            provider_identifier: "x".into(),
+            picture: None,
+        },
+        kind: AccountChangeKind::Reconnected,
+    }
+    .into();
+    crate::events::build_event(&change, Event::generate_id(at).unwrap(), at)
+        .unwrap()
+        .unwrap()
+}
+
+/// The outcome of `d`'s attempt: `next` after a `500`.
+fn answered_500(d: &super::ClaimedDelivery, at: Timestamp, next: NextState) -> FinishedAttempt {
+    FinishedAttempt {
+        outcome: AttemptOutcome::Response {
+            status: 500,
+            body_prefix: String::new(),
+        },
+        next,
+        ..delivered(d, at)
+    }
+}
+
+/// Erasure (`Store::erase_payloads`): a subject's bodies go, its metadata stays, its
+/// unfinished deliveries are cancelled (an attempt in flight included: its outcome
+/// changes nothing), its key's next event is delivered, and nothing erased is sent again.
+async fn erasure_tombstones_a_subjects_events_and_cancels_their_unfinished_deliveries(backend: Backend) {
+    use crate::model::{DeliveryState, Erased, ErasureSubject};
+    let (_dir, store, t0) = store_with_a_subscription(backend).await;
+    let marker = "erase-me-7f3c9a";
+    let p1: Vec<BuiltEvent> = (0..3).map(|_| post_event("ws", "p1", marker, t0)).collect();
+    let events = vec![
+        p1[0].clone(),
+        p1[1].clone(),
+        p1[2].clone(),
+        post_event("ws", "p2", "keep", t0),
+        account_event("acct-a", t0),
+        account_event("acct-b", t0),
+        post_event("ws", "p3", "failing", t0),
+    ];
+    store.enqueue(events, t0, None).await.unwrap();
+    // Heads: p1's first, p2, acc1, acc2, p3 (p1's others wait).
+    let claimed = store.claim(claim_at(t0)).await.unwrap();
+    assert_eq!(claimed.len(), 5);
+    let by_event = |id: &str| claimed.iter().find(|d| d.event_id == id).unwrap().clone();
+    let first = by_event(p1[0].event.id());
+    let p3 = claimed
+        .iter()
+        .find(|d| d.body.windows(7).any(|w| w == b"failing"))
+        .unwrap();
+    let acc1 = claimed
+        .iter()
+        .find(|d| d.body.windows(8).any(|w| w == b"\"acct-a\""))
+        .unwrap()
+        .clone();
+    let mut outcomes = vec![delivered(&first, t0), answered_500(p3, t0, NextState::Failed)];
+    outcomes.extend(
+        claimed
+            .iter()
+            .filter(|d| d.id != first.id && d.id != p3.id && d.id != acc1.id)
+            .map(|d| delivered(d, t0)),
+    );
+    store.record_attempts(outcomes, t0).await.unwrap();
+    // p1's second is the head now, and claimed (in flight); its third waits.
+    let t1 = t0.add_millis(1_000);
+    let second = store.claim(claim_at(t1)).await.unwrap();
+    assert_eq!(second.len(), 1);
+    assert_eq!(second[0].event_id, p1[1].event.id());
+
+    let t2 = t0.add_millis(2_000);
+    let erase = |subject: ErasureSubject| store.erase_payloads("ws".into(), subject, t2);
+    assert_eq!(
+        erase(ErasureSubject::Post("p1".into())).await.unwrap(),
+        Erased {
+            events: 3,
+            cancelled: 2
+        }
+    );
+    // Idempotent.
+    assert_eq!(
+        erase(ErasureSubject::Post("p1".into())).await.unwrap(),
+        Erased::default()
+    );
+    // The account's event was in flight: cancelled; its late outcome changes nothing.
+    assert_eq!(
+        erase(ErasureSubject::Integration("acct-a".into())).await.unwrap(),
+        Erased {
+            events: 1,
+            cancelled: 1
+        }
+    );
+    store
+        .record_attempts(vec![delivered(&acc1, t2), delivered(&second[0], t2)], t2)
+        .await
+        .unwrap();
+    // Another workspace's subject of the same name is not touched, nor an unknown one.
+    assert_eq!(
+        erase(ErasureSubject::Post("p9".into())).await.unwrap(),
+        Erased::default()
+    );
+
+    let list = store.list_deliveries("wh_1".into(), None, 100).await.unwrap();
+    assert_eq!(list.len(), 7);
+    for d in &list {
+        let erased = d.event_id == acc1.event_id || p1.iter().any(|e| e.event.id() == d.event_id);
+        assert_eq!(d.payload_erased, erased, "{d:?}");
+        assert_eq!(d.payload.is_empty(), erased, "{d:?}");
+        assert!(!d.payload.contains(marker));
+    }
+    let state = |id: &str| list.iter().find(|d| d.event_id == id).unwrap();
+    // Metadata stays: the delivered one keeps its state and attempt.
+    assert_eq!(state(p1[0].event.id()).state, DeliveryState::Delivered);
+    assert_eq!(state(p1[0].event.id()).attempts.len(), 1);
+    assert_eq!(state(p1[1].event.id()).state, DeliveryState::Cancelled);
+    assert_eq!(state(p1[1].event.id()).finished_at, Some(t2));
+    assert_eq!(state(p1[2].event.id()).state, DeliveryState::Cancelled);
+    assert_eq!(state(&acc1.event_id).state, DeliveryState::Cancelled);
+    let counts = store.delivery_counts(Some("wh_1".into())).await.unwrap();
+    assert_eq!((counts.cancelled, counts.delivered, counts.failed), (3, 3, 1));
+    assert_eq!(counts.pending + counts.waiting + counts.held, 0);
+    // No look-up finds the erased post any more.
+    assert!(
+        store
+            .events_for_post("ws".into(), "p1".into(), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .posts_with_external_id("ws".into(), marker.into(), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store.events_for_post("ws".into(), "p2".into(), 10).await.unwrap().len(),
+        1
+    );
+
+    // Nothing erased is sent again: resend refused, recover skips it.
+    let t3 = t0.add_millis(3_000);
+    let resend = store
+        .resend("wh_1".into(), state(p1[0].event.id()).id, t3)
+        .await
+        .unwrap();
+    assert_eq!(resend, Err(super::RequeueError::Erased));
+    let cancelled = store
+        .resend("wh_1".into(), state(p1[1].event.id()).id, t3)
+        .await
+        .unwrap();
+    assert_eq!(cancelled, Err(super::RequeueError::Erased));
+    erase(ErasureSubject::Post("p3".into())).await.unwrap();
+    assert_eq!(store.recover_failed("wh_1".into(), t0, t3, 100).await.unwrap(), Some(0));
+    assert!(
+        store
+            .resend("wh_1".into(), state(p2_id(&list)).id, t3)
+            .await
+            .unwrap()
+            .is_ok()
+    );
+    assert!(store.claim(claim_at(t3)).await.unwrap().len() == 1);
+
+    // The key moves on: the post's next event is a head at once, and claimed.
+    let next = post_event("ws", "p1", "after", t3);
+    let next_id = next.event.id().to_owned();
+    store.enqueue(vec![next], t3, None).await.unwrap();
+    let t4 = t0.add_millis(4_000);
+    let claimed = store.claim(claim_at(t4)).await.unwrap();
+    assert_eq!(
+        claimed.iter().map(|d| d.event_id.as_str()).collect::<Vec<_>>(),
+        [next_id.as_str()]
+    );
+}
+
+/// The event id of p2's delivery in `list`.
+fn p2_id(list: &[crate::model::DeliveryRecord]) -> &str {
+    &list.iter().find(|d| d.payload.contains("\"keep\"")).unwrap().event_id
+}
+
 conformance!(
+    erasure_tombstones_a_subjects_events_and_cancels_their_unfinished_deliveries,
     posts_are_found_by_external_id_among_many_events,
     a_workspace_key_pair_is_made_once_rotated_and_signs_what_signing_asks,
     a_claimed_delivery_whose_outcome_is_never_written_is_claimed_again_when_its_lease_ends,

@@ -60,8 +60,8 @@ use crate::error::SenderError;
 use crate::events::BuiltEvent;
 use crate::idempotency::{Completion, Decision, IdempotencyKey};
 use crate::model::{
-    AttemptOutcome, DeliveryId, DeliveryRecord, Notification, PauseCause, ResumeSummary, StoredSubscription,
-    SubscriptionChanges, Workspace, WorkspaceKeys,
+    AttemptOutcome, DeliveryId, DeliveryRecord, Erased, ErasureSubject, Notification, PauseCause, ResumeSummary,
+    StoredSubscription, SubscriptionChanges, Workspace, WorkspaceKeys,
 };
 
 /// A boxed, sendable future: what every [`Store`] method returns.
@@ -315,6 +315,23 @@ pub trait Store: Send + Sync + 'static {
         limit: usize,
     ) -> BoxFuture<'_, StoreResult<Option<u64>>>;
 
+    /// Erasure, in one transaction: every event of `workspace_id` about `subject` whose
+    /// payload is still stored gets the tombstone (empty body, `erased_at = now`, its
+    /// external-id key dropped); its unfinished deliveries are cancelled (finished at
+    /// `now`, never attempted again), and in each (subscription, key) queue that so lost
+    /// its head, the next waiting delivery becomes the head, as after a final outcome
+    /// (invariant 3). Ids, times, states and attempt outcomes stay. Events erased before
+    /// are not counted again, so a repeat answers zeros. The bytes of the old bodies
+    /// leave the store's files as the backend documents (SQLite: zeroed in place and
+    /// the WAL truncated; PostgreSQL: `VACUUM` of `events` after the commit, and
+    /// `VACUUM FULL events` as a maintenance step for the data files).
+    fn erase_payloads(
+        &self,
+        workspace_id: String,
+        subject: ErasureSubject,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<Erased>>;
+
     /// How many subscriptions are paused (by request or by failures), for metrics.
     fn paused_subscriptions(&self) -> BoxFuture<'_, StoreResult<u64>>;
 
@@ -347,6 +364,8 @@ pub enum RequeueError {
     NoDelivery,
     /// The delivery is not finished (pending, waiting or held): it will be attempted anyway.
     Unfinished,
+    /// The delivery's event payload was erased ([`Store::erase_payloads`]).
+    Erased,
 }
 
 /// What one [`Store::purge`] call removed.
@@ -389,4 +408,6 @@ pub struct DeliveryCounts {
     pub failed: u64,
     /// Expired while held.
     pub expired: u64,
+    /// Cancelled by an erasure of their event's payload.
+    pub cancelled: u64,
 }

@@ -9,7 +9,7 @@
 //! would add its own runtime layer.
 //!
 //! **Same behaviour as SQLite.** The tables, delivery states (0 pending head, 1 held,
-//! 2 delivered, 3 failed, 4 expired, 5 waiting) and statements mirror `store/sqlite`;
+//! 2 delivered, 3 failed, 4 expired, 5 waiting, 6 cancelled) and statements mirror `store/sqlite`;
 //! the decisions are the same pure functions ([`crate::routing`], [`crate::ordering`],
 //! [`crate::health`], [`crate::idempotency`]) called inside the transactions. What
 //! differs is what several processes need:
@@ -84,6 +84,7 @@
 //! `idempotency.rs`, `listen.rs`.
 
 mod connect;
+mod erasure;
 mod idempotency;
 mod listen;
 mod outcomes;
@@ -122,6 +123,7 @@ const DELIVERED: i64 = 2;
 const FAILED: i64 = 3;
 const EXPIRED: i64 = 4;
 const WAITING: i64 = 5;
+const CANCELLED: i64 = 6;
 
 /// The channel of the wake-ups.
 const CHANNEL: &str = "postwire_due";
@@ -617,6 +619,14 @@ impl Store for PostgresStore {
     }
     fn reseal_secrets(&self, batch: usize) -> BoxFuture<'_, StoreResult<u64>> {
         Box::pin(registry::reseal_batch(self, batch))
+    }
+    fn erase_payloads(
+        &self,
+        workspace_id: String,
+        subject: crate::model::ErasureSubject,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<crate::model::Erased>> {
+        Box::pin(erasure::erase_payloads(self, workspace_id, subject, now))
     }
     fn purge(
         &self,

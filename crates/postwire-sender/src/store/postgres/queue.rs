@@ -412,6 +412,8 @@ pub(super) async fn enqueue(
                     ev.workspace.push(e.workspace_id());
                     ev.kind.push(e.event_type().as_str());
                     ev.post.push(built.post_id.as_deref());
+                    ev.account
+                        .push(crate::ordering::account_of(built.ordering_key.as_ref()));
                     ev.created.push(e.created_at().unix_millis());
                     ev.body.push(&built.body);
                     ev.external.push(
@@ -423,9 +425,10 @@ pub(super) async fn enqueue(
                 }
                 let insert_events = tx
                     .prepare_cached(
-                        "INSERT INTO events (seq, id, workspace_id, event_type, post_id, created_at, body, external_key)
+                        "INSERT INTO events (seq, id, workspace_id, event_type, post_id, created_at, body, external_key,
+                                             account_id)
                          SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
-                                              $6::bigint[], $7::text[], $8::bigint[])",
+                                              $6::bigint[], $7::text[], $8::bigint[], $9::text[])",
                     )
                     .await?;
                 tx.execute(
@@ -439,6 +442,7 @@ pub(super) async fn enqueue(
                         &ev.created,
                         &ev.body,
                         &ev.external,
+                        &ev.account,
                     ],
                 )
                 .await?;
@@ -529,6 +533,8 @@ struct EventColumns<'a> {
     created: Vec<i64>,
     body: Vec<&'a str>,
     external: Vec<Option<i64>>,
+    /// The account of an account's own event (erasure by account).
+    account: Vec<Option<&'a str>>,
 }
 
 /// A subscription a claim may take deliveries from.

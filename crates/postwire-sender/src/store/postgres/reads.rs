@@ -16,7 +16,8 @@ pub(super) async fn list_deliveries(
             Box::pin(async move {
                 let list = c
                     .prepare_cached(
-                        "SELECT d.seq, e.id, e.event_type, d.state, d.due_at, d.created_at, d.finished_at, e.body
+                        "SELECT d.seq, e.id, e.event_type, d.state, d.due_at, d.created_at, d.finished_at, e.body,
+                                e.erased_at IS NOT NULL
                          FROM deliveries d JOIN events e ON e.seq = d.event_seq
                          WHERE d.sub_seq = (SELECT seq FROM subscriptions WHERE id = $1) AND d.seq < $2
                          ORDER BY d.seq DESC LIMIT $3",
@@ -39,6 +40,7 @@ pub(super) async fn list_deliveries(
                         HELD => DeliveryState::Held,
                         DELIVERED => DeliveryState::Delivered,
                         FAILED => DeliveryState::Failed,
+                        CANCELLED => DeliveryState::Cancelled,
                         _ => DeliveryState::Expired,
                     };
                     out.push(DeliveryRecord {
@@ -55,6 +57,7 @@ pub(super) async fn list_deliveries(
                         finished_at: opt_ts(r.try_get(6)?),
                         attempts: Vec::new(),
                         payload: r.try_get(7)?,
+                        payload_erased: r.try_get(8)?,
                     });
                 }
                 let ids: Vec<i64> = out.iter().map(|d| d.id.0).collect();
@@ -99,7 +102,8 @@ pub(super) async fn events_for_post(
             Box::pin(async move {
                 let st = c
                     .prepare_cached(
-                        "SELECT body FROM events WHERE workspace_id = $1 AND post_id = $2 ORDER BY seq DESC LIMIT $3",
+                        "SELECT body FROM events WHERE workspace_id = $1 AND post_id = $2 AND erased_at IS NULL
+                         ORDER BY seq DESC LIMIT $3",
                     )
                     .await?;
                 c.query(&st, &[&ws, &post, &bigint(limit)])
@@ -208,6 +212,7 @@ pub(super) async fn delivery_counts(
                         HELD => counts.held += n,
                         DELIVERED => counts.delivered += n,
                         FAILED => counts.failed += n,
+                        CANCELLED => counts.cancelled += n,
                         _ => counts.expired += n,
                     }
                 }

@@ -17,9 +17,11 @@ use crate::routing::Routed;
 use crate::store::RequeueError;
 
 /// Failed deliveries of subscription $1 finished at or after $2, not resent yet, in the
-/// order they finished, at most $3 (the partial index `deliveries_failed`).
+/// order they finished, skipping those whose payload was erased, at most $3 (the partial
+/// index `deliveries_failed`).
 const RECOVERABLE_SQL: &str = "SELECT seq, event_seq, okey FROM deliveries
      WHERE sub_seq = $1 AND state = 3 AND finished_at >= $2 AND resent_as IS NULL
+       AND NOT EXISTS (SELECT 1 FROM events e WHERE e.seq = event_seq AND e.erased_at IS NOT NULL)
      ORDER BY finished_at, seq LIMIT $3 FOR UPDATE";
 
 /// Delivery $1 was resent as delivery $2.
@@ -106,6 +108,13 @@ pub(super) async fn resend(
                     (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
                 if finished_at.is_none() {
                     return Ok(Err(RequeueError::Unfinished));
+                }
+                // Waits for an erasure of the event in progress (it holds the row).
+                let st = tx
+                    .prepare_cached("SELECT erased_at IS NOT NULL FROM events WHERE seq = $1 FOR SHARE")
+                    .await?;
+                if tx.query_one(&st, &[&event_seq]).await?.try_get::<_, bool>(0)? {
+                    return Ok(Err(RequeueError::Erased));
                 }
                 let (seq, due) = requeue(
                     &tx,

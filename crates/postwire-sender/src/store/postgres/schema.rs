@@ -7,7 +7,7 @@ use super::*;
 /// The layout's version, kept in the `postwire_schema` row; a database of a newer
 /// version is refused rather than misread. Any change to the layout (a table, a column,
 /// an index) takes a new version: a database at this version is not touched at start-up.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// Serialises start-ups: concurrent processes migrate one at a time.
 const MIGRATION_LOCK: i64 = 0x706f_7374_7769_7265; // "postwire"
@@ -67,6 +67,16 @@ const MIGRATIONS: &[(i64, &str)] = &[
     // 5 → 6: leases indexed by owner within their subscription (`queue_heads_leased`,
     // in SCHEMA), so a claim counts the other processes' leases without reading its own.
     (5, "DROP INDEX IF EXISTS queue_heads_leased"),
+    // 6 → 7: erasure (`erasure.rs`). An account's events name it in `account_id` (taken
+    // from the bodies of the events stored before), and an erased event keeps its row
+    // with `erased_at` set and an empty body.
+    (
+        6,
+        "ALTER TABLE events ADD COLUMN IF NOT EXISTS account_id TEXT;
+         ALTER TABLE events ADD COLUMN IF NOT EXISTS erased_at BIGINT;
+         UPDATE events SET account_id = body::jsonb #>> '{data,integration,id}'
+             WHERE event_type LIKE 'integration.%';",
+    ),
 ];
 
 const SCHEMA: &str = r#"
@@ -90,8 +100,10 @@ CREATE INDEX IF NOT EXISTS subscriptions_workspace ON subscriptions (workspace_i
 CREATE TABLE IF NOT EXISTS events (
     seq BIGSERIAL PRIMARY KEY, id TEXT NOT NULL, workspace_id TEXT NOT NULL,
     event_type TEXT NOT NULL, post_id TEXT, created_at BIGINT NOT NULL, body TEXT NOT NULL,
-    external_key BIGINT);
+    external_key BIGINT, account_id TEXT, erased_at BIGINT);
 CREATE INDEX IF NOT EXISTS events_post ON events (workspace_id, post_id, seq) WHERE post_id IS NOT NULL;
+-- An account's own events, for erasure by account (`erasure.rs`).
+CREATE INDEX IF NOT EXISTS events_account ON events (workspace_id, account_id, seq) WHERE account_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS events_external ON events (external_key, seq) WHERE external_key IS NOT NULL;
 CREATE TABLE IF NOT EXISTS idempotency_keys (
     scope TEXT NOT NULL, key TEXT NOT NULL, request_hash BYTEA NOT NULL,

@@ -1252,3 +1252,66 @@ fn a_publish_chooses_its_locking_from_the_workspaces_last_publish() {
     let four: Vec<BuiltEvent> = (0..4).map(|i| post_event(t0, &format!("p{i}"))).collect();
     assert_eq!(expected(four, &few), WholeSubscriptions);
 }
+
+/// What an erasure leaves in PostgreSQL's files, precisely: no row a query reads holds
+/// the body, and the store's `VACUUM` prunes the old row versions, but PostgreSQL does
+/// not zero the space they took, so after a checkpoint the table's file still holds the
+/// bytes (until new rows reuse the space). `VACUUM FULL events`, the maintenance step the
+/// docs give for that, rewrites the table, and after a checkpoint no file of the
+/// database's directory holds them. (`pg_wal` keeps the original inserts until its
+/// segments are recycled: see `erasure.rs`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_erased_body_leaves_the_databases_files_after_vacuum_full_and_a_checkpoint() {
+    use crate::store::conformance::{erase_a_marked_post, files_hold};
+    let (guard, store, t0) = store_with_a_subscription(Backend::Postgres).await;
+    let url = guard
+        .downcast_ref::<postwire_testpg::TestDatabase>()
+        .unwrap()
+        .url()
+        .to_owned();
+    let name = url.rsplit('/').next().unwrap().to_owned();
+    let cluster = postwire_testpg::shared_cluster();
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(conn);
+    let oid: u32 = client
+        .query_one("SELECT oid FROM pg_database WHERE datname = $1", &[&name])
+        .await
+        .unwrap()
+        .get(0);
+    let files = cluster.data_dir().join("base").join(oid.to_string());
+    let marker = erase_a_marked_post(&*store, t0, async |marker: &str| {
+        client.batch_execute("CHECKPOINT").await.unwrap();
+        assert!(
+            files_hold(&files, marker.as_bytes()),
+            "the bodies are not in the files before"
+        );
+    })
+    .await;
+    // Erased for every reader, and the old versions pruned...
+    let dead: i64 = client
+        .query_one(
+            "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'events'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(dead, 0);
+    let readable: i64 = client
+        .query_one("SELECT count(*) FROM events WHERE strpos(body, $1) > 0", &[&marker])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(readable, 0);
+    // ...but their bytes stay in the pages' free space until it is reused.
+    client.batch_execute("CHECKPOINT").await.unwrap();
+    assert!(files_hold(&files, marker.as_bytes()));
+    client.batch_execute("VACUUM FULL events").await.unwrap();
+    client.batch_execute("CHECKPOINT").await.unwrap();
+    assert!(
+        !files_hold(&files, marker.as_bytes()),
+        "the database's files still hold an erased body"
+    );
+    let list = store.list_deliveries("wh_1".into(), None, 1000).await.unwrap();
+    assert_eq!(list.iter().filter(|d| d.payload_erased).count(), 200);
+}

@@ -44,11 +44,13 @@
 //! deliveries, so an outcome recorded twice cannot promote two heads.
 //!
 //! Delivery states are small integers: 0 pending (a queue head), 1 held, 2 delivered,
-//! 3 failed, 4 expired, 5 waiting behind its queue's head.
+//! 3 failed, 4 expired, 5 waiting behind its queue's head, 6 cancelled (its event's
+//! payload was erased, `erasure.rs`).
 
 mod checkpointer;
 mod connection_thread;
 mod due;
+mod erasure;
 mod fresh;
 mod idempotency;
 mod outcomes;
@@ -98,6 +100,7 @@ const DELIVERED: i64 = 2;
 const FAILED: i64 = 3;
 const EXPIRED: i64 = 4;
 const WAITING: i64 = 5;
+const CANCELLED: i64 = 6;
 
 /// How to open the SQLite file.
 #[derive(Debug, Clone, Default)]
@@ -177,11 +180,10 @@ impl SqliteStore {
         // Every secret must open with the keys given (a clear refusal naming the missing
         // key id otherwise); plain ones left from before encryption, and ones sealed
         // under an older key, are sealed under the current key now.
-        // `secure_delete` zeroes the replaced values in their pages, and the truncating
+        // `secure_delete` (on for this connection, `schema.rs`) zeroes the replaced values in their pages, and the truncating
         // checkpoint drops the WAL's older page versions, so neither a plain secret nor
         // one under the old key is left behind in the files.
         {
-            conn.execute_batch("PRAGMA secure_delete=ON").map_err(db_err)?;
             let tx = conn.unchecked_transaction().map_err(db_err)?;
             let resealed = registry::reseal_all(&tx, options.secret_cipher.as_deref())
                 .map_err(|e| SenderError::storage(format!("{}: {e}", path.display())))?;
@@ -191,7 +193,6 @@ impl SqliteStore {
                     .map_err(db_err)?;
                 tracing::info!(resealed, "sealed stored secrets under the current key");
             }
-            conn.execute_batch("PRAGMA secure_delete=OFF").map_err(db_err)?;
         }
         let checkpointer = Checkpointer::spawn(&path, sync)?;
         Ok(SqliteStore {
@@ -446,6 +447,14 @@ impl Store for SqliteStore {
                 .write(move |tx| registry::reseal_batch(tx, &cipher, batch).map_err(conversion))
                 .await
         })
+    }
+    fn erase_payloads(
+        &self,
+        workspace_id: String,
+        subject: crate::model::ErasureSubject,
+        now: Timestamp,
+    ) -> BoxFuture<'_, StoreResult<crate::model::Erased>> {
+        erasure::erase_payloads(self, workspace_id, subject, now)
     }
     fn purge(
         &self,

@@ -179,8 +179,8 @@ pub(super) fn enqueue(
         // Each event with its new pending deliveries, for their first claims.
         let mut made: Vec<(Arc<FreshEvent>, Vec<i64>)> = Vec::with_capacity(events.len());
         let mut insert_event = tx.prepare_cached(
-            "INSERT INTO events (seq, id, workspace_id, event_type, post_id, created_at, body, external_key)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO events (seq, id, workspace_id, event_type, post_id, created_at, body, external_key, account_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
         )?;
         // Numbered here, as SQLite would (one past the largest), since an event's
         // external-id key holds its number's bucket.
@@ -206,7 +206,8 @@ pub(super) fn enqueue(
                 built
                     .external_id
                     .as_deref()
-                    .map(|ext| super::schema::external_key_in_bucket(event_seq, ev.workspace_id(), ext))
+                    .map(|ext| super::schema::external_key_in_bucket(event_seq, ev.workspace_id(), ext)),
+                crate::ordering::account_of(built.ordering_key.as_ref())
             ])?;
             if !routes.contains_key(ev.workspace_id()) {
                 routes.insert(ev.workspace_id().to_owned(), routes_of(tx, ev.workspace_id())?);

@@ -18,7 +18,8 @@ pub(super) fn list_deliveries(
 ) -> BoxFuture<'_, StoreResult<Vec<DeliveryRecord>>> {
     store.read(move |c| {
         let mut stmt = c.prepare_cached(
-            "SELECT d.seq, ?1, e.id, e.event_type, d.state, d.due_at, d.created_at, d.finished_at, e.body
+            "SELECT d.seq, ?1, e.id, e.event_type, d.state, d.due_at, d.created_at, d.finished_at, e.body,
+                    e.erased_at IS NOT NULL
              FROM deliveries d JOIN events e ON e.seq = d.event_seq
              WHERE d.sub_seq = (SELECT seq FROM subscriptions WHERE id = ?1) AND d.seq < ?2
              ORDER BY d.seq DESC LIMIT ?3",
@@ -37,6 +38,7 @@ pub(super) fn list_deliveries(
                     HELD => DeliveryState::Held,
                     DELIVERED => DeliveryState::Delivered,
                     FAILED => DeliveryState::Failed,
+                    CANCELLED => DeliveryState::Cancelled,
                     _ => DeliveryState::Expired,
                 };
                 Ok(DeliveryRecord {
@@ -50,6 +52,7 @@ pub(super) fn list_deliveries(
                     finished_at: opt_ts(r.get(7)?),
                     attempts: Vec::new(),
                     payload: r.get(8)?,
+                    payload_erased: r.get(9)?,
                 })
             },
         )?;
@@ -86,7 +89,8 @@ pub(super) fn events_for_post(
 ) -> BoxFuture<'_, StoreResult<Vec<Event>>> {
     store.read(move |c| {
         let mut stmt = c.prepare_cached(
-            "SELECT body FROM events WHERE workspace_id = ?1 AND post_id = ?2 ORDER BY seq DESC LIMIT ?3",
+            "SELECT body FROM events WHERE workspace_id = ?1 AND post_id = ?2 AND erased_at IS NULL
+             ORDER BY seq DESC LIMIT ?3",
         )?;
         let rows = stmt.query_map(params![workspace_id, post_id, limit as i64], |r| {
             Event::from_json(r.get::<_, String>(0)?.as_bytes()).map_err(conversion)
@@ -155,6 +159,7 @@ pub(super) fn delivery_counts(
                 HELD => counts.held += n,
                 DELIVERED => counts.delivered += n,
                 FAILED => counts.failed += n,
+                CANCELLED => counts.cancelled += n,
                 _ => counts.expired += n,
             }
         };

@@ -259,7 +259,7 @@ pub(super) fn reseal_batch(tx: &Connection, cipher: &SecretCipher, batch: usize)
         .map_err(db)?;
         resealed += 1;
     }
-    tx.execute_batch("PRAGMA secure_delete=OFF").map_err(db)?;
+    // Left on: the store's writer connection always runs with it (`schema.rs`).
     Ok(resealed)
 }
 

@@ -9,7 +9,8 @@
 //! failed delivery of a subscription finished since a time, oldest first, bounded,
 //! skipping deliveries that were resent or recovered already (a resent delivery names
 //! its new delivery in `resent_as`), so running recover twice queues nothing the
-//! second time. Recover reads the partial index of failed deliveries only.
+//! second time. Recover reads the partial index of failed deliveries only. An event
+//! whose payload was erased is never sent again: its resend is refused, recover skips it.
 
 use std::sync::atomic::Ordering;
 
@@ -24,11 +25,12 @@ use crate::routing::Routed;
 use crate::store::{BoxFuture, RequeueError, StoreResult};
 
 /// Failed deliveries of subscription ?1 finished at or after ?2, not resent yet, in
-/// the order they finished, at most ?3 (the partial index `deliveries_failed`; the
+/// the order they finished, skipping those whose payload was erased, at most ?3 (the partial index `deliveries_failed`; the
 /// state is a literal so that SQLite may use it). Deliveries of one ordering key finish
 /// in publish order (only a queue's head is attempted), so this keeps each key's order.
 pub(super) const RECOVERABLE_SQL: &str = "SELECT seq, event_seq, okey FROM deliveries INDEXED BY deliveries_failed
      WHERE sub_seq = ?1 AND state = 3 AND finished_at >= ?2 AND resent_as IS NULL
+       AND NOT EXISTS (SELECT 1 FROM events e WHERE e.seq = event_seq AND e.erased_at IS NOT NULL)
      ORDER BY finished_at, seq LIMIT ?3";
 
 /// Delivery ?1 was resent as delivery ?2.
@@ -97,6 +99,14 @@ pub(super) fn resend(
         };
         if finished_at.is_none() {
             return Ok(Err(RequeueError::Unfinished));
+        }
+        let erased: bool = tx.query_row(
+            "SELECT erased_at IS NOT NULL FROM events WHERE seq = ?1",
+            [event_seq],
+            |r| r.get(0),
+        )?;
+        if erased {
+            return Ok(Err(RequeueError::Erased));
         }
         let now_ms = now.unix_millis();
         let (seq, due) = requeue(tx, &next_delivery, sub, paused, event_seq, okey, now_ms)?;

@@ -13,7 +13,7 @@ use crate::store::StoreResult;
 
 /// The layout of the file, kept in `PRAGMA user_version`; a file of another version is
 /// refused rather than misread.
-pub(super) const SCHEMA_VERSION: i64 = 8;
+pub(super) const SCHEMA_VERSION: i64 = 9;
 
 /// What turns a file of an older version into the next one, by version; a file is
 /// brought up to date by every step from its version on, then by `SCHEMA`.
@@ -75,6 +75,16 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
     // look-up also probes. Nothing to rewrite; the version keeps an older sender, which
     // would miss the new keys, from reading the file.
     (7, ""),
+    // 8 -> 9: erasure (`erasure.rs`). An account's events name it in `account_id` (taken
+    // from the bodies of the events stored before), and an erased event keeps its row
+    // with `erased_at` set and an empty body.
+    (
+        8,
+        "ALTER TABLE events ADD COLUMN account_id TEXT;
+         ALTER TABLE events ADD COLUMN erased_at INTEGER;
+         UPDATE events SET account_id = json_extract(body, '$.data.integration.id')
+             WHERE event_type LIKE 'integration.%';",
+    ),
 ];
 
 pub(super) const SCHEMA: &str = r#"
@@ -100,8 +110,11 @@ CREATE INDEX IF NOT EXISTS subscriptions_workspace ON subscriptions (workspace_i
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY, id TEXT NOT NULL, workspace_id TEXT NOT NULL,
     event_type TEXT NOT NULL, post_id TEXT, created_at INTEGER NOT NULL, body TEXT NOT NULL,
-    external_key INTEGER);
+    external_key INTEGER, account_id TEXT, erased_at INTEGER);
 CREATE INDEX IF NOT EXISTS events_post ON events (workspace_id, post_id, seq) WHERE post_id IS NOT NULL;
+-- An account's own events (`integration.*`), for erasure by account (`erasure.rs`). An
+-- erased event has `erased_at` set and an empty body (the tombstone).
+CREATE INDEX IF NOT EXISTS events_account ON events (workspace_id, account_id, seq) WHERE account_id IS NOT NULL;
 -- The client's reference of a post, written with the event (posts/lookup?externalId=),
 -- as a hash of (workspace, external id) under the event's bucket of 4,096 event numbers
 -- (see `external_key_in_bucket`): small entries whatever the reference's length, and a
@@ -161,12 +174,14 @@ pub(super) fn open_migrated(path: &Path, options: &SqliteOptions) -> StoreResult
         )));
     }
     let sync = if options.power_loss_durable { "FULL" } else { "NORMAL" };
-    // A page cache of 16 MB, and a WAL of up to about 40 MB: checkpoints run on their
+    // `secure_delete`: bytes freed in a page (a shorter value, a deleted row) and freed
+    // pages are zeroed, so an erased body or a replaced secret leaves no copy in the file
+    // (`erasure.rs`). A page cache of 16 MB, and a WAL of up to about 40 MB: checkpoints run on their
     // own thread (`checkpointer.rs`); the connection's own, at 10,000 pages, only
     // bounds the WAL's size when that thread cannot finish between two commits.
     conn.execute_batch(&format!(
         "PRAGMA synchronous={sync}; PRAGMA temp_store=MEMORY; PRAGMA foreign_keys=OFF;
-     PRAGMA wal_autocheckpoint=10000; PRAGMA cache_size=-16000;"
+     PRAGMA wal_autocheckpoint=10000; PRAGMA cache_size=-16000; PRAGMA secure_delete=ON;"
     ))
     .map_err(db_err)?;
     let version: i64 = conn
