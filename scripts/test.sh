@@ -28,6 +28,7 @@ part_lint() { # cargo fmt --check, cargo clippy -D warnings (the workspace lints
   python3 scripts/module-cycles.py
   cargo clippy --workspace --all-targets --locked -- -D warnings
   cargo clippy -p postwire-cli --features otel --all-targets --locked -- -D warnings
+  cargo clippy -p postwire-receiver --all-features --all-targets --locked -- -D warnings
 }
 part_docs() { # rustdoc with warnings denied: no broken intra-doc links, no bare URLs
   RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
@@ -46,8 +47,9 @@ part_rust() { # cargo test --workspace, postwire-core without and with every fea
   cargo test -p postwire-core --all-features --locked
   cargo test -p postwire-cli --features otel --locked --test otel
 }
-part_postgres() { # the sender's tests again, on PostgreSQL (a throwaway cluster; fails if it cannot start)
+part_postgres() { # the sender's tests again, on PostgreSQL (a throwaway cluster; fails if it cannot start); the receiver's stores on PostgreSQL and Redis (needs redis-server)
   POSTWIRE_TEST_BACKEND=postgres cargo test -p postwire-sender --locked --test '*'
+  cargo test -p postwire-receiver --features redis,postgres --locked
 }
 part_fuzz() { # each cargo-fuzz target of fuzz/ for FUZZ_SECONDS seconds
   local target
