@@ -9,7 +9,9 @@
 #      (wrangler.toml), and in Durable Object mode with the real DedupObject class
 #      (wrangler.durable-object.toml, which wrangler also validates with a dry run);
 #   5. inbox mode (wrangler.inbox.toml, validated by a dry run too): the InboxObject in workerd
-#      against a counting origin on loopback, and `postwire edge` driving its admin API (test/inbox/).
+#      against a counting origin on loopback, and `postwire edge` driving its admin API (test/inbox/);
+#   6. listen mode (LISTEN_TOKEN): the ListenObject and real WebSockets in workerd, with the
+#      postwire CLI's `listen --worker` relaying to a verifying endpoint on loopback (test/listen/).
 # Needs what scripts/setup.sh installs; downloads nothing (loopback network only).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -65,5 +67,8 @@ done
 
 step "inbox mode in workerd (Miniflare, wrangler.inbox.toml), counting loopback origin"
 node --test --test-concurrency=1 test/inbox/*.test.mjs
+
+step "listen mode in workerd (Miniflare): postwire listen relaying over a real WebSocket"
+node --test --test-concurrency=1 test/listen/*.test.mjs
 
 step "worker: all tests passed"

@@ -67,6 +67,10 @@ pub const VAR_ORDERING: &str = "ORDERING";
 /// Optional Worker secret: the bearer token of the admin API under `/_postwire/` (inbox
 /// mode). Without it every admin path is `404`.
 pub const VAR_ADMIN_TOKEN: &str = "ADMIN_TOKEN";
+/// Optional Worker secret: the bearer token of `postwire listen`'s WebSocket at
+/// `/_postwire/listen` ([`crate::listen`]). Set, the connected listener takes the origin's
+/// place in both delivery modes; unset (the default), listen mode is off and the path `404`.
+pub const VAR_LISTEN_TOKEN: &str = "LISTEN_TOKEN";
 /// The Durable Object namespace binding of inbox mode (`[[durable_objects.bindings]] name`);
 /// its class is `InboxObject`.
 pub const INBOX_BINDING: &str = "INBOX";
@@ -158,7 +162,7 @@ pub struct InboxSettings {
     pub ordering: Ordering,
 }
 
-/// The admin API's bearer token. Its `Debug` never shows it.
+/// A bearer token (`ADMIN_TOKEN`, `LISTEN_TOKEN`). Its `Debug` never shows it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct AdminToken(String);
 
@@ -215,6 +219,8 @@ pub struct Config {
     pub inbox: InboxSettings,
     /// The admin API's token, when configured (inbox mode).
     pub admin_token: Option<AdminToken>,
+    /// The listen WebSocket's token, when configured: then deliveries go to the listener.
+    pub listen_token: Option<AdminToken>,
 }
 
 /// A setting is missing or malformed. Shows the variable's name and the rule, never the
@@ -332,7 +338,8 @@ impl Config {
             });
         }
         let inbox = parse_inbox(&get, payload)?;
-        let admin_token = parse_admin_token(get(VAR_ADMIN_TOKEN).as_deref())?;
+        let admin_token = parse_bearer_token(VAR_ADMIN_TOKEN, get(VAR_ADMIN_TOKEN).as_deref())?;
+        let listen_token = parse_bearer_token(VAR_LISTEN_TOKEN, get(VAR_LISTEN_TOKEN).as_deref())?;
 
         let keys = secrets
             .into_iter()
@@ -357,6 +364,7 @@ impl Config {
             delivery_mode,
             inbox,
             admin_token,
+            listen_token,
         })
     }
 }
@@ -422,14 +430,14 @@ fn parse_inbox(get: &impl Fn(&str) -> Option<String>, payload: PayloadPolicy) ->
     })
 }
 
-/// At least 16 visible ASCII characters, when set.
-fn parse_admin_token(value: Option<&str>) -> Result<Option<AdminToken>, ConfigError> {
+/// `ADMIN_TOKEN` or `LISTEN_TOKEN`: at least 16 visible ASCII characters, when set.
+fn parse_bearer_token(variable: &'static str, value: Option<&str>) -> Result<Option<AdminToken>, ConfigError> {
     let Some(value) = value.map(str::trim) else {
         return Ok(None);
     };
     if value.len() < MIN_ADMIN_TOKEN_LEN || !value.bytes().all(|b| b.is_ascii_graphic()) {
         return Err(ConfigError {
-            variable: VAR_ADMIN_TOKEN,
+            variable,
             reason: "must be at least 16 visible ASCII characters (e.g. `openssl rand -hex 32`)",
         });
     }
@@ -877,6 +885,8 @@ mod tests {
             (VAR_ORDERING, "post"),
             (VAR_ADMIN_TOKEN, "short"),
             (VAR_ADMIN_TOKEN, "has a space in it, too long"),
+            (VAR_LISTEN_TOKEN, "short"),
+            (VAR_LISTEN_TOKEN, "has a space in it, too long"),
             (VAR_MAX_BODY_BYTES, "2000000"),
         ] {
             let mut all = inbox.clone();
@@ -890,6 +900,16 @@ mod tests {
         let mut none = inbox.clone();
         none.push((VAR_ORDERING, "none"));
         assert_eq!(config(&none).unwrap().inbox.ordering, Ordering::None);
+        assert!(
+            config(&inbox).unwrap().listen_token.is_none(),
+            "listen mode is off by default"
+        );
+        let mut listen = minimal();
+        listen.push((VAR_LISTEN_TOKEN, "listen-token-0123456789"));
+        assert_eq!(
+            format!("{:?}", config(&listen).unwrap().listen_token),
+            "Some(AdminToken(…))"
+        );
     }
 
     #[test]

@@ -80,6 +80,11 @@ pub async fn deliver<S: DedupStore, O: Origin>(
                 config.forward_timeout_ms
             ),
         ),
+        OriginOutcome::ListenerAbsent => Reply::new(
+            ReplyCode::ListenerAbsent,
+            "no listener is connected to this relay; not acknowledged, retry later",
+        )
+        .with_header("retry-after", crate::listen::RETRY_AFTER_SECS.to_string()),
         _ => Reply::new(
             ReplyCode::OriginUnavailable,
             "the origin could not be reached; not acknowledged, retry later",

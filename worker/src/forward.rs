@@ -45,6 +45,9 @@ pub enum OriginOutcome {
     TimedOut,
     /// The connection failed (DNS, refused, reset, TLS...).
     Unreachable,
+    /// Listen mode (`LISTEN_TOKEN` set): no listener is connected, or it went away before
+    /// answering ([`crate::listen`]).
+    ListenerAbsent,
 }
 
 impl OriginOutcome {

@@ -26,6 +26,7 @@
 //! | [`forward`] | what is sent to the origin, including the origin signature |
 //! | [`flow`] | claim, forward, then confirm or release: the order that loses nothing |
 //! | [`inbox`] | inbox mode's logic: retry schedule, pacing, ordering keys, the admin API's routes |
+//! | [`listen`] | listen mode: deliveries relayed over a WebSocket to `postwire listen` |
 //!
 //! The Workers bindings (KV, the `DedupObject` Durable Object, `fetch`, the `fetch` event)
 //! live in the `edge` module, which exists only when compiling for `wasm32`; they are tested
@@ -47,6 +48,7 @@ pub mod forward;
 pub mod in_flight;
 pub mod inbox;
 pub mod inspect;
+pub mod listen;
 pub mod payload;
 pub mod reply;
 

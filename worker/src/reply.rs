@@ -59,11 +59,14 @@ pub enum ReplyCode {
     OriginTimeout,
     /// 503 (inbox mode): the delivery could not be stored; it was not accepted, retry later.
     InboxUnavailable,
+    /// 503 (`LISTEN_TOKEN` set, forward mode): no listener is connected, or it went away
+    /// before answering; not acknowledged, retry later.
+    ListenerAbsent,
 }
 
 impl ReplyCode {
     /// Every code, for documentation and exhaustive tests.
-    pub const ALL: [ReplyCode; 20] = [
+    pub const ALL: [ReplyCode; 21] = [
         ReplyCode::Delivered,
         ReplyCode::Duplicate,
         ReplyCode::Accepted,
@@ -84,6 +87,7 @@ impl ReplyCode {
         ReplyCode::OriginUnavailable,
         ReplyCode::DedupUnavailable,
         ReplyCode::OriginTimeout,
+        ReplyCode::ListenerAbsent,
     ];
 
     /// The stable string form, e.g. `"invalid_signature"`.
@@ -94,6 +98,7 @@ impl ReplyCode {
             ReplyCode::Accepted => "accepted",
             ReplyCode::NotFound => "not_found",
             ReplyCode::InboxUnavailable => "inbox_unavailable",
+            ReplyCode::ListenerAbsent => "listener_absent",
             ReplyCode::MissingHeader => ErrorCode::MissingHeader.as_str(),
             ReplyCode::InvalidHeader => ErrorCode::InvalidHeader.as_str(),
             ReplyCode::InvalidRequest => "invalid_request",
@@ -128,7 +133,7 @@ impl ReplyCode {
             ReplyCode::PayloadTooLarge => 413,
             ReplyCode::WorkerMisconfigured => 500,
             ReplyCode::OriginRejected | ReplyCode::OriginUnavailable => 502,
-            ReplyCode::DedupUnavailable | ReplyCode::InboxUnavailable => 503,
+            ReplyCode::DedupUnavailable | ReplyCode::InboxUnavailable | ReplyCode::ListenerAbsent => 503,
             ReplyCode::OriginTimeout => 504,
         }
     }

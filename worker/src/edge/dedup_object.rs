@@ -145,6 +145,10 @@ impl DedupObject {
             headers: delivery_headers,
             body,
         };
+        let origin = match super::listen_object::listen_stub(&self.env, &config) {
+            Ok(listen) => FetchOrigin { listen },
+            Err(reply) => return reply,
+        };
         let store = ObjectStore::new(self.state.storage(), config.dedup_ttl_secs, config.in_flight_ttl_secs);
         // Every other event of this object waits until this future is done: the input gate
         // held across the forward. The future never returns Err (that would reset the
@@ -156,7 +160,7 @@ impl DedupObject {
             if now_ms - received_ms > config.forward_timeout_ms as f64 {
                 return Ok(late_answer(&config, &store, id, now).await);
             }
-            Ok(crate::flow::deliver(&config, &delivery, &store, &FetchOrigin, now).await)
+            Ok(crate::flow::deliver(&config, &delivery, &store, &origin, now).await)
         });
         match gated.await {
             Ok(reply) => reply,

@@ -1,19 +1,27 @@
 //! [`Origin`] over the Workers `fetch` API: a `POST` with redirects not followed, aborted
-//! through an `AbortController` when the forward timeout passes first.
+//! through an `AbortController` when the forward timeout passes first. In listen mode
+//! (`LISTEN_TOKEN` set) the connected listener stands in for the origin
+//! ([`super::listen_object`]).
 
 use std::pin::pin;
 use std::time::Duration;
 
 use futures_util::future::{Either, select};
-use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect};
+use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect, Stub};
 
 use crate::forward::{ForwardRequest, Origin, OriginOutcome};
 
-/// Forwards with the global `fetch`.
-pub(crate) struct FetchOrigin;
+/// Forwards with the global `fetch`, or to the listener when `listen` is set.
+pub(crate) struct FetchOrigin {
+    /// Listen mode: the listen object, which relays to the connected listener.
+    pub listen: Option<Stub>,
+}
 
 impl Origin for FetchOrigin {
     async fn forward(&self, request: &ForwardRequest<'_>) -> OriginOutcome {
+        if let Some(stub) = &self.listen {
+            return super::listen_object::relay(stub, request).await;
+        }
         let Ok(req) = to_request(request) else {
             return OriginOutcome::Unreachable;
         };

@@ -26,6 +26,7 @@
 use std::cell::Cell;
 use std::collections::HashSet;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::time::Duration;
 
 use futures_util::future::{Either, LocalBoxFuture, select};
@@ -33,7 +34,7 @@ use futures_util::stream::{FuturesUnordered, StreamExt};
 use postwire_core::UnixTime;
 use serde_json::{Value, json};
 use worker::{
-    Delay, DurableObject, Env, Method, Request, Response, ScheduledTime, SqlStorage, SqlStorageValue, State,
+    Delay, DurableObject, Env, Method, Request, Response, ScheduledTime, SqlStorage, SqlStorageValue, State, Stub,
     durable_object,
 };
 
@@ -386,6 +387,12 @@ impl InboxObject {
         let mut window = RateWindow::new(config.inbox.max_per_second);
         let mut flying: FuturesUnordered<LocalBoxFuture<'static, Finished>> = FuturesUnordered::new();
         let mut flying_ids: HashSet<String> = HashSet::new();
+        // Listen mode: the listener stands in for the origin (the Worker refuses deliveries
+        // while LISTEN_TOKEN is set without its binding, so none is accepted then).
+        let listen = super::listen_object::listen_stub(&self.env, config)
+            .ok()
+            .flatten()
+            .map(Rc::new);
         loop {
             let now = now_ms();
             let out_of_budget = now - started > RUN_BUDGET_MS;
@@ -417,7 +424,7 @@ impl InboxObject {
                             accepted_ms,
                             delivery,
                         };
-                        flying.push(attempt_request(config.clone(), due, now));
+                        flying.push(attempt_request(config.clone(), due, now, listen.clone()));
                     }
                 }
             }
@@ -693,7 +700,12 @@ impl InboxObject {
 }
 
 /// One request to the origin, owning everything it needs.
-fn attempt_request(config: Config, due: Due, started_ms: f64) -> LocalBoxFuture<'static, Finished> {
+fn attempt_request(
+    config: Config,
+    due: Due,
+    started_ms: f64,
+    listen: Option<Rc<Stub>>,
+) -> LocalBoxFuture<'static, Finished> {
     Box::pin(async move {
         let request = build_request(
             config.origin_url.as_str(),
@@ -701,7 +713,7 @@ fn attempt_request(config: Config, due: Due, started_ms: f64) -> LocalBoxFuture<
             config.origin_secret.as_ref(),
             &due.delivery,
         );
-        let answer = inbox_origin::send(&request).await;
+        let answer = inbox_origin::send(&request, listen.as_deref()).await;
         Finished {
             id: due.id,
             attempt: due.attempt,
@@ -737,6 +749,7 @@ fn describe(outcome: &OriginOutcome, timeout_ms: u64) -> (&'static str, Option<u
         OriginOutcome::Refused { status } => ("refused", Some(status), Some(format!("the origin answered {status}"))),
         OriginOutcome::TimedOut => ("timeout", None, Some(format!("no answer within {timeout_ms} ms"))),
         OriginOutcome::Unreachable => ("unreachable", None, Some("the origin could not be reached".into())),
+        OriginOutcome::ListenerAbsent => ("listener_absent", None, Some("no listener was connected".into())),
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::future::{Either, select};
-use worker::{AbortController, Delay, Fetch, Response};
+use worker::{AbortController, Delay, Fetch, Response, Stub};
 
 use super::fetch_origin::to_request;
 use crate::forward::{ForwardRequest, OriginOutcome};
@@ -26,13 +26,17 @@ pub(crate) struct OriginAnswer {
     pub excerpt: String,
 }
 
-/// Sends `request`; the whole exchange, body excerpt included, within its timeout.
-pub(crate) async fn send(request: &ForwardRequest<'_>) -> OriginAnswer {
+/// Sends `request`; the whole exchange, body excerpt included, within its timeout. In
+/// listen mode (`listen` set) the connected listener stands in for the origin.
+pub(crate) async fn send(request: &ForwardRequest<'_>, listen: Option<&Stub>) -> OriginAnswer {
     let failed = |outcome| OriginAnswer {
         outcome,
         retry_after_secs: None,
         excerpt: String::new(),
     };
+    if let Some(stub) = listen {
+        return failed(super::listen_object::relay(stub, request).await);
+    }
     let Ok(req) = to_request(request) else {
         return failed(OriginOutcome::Unreachable);
     };

@@ -13,6 +13,7 @@ mod fetch_origin;
 mod inbox_object;
 mod inbox_origin;
 mod kv_store;
+mod listen_object;
 
 use std::rc::Rc;
 
@@ -59,10 +60,13 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response
 /// One request, start to end. Every path returns an answer; nothing panics.
 async fn handle(mut req: Request, env: &Env) -> Answer {
     let method = req.inner().method();
-    if let Ok(url) = req.url()
-        && url.path().starts_with(crate::inbox::admin::ADMIN_PREFIX)
-    {
-        return admin(&req, env, &url).await;
+    if let Ok(url) = req.url() {
+        if url.path() == crate::listen::LISTEN_PATH {
+            return listen(req, env).await;
+        }
+        if url.path().starts_with(crate::inbox::admin::ADMIN_PREFIX) {
+            return admin(&req, env, &url).await;
+        }
     }
     if let Err(reply) = crate::inspect::check_method(&method) {
         return reply.into();
@@ -96,6 +100,10 @@ async fn handle(mut req: Request, env: &Env) -> Answer {
     if let Err(reply) = check_payload(config.payload, &delivery.headers.id, &delivery.body) {
         return reply.into();
     }
+    let listen = match listen_object::listen_stub(env, &config) {
+        Ok(listen) => listen,
+        Err(reply) => return reply.into(),
+    };
     if config.delivery_mode == DeliveryMode::Inbox {
         if env.durable_object(INBOX_BINDING).is_err() {
             return misconfigured(format!(
@@ -120,7 +128,7 @@ async fn handle(mut req: Request, env: &Env) -> Answer {
                 now_ms,
                 (config.in_flight_ttl_secs * 1000) as f64,
             );
-            crate::flow::deliver(&config, &delivery, &store, &FetchOrigin, now)
+            crate::flow::deliver(&config, &delivery, &store, &FetchOrigin { listen }, now)
                 .await
                 .into()
         }
@@ -145,6 +153,20 @@ async fn admin(req: &Request, env: &Env, url: &url::Url) -> Answer {
         None => url.path().to_owned(),
     };
     inbox_object::admin_through_inbox(env, req.method(), &path_and_query).await
+}
+
+/// `/_postwire/listen`: the WebSocket of `postwire listen`, when `LISTEN_TOKEN` is set and
+/// the request carries it (compared in constant time, before any upgrade). Otherwise the
+/// same `404` as any unknown admin path.
+async fn listen(req: Request, env: &Env) -> Answer {
+    let Ok(config) = Config::from_lookup(|name| env_string(env, name)) else {
+        return crate::inbox::admin::not_found().into();
+    };
+    let authorization = req.headers().get("authorization").ok().flatten();
+    if !crate::inbox::admin::authorized(config.listen_token.as_ref(), authorization.as_deref()) {
+        return crate::inbox::admin::not_found().into();
+    }
+    listen_object::connect_listener(req, env, &config).await
 }
 
 /// JavaScript's clock, in milliseconds.

@@ -2,45 +2,73 @@
 //!
 //! - With `--port`, the local inspector ([`inspector`]): it receives deliveries on
 //!   loopback, verifies them and prints each with its verdict; for debugging a sender.
+//! - With `--worker`, the relay ([`relay`]): real deliveries, verified by the team's edge
+//!   Worker, come down a WebSocket and are re-signed and forwarded to a local endpoint.
 //!
 //! [`print`] is the line both modes print per delivery.
 
 mod inspector;
 mod print;
+mod relay;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 
 use clap::Args;
-use postwire_core::{DEFAULT_TOLERANCE_SECS, Verifier};
+use postwire_core::{DEFAULT_TOLERANCE_SECS, Secret, Signer, Verifier};
+use url::Url;
 
 use crate::input;
 
+/// The variable holding the Worker's `LISTEN_TOKEN` (or `--token`).
+pub const TOKEN_ENV: &str = "POSTWIRE_LISTEN_TOKEN";
+/// The variable holding the Worker's `ADMIN_TOKEN`, for `--replay` (as `postwire edge`).
+pub const ADMIN_TOKEN_ENV: &str = "POSTWIRE_EDGE_TOKEN";
+
 /// Arguments of `postwire listen`.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Either --port (the local inspector) or --worker with --forward (the relay). \
+The relay re-signs every delivery with the local secret, reconnects with back-off (0.5 s doubling to 30 s) \
+and exits when a newer listener takes its place; the local endpoint has 9 s to answer."
+)]
 pub struct ListenArgs {
     /// Local inspector: receive deliveries on this port (any path), verify and print
     /// each, answer `204` when it verifies and `400` with the error code when not. `0`
     /// picks a free port (printed at start).
-    #[arg(long)]
-    port: u16,
-    /// Address the inspector listens on.
+    #[arg(long, required_unless_present = "worker", conflicts_with_all = ["worker", "forward", "token", "replay"])]
+    port: Option<u16>,
+    /// Inspector: the address to listen on.
     #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
     bind: IpAddr,
-    /// A `whsec_` secret (a `v1` signature) or a `whpk_` public key (`v1a`) to verify
-    /// with; repeat to accept any of several (rotation, `v1` beside `v1a`).
+    /// Inspector: a `whsec_` secret (`v1`) or `whpk_` public key (`v1a`) to verify with;
+    /// repeat to accept any of several. Relay: the one `whsec_` secret the local endpoint
+    /// verifies with [default: a fresh one, printed at start].
     #[arg(long = "secret", env = "POSTWIRE_SECRET", hide_env_values = true)]
     secrets: Vec<String>,
-    /// A `whpk_` public key to verify `v1a` signatures with (the same as giving it to
-    /// `--secret`); repeatable.
-    #[arg(long = "public-key")]
+    /// Inspector: a `whpk_` public key to verify `v1a` signatures with (the same as giving
+    /// it to `--secret`); repeatable.
+    #[arg(long = "public-key", conflicts_with = "worker")]
     public_keys: Vec<String>,
-    /// Timestamp tolerance in seconds, each way.
+    /// Inspector: timestamp tolerance in seconds, each way.
     #[arg(long, default_value_t = DEFAULT_TOLERANCE_SECS)]
     tolerance: u64,
     /// Print one JSON object per delivery (one line each) instead of the human line.
     #[arg(long)]
     json: bool,
+    /// Relay: the edge Worker's URL (`https://edge.example.com`), whose `LISTEN_TOKEN` is set.
+    #[arg(long, requires = "forward")]
+    worker: Option<Url>,
+    /// Relay: the Worker's `LISTEN_TOKEN` [default: the POSTWIRE_LISTEN_TOKEN variable]. Never printed.
+    #[arg(long, env = TOKEN_ENV, hide_env_values = true)]
+    token: Option<String>,
+    /// Relay: the local endpoint each delivery is POSTed to, e.g. http://localhost:3000/webhooks.
+    #[arg(long, requires = "worker")]
+    forward: Option<Url>,
+    /// Relay: once connected, ask the Worker (inbox mode) to send this `webhook-id` again;
+    /// needs its ADMIN_TOKEN in POSTWIRE_EDGE_TOKEN.
+    #[arg(long, value_name = "ID", requires = "worker")]
+    replay: Option<String>,
 }
 
 /// Runs `postwire listen` until Ctrl-C.
@@ -50,15 +78,65 @@ pub fn run(args: ListenArgs) -> Result<ExitCode, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    let mut keys = args.secrets.clone();
-    keys.extend(args.public_keys.iter().cloned());
-    if keys.is_empty() {
-        return Err("the inspector needs --secret whsec_… or --public-key whpk_… to verify with".to_owned());
+    match (args.port, args.worker.clone(), args.forward.clone()) {
+        (Some(port), _, _) => {
+            let mut keys = args.secrets.clone();
+            keys.extend(args.public_keys.iter().cloned());
+            if keys.is_empty() {
+                return Err("the inspector needs --secret whsec_… or --public-key whpk_… to verify with".to_owned());
+            }
+            let verifier = Verifier::with_keys(input::parse_trusted(&keys)?)
+                .map_err(|e| e.to_string())?
+                .with_tolerance_secs(args.tolerance);
+            runtime.block_on(inspector::run(SocketAddr::new(args.bind, port), verifier, args.json))?;
+        }
+        (None, Some(worker), Some(forward)) => {
+            let relay = relay_settings(args, worker, forward)?;
+            runtime.block_on(relay::run(relay))?;
+        }
+        _ => return Err("give --port (the local inspector) or --worker with --forward (the relay)".to_owned()),
     }
-    let verifier = Verifier::with_keys(input::parse_trusted(&keys)?)
-        .map_err(|e| e.to_string())?
-        .with_tolerance_secs(args.tolerance);
-    let addr = SocketAddr::new(args.bind, args.port);
-    runtime.block_on(inspector::run(addr, verifier, args.json))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The relay's settings, checked; prints the local secret when it was made here.
+fn relay_settings(args: ListenArgs, worker: Url, forward: Url) -> Result<relay::Relay, String> {
+    relay::listen_url(&worker)?;
+    if !matches!(forward.scheme(), "http" | "https") {
+        return Err("--forward: expected an http or https URL".to_owned());
+    }
+    let token = args
+        .token
+        .filter(|t| !t.trim().is_empty())
+        .ok_or_else(|| format!("the relay needs the Worker's LISTEN_TOKEN: --token or {TOKEN_ENV}"))?;
+    let secret = match args.secrets.as_slice() {
+        [] => {
+            let secret = relay::fresh_secret()?;
+            eprintln!(
+                "postwire listen: deliveries are signed for {forward} with this secret (verify with it locally):\n{}",
+                secret.expose()
+            );
+            secret
+        }
+        [one] => Secret::parse(one).map_err(|e| format!("--secret: {e}"))?,
+        _ => return Err("the relay signs with one --secret".to_owned()),
+    };
+    let replay = match args.replay {
+        None => None,
+        Some(id) => {
+            let admin = std::env::var(ADMIN_TOKEN_ENV)
+                .ok()
+                .filter(|t| !t.trim().is_empty())
+                .ok_or_else(|| format!("--replay needs the Worker's ADMIN_TOKEN in {ADMIN_TOKEN_ENV}"))?;
+            Some((admin, id))
+        }
+    };
+    Ok(relay::Relay {
+        worker,
+        token,
+        forward,
+        signer: Signer::new(secret),
+        json: args.json,
+        replay,
+    })
 }

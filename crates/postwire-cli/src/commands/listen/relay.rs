@@ -1,0 +1,399 @@
+//! The Worker relay: `postwire listen --worker https://edge.example.com --forward
+//! http://localhost:3000/webhooks` holds a WebSocket to the Worker's `/_postwire/listen`
+//! (authenticated with its `LISTEN_TOKEN`), and for each delivery the Worker verified and
+//! pushed down it: re-signs it with the local secret (so the local code verifies exactly as
+//! in production), POSTs it to the local endpoint, reports the local status back over the
+//! socket (the Worker answers the sender with it) and prints it. It reconnects with
+//! back-off when the socket drops; it stops when a newer listener replaces it.
+//!
+//! The WebSocket is tokio-tungstenite over a plain TCP stream, or over tokio-rustls
+//! (aws-lc-rs, the platform's roots) for `https` Workers: the TLS stack the rest of the CLI
+//! uses. The frames are described in `worker/README.md` ("Develop locally").
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use futures_util::{SinkExt, StreamExt};
+use postwire_core::{Secret, Signer, UnixTime};
+use serde::Deserialize;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use url::Url;
+
+use super::print::DeliveryLine;
+
+/// Where the Worker serves listeners.
+const LISTEN_PATH: &str = "/_postwire/listen";
+/// The close code of a listener replaced by a newer one.
+const REPLACED_CLOSE_CODE: u16 = 4001;
+/// First wait before reconnecting; doubles up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+/// Longest wait before reconnecting.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How long the local endpoint may take: below the Worker's wait (its forward timeout,
+/// 8 s by default, never more than the spec's 10 s).
+pub const LOCAL_TIMEOUT: Duration = Duration::from_secs(9);
+/// A ping this often keeps the socket open through idle proxies and notices a dead one.
+const PING_EVERY: Duration = Duration::from_secs(20);
+
+/// Everything the relay needs.
+pub struct Relay {
+    /// The Worker's base URL.
+    pub worker: Url,
+    /// The Worker's `LISTEN_TOKEN`.
+    pub token: String,
+    /// The local endpoint.
+    pub forward: Url,
+    /// Signs for the local endpoint.
+    pub signer: Signer,
+    /// One JSON line per delivery.
+    pub json: bool,
+    /// The Worker's `ADMIN_TOKEN` and a `webhook-id` to replay once connected.
+    pub replay: Option<(String, String)>,
+}
+
+/// A delivery frame from the Worker.
+#[derive(Debug, Deserialize)]
+struct DeliveryFrame {
+    #[serde(rename = "type")]
+    kind: String,
+    correlation_id: String,
+    id: String,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    #[serde(default)]
+    body: Option<String>,
+    #[serde(default)]
+    body_base64: Option<String>,
+}
+
+/// Why one connection ended.
+enum Ended {
+    /// A newer listener took over: stop.
+    Replaced,
+    /// Anything else: reconnect.
+    Lost(String),
+}
+
+/// Any byte stream the WebSocket can run over (TCP, or TLS over TCP).
+trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
+/// Runs until Ctrl-C, or until a newer listener replaces this one.
+pub async fn run(relay: Relay) -> Result<(), String> {
+    let relay = Arc::new(relay);
+    let http = reqwest::Client::builder()
+        .timeout(LOCAL_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+    let mut backoff = FIRST_BACKOFF;
+    let mut replayed = false;
+    loop {
+        let attempt = async {
+            let ws = connect(&relay.worker, &relay.token).await?;
+            eprintln!(
+                "postwire listen: connected to {}; forwarding to {}",
+                origin_of(&relay.worker),
+                relay.forward
+            );
+            Ok::<_, ConnectError>(ws)
+        };
+        let outcome = tokio::select! {
+            r = attempt => r,
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+        };
+        match outcome {
+            Ok(ws) => {
+                backoff = FIRST_BACKOFF;
+                if !replayed && let Some((admin_token, id)) = relay.replay.clone() {
+                    replayed = true;
+                    let (client, worker) = (http.clone(), relay.worker.clone());
+                    tokio::spawn(async move { replay(&client, &worker, &admin_token, &id).await });
+                }
+                let ended = tokio::select! {
+                    e = serve(ws, Arc::clone(&relay), http.clone()) => e,
+                    _ = tokio::signal::ctrl_c() => return Ok(()),
+                };
+                match ended {
+                    Ended::Replaced => {
+                        return Err("a newer listener connected to this Worker and replaced this one".to_owned());
+                    }
+                    Ended::Lost(why) => eprintln!("postwire listen: disconnected ({why})"),
+                }
+            }
+            Err(ConnectError::Refused) => {
+                return Err(
+                    "the Worker refused the connection: wrong token, or LISTEN_TOKEN is not set on it".to_owned(),
+                );
+            }
+            Err(ConnectError::Failed(why)) => eprintln!("postwire listen: cannot connect: {why}"),
+        }
+        let wait = jittered(backoff);
+        eprintln!("postwire listen: reconnecting in {} ms", wait.as_millis());
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = tokio::signal::ctrl_c() => return Ok(()),
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// `backoff` ± 20 %, so that many listeners do not reconnect in step.
+fn jittered(backoff: Duration) -> Duration {
+    let mut byte = [0u8; 1];
+    let _ = getrandom::fill(&mut byte);
+    let factor = 0.8 + 0.4 * f64::from(byte[0]) / 255.0;
+    backoff.mul_f64(factor)
+}
+
+/// Why a connection attempt failed.
+enum ConnectError {
+    /// The Worker answered without upgrading (wrong token, listen mode off): do not retry.
+    Refused,
+    /// Network, TLS, or a Worker answering 5xx: retry.
+    Failed(String),
+}
+
+type Socket = tokio_tungstenite::WebSocketStream<Box<dyn Io>>;
+
+/// `scheme://host[:port]`, never a path or query.
+fn origin_of(url: &Url) -> String {
+    url.origin().ascii_serialization()
+}
+
+/// The WebSocket URL of the Worker's listen endpoint.
+pub fn listen_url(worker: &Url) -> Result<Url, String> {
+    let scheme = match worker.scheme() {
+        "https" => "wss",
+        "http" => "ws",
+        other => return Err(format!("--worker: expected an http or https URL, not {other}")),
+    };
+    let host = worker.host_str().ok_or("--worker: the URL has no host")?;
+    let port = worker.port().map(|p| format!(":{p}")).unwrap_or_default();
+    let host = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_owned()
+    };
+    Url::parse(&format!("{scheme}://{host}{port}{LISTEN_PATH}")).map_err(|e| format!("--worker: {e}"))
+}
+
+async fn connect(worker: &Url, token: &str) -> Result<Socket, ConnectError> {
+    let url = listen_url(worker).map_err(ConnectError::Failed)?;
+    let host = url.host_str().unwrap_or_default().trim_matches(['[', ']']).to_owned();
+    let port = url.port_or_known_default().unwrap_or(443);
+    let tcp = tokio::time::timeout(
+        Duration::from_secs(10),
+        tokio::net::TcpStream::connect((host.as_str(), port)),
+    )
+    .await
+    .map_err(|_| ConnectError::Failed("timed out connecting".to_owned()))?
+    .map_err(|e| ConnectError::Failed(e.to_string()))?;
+    let _ = tcp.set_nodelay(true);
+    let stream: Box<dyn Io> = if url.scheme() == "wss" {
+        Box::new(tls(tcp, &host).await?)
+    } else {
+        Box::new(tcp)
+    };
+    let mut request = url
+        .as_str()
+        .into_client_request()
+        .map_err(|e| ConnectError::Failed(e.to_string()))?;
+    let bearer = format!("Bearer {token}")
+        .parse()
+        .map_err(|_| ConnectError::Failed("the token is not a valid header value".to_owned()))?;
+    request.headers_mut().insert("authorization", bearer);
+    let handshake = tokio_tungstenite::client_async(request, stream);
+    match tokio::time::timeout(Duration::from_secs(15), handshake).await {
+        Err(_) => Err(ConnectError::Failed("timed out in the WebSocket handshake".to_owned())),
+        Ok(Ok((ws, _))) => Ok(ws),
+        Ok(Err(tokio_tungstenite::tungstenite::Error::Http(response))) => {
+            let status = response.status().as_u16();
+            if (400..500).contains(&status) {
+                Err(ConnectError::Refused)
+            } else {
+                Err(ConnectError::Failed(format!("the Worker answered {status}")))
+            }
+        }
+        Ok(Err(e)) => Err(ConnectError::Failed(e.to_string())),
+    }
+}
+
+/// TLS with aws-lc-rs and the platform's certificate verifier.
+async fn tls(
+    tcp: tokio::net::TcpStream,
+    host: &str,
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, ConnectError> {
+    use rustls_platform_verifier::BuilderVerifierExt;
+    let failed = |e: String| ConnectError::Failed(format!("TLS: {e}"));
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| failed(e.to_string()))?
+        .with_platform_verifier()
+        .map_err(|e| failed(e.to_string()))?
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from(host.to_owned()).map_err(|e| failed(e.to_string()))?;
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .map_err(|e| failed(e.to_string()))
+}
+
+/// One connection: each delivery frame is relayed in its own task; answers go back in
+/// whatever order the local endpoint gives them.
+async fn serve(ws: Socket, relay: Arc<Relay>, http: reqwest::Client) -> Ended {
+    let (mut sink, mut stream) = ws.split();
+    let (answers, mut to_send) = mpsc::unbounded_channel::<String>();
+    let mut ping = tokio::time::interval(PING_EVERY);
+    ping.tick().await;
+    loop {
+        tokio::select! {
+            frame = stream.next() => match frame {
+                None => return Ended::Lost("the connection closed".to_owned()),
+                Some(Err(e)) => return Ended::Lost(e.to_string()),
+                Some(Ok(Message::Close(close))) => {
+                    if close.as_ref().is_some_and(|c| c.code == CloseCode::from(REPLACED_CLOSE_CODE)) {
+                        return Ended::Replaced;
+                    }
+                    let why = close.map(|c| format!("closed by the Worker: {} {}", u16::from(c.code), c.reason));
+                    return Ended::Lost(why.unwrap_or_else(|| "closed by the Worker".to_owned()));
+                }
+                Some(Ok(Message::Text(text))) => {
+                    if let Ok(frame) = serde_json::from_str::<DeliveryFrame>(&text)
+                        && frame.kind == "delivery"
+                    {
+                        let (relay, http, answers) = (Arc::clone(&relay), http.clone(), answers.clone());
+                        tokio::spawn(async move {
+                            let answer = deliver_locally(&relay, &http, frame).await;
+                            let _ = answers.send(answer);
+                        });
+                    }
+                }
+                Some(Ok(_)) => {}
+            },
+            Some(answer) = to_send.recv() => {
+                if let Err(e) = sink.send(Message::text(answer)).await {
+                    return Ended::Lost(e.to_string());
+                }
+            }
+            _ = ping.tick() => {
+                if let Err(e) = sink.send(Message::Ping(Vec::new().into())).await {
+                    return Ended::Lost(e.to_string());
+                }
+            }
+        }
+    }
+}
+
+/// Re-signs, POSTs to the local endpoint, prints; the answer frame to send back.
+async fn deliver_locally(relay: &Relay, http: &reqwest::Client, frame: DeliveryFrame) -> String {
+    let body = match (&frame.body, &frame.body_base64) {
+        (Some(text), _) => text.clone().into_bytes(),
+        (None, Some(b64)) => base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .unwrap_or_default(),
+        (None, None) => Vec::new(),
+    };
+    let mut line = DeliveryLine::new(&frame.id, &body);
+    let started = Instant::now();
+    let result = forward(relay, http, &frame, body).await;
+    line.latency_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
+    let answer = match result {
+        Ok(status) => {
+            line.status = Some(status);
+            serde_json::json!({"type": "answer", "correlation_id": frame.correlation_id, "status": status})
+        }
+        Err(error) => {
+            line.error = Some(error.clone());
+            serde_json::json!({"type": "answer", "correlation_id": frame.correlation_id, "status": null, "error": error})
+        }
+    };
+    line.print(relay.json);
+    answer.to_string()
+}
+
+/// The local endpoint's status, or why there is none.
+async fn forward(relay: &Relay, http: &reqwest::Client, frame: &DeliveryFrame, body: Vec<u8>) -> Result<u16, String> {
+    let timestamp = frame
+        .headers
+        .get(postwire_core::TIMESTAMP_HEADER)
+        .and_then(|t| t.trim().parse::<i64>().ok())
+        .ok_or("the delivery has no valid webhook-timestamp")?;
+    let signature = relay
+        .signer
+        .sign(&frame.id, UnixTime::from_secs(timestamp), &body)
+        .map_err(|e| e.to_string())?;
+    let mut request = http
+        .post(relay.forward.clone())
+        .header(postwire_core::ID_HEADER, &frame.id)
+        .header(postwire_core::TIMESTAMP_HEADER, timestamp.to_string())
+        .header(postwire_core::SIGNATURE_HEADER, signature.as_str());
+    if let Some(ct) = frame.headers.get("content-type") {
+        request = request.header("content-type", ct);
+    }
+    match request.body(body).send().await {
+        Ok(response) => Ok(response.status().as_u16()),
+        Err(e) if e.is_timeout() => Err(format!("no answer within {} s", LOCAL_TIMEOUT.as_secs())),
+        Err(e) if e.is_connect() => Err(format!("cannot connect to {}", relay.forward)),
+        Err(_) => Err("the local endpoint's answer could not be read".to_owned()),
+    }
+}
+
+/// `--replay ID`: asks the Worker's admin API (inbox mode) to send one delivery again.
+async fn replay(http: &reqwest::Client, worker: &Url, admin_token: &str, id: &str) {
+    let mut url = worker.clone();
+    url.set_query(None);
+    url.set_fragment(None);
+    let Ok(mut segments) = url.path_segments_mut() else {
+        eprintln!("postwire listen: --replay: the Worker URL cannot take a path");
+        return;
+    };
+    segments.clear().extend(["_postwire", "deliveries", id, "replay"]);
+    drop(segments);
+    let sent = http.post(url).bearer_auth(admin_token).send().await;
+    match sent {
+        Ok(r) if r.status().is_success() => eprintln!("postwire listen: replay of {id} requested"),
+        Ok(r) if r.status().as_u16() == 404 => eprintln!(
+            "postwire listen: --replay {id}: 404 (no such delivery, or the Worker is not in inbox mode, or the admin token is wrong)"
+        ),
+        Ok(r) => eprintln!(
+            "postwire listen: --replay {id}: the Worker answered {}",
+            r.status().as_u16()
+        ),
+        Err(_) => eprintln!("postwire listen: --replay {id}: the Worker could not be reached"),
+    }
+}
+
+/// A fresh local secret, printed by the caller.
+pub fn fresh_secret() -> Result<Secret, String> {
+    Secret::generate().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_listen_url_follows_the_worker_s_scheme_and_drops_its_path() {
+        let url = |s: &str| listen_url(&Url::parse(s).unwrap());
+        assert_eq!(
+            url("https://edge.example.com/x?y=1").unwrap().as_str(),
+            "wss://edge.example.com/_postwire/listen"
+        );
+        assert_eq!(
+            url("http://127.0.0.1:8787").unwrap().as_str(),
+            "ws://127.0.0.1:8787/_postwire/listen"
+        );
+        assert_eq!(
+            url("http://[::1]:9/").unwrap().as_str(),
+            "ws://[::1]:9/_postwire/listen"
+        );
+        assert!(url("ftp://edge.example.com").is_err());
+    }
+}

@@ -1,0 +1,290 @@
+// Listen mode (LISTEN_TOKEN set): the built Worker in workerd (Miniflare) with the real
+// ListenObject Durable Object and real WebSockets, the real `postwire listen --worker` CLI
+// (POSTWIRE_CLI) connected to it over loopback, and a local endpoint on loopback that
+// verifies with the standardwebhooks npm package holding only the CLI's local secret.
+//
+// Forward mode (wrangler.toml, KV) and inbox mode (wrangler.inbox.toml): the listener takes
+// the origin's place while LISTEN_TOKEN is set; without a listener the sender gets 503.
+import { describe, it, before, after } from "node:test";
+import assert from "node:assert/strict";
+import http from "node:http";
+import crypto from "node:crypto";
+import { spawn } from "node:child_process";
+import { Webhook } from "standardwebhooks";
+import { startWorker, delivery, newSecret, newId, sampleBody, assertErrorBody, sleep } from "../support/worker.mjs";
+
+const CLI = process.env.POSTWIRE_CLI;
+const TOKEN = "listen-token-0123456789abcdef";
+const senderSecret = newSecret();
+const localSecret = newSecret();
+
+/**
+ * The developer's local endpoint: verifies with `localSecret`, records each request it
+ * answered, answers `plan(record)` ({status, hang}); a hung request is never answered.
+ */
+async function startLocalEndpoint() {
+  const wh = new Webhook(localSecret);
+  const answered = [];
+  const arrived = [];
+  let plan = () => ({ status: 204 });
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks).toString("utf8");
+      let verified = false;
+      try {
+        wh.verify(body, req.headers);
+        verified = true;
+      } catch {}
+      const record = { id: req.headers["webhook-id"], headers: { ...req.headers }, body, verified };
+      arrived.push(record);
+      const p = plan(record) ?? { status: 204 };
+      if (p.hang) return; // never answered; the connection drops when the CLI dies
+      const status = verified ? p.status : 400;
+      res.writeHead(status, { "content-type": "text/plain" });
+      res.end("local");
+      answered.push({ ...record, status });
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${server.address().port}/webhooks`,
+    answered,
+    arrived,
+    setPlan: (p) => (plan = p),
+    close: () => new Promise((r) => { server.closeAllConnections(); server.close(r); }),
+  };
+}
+
+/** `postwire listen --worker … --forward …`; resolves once it printed "connected". */
+async function startListener(workerUrl, forward, { token = TOKEN, extra = [] } = {}) {
+  const child = spawn(CLI, ["listen", "--worker", workerUrl, "--forward", forward, "--secret", localSecret, "--json", ...extra], {
+    env: { ...process.env, POSTWIRE_LISTEN_TOKEN: token, POSTWIRE_SECRET: "" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const lines = [];
+  let stderr = "";
+  let out = "";
+  child.stdout.on("data", (d) => {
+    out += d;
+    let i;
+    while ((i = out.indexOf("\n")) >= 0) {
+      lines.push(JSON.parse(out.slice(0, i)));
+      out = out.slice(i + 1);
+    }
+  });
+  const exited = new Promise((r) => child.on("exit", (code, signal) => r({ code, signal })));
+  const connected = new Promise((resolve, reject) => {
+    child.stderr.on("data", (d) => {
+      stderr += d;
+      if (stderr.includes("connected to")) resolve();
+    });
+    exited.then((e) => reject(new Error(`listener exited ${JSON.stringify(e)}: ${stderr}`)));
+  });
+  await Promise.race([connected, sleep(15_000).then(() => { throw new Error(`listener did not connect: ${stderr}`); })]);
+  return { child, lines, exited, stderr: () => stderr, kill: () => { child.kill("SIGKILL"); return exited; } };
+}
+
+/** A WebSocket upgrade request by hand: resolves {status, body} or {status: 101}. */
+function upgrade(base, { authorization, path = "/_postwire/listen", websocket = true } = {}) {
+  return new Promise((resolve, reject) => {
+    const url = new URL(path, base);
+    const headers = websocket
+      ? { connection: "Upgrade", upgrade: "websocket", "sec-websocket-version": "13", "sec-websocket-key": crypto.randomBytes(16).toString("base64") }
+      : {};
+    if (authorization !== undefined) headers.authorization = authorization;
+    const req = http.request(url, { method: "GET", headers });
+    req.on("upgrade", (res, socket) => {
+      socket.destroy();
+      resolve({ status: res.statusCode, headers: res.headers, body: "" });
+    });
+    req.on("response", (res) => {
+      let body = "";
+      res.on("data", (c) => (body += c));
+      res.on("end", () => resolve({ status: res.statusCode, headers: res.headers, body }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+function postwireEvent(id) {
+  return sampleBody(id);
+}
+
+describe("listen mode, forward (wrangler.toml)", { skip: !CLI && "POSTWIRE_CLI is not set" }, () => {
+  let worker, local, origin, originHits = 0;
+  const listeners = [];
+  before(async () => {
+    origin = http.createServer((req, res) => { originHits += 1; res.writeHead(200); res.end(); });
+    await new Promise((r) => origin.listen(0, "127.0.0.1", r));
+    local = await startLocalEndpoint();
+    worker = await startWorker({
+      WEBHOOK_SECRETS: senderSecret,
+      LISTEN_TOKEN: TOKEN,
+      ORIGIN_URL: `http://127.0.0.1:${origin.address().port}/origin`,
+    });
+  });
+  after(async () => {
+    for (const l of listeners) l.child.kill("SIGKILL");
+    await worker?.dispose();
+    await local?.close();
+    origin?.close();
+  });
+  const send = (d) => worker.send({ headers: d.headers, body: d.body });
+
+  it("with no listener connected, a verified delivery is 503 listener_absent with retry-after", async () => {
+    const res = await send(delivery({ secrets: [senderSecret] }));
+    assertErrorBody(assert, res, 503, "listener_absent");
+    assert.equal(res.headers.get("retry-after"), "10");
+    assert.equal(originHits, 0, "the origin is not used while LISTEN_TOKEN is set");
+  });
+
+  it("wrong, missing and other-length tokens are refused before the upgrade, exactly like an unknown admin path", async () => {
+    const base = worker.url();
+    const unknown = await upgrade(base, { authorization: `Bearer ${TOKEN}`, path: "/_postwire/no-such-path" });
+    assert.equal(unknown.status, 404);
+    const wrongSameLength = "x".repeat(TOKEN.length);
+    for (const authorization of [undefined, `Bearer ${wrongSameLength}`, `Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}`, "Bearer ", TOKEN, `bearer ${TOKEN}`]) {
+      const res = await upgrade(base, { authorization });
+      assert.equal(res.status, 404, `${authorization}`);
+      assert.equal(res.body, unknown.body, "the same answer as any unknown admin path");
+      assert.ok(!res.body.includes(TOKEN.slice(0, 8)), "nothing of the token leaks");
+    }
+    // The right token but no upgrade: refused, never a socket.
+    const plain = await upgrade(base, { authorization: `Bearer ${TOKEN}`, websocket: false });
+    assert.equal(plain.status, 400);
+    // The CLI with a wrong token stops at once and does not print the token.
+    const child = spawn(CLI, ["listen", "--worker", base.toString(), "--forward", local.url], {
+      env: { ...process.env, POSTWIRE_LISTEN_TOKEN: wrongSameLength },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (d) => (stderr += d));
+    const code = await new Promise((r) => child.on("exit", r));
+    assert.equal(code, 2, stderr);
+    assert.match(stderr, /refused/);
+    assert.ok(!stderr.includes(wrongSameLength), "the token is never printed");
+  });
+
+  it("a connected listener gets each delivery re-signed with the local secret; the sender sees the local status", async () => {
+    const listener = await startListener(worker.url().toString(), local.url);
+    listeners.push(listener);
+    const d = delivery({ secrets: [senderSecret] });
+    const res = await send(d);
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.json.code, "delivered");
+    const got = local.answered.find((r) => r.id === d.id);
+    assert.ok(got, "the local endpoint received it");
+    assert.equal(got.verified, true, "it verifies with the local secret alone");
+    assert.equal(got.body, d.body, "the body byte for byte");
+    assert.ok(!got.headers["webhook-signature"].includes(d.headers["webhook-signature"].slice(3)), "the sender's signature is not passed on");
+    assert.equal(got.headers["webhook-timestamp"], d.headers["webhook-timestamp"]);
+    // The CLI printed it: id, type, local status, latency.
+    await waitFor(() => listener.lines.find((l) => l.id === d.id));
+    const line = listener.lines.find((l) => l.id === d.id);
+    assert.equal(line.status, 204);
+    assert.equal(line.type, "webhook.test");
+    assert.equal(typeof line.latency_ms, "number");
+    // A repeat of a delivered id is a duplicate, not relayed again.
+    const again = await send(d);
+    assert.equal(again.json.code, "duplicate");
+    assert.equal(local.arrived.filter((r) => r.id === d.id).length, 1);
+
+    // The local endpoint answers 500: the sender is not acknowledged and sees the status.
+    const failing = delivery({ secrets: [senderSecret] });
+    local.setPlan((r) => (r.id === failing.id ? { status: 500 } : { status: 204 }));
+    const refused = await send(failing);
+    assertErrorBody(assert, refused, 502, "origin_rejected");
+    assert.equal(refused.headers.get("x-postwire-origin-status"), "500");
+    local.setPlan(() => ({ status: 204 }));
+    const retried = await send(failing);
+    assert.equal(retried.status, 200, "the sender's retry goes through once the local code is fixed");
+    // A forged delivery never reaches the listener.
+    const forged = delivery({ secrets: [newSecret()] });
+    assertErrorBody(assert, await send(forged), 401, "invalid_signature");
+    assert.equal(local.arrived.filter((r) => r.id === forged.id).length, 0);
+    assert.equal(originHits, 0);
+  });
+
+  it("the listener dying mid-delivery gives the sender 503; the retry reaches the local endpoint once after reconnection", async () => {
+    const listener = listeners.at(-1);
+    const d = delivery({ secrets: [senderSecret] });
+    local.setPlan((r) => {
+      if (r.id === d.id && local.arrived.filter((a) => a.id === d.id).length === 1) {
+        listener.kill(); // the CLI dies while the local endpoint is handling it
+        return { hang: true };
+      }
+      return { status: 204 };
+    });
+    const started = Date.now();
+    const res = await send(d);
+    assertErrorBody(assert, res, 503, "listener_absent");
+    assert.ok(Date.now() - started < 8000, `answered at once when the socket closed, not at the timeout (${Date.now() - started} ms)`);
+    assert.equal(local.answered.filter((r) => r.id === d.id).length, 0);
+    // The sender retries while nobody listens: 503 again, nothing lost.
+    assertErrorBody(assert, await send(d), 503, "listener_absent");
+    const again = await startListener(worker.url().toString(), local.url);
+    listeners.push(again);
+    const retry = await send(d);
+    assert.equal(retry.status, 200, retry.text);
+    assert.equal(local.answered.filter((r) => r.id === d.id && r.verified).length, 1, "acknowledged once");
+    assert.equal((await send(d)).json.code, "duplicate");
+  });
+
+  it("a second listener on the same token replaces the first, which exits", async () => {
+    const first = listeners.at(-1);
+    const other = await startLocalEndpoint();
+    try {
+      const second = await startListener(worker.url().toString(), other.url);
+      listeners.push(second);
+      const { code } = await Promise.race([first.exited, sleep(10_000).then(() => ({ code: "still running" }))]);
+      assert.equal(code, 2, first.stderr());
+      assert.match(first.stderr(), /newer listener/);
+      const d = delivery({ secrets: [senderSecret] });
+      const res = await send(d);
+      assert.equal(res.status, 200, res.text);
+      assert.equal(other.answered.filter((r) => r.id === d.id).length, 1, "the newest listener gets it");
+      assert.equal(local.arrived.filter((r) => r.id === d.id).length, 0, "the replaced one does not");
+    } finally {
+      await other.close();
+    }
+  });
+});
+
+describe("listen mode, inbox (wrangler.inbox.toml)", { skip: !CLI && "POSTWIRE_CLI is not set" }, () => {
+  let worker, local, listener;
+  before(async () => {
+    local = await startLocalEndpoint();
+    worker = await startWorker(
+      { WEBHOOK_SECRETS: senderSecret, LISTEN_TOKEN: TOKEN, VALIDATE_EVENTS: "none", ORDERING: "none", ORIGIN_URL: "http://127.0.0.1:9/unused" },
+      { file: "wrangler.inbox.toml" },
+    );
+  });
+  after(async () => {
+    listener?.child.kill("SIGKILL");
+    await worker?.dispose();
+    await local?.close();
+  });
+
+  it("accepts with 202 while nobody listens and delivers to the listener once it connects", async () => {
+    const d = delivery({ secrets: [senderSecret] });
+    const res = await worker.send({ headers: d.headers, body: d.body });
+    assert.equal(res.status, 202, res.text);
+    listener = await startListener(worker.url().toString(), local.url);
+    // The inbox retries with back-off (first retries within seconds).
+    await waitFor(() => local.answered.find((r) => r.id === d.id && r.verified), 30_000);
+    assert.equal(local.answered.filter((r) => r.id === d.id).length, 1);
+  });
+});
+
+async function waitFor(check, ms = 10_000) {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    const v = check();
+    if (v) return v;
+    await sleep(50);
+  }
+  throw new Error("timed out waiting");
+}
