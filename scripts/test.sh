@@ -49,7 +49,7 @@ part_rust() { # cargo test --workspace, postwire-core without and with every fea
 }
 part_postgres() { # the sender's tests again, on PostgreSQL (a throwaway cluster; fails if it cannot start); the receiver's stores on PostgreSQL and Redis (needs redis-server)
   POSTWIRE_TEST_BACKEND=postgres cargo test -p postwire-sender --locked --test '*'
-  cargo test -p postwire-receiver --features redis,postgres --locked
+  cargo test -p postwire-receiver --features redis,postgres --locked -- --include-ignored   # + with the npm stores: node, root node_modules
 }
 part_fuzz() { # each cargo-fuzz target of fuzz/ for FUZZ_SECONDS seconds
   local target

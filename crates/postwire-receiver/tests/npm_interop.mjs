@@ -1,0 +1,24 @@
+// The npm package's stores (npm/src/stores/*.js) acting on the store a Rust test uses:
+// `node npm_interop.mjs <redis|postgres> <redis URL | pg config JSON> <claim|complete|release> <id> <token>`
+// prints the store's answer as JSON. Run by tests/npm_interop.rs; needs the root node_modules (npm ci).
+import { createClient } from "redis";
+import pg from "pg";
+import { redisStore } from "../../../npm/src/stores/redis.js";
+import { postgresStore } from "../../../npm/src/stores/postgres.js";
+
+const [kind, target, op, id, token] = process.argv.slice(2);
+let store;
+let close;
+if (kind === "redis") {
+  const client = createClient({ url: target });
+  await client.connect();
+  store = redisStore(client);
+  close = () => client.quit();
+} else {
+  const pool = new pg.Pool(JSON.parse(target));
+  store = postgresStore(pool);
+  close = () => pool.end();
+}
+const answer = await store[op](id, token);
+console.log(JSON.stringify(answer));
+await close();
