@@ -167,13 +167,26 @@ fn origin_of(url: &Url) -> String {
     url.origin().ascii_serialization()
 }
 
-/// The WebSocket URL of the Worker's listen endpoint.
+/// The WebSocket URL of the Worker's listen endpoint: `wss` for an `https` Worker, `ws`
+/// only for `http` to a loopback address (the token must not cross a network in clear).
 pub fn listen_url(worker: &Url) -> Result<Url, String> {
+    let loopback = match worker.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
     let scheme = match worker.scheme() {
         "https" => "wss",
-        "http" => "ws",
-        other => return Err(format!("--worker: expected an http or https URL, not {other}")),
+        "http" if loopback => "ws",
+        "http" => {
+            return Err("--worker: the token is sent only over https (http only to a loopback address)".to_owned());
+        }
+        other => return Err(format!("--worker: expected an https URL, not {other}")),
     };
+    if !worker.username().is_empty() || worker.password().is_some() {
+        return Err("--worker must not carry a user name or password".to_owned());
+    }
     let host = worker.host_str().ok_or("--worker: the URL has no host")?;
     let port = worker.port().map(|p| format!(":{p}")).unwrap_or_default();
     let host = if host.contains(':') && !host.starts_with('[') {
@@ -395,5 +408,10 @@ mod tests {
             "ws://[::1]:9/_postwire/listen"
         );
         assert!(url("ftp://edge.example.com").is_err());
+        assert!(
+            url("http://edge.example.com").is_err(),
+            "no token in clear over a network"
+        );
+        assert!(url("https://user:pw@edge.example.com").is_err());
     }
 }
