@@ -61,6 +61,9 @@ pub enum ApiError {
         /// What happened.
         message: String,
     },
+    /// 410 `payload_erased`: a resend of a delivery whose event's payload was erased.
+    #[error("{0}")]
+    PayloadErased(String),
     /// 429 `rate_limited`, with the seconds until the window resets (`Retry-After`).
     #[error("hourly API limit of {limit} requests exceeded")]
     RateLimited {
@@ -154,6 +157,8 @@ pub enum ErrorCodeName {
     IdempotencyInProgress,
     /// 409: a resend of a delivery that is not finished (it will be attempted anyway).
     DeliveryUnfinished,
+    /// 410: a resend of a delivery whose event's payload was erased (it is gone for good).
+    PayloadErased,
     /// 429: the hourly limit.
     RateLimited,
     /// 503: shutting down.
@@ -198,6 +203,7 @@ impl ApiError {
             ApiError::PlanLimit(_) => StatusCode::FORBIDDEN,
             ApiError::QuotaExceeded { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
+            ApiError::PayloadErased(_) => StatusCode::GONE,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -217,6 +223,7 @@ impl ApiError {
             ApiError::PlanLimit(_) => "plan_limit",
             ApiError::QuotaExceeded { .. } => "quota_exceeded",
             ApiError::Conflict { code, .. } => code,
+            ApiError::PayloadErased(_) => "payload_erased",
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::Unavailable => "unavailable",
             ApiError::Internal(_) => "internal_error",
@@ -253,6 +260,7 @@ impl From<SenderError> for ApiError {
                 code: code.as_str(),
                 message: e.to_string(),
             },
+            SenderErrorCode::PayloadErased => ApiError::PayloadErased(e.to_string()),
             _ => ApiError::Internal(e.to_string()),
         }
     }
@@ -348,6 +356,7 @@ mod tests {
             ErrorCodeName::IdempotencyKeyReused,
             ErrorCodeName::IdempotencyInProgress,
             ErrorCodeName::DeliveryUnfinished,
+            ErrorCodeName::PayloadErased,
             ErrorCodeName::RateLimited,
             ErrorCodeName::Unavailable,
             ErrorCodeName::InternalError,
@@ -370,6 +379,10 @@ mod tests {
             SenderError::IdempotencyKeyReused.into(),
             SenderError::IdempotencyInProgress.into(),
             SenderError::DeliveryUnfinished {
+                delivery: "dlv_1".into(),
+            }
+            .into(),
+            SenderError::PayloadErased {
                 delivery: "dlv_1".into(),
             }
             .into(),

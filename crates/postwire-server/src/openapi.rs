@@ -112,7 +112,8 @@ fn link(target: &str, id_at: &str, which: &str) -> Link {
 
 /// Adds what the handlers' attributes cannot say once for all operations:
 ///
-/// * the rule of the id path parameters (`workspaceId`, `webhookId`), the same on every
+/// * the rule of the id path parameters (`workspaceId`, `webhookId`, `postId`,
+///   `integrationId`), the same on every
 ///   operation, enforced by [`crate::validation::check_id_param`] for `webhookId`; a
 ///   `workspaceId` outside the token's selection is answered 403 whatever its form;
 /// * OpenAPI `links` from the creation response (`201`, the new subscription's `id`)
@@ -136,6 +137,12 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
                     param.schema = Some(RefOr::T(id_schema()));
                     has_workspace_id |= param.name == "workspaceId";
                     has_webhook_id |= param.name == "webhookId";
+                } else if param.parameter_in == ParameterIn::Path
+                    && ["postId", "integrationId"].contains(&param.name.as_str())
+                {
+                    // The same rule (erasure's subjects); no response gives these ids.
+                    param.schema = Some(RefOr::T(id_schema()));
+                    has_other = true;
                 } else if param.parameter_in == ParameterIn::Path {
                     has_other = true;
                 }

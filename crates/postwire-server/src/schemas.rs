@@ -306,6 +306,19 @@ pub struct RecoverRequest {
     pub since: String,
 }
 
+/// What an erasure did.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErasedPayloads {
+    /// Events whose stored payload this call erased (0 when there was nothing left to
+    /// erase: a repeat, or a subject without events).
+    #[schema(example = 3, minimum = 0)]
+    pub erased: u64,
+    /// Unfinished deliveries of those events this call cancelled (state `cancelled`).
+    #[schema(example = 1, minimum = 0)]
+    pub cancelled: u64,
+}
+
 /// What a recover queued.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -428,6 +441,8 @@ pub enum DeliveryStateName {
     Failed,
     /// Held for more than 7 days; never sent.
     Expired,
+    /// Cancelled before delivery because its event's payload was erased; never sent again.
+    Cancelled,
 }
 
 /// One attempt of a delivery.
@@ -483,6 +498,9 @@ pub struct Delivery {
     pub finished_at: Option<String>,
     /// Its attempts, newest first.
     pub attempts: Vec<Attempt>,
+    /// True once the event's payload was erased (`DELETE …/payloads`): its body is gone,
+    /// and a resend is refused with `payload_erased`.
+    pub payload_erased: bool,
 }
 
 impl From<&DeliveryRecord> for Delivery {
@@ -517,6 +535,7 @@ impl From<&DeliveryRecord> for Delivery {
                     }
                 })
                 .collect(),
+            payload_erased: d.payload_erased,
         }
     }
 }

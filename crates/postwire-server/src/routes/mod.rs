@@ -10,6 +10,7 @@
 
 pub mod deliveries;
 pub mod docs;
+pub mod erasure;
 pub mod portal_sessions;
 pub mod posts;
 pub mod replay;
@@ -49,6 +50,8 @@ pub fn authenticated_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(portal_sessions::create_portal_session))
         .routes(routes!(portal_sessions::revoke_portal_session))
         .routes(routes!(posts::lookup_post_events))
+        .routes(routes!(erasure::erase_post_payloads))
+        .routes(routes!(erasure::erase_integration_payloads))
         .routes(routes!(signing_keys::list_signing_keys))
         .routes(routes!(signing_keys::rotate_signing_key))
 }

@@ -22,7 +22,7 @@ use crate::state::AppState;
 use crate::tokens::Scope;
 use crate::validation::{ApiPath, parse_json, parse_recover, read_body};
 
-/// Resends one finished delivery (delivered, failed or expired).
+/// Resends one finished delivery (delivered, failed or expired), payload not erased.
 #[utoipa::path(
     post,
     path = "/public/v1/workspaces/{workspaceId}/webhooks/{webhookId}/deliveries/{deliveryId}/resend",
@@ -40,6 +40,7 @@ use crate::validation::{ApiPath, parse_json, parse_recover, read_body};
         (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such workspace, subscription, or delivery of that subscription (`not_found`).", body = ErrorBody),
         (status = 409, description = "`delivery_unfinished`: the delivery is still pending, waiting for a retry or held; it will be attempted without a resend.", body = ErrorBody),
+        (status = 410, description = "`payload_erased`: the event's payload was erased (`DELETE …/payloads`); there is nothing to send, for good.", body = ErrorBody),
         CommonErrors,
     ),
     security(("bearer" = ["webhooks:write"]))
@@ -72,7 +73,7 @@ pub async fn resend_delivery(
     params(("workspaceId" = String, Path, description = "Workspace id."), ("webhookId" = String, Path, description = "Subscription id.")),
     request_body(content = RecoverRequest, content_type = "application/json"),
     responses(
-        (status = 202, description = "The failed deliveries since `since` that were not resent before are queued again, in publish order (at most 1000 per call; call again until `queued` is 0). A `since` in the future queues nothing.", body = RecoverResult),
+        (status = 202, description = "The failed deliveries since `since` that were not resent before, and whose payload was not erased, are queued again, in publish order (at most 1000 per call; call again until `queued` is 0). A `since` in the future queues nothing.", body = RecoverResult),
         (status = 400, description = "`invalid_request`: the body is not `{\"since\": date-time}`, or an invalid `webhookId`.", body = ValidationErrorBody),
         (status = 401, description = "`unauthorized`.", body = ErrorBody),
         (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),

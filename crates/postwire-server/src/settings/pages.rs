@@ -18,12 +18,13 @@ use super::catalog;
 use super::forms::CSRF_FIELD;
 
 /// The delivery states a log can be filtered by.
-pub const DELIVERY_STATES: [DeliveryState; 5] = [
+pub const DELIVERY_STATES: [DeliveryState; 6] = [
     DeliveryState::Pending,
     DeliveryState::Held,
     DeliveryState::Delivered,
     DeliveryState::Failed,
     DeliveryState::Expired,
+    DeliveryState::Cancelled,
 ];
 
 /// What a subscription's last 24 hours of deliveries look like.
@@ -553,16 +554,22 @@ pub fn detail(
                                 span class={ "badge state-" (d.state.as_str()) } { (d.state.as_str()) }
                                 " " code { (d.event_type.as_str()) }
                                 " " span.muted { (d.id.to_string()) " · " (d.event_id) " · " (time(d.created_at)) }
-                                @if d.state.is_final() {
+                                @if d.payload_erased {
+                                    " " span.badge.erased { "payload erased" }
+                                } @else if d.state.is_final() {
                                     (action(session, &format!("{base}/deliveries/{}/resend", d.id), "Resend", "small"))
                                 }
                             }
                             @if let Some(next) = d.next_attempt_at {
                                 p.muted { "Next attempt at " (time(next)) }
                             }
-                            details.payload {
-                                summary { "Payload" }
-                                pre.body { (pretty(&d.payload)) }
+                            @if d.payload_erased {
+                                p.muted.erased { "Payload erased: the event's body is no longer stored." }
+                            } @else {
+                                details.payload {
+                                    summary { "Payload" }
+                                    pre.body { (pretty(&d.payload)) }
+                                }
                             }
                             @if d.attempts.is_empty() {
                                 p.muted { "No attempt yet." }
