@@ -8,9 +8,11 @@
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
+import net from "node:net";
 import crypto from "node:crypto";
 import { spawn } from "node:child_process";
 import { Webhook } from "standardwebhooks";
+import WebSocket from "ws";
 import { startWorker, delivery, newSecret, newId, sampleBody, assertErrorBody, sleep } from "../support/worker.mjs";
 
 const CLI = process.env.POSTWIRE_CLI;
@@ -278,6 +280,120 @@ describe("listen mode, inbox (wrangler.inbox.toml)", { skip: !CLI && "POSTWIRE_C
     assert.equal(local.answered.filter((r) => r.id === d.id).length, 1);
   });
 });
+
+describe("listen mode under stress: dropped connections, a burst, a hostile listener", { skip: !CLI && "POSTWIRE_CLI is not set" }, () => {
+  let worker, local, proxy;
+  const children = [];
+  before(async () => {
+    local = await startLocalEndpoint();
+    // A short wait, so that a listener that never answers costs the test 1.5 s, not 8.
+    worker = await startWorker({ WEBHOOK_SECRETS: senderSecret, LISTEN_TOKEN: TOKEN, FORWARD_TIMEOUT_MS: "1500", ORIGIN_URL: "http://127.0.0.1:9/unused" });
+    proxy = await startProxy(new URL(worker.url()));
+  });
+  after(async () => {
+    for (const c of children) c.child.kill("SIGKILL");
+    await worker?.dispose();
+    await local?.close();
+    await proxy?.close();
+  });
+  const send = (d) => worker.send({ headers: d.headers, body: d.body });
+
+  it("the same listener reconnects with back-off when its connection drops mid-delivery; the retry reaches the local endpoint once", async () => {
+    const listener = await startListener(proxy.url, local.url);
+    children.push(listener);
+    const d = delivery({ secrets: [senderSecret] });
+    let cut = false;
+    local.setPlan((r) => {
+      if (r.id === d.id && !cut) {
+        cut = true;
+        proxy.cut(); // the network between the laptop and the Worker fails
+        return { hang: true };
+      }
+      return { status: 204 };
+    });
+    const res = await send(d);
+    assertErrorBody(assert, res, 503, "listener_absent");
+    await waitFor(() => (listener.stderr().match(/connected to/g) ?? []).length >= 2, 15_000);
+    assert.match(listener.stderr(), /disconnected/);
+    assert.match(listener.stderr(), /reconnecting in \d+ ms/);
+    const retry = await send(d);
+    assert.equal(retry.status, 200, retry.text);
+    assert.equal(local.answered.filter((r) => r.id === d.id).length, 1, "acknowledged by the local endpoint once");
+  });
+
+  it("a burst of 60 simultaneous deliveries: each relayed, verified and acknowledged once", async () => {
+    local.setPlan(() => ({ status: 204 }));
+    const burst = Array.from({ length: 60 }, () => delivery({ secrets: [senderSecret] }));
+    const answers = await Promise.all(burst.map(send));
+    assert.deepEqual(answers.map((a) => a.status), burst.map(() => 200), answers.map((a) => a.text).find((t) => !t.includes("delivered")));
+    for (const d of burst) {
+      assert.equal(local.answered.filter((r) => r.id === d.id && r.verified).length, 1, d.id);
+    }
+  });
+
+  it("a hostile listener's junk frames are ignored; only a well-formed answer with the right correlation id counts", async () => {
+    const ws = new WebSocket(new URL("/_postwire/listen", worker.url()).toString().replace(/^http/, "ws"), {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    const frames = [];
+    ws.on("message", (m) => frames.push(JSON.parse(m.toString())));
+    await new Promise((resolve, reject) => { ws.on("open", resolve); ws.on("error", reject); });
+    let policy = "junk";
+    ws.on("message", (m) => {
+      const f = JSON.parse(m.toString());
+      if (policy === "junk") {
+        for (const junk of ["not json", "[]", "{}", JSON.stringify({ type: "answer", correlation_id: "nope", status: 200 }),
+          JSON.stringify({ type: "answer", correlation_id: f.correlation_id, status: 99 }),
+          JSON.stringify({ type: "answer", correlation_id: f.correlation_id, status: "200" }), Buffer.alloc(100_000, 1)]) ws.send(junk);
+      } else {
+        ws.send(JSON.stringify({ type: "answer", correlation_id: f.correlation_id, status: 202 }));
+      }
+    });
+    // The CLI listener of the previous tests was replaced by this one.
+    const d = delivery({ secrets: [senderSecret] });
+    const started = Date.now();
+    const junked = await send(d);
+    assertErrorBody(assert, junked, 504, "origin_timeout");
+    assert.ok(Date.now() - started < 5000, "bounded by FORWARD_TIMEOUT_MS");
+    const frame = frames.find((f) => f.id === d.id);
+    assert.equal(frame.type, "delivery");
+    assert.equal(frame.body, d.body);
+    assert.equal(frame.headers["webhook-id"], d.id);
+    assert.equal(frame.headers["webhook-signature"], d.headers["webhook-signature"], "the sender's signature, for the listener to replace");
+    policy = "answer";
+    const ok = await send(d);
+    assert.equal(ok.status, 200, ok.text);
+    ws.close();
+  });
+});
+
+/** A TCP proxy to `target` whose connections can all be cut at once. */
+async function startProxy(target) {
+  const sockets = new Set();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port), target.hostname);
+    sockets.add(client);
+    sockets.add(upstream);
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.pipe(upstream);
+    upstream.pipe(client);
+    for (const s of [client, upstream]) {
+      s.on("error", end);
+      s.on("close", end);
+    }
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${server.address().port}/`,
+    cut: () => { for (const s of sockets) s.destroy(); },
+    close: () => new Promise((r) => { for (const s of sockets) s.destroy(); server.close(r); }),
+  };
+}
 
 async function waitFor(check, ms = 10_000) {
   const until = Date.now() + ms;
