@@ -65,7 +65,7 @@ fn token() -> ClaimToken {
 }
 
 const LEASE: Duration = Duration::from_millis(400);
-const KEEP: Duration = Duration::from_millis(400);
+const KEEP: Duration = Duration::from_millis(1000);
 const LONG: Duration = Duration::from_secs(60);
 
 async fn claimed_then_in_flight_then_done<S: Store>(h: Harness<S>) {

@@ -284,11 +284,11 @@ async fn postgres_fifty_copies_over_two_processes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_sigkill_mid_handler() {
     let server = common::RedisServer::start();
-    sigkill_mid_handler(Fleet::new("redis", server.url(), 1500)).await;
+    sigkill_mid_handler(Fleet::new("redis", server.url(), 3000)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_sigkill_mid_handler() {
     let db = postwire_testpg::database();
-    sigkill_mid_handler(Fleet::new("postgres", db.url().to_owned(), 1500)).await;
+    sigkill_mid_handler(Fleet::new("postgres", db.url().to_owned(), 3000)).await;
 }
