@@ -68,7 +68,9 @@ done
 step "inbox mode in workerd (Miniflare, wrangler.inbox.toml), counting loopback origin"
 node --test --test-concurrency=1 test/inbox/*.test.mjs
 
-step "listen mode in workerd (Miniflare): postwire listen relaying over a real WebSocket"
-node --test --test-concurrency=1 test/listen/*.test.mjs
+for mode in kv durable-object; do
+  step "listen mode in workerd (Miniflare), $mode mode: postwire listen relaying over a real WebSocket"
+  POSTWIRE_DEDUP_STORE="$mode" node --test --test-concurrency=1 test/listen/*.test.mjs
+done
 
 step "worker: all tests passed"
