@@ -42,6 +42,7 @@ mod error;
 mod event;
 mod headers;
 mod matching;
+mod operational;
 mod replay;
 mod secret;
 mod signature;
@@ -65,6 +66,10 @@ pub use headers::{
     HeaderSource, ID_HEADER, MAX_ID_LEN, SIGNATURE_HEADER, TIMESTAMP_HEADER, WebhookHeaders, validate_id,
 };
 pub use matching::{OrderingKey, matches};
+pub use operational::{
+    AutomaticPauseCause, OperationalData, OperationalEvent, OperationalEventType, PauseWarningReason, SubscriptionRef,
+    UnknownOperationalEventType, operational_json_schema,
+};
 pub use replay::{DEFAULT_REPLAY_CAPACITY, DEFAULT_REPLAY_TTL_SECS, MemoryReplayGuard, ReplayGuard, Seen};
 pub use secret::{
     DEFAULT_SECRET_LEN, MAX_GENERATED_SECRET_LEN, MAX_SECRET_KEY_LEN, MAX_SECRET_STRING_LEN, MIN_GENERATED_SECRET_LEN,
