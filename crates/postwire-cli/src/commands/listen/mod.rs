@@ -5,7 +5,7 @@
 //! - With `--worker`, the relay ([`relay`]): real deliveries, verified by the team's edge
 //!   Worker, come down a WebSocket and are re-signed and forwarded to a local endpoint.
 //!
-//! [`print`] is the line both modes print per delivery.
+//! [`print`](mod@print) is the line both modes print per delivery.
 
 mod inspector;
 mod print;
