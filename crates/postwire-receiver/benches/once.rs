@@ -6,6 +6,10 @@
 //!   the signature, parse the typed event, claim, call a handler that returns 204,
 //!   complete), beside a hand-written route that verifies and does one `SET NX` itself.
 //!
+//! * `expiry`: `ONCE_BENCH_EXPIRY_N` done ids (default 100 000) kept 2 s, then what is
+//!   left of them once expired: the memory store's size after a claim, Redis's key count
+//!   and memory, the PostgreSQL table's rows after the claims of new ids swept them.
+//!
 //! Starts its own `redis-server` and PostgreSQL cluster (as the tests do).
 //! Run: `cargo bench -p postwire-receiver --features redis,postgres --bench once`
 //! (`ONCE_BENCH_N=<deliveries>` per case; default 5000, PostgreSQL a fifth of it).
@@ -145,6 +149,103 @@ fn hand_written(conn: redis::aio::ConnectionManager) -> Router {
         .with_state((std::sync::Arc::new(Verifier::new(common::secret())), conn))
 }
 
+async fn pg_rows(client: &deadpool_postgres::Object) -> i64 {
+    client
+        .query_one("SELECT count(*) FROM exp_once", &[])
+        .await
+        .unwrap()
+        .get::<_, i64>(0)
+}
+
+/// Marks `n` ids done with a short keep, 16 at a time.
+async fn fill<S: Store + Clone>(store: &S, prefix: &str, n: usize, keep: Duration) {
+    let mut tasks = Vec::new();
+    for t in 0..16 {
+        let store = store.clone();
+        let prefix = prefix.to_owned();
+        tasks.push(tokio::spawn(async move {
+            for i in (t..n).step_by(16) {
+                let id = format!("{prefix}{i}");
+                let token = ClaimToken::generate();
+                store.claim(&id, &token, LEASE).await.unwrap();
+                store.complete(&id, &token, keep).await.unwrap();
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+}
+
+async fn redis_info(conn: &redis::aio::ConnectionManager) -> (u64, String) {
+    let mut conn = conn.clone();
+    let keys: u64 = redis::cmd("DBSIZE").query_async(&mut conn).await.unwrap();
+    let info: String = redis::cmd("INFO").arg("memory").query_async(&mut conn).await.unwrap();
+    let used = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory_human:"))
+        .unwrap_or("?")
+        .trim()
+        .to_owned();
+    (keys, used)
+}
+
+async fn expiry(conn: &redis::aio::ConnectionManager, pool: &deadpool_postgres::Pool, n: usize) {
+    const KEEP_SHORT: Duration = Duration::from_secs(5);
+    println!("expiry: {n} done ids kept {} s", KEEP_SHORT.as_secs());
+
+    let memory = MemoryStore::new().with_capacity(n);
+    fill(&memory, "msg_exp_", n, KEEP_SHORT).await;
+    let full = memory.len();
+    tokio::time::sleep(KEEP_SHORT + Duration::from_millis(100)).await;
+    memory
+        .claim("msg_exp_new", &ClaimToken::generate(), LEASE)
+        .await
+        .unwrap();
+    println!("  memory: {full} ids held, {} after expiry and one claim", memory.len());
+
+    let (before, before_mem) = redis_info(conn).await;
+    let started = Instant::now();
+    fill(
+        &RedisStore::new(conn.clone()).with_prefix("exp:"),
+        "msg_exp_",
+        n,
+        KEEP_SHORT,
+    )
+    .await;
+    let filled = started.elapsed();
+    let (full, full_mem) = redis_info(conn).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    tokio::time::sleep(KEEP_SHORT).await;
+    let (mut left, mut left_mem) = redis_info(conn).await;
+    while left > before && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        (left, left_mem) = redis_info(conn).await;
+    }
+    println!(
+        "  redis: {before} keys ({before_mem}) of the cases above; {full} ({full_mem}) when the fill ended ({:.1} s; the first ids expired meanwhile); {left} ({left_mem}) {:.1} s after the last keep ran out",
+        filled.as_secs_f64(),
+        (Instant::now() - started - filled - KEEP_SHORT).as_secs_f64().max(0.0)
+    );
+
+    let pg = PostgresStore::new(pool.clone()).with_table("exp_once").unwrap();
+    let started = Instant::now();
+    fill(&pg, "msg_exp_", n, KEEP_SHORT).await;
+    let filled = started.elapsed();
+    let client = pool.get().await.unwrap();
+    let full = pg_rows(&client).await;
+    tokio::time::sleep(KEEP_SHORT + Duration::from_millis(100)).await;
+    // New deliveries: every 100th claim sweeps up to 1000 expired rows beside it.
+    let fresh = n / 10 + 100;
+    fill(&pg, "msg_exp_fresh_", fresh, Duration::from_secs(3600)).await;
+    tokio::time::sleep(Duration::from_millis(500)).await; // the last sweeps' tasks
+    println!(
+        "  postgres: {full} rows when the fill ended ({:.1} s; expired rows swept meanwhile); after the keep and {fresh} new ids (kept 1 h): {} rows",
+        filled.as_secs_f64(),
+        pg_rows(&client).await
+    );
+}
+
 fn main() {
     let n: usize = std::env::var("ONCE_BENCH_N")
         .ok()
@@ -184,5 +285,11 @@ fn main() {
         .await;
         let pg = PostgresStore::new(pool.clone()).with_table("bench_once").unwrap();
         layer_case("postgres", with_layer(pg), n / 5, StatusCode::NO_CONTENT).await;
+
+        let expiry_n = std::env::var("ONCE_BENCH_EXPIRY_N")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(100_000);
+        expiry(&conn, &pool, expiry_n).await;
     });
 }

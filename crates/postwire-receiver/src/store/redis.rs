@@ -35,7 +35,9 @@ return 1";
 const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0";
 
-/// The once-store in Redis (see the [module docs](self)).
+/// The once-store in Redis (see the [module docs](self)). Clones share nothing but the
+/// connection's clone (for a `ConnectionManager`, the same connection).
+#[derive(Clone)]
 pub struct RedisStore<C> {
     conn: C,
     prefix: String,
