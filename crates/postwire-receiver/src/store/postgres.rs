@@ -221,10 +221,12 @@ impl PostgresStore {
         if n.is_multiple_of(self.inner.sweep_every) {
             let store = self.clone();
             let limit = self.inner.sweep_limit;
-            // A failed sweep is left to the next one.
-            tokio::spawn(async move {
-                let _ = store.sweep(limit).await;
-            });
+            // A failed sweep is left to the next one (and so is one outside a tokio runtime).
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    let _ = store.sweep(limit).await;
+                });
+            }
         }
     }
 }
