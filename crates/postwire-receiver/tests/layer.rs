@@ -301,6 +301,54 @@ mod redis_store {
     }
 }
 
+#[cfg(feature = "redis")]
+mod redis_hanging {
+    use super::*;
+    use postwire_receiver::RedisStore;
+
+    /// Redis frozen (SIGSTOP) mid-test: each copy is answered 503 after `store_timeout`,
+    /// the handler not run. A claim that timed out may still land when Redis thaws: the
+    /// id is then held until that lease ends (409 meanwhile), and the retry after it runs.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_store_that_does_not_answer_is_a_503_after_the_timeout() {
+        let server = common::RedisServer::start();
+        let store = RedisStore::new(common::redis_manager(&server.url()).await);
+        let probe = Probe::new(Plan::Succeed);
+        let layer = layer(store)
+            .store_timeout(Duration::from_millis(300))
+            .lease(Duration::from_millis(1500));
+        let url = start(layer, &probe).await;
+        let client = reqwest::Client::new();
+        let delivery = Delivery::new(&unique_id("frozen"));
+
+        server.pause();
+        let started = std::time::Instant::now();
+        let (status, retry_after, body) = delivery.post(&client, &url).await;
+        let took = started.elapsed();
+        server.resume();
+        assert_eq!((status, json(&body)["code"].as_str()), (503, Some("store_unavailable")));
+        assert_eq!(retry_after.as_deref(), Some("5"));
+        assert!(
+            took < Duration::from_secs(3),
+            "answered after {took:?}, not the 300 ms timeout"
+        );
+        assert_eq!(probe.runs(), 0, "nothing runs without the claim");
+
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let (status, _, _) = delivery.post(&client, &url).await;
+            if status == 204 {
+                break;
+            }
+            assert!([409, 503].contains(&status), "{status}");
+            assert!(tokio::time::Instant::now() < deadline, "no success after the thaw");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(delivery.post(&client, &url).await.0, 200);
+        assert_eq!(probe.runs(), 1);
+    }
+}
+
 #[cfg(feature = "postgres")]
 mod postgres_store {
     use super::*;
