@@ -115,7 +115,7 @@ command -v curl >/dev/null 2>&1 || apt_pkgs+=(curl)
 # PostgreSQL's server binaries (initdb, pg_ctl): the tests start throwaway clusters of
 # their own (crates/postwire-testpg); no server is left running.
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || apt_pkgs+=(postgresql)
-command -v redis-server >/dev/null 2>&1 || apt_pkgs+=(redis-server)   # npm stores: throwaway Redis per test run
+command -v redis-server >/dev/null 2>&1 || apt_pkgs+=(redis-server)   # npm and Rust receiver stores: throwaway Redis per test run
 apt_install ${apt_pkgs[@]+"${apt_pkgs[@]}"}
 
 if ! have_version wasm-pack "$WASM_PACK_VERSION"; then
