@@ -17,6 +17,7 @@ import { startWorker, delivery, newSecret, newId, sampleBody, assertErrorBody, s
 
 const CLI = process.env.POSTWIRE_CLI;
 const TOKEN = "listen-token-0123456789abcdef";
+const ADMIN_TOKEN = "admin-token-0123456789abcdef";
 const senderSecret = newSecret();
 const localSecret = newSecret();
 
@@ -60,9 +61,9 @@ async function startLocalEndpoint() {
 }
 
 /** `postwire listen --worker … --forward …`; resolves once it printed "connected". */
-async function startListener(workerUrl, forward, { token = TOKEN, extra = [] } = {}) {
+async function startListener(workerUrl, forward, { token = TOKEN, extra = [], env = {} } = {}) {
   const child = spawn(CLI, ["listen", "--worker", workerUrl, "--forward", forward, "--secret", localSecret, "--json", ...extra], {
-    env: { ...process.env, POSTWIRE_LISTEN_TOKEN: token, POSTWIRE_SECRET: "" },
+    env: { ...process.env, POSTWIRE_LISTEN_TOKEN: token, POSTWIRE_SECRET: "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const lines = [];
@@ -260,7 +261,7 @@ describe("listen mode, inbox (wrangler.inbox.toml)", { skip: !CLI && "POSTWIRE_C
   before(async () => {
     local = await startLocalEndpoint();
     worker = await startWorker(
-      { WEBHOOK_SECRETS: senderSecret, LISTEN_TOKEN: TOKEN, VALIDATE_EVENTS: "none", ORDERING: "none", ORIGIN_URL: "http://127.0.0.1:9/unused" },
+      { WEBHOOK_SECRETS: senderSecret, LISTEN_TOKEN: TOKEN, ADMIN_TOKEN, VALIDATE_EVENTS: "none", ORDERING: "none", ORIGIN_URL: "http://127.0.0.1:9/unused" },
       { file: "wrangler.inbox.toml" },
     );
   });
@@ -278,6 +279,27 @@ describe("listen mode, inbox (wrangler.inbox.toml)", { skip: !CLI && "POSTWIRE_C
     // The inbox retries with back-off (first retries within seconds).
     await waitFor(() => local.answered.find((r) => r.id === d.id && r.verified), 30_000);
     assert.equal(local.answered.filter((r) => r.id === d.id).length, 1);
+
+    // --replay ID: once connected, the new listener asks the inbox to send it again (once the
+    // inbox recorded it delivered: an open delivery is not replayed, 409).
+    const state = async () => {
+      const res = await fetch(new URL(`/_postwire/deliveries/${encodeURIComponent(d.id)}`, worker.url()), {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
+      return (await res.json()).state;
+    };
+    const until = Date.now() + 10_000;
+    while ((await state()) !== "delivered" && Date.now() < until) await sleep(50);
+    assert.equal(await state(), "delivered");
+    listener.child.kill("SIGKILL");
+    await listener.exited;
+    listener = await startListener(worker.url().toString(), local.url, {
+      extra: ["--replay", d.id],
+      env: { POSTWIRE_EDGE_TOKEN: ADMIN_TOKEN },
+    });
+    await waitFor(() => local.answered.filter((r) => r.id === d.id && r.verified).length === 2, 30_000);
+    assert.match(listener.stderr(), /replay of .* requested/);
+    assert.ok(!listener.stderr().includes(ADMIN_TOKEN) && !listener.stderr().includes(TOKEN), "no token printed");
   });
 });
 
