@@ -375,10 +375,16 @@ async fn replay(http: &reqwest::Client, worker: &Url, admin_token: &str, id: &st
         Ok(r) if r.status().as_u16() == 404 => eprintln!(
             "postwire listen: --replay {id}: 404 (no such delivery, or the Worker is not in inbox mode, or the admin token is wrong)"
         ),
-        Ok(r) => eprintln!(
-            "postwire listen: --replay {id}: the Worker answered {}",
-            r.status().as_u16()
-        ),
+        Ok(r) => {
+            let status = r.status().as_u16();
+            // The Worker's stable code (`delivery_in_progress` for one still on its way).
+            let body = r.bytes().await.unwrap_or_default();
+            let code = serde_json::from_slice::<serde_json::Value>(&body)
+                .ok()
+                .and_then(|v| v.get("code").and_then(|c| c.as_str()).map(str::to_owned))
+                .unwrap_or_default();
+            eprintln!("postwire listen: --replay {id}: the Worker answered {status} {code}");
+        }
         Err(_) => eprintln!("postwire listen: --replay {id}: the Worker could not be reached"),
     }
 }
