@@ -377,8 +377,9 @@ describe("inbox: the horizon, dead deliveries and replay", () => {
     const replay = await call(worker, `/_postwire/replay-dead?since=${since}`, { method: "POST" });
     assert.deepEqual(replay.json, { replayed: 1 });
     await until(() => origin.accepted().some((r) => r.id === doomed.id), 10_000, "the replayed one");
-    const after = (await call(worker, `/_postwire/deliveries/${encodeURIComponent(doomed.id)}`)).json;
-    assert.equal(after.state, "delivered");
+    // The origin answers before the inbox records the answer: wait for the record.
+    const state = async () => (await call(worker, `/_postwire/deliveries/${encodeURIComponent(doomed.id)}`)).json.state;
+    await until(async () => (await state()) === "delivered", 10_000, "the replayed one recorded as delivered");
     // A delivered one replays by id; a pending one is refused.
     const again = await call(worker, `/_postwire/deliveries/${encodeURIComponent(doomed.id)}/replay`, { method: "POST" });
     assert.deepEqual(again.json, { replayed: 1 });

@@ -37,7 +37,7 @@ const MAX_PAGE: u32 = 500;
 it is sent only over https, or http to a loopback address. Exits 0 on success, 2 with the reason on any error."
 )]
 pub struct EdgeArgs {
-    /// The Worker's URL, e.g. https://edge.example.com (only its scheme, host and port are used).
+    /// The Worker's URL, e.g. `https://edge.example.com` (only its scheme, host and port are used).
     #[arg(long, env = "POSTWIRE_EDGE_URL")]
     worker: String,
     /// A file whose first line is the Worker's ADMIN_TOKEN (default: the POSTWIRE_EDGE_TOKEN variable).
