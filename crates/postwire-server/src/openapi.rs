@@ -121,7 +121,8 @@ fn link(target: &str, id_at: &str, which: &str) -> Link {
 ///   takes a `webhookId`, so clients and tools (Schemathesis' stateful phase) can chain
 ///   "create, then read / update / pause / test / rotate / list deliveries / delete";
 ///   and from the workspace list (`200`, the first workspace's `id`) to the operations
-///   that take only a `workspaceId` (create, list, post look-up, portal link).
+///   that take only a `workspaceId` (create, list, post look-up, portal link), or a
+///   `workspaceId` and an erasure's subject.
 ///   Operations with another path parameter get theirs from the response that has that
 ///   id (`add_id_links`): a portal session's revocation from its creation, a resend
 ///   from the deliveries list.
@@ -140,9 +141,10 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
                 } else if param.parameter_in == ParameterIn::Path
                     && ["postId", "integrationId"].contains(&param.name.as_str())
                 {
-                    // The same rule (erasure's subjects); no response gives these ids.
+                    // The same rule (erasure's subjects). Any id is a valid subject (an
+                    // unknown one erases nothing), so these operations are linked from
+                    // the workspace list like those that take only a `workspaceId`.
                     param.schema = Some(RefOr::T(id_schema()));
-                    has_other = true;
                 } else if param.parameter_in == ParameterIn::Path {
                     has_other = true;
                 }
@@ -208,7 +210,8 @@ fn constrain_integration_ids(doc: &mut utoipa::openapi::OpenApi) {
 }
 
 /// The links that hand an id other than a subscription's to the next operation: a new
-/// portal session's `id` to its revocation, and the newest delivery listed to a resend.
+/// portal session's `id` to its revocation, the newest delivery listed to a resend, and
+/// a post looked up to the erasure of its payloads.
 fn add_id_links(doc: &mut utoipa::openapi::OpenApi) {
     let specific = [
         (
@@ -218,6 +221,14 @@ fn add_id_links(doc: &mut utoipa::openapi::OpenApi) {
             "sessionId",
             "$response.body#/id",
             "the new portal session",
+        ),
+        (
+            "lookupPostEvents",
+            "200",
+            "erasePostPayloads",
+            "postId",
+            "$response.body#/postIds/0",
+            "the first post looked up",
         ),
         (
             "listDeliveries",

@@ -2,8 +2,9 @@
 //! against a real server and a verifying loopback receiver: the answer counts what was
 //! erased and cancelled, a repeat answers zeros, the deliveries list keeps the metadata
 //! and says `payloadErased`, an unfinished delivery is `cancelled`, a resend is `410
-//! payload_erased`, and the post's next event is delivered. The bytes leaving the files
-//! are tested in the sender's store tests.
+//! payload_erased`, the post's next event is delivered, and the Settings screen's log
+//! says "payload erased" where the payload was. The bytes leaving the files are tested
+//! in the sender's store tests.
 
 mod common;
 
@@ -81,6 +82,12 @@ async fn erasure_keeps_the_metadata_cancels_what_is_unfinished_and_refuses_a_res
         .collect();
     assert_eq!(states, ["cancelled", "cancelled"], "{}", cancelled.text);
 
+    // The Settings screen: no payload, no Resend button, the words instead.
+    let page = settings_page(&h, &t, sub["id"].as_str().unwrap()).await;
+    assert_eq!(page.matches("payload erased").count(), 2, "{page}");
+    assert!(!page.contains("ext_e"), "the erased body is not shown");
+    assert!(!page.contains("/resend"), "no resend of an erased delivery");
+
     let first = delivered[0]["id"].as_str().unwrap();
     h.send("POST", &format!("{base}/deliveries/{first}/resend"), Some(&t), None)
         .await
@@ -91,4 +98,48 @@ async fn erasure_keeps_the_metadata_cancels_what_is_unfinished_and_refuses_a_res
     eventually("the next event arrives", || rx.stats().events.contains_key(&next)).await;
     h.stop().await;
     rx.stop().await;
+}
+
+/// The Settings page of subscription `id` of `ws_a`, signed in through a magic link.
+async fn settings_page(h: &Harness, token: &str, id: &str) -> String {
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = h
+        .send("POST", "/public/v1/workspaces/ws_a/portal-sessions", Some(token), None)
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let link = r.json["url"]
+        .as_str()
+        .unwrap()
+        .split("link=")
+        .nth(1)
+        .unwrap()
+        .to_owned();
+    let login = http
+        .post(format!("{}/settings/login", h.base))
+        .header("origin", &h.base)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("link={link}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(login.status(), 303);
+    let cookie = login.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let page = http
+        .get(format!("{}/settings/webhooks/{id}", h.base))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    page.text().await.unwrap()
 }
