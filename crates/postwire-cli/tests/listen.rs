@@ -136,6 +136,26 @@ fn a_good_delivery_verifies_and_a_tampered_one_shows_its_error_code() {
 }
 
 #[test]
+fn print_body_adds_the_body_as_json_or_as_text() {
+    let inspector = start(&["--secret", SECRET, "--print-body"]);
+    let signer = Signer::new(Secret::parse(SECRET).unwrap());
+    let ts = now();
+    for (id, body) in [
+        ("msg_json", r#"{"type":"post.failed","data":{"n":1}}"#),
+        ("msg_text", "not json"),
+    ] {
+        let sig = signer.sign(id, UnixTime::from_secs(ts), body.as_bytes()).unwrap();
+        assert_eq!(post(&inspector.url, id, ts, sig.as_str(), body).0, 204);
+    }
+    let line = next_line(&inspector);
+    assert_eq!(
+        line["body"],
+        serde_json::json!({"type": "post.failed", "data": {"n": 1}})
+    );
+    assert_eq!(next_line(&inspector)["body"], "not json");
+}
+
+#[test]
 fn a_v1a_delivery_signed_with_a_whsk_key_verifies_with_its_whpk_key() {
     let key = SigningKey::generate().unwrap();
     let public = key.public_key().to_string();

@@ -13,23 +13,23 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use postwire_core::Verifier;
 
-use super::print::DeliveryLine;
+use super::print::{DeliveryLine, Output};
 use crate::input;
 
 /// What each request handler needs.
 struct Inspector {
     verifier: Verifier,
-    json: bool,
+    output: Output,
 }
 
 /// Binds `addr`, says where on standard error, and serves until Ctrl-C.
-pub async fn run(addr: SocketAddr, verifier: Verifier, json: bool) -> Result<(), String> {
+pub async fn run(addr: SocketAddr, verifier: Verifier, output: Output) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     eprintln!("postwire listen: inspecting deliveries at http://{local}/ (any path); Ctrl-C stops");
-    let state = Arc::new(Inspector { verifier, json });
+    let state = Arc::new(Inspector { verifier, output });
     let app = Router::new().fallback(inspect).with_state(state);
     axum::serve(listener, app)
         .with_graceful_shutdown(async {
@@ -45,7 +45,7 @@ async fn inspect(State(inspector): State<Arc<Inspector>>, headers: HeaderMap, bo
         .get(postwire_core::ID_HEADER)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let mut line = DeliveryLine::new(id, &body);
+    let mut line = DeliveryLine::new(id, &body, inspector.output);
     let answer = match inspector.verifier.verify(&headers, &body, input::now()) {
         Ok(_) => {
             line.verdict = Some("ok".to_owned());
@@ -59,6 +59,6 @@ async fn inspect(State(inspector): State<Arc<Inspector>>, headers: HeaderMap, bo
         }
     };
     line.status = Some(answer.0.as_u16());
-    line.print(inspector.json);
+    line.print(inspector.output);
     answer
 }

@@ -56,6 +56,10 @@ pub struct ListenArgs {
     /// Print one JSON object per delivery (one line each) instead of the human line.
     #[arg(long)]
     json: bool,
+    /// Print each delivery's body too: indented JSON below the line, or a `body` field
+    /// with `--json` (at most 64 KiB of it).
+    #[arg(long)]
+    print_body: bool,
     /// Relay: the edge Worker's URL (`https://edge.example.com`), whose `LISTEN_TOKEN` is set.
     #[arg(long, requires = "forward")]
     worker: Option<Url>,
@@ -88,7 +92,11 @@ pub fn run(args: ListenArgs) -> Result<ExitCode, String> {
             let verifier = Verifier::with_keys(input::parse_trusted(&keys)?)
                 .map_err(|e| e.to_string())?
                 .with_tolerance_secs(args.tolerance);
-            runtime.block_on(inspector::run(SocketAddr::new(args.bind, port), verifier, args.json))?;
+            let output = print::Output {
+                json: args.json,
+                body: args.print_body,
+            };
+            runtime.block_on(inspector::run(SocketAddr::new(args.bind, port), verifier, output))?;
         }
         (None, Some(worker), Some(forward)) => {
             let relay = relay_settings(args, worker, forward)?;
@@ -136,7 +144,10 @@ fn relay_settings(args: ListenArgs, worker: Url, forward: Url) -> Result<relay::
         token,
         forward,
         signer: Signer::new(secret),
-        json: args.json,
+        output: print::Output {
+            json: args.json,
+            body: args.print_body,
+        },
         replay,
     })
 }

@@ -1,11 +1,25 @@
 //! How `postwire listen` shows one delivery: a human line (time, type, `webhook-id`,
 //! verdict or local status, latency) or, with `--json`, one JSON object per line for
-//! scripts. Shared by the local inspector and the Worker relay so both read the same.
+//! scripts; with `--print-body`, the body too. Shared by the local inspector and the
+//! Worker relay so both read the same.
 
 use std::io::Write;
-use std::time::{SystemTime, UNIX_EPOCH};
 
+use postwire_core::{Clock, SystemClock};
 use serde::Serialize;
+use serde_json::Value;
+
+/// How deliveries are printed (`--json`, `--print-body`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Output {
+    /// One JSON object per line instead of the human line.
+    pub json: bool,
+    /// The body too: indented JSON below the human line, or a `body` field.
+    pub body: bool,
+}
+
+/// The most of a body `--print-body` shows; the rest is cut with a note.
+const MAX_PRINTED_BODY: usize = 64 * 1024;
 
 /// One delivery as printed. Fields that a mode does not know are `None` and left out of
 /// the JSON line.
@@ -32,27 +46,33 @@ pub struct DeliveryLine {
     /// Relay: why the local endpoint gave no status (connection refused, timeout…).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// With `--print-body`: the body as JSON, or as text when it is not JSON.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<Value>,
 }
 
 impl DeliveryLine {
-    /// A line stamped now, for `id` and `body` (the type is read from the body).
-    pub fn new(id: &str, body: &[u8]) -> Self {
+    /// A line stamped now, for `id` and `body` (the type is read from the body; the body
+    /// itself is kept when `output.body`).
+    pub fn new(id: &str, body: &[u8], output: Output) -> Self {
+        let parsed: Option<Value> = serde_json::from_slice(body).ok();
         DeliveryLine {
-            time: rfc3339_now(),
+            time: SystemClock.now().to_string(),
             id: id.chars().take(256).collect(),
-            event_type: event_type(body),
+            event_type: parsed.as_ref().and_then(event_type),
             verdict: None,
             detail: None,
             status: None,
             latency_ms: None,
             error: None,
+            body: output.body.then(|| printed_body(parsed, body)),
         }
     }
 
     /// Writes the line to standard output, as JSON or for people, and flushes it so a
     /// pipe sees each delivery at once.
-    pub fn print(&self, json: bool) {
-        let text = if json {
+    pub fn print(&self, output: Output) {
+        let text = if output.json {
             serde_json::to_string(self).unwrap_or_default()
         } else {
             self.human()
@@ -85,43 +105,40 @@ impl DeliveryLine {
         if let Some(detail) = &self.detail {
             s.push_str(&format!("  ({detail})"));
         }
+        if let Some(body) = &self.body {
+            let text = match body {
+                Value::String(text) => text.clone(),
+                json => serde_json::to_string_pretty(json).unwrap_or_default(),
+            };
+            for line in text.lines() {
+                s.push_str("\n    ");
+                s.push_str(line);
+            }
+        }
         s
     }
 }
 
 /// The body's top-level `type` string, when the body is a JSON object that has one.
-fn event_type(body: &[u8]) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+fn event_type(value: &Value) -> Option<String> {
     let t = value.get("type")?.as_str()?;
     Some(t.chars().take(128).collect())
 }
 
-/// The system clock as RFC 3339 in UTC, with milliseconds.
-pub fn rfc3339_now() -> String {
-    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    rfc3339(since.as_secs() as i64, since.subsec_millis())
-}
-
-/// Unix seconds (and milliseconds) as `YYYY-MM-DDTHH:MM:SS.mmmZ` (the civil-from-days
-/// algorithm; no calendar crate for one line of output).
-fn rfc3339(secs: i64, millis: u32) -> String {
-    let days = secs.div_euclid(86_400);
-    let in_day = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        in_day / 3600,
-        in_day % 3600 / 60,
-        in_day % 60
-    )
+/// The body as printed: its JSON when it parsed, else its text (invalid UTF-8 replaced),
+/// cut at [`MAX_PRINTED_BODY`] bytes with a note.
+fn printed_body(parsed: Option<Value>, body: &[u8]) -> Value {
+    match parsed {
+        Some(json) if body.len() <= MAX_PRINTED_BODY => json,
+        _ => {
+            let shown = &body[..body.len().min(MAX_PRINTED_BODY)];
+            let mut text = String::from_utf8_lossy(shown).into_owned();
+            if body.len() > MAX_PRINTED_BODY {
+                text.push_str(&format!("… ({} bytes in all)", body.len()));
+            }
+            Value::String(text)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -129,21 +146,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rfc3339_matches_known_instants() {
-        assert_eq!(rfc3339(0, 0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(1_614_265_330, 7), "2021-02-25T15:02:10.007Z");
-        assert_eq!(rfc3339(951_782_400, 999), "2000-02-29T00:00:00.999Z");
-        assert_eq!(rfc3339(4_102_444_799, 0), "2099-12-31T23:59:59.000Z");
+    fn the_type_comes_from_a_json_object_only() {
+        let output = Output::default();
+        let line = DeliveryLine::new("msg_1", br#"{"type":"post.published"}"#, output);
+        assert_eq!(line.event_type.as_deref(), Some("post.published"));
+        for body in [&b"[1]"[..], b"\xff", br#"{"type":3}"#] {
+            assert_eq!(DeliveryLine::new("msg_1", body, output).event_type, None);
+        }
+        assert!(line.time.ends_with('Z') && line.time.len() == 24, "{}", line.time);
     }
 
     #[test]
-    fn the_type_comes_from_a_json_object_only() {
-        assert_eq!(
-            event_type(br#"{"type":"post.published"}"#).as_deref(),
-            Some("post.published")
+    fn print_body_shows_json_indented_and_other_bodies_as_text() {
+        let output = Output {
+            json: false,
+            body: true,
+        };
+        let line = DeliveryLine::new("msg_1", br#"{"type":"post.failed","data":{"n":1}}"#, output);
+        assert!(line.human().contains("\n    {\n      \"data\": {"), "{}", line.human());
+        let text = DeliveryLine::new("msg_1", b"not json \xff", output);
+        assert_eq!(text.body, Some(Value::String("not json \u{fffd}".into())));
+        let big = vec![b'x'; MAX_PRINTED_BODY + 1];
+        let cut = DeliveryLine::new("msg_1", &big, output).body.unwrap();
+        assert!(
+            cut.as_str()
+                .unwrap()
+                .ends_with(&format!("… ({} bytes in all)", MAX_PRINTED_BODY + 1))
         );
-        assert_eq!(event_type(b"[1]"), None);
-        assert_eq!(event_type(b"\xff"), None);
-        assert_eq!(event_type(br#"{"type":3}"#), None);
+        assert_eq!(DeliveryLine::new("msg_1", b"{}", Output::default()).body, None);
     }
 }

@@ -25,7 +25,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use url::Url;
 
-use super::print::DeliveryLine;
+use super::print::{DeliveryLine, Output};
 
 /// Where the Worker serves listeners.
 const LISTEN_PATH: &str = "/_postwire/listen";
@@ -51,8 +51,8 @@ pub struct Relay {
     pub forward: Url,
     /// Signs for the local endpoint.
     pub signer: Signer,
-    /// One JSON line per delivery.
-    pub json: bool,
+    /// How each delivery is printed.
+    pub output: Output,
     /// The Worker's `ADMIN_TOKEN` and a `webhook-id` to replay once connected.
     pub replay: Option<(String, String)>,
 }
@@ -313,7 +313,7 @@ async fn deliver_locally(relay: &Relay, http: &reqwest::Client, frame: DeliveryF
             .unwrap_or_default(),
         (None, None) => Vec::new(),
     };
-    let mut line = DeliveryLine::new(&frame.id, &body);
+    let mut line = DeliveryLine::new(&frame.id, &body, relay.output);
     let started = Instant::now();
     let result = forward(relay, http, &frame, body).await;
     line.latency_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
@@ -327,7 +327,7 @@ async fn deliver_locally(relay: &Relay, http: &reqwest::Client, frame: DeliveryF
             serde_json::json!({"type": "answer", "correlation_id": frame.correlation_id, "status": null, "error": error})
         }
     };
-    line.print(relay.json);
+    line.print(relay.output);
     answer.to_string()
 }
 
