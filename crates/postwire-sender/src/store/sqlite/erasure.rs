@@ -14,7 +14,7 @@
 use std::collections::BTreeSet;
 
 use postwire_core::Timestamp;
-use rusqlite::{Transaction, params};
+use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::queue::PROMOTE_SQL;
 use super::*;
@@ -80,7 +80,8 @@ fn erase(tx: &Transaction<'_>, workspace_id: &str, subject: &ErasureSubject, now
     let mut paused = tx.prepare_cached("SELECT paused_reason IS NOT NULL FROM subscriptions WHERE seq = ?1")?;
     let mut promote = tx.prepare_cached(PROMOTE_SQL)?;
     for (sub, k) in queues {
-        let is_paused: bool = paused.query_row([sub], |r| r.get(0)).unwrap_or(true);
+        // A subscription that is gone has no queue to move on.
+        let is_paused: bool = paused.query_row([sub], |r| r.get(0)).optional()?.unwrap_or(true);
         if is_paused || has_head.exists(params![sub, k])? {
             continue;
         }
