@@ -22,17 +22,17 @@ use crate::model::{Erased, ErasureSubject};
 use crate::store::{BoxFuture, StoreResult};
 
 /// The events of workspace ?1 about post ?2 whose payload is still stored.
-const POST_EVENTS_SQL: &str =
+pub(super) const POST_EVENTS_SQL: &str =
     "SELECT seq FROM events WHERE workspace_id = ?1 AND post_id = ?2 AND erased_at IS NULL ORDER BY seq";
 /// The events of workspace ?1 about account ?2 whose payload is still stored.
-const ACCOUNT_EVENTS_SQL: &str =
+pub(super) const ACCOUNT_EVENTS_SQL: &str =
     "SELECT seq FROM events WHERE workspace_id = ?1 AND account_id = ?2 AND erased_at IS NULL ORDER BY seq";
 
 /// The tombstone: what an erased event keeps is its row without body or external key.
 const TOMBSTONE_SQL: &str = "UPDATE events SET body = '', external_key = NULL, erased_at = ?2 WHERE seq = ?1";
 
 /// Cancels the unfinished deliveries of event ?1 at ?2; returns them.
-const CANCEL_SQL: &str = "UPDATE deliveries SET state = 6, finished_at = ?2
+pub(super) const CANCEL_SQL: &str = "UPDATE deliveries SET state = 6, finished_at = ?2
      WHERE event_seq = ?1 AND finished_at IS NULL RETURNING seq, sub_seq, okey";
 
 /// Does (subscription ?1, key ?2) still have a head (a pending delivery, maybe in flight)?

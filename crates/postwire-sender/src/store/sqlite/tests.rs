@@ -272,3 +272,29 @@ async fn an_erased_body_is_gone_from_the_file_and_its_wal_and_stays_erased_after
     assert!(list.iter().all(|d| d.payload_erased == d.payload.is_empty()));
     assert!(!files_hold(&dir, marker.as_bytes()));
 }
+
+/// An erasure finds its events through an index (the post's or the account's), and its
+/// cancellation finds deliveries by event.
+#[test]
+fn erasure_queries_use_their_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    drop(SqliteStore::open(&path).unwrap());
+    let conn = Connection::open(&path).unwrap();
+    for (sql, index) in [
+        (super::erasure::POST_EVENTS_SQL, "INDEX events_post"),
+        (super::erasure::ACCOUNT_EVENTS_SQL, "INDEX events_account"),
+        (super::erasure::CANCEL_SQL, "INDEX deliveries_event"),
+    ] {
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let n = stmt.parameter_count();
+        let plan: Vec<String> = stmt
+            .query_map(rusqlite::params_from_iter(std::iter::repeat_n(1, n)), |r| r.get(3))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let plan = plan.join("; ");
+        assert!(plan.contains(index), "{sql}\n  is planned as: {plan}");
+        assert!(!plan.contains("TEMP B-TREE"), "{sql}\n  sorts: {plan}");
+    }
+}
