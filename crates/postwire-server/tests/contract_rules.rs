@@ -121,6 +121,8 @@ async fn creation_and_the_list_link_to_every_operation_taking_a_webhook_id() {
         BTreeSet::from([
             "createPortalSession",
             "createWebhook",
+            "eraseIntegrationPayloads",
+            "erasePostPayloads",
             "listSigningKeys",
             "listWebhooks",
             "lookupPostEvents",
