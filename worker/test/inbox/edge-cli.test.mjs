@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { startWorker, delivery, newSecret, newId, sleep } from "../support/worker.mjs";
+import { postEvent } from "../support/events.mjs";
 
 const FILE = "wrangler.inbox.toml";
 const TOKEN = "edge-cli-admin-token-0123456789abcdef";
@@ -74,24 +75,7 @@ async function startOrigin() {
 /** A signed post event ordered by `post:<postId>`. */
 function postDelivery(postId) {
   const id = newId("edge");
-  const body = JSON.stringify({
-    id,
-    type: "post.scheduled",
-    createdAt: "2026-11-22T09:00:00.000Z",
-    workspaceId: "ws1",
-    data: {
-      post: {
-        id: postId,
-        externalId: "e",
-        group: "g",
-        state: "QUEUE",
-        publishDate: "2026-11-22T10:00:00.000Z",
-        integration: { id: "acc1", providerIdentifier: "x", name: "A" },
-        content: "",
-      },
-    },
-  });
-  return delivery({ secrets: [secret], id, body });
+  return delivery({ secrets: [secret], id, body: postEvent(id, postId) });
 }
 
 describe("postwire edge drives the inbox's admin API", () => {

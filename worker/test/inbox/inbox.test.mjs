@@ -13,39 +13,13 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Webhook } from "standardwebhooks";
 import { startWorker, delivery, newSecret, newId, assertErrorBody, sleep } from "../support/worker.mjs";
+import { postEvent } from "../support/events.mjs";
 
 const FILE = "wrangler.inbox.toml";
 const BURST = Number(process.env.POSTWIRE_INBOX_BURST ?? 5000);
 const BURST_KEYS = 200;
 const secret = newSecret();
 const TOKEN = "test-admin-token-0123456789abcdef";
-
-/** A post event (VALIDATE_EVENTS = "postwire"), ordered by `post:<postId>`; `padTo` bytes. */
-function postEvent(id, postId, padTo = 0) {
-  const event = {
-    id,
-    type: "post.scheduled",
-    createdAt: "2026-11-22T09:00:00.000Z",
-    workspaceId: "ws1",
-    data: {
-      post: {
-        id: postId,
-        externalId: "e",
-        group: "g",
-        state: "QUEUE",
-        publishDate: "2026-11-22T10:00:00.000Z",
-        integration: { id: "acc1", providerIdentifier: "x", name: "A" },
-        content: "",
-      },
-    },
-  };
-  let text = JSON.stringify(event);
-  if (padTo > text.length) {
-    event.data.post.content = "x".repeat(padTo - text.length);
-    text = JSON.stringify(event);
-  }
-  return text;
-}
 
 /**
  * An origin that records each request (id, arrival, body) and the most requests it held at
