@@ -17,7 +17,7 @@ export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 MSRV=1.89
 # How long each cargo-fuzz target runs in CI: long enough to catch a shallow panic in a
 # parser, short enough for every run. Longer campaigns: fuzz/README.md.
-FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 
 part_vectors() { # the shared test vectors are what tests/vectors/generate.py writes
   .venv/bin/python tests/vectors/generate.py   # .venv has `cryptography` (scripts/setup.sh)

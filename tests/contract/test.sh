@@ -13,7 +13,7 @@
 # addresses) can reach nothing outside this machine, and no name resolves: exactly a
 # machine without DNS. Needs root or unprivileged user namespaces (`unshare`).
 #
-# Two rounds with fixed seeds (below); CONTRACT_SEEDS="random random" explores fresh data,
+# One round with a fixed seed (below); CONTRACT_SEEDS="random random" explores fresh data,
 # CONTRACT_SEED=N runs only seed N (each run prints its seed, so a failure can be replayed).
 # CONTRACT_KEEP=1 keeps the temporary folder (database, server log, cassettes).
 set -euo pipefail
@@ -71,15 +71,16 @@ curl -sf -X PUT -H "Authorization: Bearer $ingest_token" "$base/internal/v1/work
 curl -sf -X PUT -H "Authorization: Bearer $ingest_token" "$base/internal/v1/workspaces/ws_contract/integrations/acc_1" \
   -d '{"name": "Acme on X", "providerIdentifier": "x"}' > /dev/null
 
-# Two rounds by default, with fixed seeds so that CI does not turn red on data it drew for
+# One round by default, with a fixed seed so that CI does not turn red on data it drew for
 # the first time: 7 (with which every check once found four schema-valid requests answered
-# 400) and 122659745484703776324958779150183355661 (which found a form-feed body accepted as
-# empty). CONTRACT_SEEDS="random random …" explores fresh data (each run prints its seed);
+# 400). What 122659745484703776324958779150183355661 found (a form-feed body accepted as
+# empty) has a unit test now; CONTRACT_SEEDS="7 122659745484703776324958779150183355661"
+# runs both, CONTRACT_SEEDS="random random …" explores fresh data (each run prints its seed);
 # CONTRACT_SEED=N runs that seed alone.
 if [ -n "${CONTRACT_SEED:-}" ]; then
   seeds=("$CONTRACT_SEED")
 else
-  read -r -a seeds <<< "${CONTRACT_SEEDS:-7 122659745484703776324958779150183355661}"
+  read -r -a seeds <<< "${CONTRACT_SEEDS:-7}"
 fi
 seed_args=()
 failed=0
