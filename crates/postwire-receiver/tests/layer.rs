@@ -286,16 +286,9 @@ mod redis_store {
         assert_eq!(probe.runs(), 1, "nothing runs without the claim");
 
         server.start_again();
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-        loop {
-            let (status, _, _) = delivery.post(&client, &url).await;
-            if status == 204 {
-                break;
-            }
-            assert_eq!(status, 503);
-            assert!(tokio::time::Instant::now() < deadline, "no success after the restart");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        delivery
+            .post_until_handled(&client, &url, &[503], Duration::from_secs(15), "after the restart")
+            .await;
         assert_eq!(delivery.post(&client, &url).await.0, 200);
         assert_eq!(probe.runs(), 2);
     }
@@ -334,16 +327,9 @@ mod redis_hanging {
         );
         assert_eq!(probe.runs(), 0, "nothing runs without the claim");
 
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        loop {
-            let (status, _, _) = delivery.post(&client, &url).await;
-            if status == 204 {
-                break;
-            }
-            assert!([409, 503].contains(&status), "{status}");
-            assert!(tokio::time::Instant::now() < deadline, "no success after the thaw");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        delivery
+            .post_until_handled(&client, &url, &[409, 503], Duration::from_secs(10), "after the thaw")
+            .await;
         assert_eq!(delivery.post(&client, &url).await.0, 200);
         assert_eq!(probe.runs(), 1);
     }
@@ -390,16 +376,9 @@ mod postgres_store {
         assert_eq!(probe.runs(), 1, "nothing runs without the claim");
 
         cluster.start_server().unwrap();
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-        loop {
-            let (status, _, _) = delivery.post(&client, &url).await;
-            if status == 204 {
-                break;
-            }
-            assert_eq!(status, 503);
-            assert!(tokio::time::Instant::now() < deadline, "no success after the restart");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        delivery
+            .post_until_handled(&client, &url, &[503], Duration::from_secs(15), "after the restart")
+            .await;
         assert_eq!(delivery.post(&client, &url).await.0, 200);
         assert_eq!(
             done_before.post(&client, &url).await.0,

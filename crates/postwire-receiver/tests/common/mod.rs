@@ -59,6 +59,28 @@ impl Delivery {
         }
     }
 
+    /// POSTs it to `url` every 100 ms, as a sender's retries would, until it is answered
+    /// 204; every other answer must be one of `meanwhile`, and 204 must come `within`.
+    pub async fn post_until_handled(
+        &self,
+        client: &reqwest::Client,
+        url: &str,
+        meanwhile: &[u16],
+        within: std::time::Duration,
+        what: &str,
+    ) {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let (status, _, _) = self.post(client, url).await;
+            if status == 204 {
+                return;
+            }
+            assert!(meanwhile.contains(&status), "{status} while waiting for {what}");
+            assert!(tokio::time::Instant::now() < deadline, "no success {what}");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+
     /// POSTs it to `url`; returns (status, retry-after, body).
     pub async fn post(&self, client: &reqwest::Client, url: &str) -> (u16, Option<String>, String) {
         let response = client
