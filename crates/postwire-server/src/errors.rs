@@ -45,6 +45,10 @@ pub enum ApiError {
     /// 403 `plan_limit`: the workspace already has its maximum number of subscriptions.
     #[error("the workspace has reached its limit of {0} subscriptions; delete one first")]
     PlanLimit(u64),
+    /// 403 `plan_limit`: the workspace already has its maximum number of operator
+    /// endpoints.
+    #[error("the workspace has reached its limit of {0} operator endpoints; delete one first")]
+    OperatorEndpointLimit(u64),
     /// 429 `quota_exceeded`: the workspace's daily event quota is used up.
     #[error("the workspace's daily quota of {limit} events is used up; it resets at 00:00 UTC")]
     QuotaExceeded {
@@ -147,7 +151,8 @@ pub enum ErrorCodeName {
     MethodNotAllowed,
     /// 408: the request body did not arrive within the body-read timeout.
     RequestTimeout,
-    /// 403: the workspace has its maximum number of subscriptions.
+    /// 403: the workspace has its maximum number of subscriptions (or of operator
+    /// endpoints).
     PlanLimit,
     /// 429: the workspace's daily event quota (ingest) is used up.
     QuotaExceeded,
@@ -200,7 +205,7 @@ impl ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
-            ApiError::PlanLimit(_) => StatusCode::FORBIDDEN,
+            ApiError::PlanLimit(_) | ApiError::OperatorEndpointLimit(_) => StatusCode::FORBIDDEN,
             ApiError::QuotaExceeded { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::PayloadErased(_) => StatusCode::GONE,
@@ -220,7 +225,7 @@ impl ApiError {
             ApiError::NotFound(_) => "not_found",
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::RequestTimeout(_) => "request_timeout",
-            ApiError::PlanLimit(_) => "plan_limit",
+            ApiError::PlanLimit(_) | ApiError::OperatorEndpointLimit(_) => "plan_limit",
             ApiError::QuotaExceeded { .. } => "quota_exceeded",
             ApiError::Conflict { code, .. } => code,
             ApiError::PayloadErased(_) => "payload_erased",

@@ -41,6 +41,7 @@ signed with `webhook-id`, `webhook-timestamp` and `webhook-signature`.",
     tags(
         (name = "Workspaces", description = "Workspaces the token may use."),
         (name = "Webhooks", description = "Webhook subscriptions, their deliveries, test events and secrets."),
+        (name = "Operator endpoints", description = "The workspace operator's own endpoints, which receive operational notices (an endpoint failing, about to pause, paused, resumed, recovered; a rotated secret or signing key) as signed webhooks."),
         (name = "Posts", description = "Reconciling missed events."),
         (name = "Signing keys", description = "Extension: the workspace's ed25519 key pair for asymmetric (`v1a`) signatures; its public keys and their rotation."),
         (name = "Meta", description = "This document."),
@@ -99,12 +100,13 @@ fn id_schema() -> Schema {
     )
 }
 
-/// A link to the operation `target`, passing the path's `workspaceId` and the
-/// subscription id found at `id_at` in the response.
-fn link(target: &str, id_at: &str, which: &str) -> Link {
+/// A link to the operation `target`, passing the path's `workspaceId` and, as
+/// `id_param`, the subscription's or operator endpoint's id found at `id_at` in the
+/// response.
+fn link(target: &str, id_param: &str, id_at: &str, which: &str) -> Link {
     LinkBuilder::new()
         .parameter("workspaceId", "$request.path.workspaceId")
-        .parameter("webhookId", id_at)
+        .parameter(id_param, id_at)
         .description(format!("`{target}` on {which}."))
         .extensions(Some(operation_id_extension(target)))
         .build()
@@ -112,14 +114,16 @@ fn link(target: &str, id_at: &str, which: &str) -> Link {
 
 /// Adds what the handlers' attributes cannot say once for all operations:
 ///
-/// * the rule of the id path parameters (`workspaceId`, `webhookId`, `postId`,
-///   `integrationId`), the same on every
+/// * the rule of the id path parameters (`workspaceId`, `webhookId`, `endpointId`,
+///   `postId`, `integrationId`), the same on every
 ///   operation, enforced by [`crate::validation::check_id_param`] for `webhookId`; a
 ///   `workspaceId` outside the token's selection is answered 403 whatever its form;
 /// * OpenAPI `links` from the creation response (`201`, the new subscription's `id`)
 ///   and from the list (`200`, the first subscription's `id`) to every operation that
 ///   takes a `webhookId`, so clients and tools (Schemathesis' stateful phase) can chain
 ///   "create, then read / update / pause / test / rotate / list deliveries / delete";
+///   the same from an operator endpoint's creation and list to the operations that take
+///   an `endpointId` (rotate, delete);
 ///   and from the workspace list (`200`, the first workspace's `id`) to the operations
 ///   that take only a `workspaceId` (create, list, post look-up, portal link), or a
 ///   `workspaceId` and an erasure's subject.
@@ -127,17 +131,19 @@ fn link(target: &str, id_at: &str, which: &str) -> Link {
 ///   id (`add_id_links`): a portal session's revocation from its creation, a resend
 ///   from the deliveries list.
 pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
-    let (mut takes_webhook_id, mut takes_workspace_id) = (Vec::new(), Vec::new());
+    let (mut takes_webhook_id, mut takes_endpoint_id, mut takes_workspace_id) = (Vec::new(), Vec::new(), Vec::new());
     for item in doc.paths.paths.values_mut() {
         for op in operations_mut(item) {
-            let (mut has_workspace_id, mut has_webhook_id, mut has_other) = (false, false, false);
+            let (mut has_workspace_id, mut has_webhook_id, mut has_endpoint_id, mut has_other) =
+                (false, false, false, false);
             for param in op.parameters.iter_mut().flatten() {
                 if param.parameter_in == ParameterIn::Path
-                    && ["workspaceId", "webhookId"].contains(&param.name.as_str())
+                    && ["workspaceId", "webhookId", "endpointId"].contains(&param.name.as_str())
                 {
                     param.schema = Some(RefOr::T(id_schema()));
                     has_workspace_id |= param.name == "workspaceId";
                     has_webhook_id |= param.name == "webhookId";
+                    has_endpoint_id |= param.name == "endpointId";
                 } else if param.parameter_in == ParameterIn::Path
                     && ["postId", "integrationId"].contains(&param.name.as_str())
                 {
@@ -157,6 +163,8 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
             }
             if has_webhook_id {
                 takes_webhook_id.push(id.clone());
+            } else if has_endpoint_id {
+                takes_endpoint_id.push(id.clone());
             } else if has_workspace_id {
                 takes_workspace_id.push(id.clone());
             }
@@ -164,15 +172,36 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
     }
     for item in doc.paths.paths.values_mut() {
         for op in operations_mut(item) {
-            let (status, targets, id_at, which) = match op.operation_id.as_deref() {
-                Some("createWebhook") => ("201", &takes_webhook_id, "$response.body#/id", "the new subscription"),
+            let (status, targets, id_param, id_at, which) = match op.operation_id.as_deref() {
+                Some("createWebhook") => (
+                    "201",
+                    &takes_webhook_id,
+                    "webhookId",
+                    "$response.body#/id",
+                    "the new subscription",
+                ),
                 Some("listWebhooks") => (
                     "200",
                     &takes_webhook_id,
+                    "webhookId",
                     "$response.body#/data/0/id",
                     "the first subscription listed",
                 ),
-                Some("listWorkspaces") => ("200", &takes_workspace_id, "", "the first workspace listed"),
+                Some("createOperatorWebhook") => (
+                    "201",
+                    &takes_endpoint_id,
+                    "endpointId",
+                    "$response.body#/id",
+                    "the new operator endpoint",
+                ),
+                Some("listOperatorWebhooks") => (
+                    "200",
+                    &takes_endpoint_id,
+                    "endpointId",
+                    "$response.body#/data/0/id",
+                    "the first operator endpoint listed",
+                ),
+                Some("listWorkspaces") => ("200", &takes_workspace_id, "", "", "the first workspace listed"),
                 _ => continue,
             };
             let Some(RefOr::T(response)) = op.responses.responses.get_mut(status) else {
@@ -182,7 +211,7 @@ pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
                 let link = if id_at.is_empty() {
                     workspace_link(target, which)
                 } else {
-                    link(target, id_at, which)
+                    link(target, id_param, id_at, which)
                 };
                 response.links.insert(target.clone(), RefOr::T(link));
             }

@@ -8,7 +8,8 @@
 //! shapes the spec leaves open (deliveries, lists, rotation, test events, look-ups) are
 //! defined here, and serialized from these very types.
 
-use postwire_sender::{AttemptOutcome, DeliveryRecord};
+use postwire_core::SubscriptionStatus;
+use postwire_sender::{AttemptOutcome, DeliveryRecord, SubscriptionRecord};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -342,6 +343,142 @@ pub struct PortalLink {
     /// When the link stops working if unused (5 minutes by default).
     #[schema(format = DateTime)]
     pub expires_at: String,
+}
+
+/// An operator endpoint (every response but creation's; never the secret): a workspace's
+/// own endpoint that receives the workspace's operational notices (`endpoint.failing`,
+/// `endpoint.paused`, …; see `docs/events.md`), signed with its own secret.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OperatorEndpoint {
+    /// Endpoint identifier (the same form as a subscription's).
+    #[schema(example = "wh_5f0c6a1e9b2d4c7a8e3f1b0d2c4a6e8f")]
+    pub id: String,
+    /// Label given at creation.
+    pub name: String,
+    /// Endpoint that receives the notices.
+    #[schema(example = "https://ops.example.com/postwire-notices")]
+    pub url: String,
+    /// True while paused (after 50 failed deliveries in a row, or 72 hours of failures
+    /// without a success); its notices are held meanwhile.
+    pub disabled: bool,
+    /// Why it is paused; null when not paused.
+    #[schema(required = true)]
+    pub disabled_reason: Option<String>,
+    /// Failed deliveries in a row.
+    pub consecutive_failures: u32,
+    /// Start of the current run of failed attempts; null since the last success.
+    #[schema(required = true, format = DateTime)]
+    pub failing_since: Option<String>,
+    /// Time of the last successful delivery.
+    #[schema(required = true, format = DateTime)]
+    pub last_success_at: Option<String>,
+    /// Creation time (UTC, milliseconds).
+    #[schema(format = DateTime, example = "2026-11-22T10:00:00.000Z")]
+    pub created_at: String,
+}
+
+impl From<&SubscriptionRecord> for OperatorEndpoint {
+    fn from(r: &SubscriptionRecord) -> Self {
+        let s = &r.subscription;
+        OperatorEndpoint {
+            id: s.id.clone(),
+            name: s.name.clone(),
+            url: s.url.clone(),
+            disabled: s.status.is_paused(),
+            disabled_reason: match &s.status {
+                SubscriptionStatus::Paused { reason } => Some(reason.clone()),
+                SubscriptionStatus::Enabled => None,
+            },
+            consecutive_failures: s.consecutive_failures,
+            failing_since: r.failing_since.map(|t| t.to_string()),
+            last_success_at: s.last_success_at.map(|t| t.to_string()),
+            created_at: s.created_at.to_string(),
+        }
+    }
+}
+
+/// The creation response of an operator endpoint: the endpoint and its signing secret,
+/// shown this once.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedOperatorEndpoint {
+    /// Endpoint identifier.
+    pub id: String,
+    /// Label given at creation.
+    pub name: String,
+    /// Endpoint that receives the notices.
+    pub url: String,
+    /// False: a new endpoint is enabled.
+    pub disabled: bool,
+    /// Null: a new endpoint is enabled.
+    #[schema(required = true)]
+    pub disabled_reason: Option<String>,
+    /// 0.
+    pub consecutive_failures: u32,
+    /// Null.
+    #[schema(required = true, format = DateTime)]
+    pub failing_since: Option<String>,
+    /// Null.
+    #[schema(required = true, format = DateTime)]
+    pub last_success_at: Option<String>,
+    /// Creation time (UTC, milliseconds).
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    /// The endpoint's own signing secret (`whsec_…`), for the `v1` signatures of its
+    /// notices. Returned only here; never again.
+    #[schema(example = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")]
+    pub secret: String,
+}
+
+impl CreatedOperatorEndpoint {
+    /// The endpoint `e` with its new `secret`.
+    pub fn new(e: OperatorEndpoint, secret: String) -> Self {
+        CreatedOperatorEndpoint {
+            id: e.id,
+            name: e.name,
+            url: e.url,
+            disabled: e.disabled,
+            disabled_reason: e.disabled_reason,
+            consecutive_failures: e.consecutive_failures,
+            failing_since: e.failing_since,
+            last_success_at: e.last_success_at,
+            created_at: e.created_at,
+            secret,
+        }
+    }
+}
+
+/// The operator endpoints of a workspace, oldest first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct OperatorEndpointList {
+    /// The endpoints (never their secrets).
+    #[schema(max_items = 10)]
+    pub data: Vec<OperatorEndpoint>,
+}
+
+/// The body of `POST …/operator-webhooks`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateOperatorEndpointRequest {
+    /// Label: 1 to 200 characters, not only white space, no control character.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$",
+        example = "on-call"
+    )]
+    pub name: String,
+    /// Public HTTPS endpoint that receives the signed notices; the rules of a
+    /// subscription's `url` (at most 2048 bytes, no user name or password, not a private,
+    /// loopback, link-local or other non-public address).
+    #[schema(
+        format = "uri",
+        max_length = 2048,
+        pattern = "^[Hh][Tt][Tt][Pp][Ss]://",
+        example = "https://ops.example.com/postwire-notices"
+    )]
+    pub url: String,
 }
 
 /// A new signing secret.

@@ -259,6 +259,18 @@ fn done<T>(value: T, problems: Vec<String>) -> ApiResult<T> {
     }
 }
 
+/// The body of `POST …/operator-webhooks`, shape-checked: `(name, url)`. Their meaning
+/// (a non-empty name, a public `https` URL) is the sender's check, as for subscriptions.
+pub fn parse_operator_create(body: Option<&Value>) -> ApiResult<(String, String)> {
+    let mut problems = Vec::new();
+    let Some(map) = object(body, &["name", "url"], &mut problems) else {
+        return Err(ApiError::Invalid(problems));
+    };
+    let name = string_field(map, "name", Presence::Required, &mut problems);
+    let url = string_field(map, "url", Presence::Required, &mut problems);
+    done((name.unwrap_or_default(), url.unwrap_or_default()), problems)
+}
+
 /// The body of `POST …/webhooks`, shape-checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CreateWebhook {

@@ -119,10 +119,12 @@ async fn creation_and_the_list_link_to_every_operation_taking_a_webhook_id() {
     assert_eq!(
         linked,
         BTreeSet::from([
+            "createOperatorWebhook",
             "createPortalSession",
             "createWebhook",
             "eraseIntegrationPayloads",
             "erasePostPayloads",
+            "listOperatorWebhooks",
             "listSigningKeys",
             "listWebhooks",
             "lookupPostEvents",

@@ -38,7 +38,9 @@ async fn the_served_document_is_the_checked_in_one() {
 
 /// Fills `{param}` segments with plausible values.
 fn concrete(path: &str) -> String {
-    path.replace("{workspaceId}", "ws_a").replace("{webhookId}", "wh_probe")
+    path.replace("{workspaceId}", "ws_a")
+        .replace("{webhookId}", "wh_probe")
+        .replace("{endpointId}", "wh_probe")
 }
 
 #[tokio::test]
@@ -64,7 +66,7 @@ async fn every_documented_operation_is_routed_and_nothing_else_on_its_paths() {
             }
         }
     }
-    assert_eq!(documented.len(), 20);
+    assert_eq!(documented.len(), 24);
     // Around every documented path (its parents, one segment more, a sibling), nothing
     // undocumented is routed: each such path gets the fallback 404 for every method.
     let templates: Vec<&String> = doc["paths"].as_object().unwrap().keys().collect();
@@ -200,6 +202,24 @@ async fn documented_shapes_are_the_ones_sent() {
         .send("POST", "/public/v1/workspaces/ws_a/rotate-signing-key", Some(&t), None)
         .await;
     assert_eq!(keys(&rotated.json), documented_properties(&doc, "RotatedSigningKey"));
+    let ops = "/public/v1/workspaces/ws_a/operator-webhooks";
+    let op = h.json("POST", ops, &t, json!({"name": "ops", "url": rx.url()})).await;
+    assert_eq!(keys(&op.json), documented_properties(&doc, "CreatedOperatorEndpoint"));
+    let listed = h.send("GET", ops, Some(&t), None).await;
+    assert_eq!(keys(&listed.json), documented_properties(&doc, "OperatorEndpointList"));
+    assert_eq!(
+        keys(&listed.json["data"][0]),
+        documented_properties(&doc, "OperatorEndpoint")
+    );
+    let rotated = h
+        .send(
+            "POST",
+            &format!("{ops}/{}/rotate-secret", op.json["id"].as_str().unwrap()),
+            Some(&t),
+            None,
+        )
+        .await;
+    assert_eq!(keys(&rotated.json), documented_properties(&doc, "RotatedSecret"));
     let error = h.send("GET", &base, None, None).await;
     assert_eq!(keys(&error.json), documented_properties(&doc, "ErrorBody"));
     let invalid = h

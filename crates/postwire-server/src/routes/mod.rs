@@ -11,6 +11,7 @@
 pub mod deliveries;
 pub mod docs;
 pub mod erasure;
+pub mod operator_webhooks;
 pub mod portal_sessions;
 pub mod posts;
 pub mod replay;
@@ -54,6 +55,12 @@ pub fn authenticated_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(erasure::erase_integration_payloads))
         .routes(routes!(signing_keys::list_signing_keys))
         .routes(routes!(signing_keys::rotate_signing_key))
+        .routes(routes!(
+            operator_webhooks::create_operator_webhook,
+            operator_webhooks::list_operator_webhooks
+        ))
+        .routes(routes!(operator_webhooks::delete_operator_webhook))
+        .routes(routes!(operator_webhooks::rotate_operator_webhook_secret))
 }
 
 /// The routes open to anyone: the OpenAPI document.

@@ -12,7 +12,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use postwire_core::{CreatedByKind, CreatedSubscription, EventType, Subscription};
 use postwire_sender::idempotency::Idempotent;
-use postwire_sender::{NewSubscription, Published, SubscriptionRecord, TestEvent};
+use postwire_sender::{NewSubscription, Published, Purpose, SubscriptionRecord, TestEvent};
 
 use crate::auth::Caller;
 use crate::errors::{ApiError, ApiResult, CommonErrors, ErrorBody, ValidationErrorBody};
@@ -32,11 +32,12 @@ pub const DEFAULT_TEST_MESSAGE: &str = "This is a test event from postwire.";
 
 /// The subscription `id` of `workspace_id`: 400 `invalid_request` when `id` breaks the
 /// documented rule of `webhookId` ([`check_id_param`]), `not_found` when there is no
-/// such subscription in that workspace.
+/// such subscription in that workspace, or when `id` is an operator endpoint's (those
+/// are managed under `…/operator-webhooks`, see [`crate::routes::operator_webhooks`]).
 pub(crate) async fn load(state: &AppState, workspace_id: &str, id: &str) -> ApiResult<SubscriptionRecord> {
     check_id_param("webhookId", id)?;
     let record = state.sender.subscription(id).await?;
-    if record.workspace_id != workspace_id {
+    if record.workspace_id != workspace_id || record.purpose != Purpose::Events {
         let shown: String = id.chars().take(64).collect();
         return Err(ApiError::NotFound(format!("webhook subscription `{shown}` not found")));
     }

@@ -1,0 +1,210 @@
+//! A workspace's operator endpoints: create, list, delete, rotate the secret.
+//!
+//! An operator endpoint is the workspace operator's own webhook endpoint, kept apart from
+//! the subscribers' subscriptions (`…/webhooks`): it receives the operational notices
+//! about the workspace's endpoints (`endpoint.failing`, `endpoint.paused`, …, see
+//! [`postwire_core::OperationalEventType`]) as signed webhooks, through the same queue,
+//! retries and SSRF checks, each with its own `whsec_` secret. A notice about an
+//! operator endpoint never goes to that endpoint itself. At most
+//! [`postwire_sender::MAX_OPERATOR_ENDPOINTS`] per workspace.
+//!
+//! The two kinds share one id space and one table in the sender, so each side checks the
+//! purpose: an operator endpoint's id is `not_found` under `…/webhooks/{webhookId}`
+//! ([`crate::routes::webhooks::load`]), and a subscription's id is `not_found` here
+//! ([`load`]).
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::StatusCode;
+use postwire_core::{CreatedByKind, SigningMode};
+use postwire_sender::{NewSubscription, Purpose, SenderError, SubscriptionRecord};
+
+use crate::auth::Caller;
+use crate::errors::{ApiError, ApiResult, CommonErrors, ErrorBody, ValidationErrorBody};
+use crate::schemas::{
+    CreateOperatorEndpointRequest, CreatedOperatorEndpoint, OperatorEndpoint, OperatorEndpointList, RotatedSecret,
+};
+use crate::state::AppState;
+use crate::tokens::Scope;
+use crate::validation::{ApiPath, check_id_param, parse_json, parse_operator_create, read_body};
+
+/// The operator endpoint `id` of `workspace_id`: 400 `invalid_request` when `id` breaks
+/// the id rule, `not_found` when there is no such operator endpoint in that workspace
+/// (also when `id` is a subscriber's subscription).
+pub(crate) async fn load(state: &AppState, workspace_id: &str, id: &str) -> ApiResult<SubscriptionRecord> {
+    check_id_param("endpointId", id)?;
+    let record = state.sender.subscription(id).await?;
+    if record.workspace_id != workspace_id || record.purpose != Purpose::Operator {
+        let shown: String = id.chars().take(64).collect();
+        return Err(ApiError::NotFound(format!("operator endpoint `{shown}` not found")));
+    }
+    Ok(record)
+}
+
+/// Creates an operator endpoint of `workspace_id` named `name` at `url`, with
+/// [`SenderError::PlanLimit`] as [`ApiError::OperatorEndpointLimit`]. Shared with the
+/// Settings screen, which passes its own `created_by_kind`.
+pub(crate) async fn create(
+    state: &AppState,
+    workspace_id: &str,
+    name: String,
+    url: String,
+    created_by_kind: CreatedByKind,
+) -> Result<postwire_core::CreatedSubscription, SenderError> {
+    state
+        .sender
+        .create_operator_endpoint(NewSubscription {
+            workspace_id: workspace_id.to_owned(),
+            name,
+            url,
+            events: Vec::new(),
+            integration_ids: Vec::new(),
+            created_by_kind,
+            signing: SigningMode::Symmetric,
+        })
+        .await
+}
+
+fn limit_error(e: SenderError) -> ApiError {
+    match e {
+        SenderError::PlanLimit { limit } => ApiError::OperatorEndpointLimit(limit),
+        other => other.into(),
+    }
+}
+
+/// Creates an operator endpoint. The response is the only one that ever carries its
+/// `secret`.
+#[utoipa::path(
+    post,
+    path = "/public/v1/workspaces/{workspaceId}/operator-webhooks",
+    tag = "Operator endpoints",
+    operation_id = "createOperatorWebhook",
+    params(("workspaceId" = String, Path, description = "A workspace id from `GET /public/v1/workspaces`.")),
+    request_body(content = CreateOperatorEndpointRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "Created and enabled; the body carries its signing secret, this once. From now on it receives the workspace's operational notices (but those about itself).", body = CreatedOperatorEndpoint),
+        (status = 400, description = "Validation failed (`invalid_request`): missing or empty `name`; missing, malformed, non-https or non-public `url`; unknown field; wrong JSON type; malformed JSON; body over the size limit.", body = ValidationErrorBody),
+        (status = 401, description = "Bearer token missing or invalid (`unauthorized`).", body = ErrorBody),
+        (status = 403, description = "The token lacks `webhooks:write` (`insufficient_scope`), may not use the workspace (`forbidden`), or the workspace already has 10 operator endpoints (`plan_limit`).", body = ErrorBody),
+        (status = 404, description = "No such workspace (`not_found`).", body = ErrorBody),
+        CommonErrors,
+    ),
+    security(("bearer" = ["webhooks:write"]))
+)]
+pub async fn create_operator_webhook(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(workspace_id): ApiPath<String>,
+    body: Body,
+) -> ApiResult<(StatusCode, Json<CreatedOperatorEndpoint>)> {
+    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
+    let bytes = read_body(body, state.max_body_bytes).await?;
+    let (name, url) = parse_operator_create(parse_json(&bytes)?.as_ref())?;
+    let created = create(&state, &workspace_id, name, url, CreatedByKind::ApiToken)
+        .await
+        .map_err(limit_error)?;
+    let id = created.subscription.id.clone();
+    let record = state.sender.subscription(&id).await?;
+    tracing::info!(subscription_id = %id, workspace_id = %workspace_id, token_id = %caller.0.id, "operator endpoint created");
+    Ok((
+        StatusCode::CREATED,
+        Json(CreatedOperatorEndpoint::new(
+            OperatorEndpoint::from(&record),
+            created.secret.expose(),
+        )),
+    ))
+}
+
+/// Lists the operator endpoints of a workspace, oldest first.
+#[utoipa::path(
+    get,
+    path = "/public/v1/workspaces/{workspaceId}/operator-webhooks",
+    tag = "Operator endpoints",
+    operation_id = "listOperatorWebhooks",
+    params(("workspaceId" = String, Path, description = "Workspace id.")),
+    responses(
+        (status = 200, description = "The operator endpoints (never their secrets).", body = OperatorEndpointList),
+        (status = 401, description = "`unauthorized`.", body = ErrorBody),
+        (status = 403, description = "`insufficient_scope` (needs `webhooks:read`) or `forbidden`.", body = ErrorBody),
+        (status = 404, description = "No such workspace (`not_found`).", body = ErrorBody),
+        CommonErrors,
+    ),
+    security(("bearer" = ["webhooks:read"]))
+)]
+pub async fn list_operator_webhooks(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath(workspace_id): ApiPath<String>,
+) -> ApiResult<Json<OperatorEndpointList>> {
+    caller.authorize(&state, Scope::WebhooksRead, &workspace_id).await?;
+    let list = state.sender.list_operator_endpoints(&workspace_id).await?;
+    Ok(Json(OperatorEndpointList {
+        data: list.iter().map(OperatorEndpoint::from).collect(),
+    }))
+}
+
+/// Deletes an operator endpoint, with its deliveries; its notices not yet delivered are
+/// dropped.
+#[utoipa::path(
+    delete,
+    path = "/public/v1/workspaces/{workspaceId}/operator-webhooks/{endpointId}",
+    tag = "Operator endpoints",
+    operation_id = "deleteOperatorWebhook",
+    params(("workspaceId" = String, Path, description = "Workspace id."), ("endpointId" = String, Path, description = "Operator endpoint id.")),
+    responses(
+        (status = 204, description = "Deleted."),
+        (status = 400, description = "`invalid_request`: invalid `endpointId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
+        (status = 401, description = "`unauthorized`.", body = ErrorBody),
+        (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
+        (status = 404, description = "No such workspace or operator endpoint (`not_found`); a subscription's id is not an operator endpoint's.", body = ErrorBody),
+        CommonErrors,
+    ),
+    security(("bearer" = ["webhooks:write"]))
+)]
+pub async fn delete_operator_webhook(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((workspace_id, endpoint_id)): ApiPath<(String, String)>,
+) -> ApiResult<StatusCode> {
+    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
+    load(&state, &workspace_id, &endpoint_id).await?;
+    state.sender.delete_subscription(&endpoint_id).await?;
+    tracing::info!(subscription_id = %endpoint_id, token_id = %caller.0.id, "operator endpoint deleted");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Replaces an operator endpoint's signing secret. The new secret is returned this once;
+/// for the next 24 hours every notice carries two signatures, one with each secret. The
+/// workspace's other operator endpoints get an `endpoint.secret_rotated` notice (never
+/// the secret).
+#[utoipa::path(
+    post,
+    path = "/public/v1/workspaces/{workspaceId}/operator-webhooks/{endpointId}/rotate-secret",
+    tag = "Operator endpoints",
+    operation_id = "rotateOperatorWebhookSecret",
+    params(("workspaceId" = String, Path, description = "Workspace id."), ("endpointId" = String, Path, description = "Operator endpoint id.")),
+    responses(
+        (status = 200, description = "The new secret, shown this once.", body = RotatedSecret),
+        (status = 400, description = "`invalid_request`: invalid `endpointId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
+        (status = 401, description = "`unauthorized`.", body = ErrorBody),
+        (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
+        (status = 404, description = "No such workspace or operator endpoint (`not_found`); a subscription's id is not an operator endpoint's.", body = ErrorBody),
+        CommonErrors,
+    ),
+    security(("bearer" = ["webhooks:write"]))
+)]
+pub async fn rotate_operator_webhook_secret(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((workspace_id, endpoint_id)): ApiPath<(String, String)>,
+) -> ApiResult<Json<RotatedSecret>> {
+    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
+    load(&state, &workspace_id, &endpoint_id).await?;
+    let rotated = state.sender.rotate_secret(&endpoint_id).await?;
+    tracing::info!(subscription_id = %endpoint_id, token_id = %caller.0.id, "operator endpoint secret rotated");
+    Ok(Json(RotatedSecret {
+        secret: rotated.secret.expose(),
+        previous_secret_expires_at: rotated.previous_valid_until.to_string(),
+    }))
+}
