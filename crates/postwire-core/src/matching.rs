@@ -50,6 +50,9 @@ pub enum OrderingKey {
     Post(String),
     /// Events about this account (integration) id.
     Account(String),
+    /// Operational notices about this subscription id (`crate::operational`); never the
+    /// key of one of the spec's events.
+    Subscription(String),
 }
 
 impl OrderingKey {
@@ -73,11 +76,12 @@ impl OrderingKey {
 }
 
 impl fmt::Display for OrderingKey {
-    /// `post:<id>` or `account:<id>`: a flat string for storage.
+    /// `post:<id>`, `account:<id>` or `subscription:<id>`: a flat string for storage.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             OrderingKey::Post(id) => write!(f, "post:{id}"),
             OrderingKey::Account(id) => write!(f, "account:{id}"),
+            OrderingKey::Subscription(id) => write!(f, "subscription:{id}"),
         }
     }
 }

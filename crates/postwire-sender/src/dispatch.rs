@@ -335,6 +335,7 @@ async fn run(inner: Arc<Dispatcher>) {
     let in_flight = Arc::new(Mutex::new(InFlight::new(limits)));
     let (tx, rx) = mpsc::unbounded_channel::<FinishedAttempt>();
     let writer = tokio::spawn(write_outcomes(inner.clone(), in_flight.clone(), rx));
+    let relay = tokio::spawn(relay_periodically(inner.clone()));
     let (_, max_claimed_per_subscription) = limits.claimed();
     let all_requests = Arc::new(Semaphore::new(limits.requests));
     // Wake-ups from other processes sharing the store (PostgreSQL's LISTEN/NOTIFY).
@@ -438,6 +439,7 @@ async fn run(inner: Arc<Dispatcher>) {
     }
     drop(tx);
     let _ = writer.await;
+    relay.abort();
     // Every attempt of this run has ended and been recorded, or never started: release
     // what it still holds (claimed, not started; or an outcome that could not be
     // written), so another process, or the next start, claims it without waiting for the
@@ -565,16 +567,38 @@ async fn write_outcomes(
         let attempts: Vec<FinishedAttempt> = std::mem::take(&mut batch);
         let n = attempts.len();
         match inner.store.record_attempts(attempts, inner.clock.now()).await {
-            Ok(paused) => {
-                for p in paused {
-                    inner.config.notifier.subscription_paused(&p.notification);
+            Ok(noticed) if !noticed.is_empty() => {
+                for n in &noticed {
+                    inner.config.notifier.notice(n);
                 }
+                // Queued before the batch counts as written, so an idle dispatcher
+                // (`wait_idle`) has them queued too.
+                relay_notices(&inner).await;
             }
+            Ok(_) => {}
             // The leases stay; the deliveries are attempted again when they expire.
             Err(e) => tracing::error!(error = %e, "recording attempt outcomes failed"),
         }
         in_flight.lock().unwrap_or_else(|p| p.into_inner()).written(n);
         inner.signals.wake();
+    }
+}
+
+/// Queues the stored notices not relayed yet ([`crate::notices`]).
+async fn relay_notices(inner: &Dispatcher) {
+    if let Err(e) = crate::notices::relay(inner.store.as_ref(), inner.clock.now()).await {
+        tracing::warn!(error = %e, "relaying operational notices failed; retrying later");
+    }
+}
+
+/// Relays notices at start (those a stopped process stored and did not relay) and then
+/// every [`RELAY_EVERY`](crate::notices::RELAY_EVERY), until the dispatcher stops (it
+/// aborts this task).
+async fn relay_periodically(inner: Arc<Dispatcher>) {
+    loop {
+        relay_notices(&inner).await;
+        inner.signals.wake();
+        tokio::time::sleep(crate::notices::RELAY_EVERY).await;
     }
 }
 

@@ -12,7 +12,7 @@
 
 use postwire_core::{
     Actor, DisconnectReason, Event, EventData, EventError, Integration, IntegrationData, IntegrationDisconnectedData,
-    OrderingKey, PostData, PostDeletedData, PostFailedData, PostState, PostSummary, TestData, Timestamp,
+    OperationalEventType, OrderingKey, PostData, PostDeletedData, PostFailedData, PostState, PostSummary, TestData, Timestamp,
 };
 
 use crate::error::{SenderError, Violations};
@@ -169,8 +169,8 @@ pub enum NoEventReason {
 /// An event ready to store, with what the store needs to route and order it.
 #[derive(Debug, Clone)]
 pub struct BuiltEvent {
-    /// The event.
-    pub event: Event,
+    /// What it is: one of the spec's events, or an operational notice.
+    pub envelope: Envelope,
     /// Its JSON body, exactly as it will be signed and sent on every attempt.
     pub body: String,
     /// What it stays in order with, per subscription.
@@ -181,6 +181,76 @@ pub struct BuiltEvent {
     pub external_id: Option<String>,
     /// Only this subscription (a targeted test event).
     pub only_subscription: Option<String>,
+}
+
+/// What a [`BuiltEvent`] carries, which decides who gets it ([`crate::routing`]).
+#[derive(Debug, Clone)]
+pub enum Envelope {
+    /// One of the spec's events, for the subscriptions it matches.
+    Event(Event),
+    /// An operational notice ([`crate::notices`]), for the workspace's operator
+    /// endpoints other than the one it is about.
+    Notice(NoticeHeader),
+}
+
+/// The envelope fields of an operational notice being relayed to operator endpoints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoticeHeader {
+    /// The stored notification it comes from; the store marks it relayed in the
+    /// transaction that queues it, and queues nothing for a notification already relayed.
+    pub notification_id: i64,
+    /// `webhook-id`.
+    pub id: String,
+    /// The workspace.
+    pub workspace_id: String,
+    /// Its type.
+    pub kind: OperationalEventType,
+    /// When it happened.
+    pub created_at: Timestamp,
+    /// The subscription it is about, which it never goes to.
+    pub about: Option<String>,
+}
+
+impl BuiltEvent {
+    /// The `webhook-id`.
+    pub fn id(&self) -> &str {
+        match &self.envelope {
+            Envelope::Event(e) => e.id(),
+            Envelope::Notice(n) => &n.id,
+        }
+    }
+
+    /// The workspace.
+    pub fn workspace_id(&self) -> &str {
+        match &self.envelope {
+            Envelope::Event(e) => e.workspace_id(),
+            Envelope::Notice(n) => &n.workspace_id,
+        }
+    }
+
+    /// The stored type name, e.g. `post.published` or `endpoint.paused`.
+    pub fn type_name(&self) -> &'static str {
+        match &self.envelope {
+            Envelope::Event(e) => e.event_type().as_str(),
+            Envelope::Notice(n) => n.kind.as_str(),
+        }
+    }
+
+    /// When it was created.
+    pub fn created_at(&self) -> Timestamp {
+        match &self.envelope {
+            Envelope::Event(e) => e.created_at(),
+            Envelope::Notice(n) => n.created_at,
+        }
+    }
+
+    /// The notice, for an operational one.
+    pub fn notice(&self) -> Option<&NoticeHeader> {
+        match &self.envelope {
+            Envelope::Notice(n) => Some(n),
+            Envelope::Event(_) => None,
+        }
+    }
 }
 
 /// The summary of a post for an event. Copies each summary field; the content has
@@ -313,7 +383,7 @@ pub fn build_event(
         .map(|p| p.external_id().to_owned())
         .filter(|e| !e.is_empty());
     Ok(Ok(BuiltEvent {
-        event,
+        envelope: Envelope::Event(event),
         body,
         ordering_key,
         post_id,

@@ -8,7 +8,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use postwire_core::{
-    CreatedByKind, EventType, Integration, PublicKey, Secret, SigningKey, SigningMode, Subscription, Timestamp,
+    CreatedByKind, EventType, Integration, OperationalEventType, PublicKey, Secret, SigningKey, SigningMode, Subscription, Timestamp,
 };
 use serde::Serialize;
 
@@ -68,6 +68,10 @@ pub struct SubscriptionRecord {
     /// While a rotation is in its dual-signature window: when the old secret stops
     /// being used.
     pub previous_secret_valid_until: Option<Timestamp>,
+    /// Start of the current run of failed attempts (none since the last success).
+    pub failing_since: Option<Timestamp>,
+    /// What it is for: a subscriber's, or an operator endpoint.
+    pub purpose: Purpose,
 }
 
 /// The result of a rotation: the new secret (shown this once) and the end of the window
@@ -94,6 +98,8 @@ pub struct StoredSubscription {
     pub previous_secret: Option<(Secret, Timestamp)>,
     /// Start of the current run of failed attempts (none since the last success).
     pub failing_since: Option<Timestamp>,
+    /// What it is for.
+    pub purpose: Purpose,
 }
 
 impl StoredSubscription {
@@ -103,6 +109,8 @@ impl StoredSubscription {
             workspace_id: self.workspace_id.clone(),
             subscription: self.subscription.clone(),
             previous_secret_valid_until: self.previous_secret.as_ref().map(|(_, until)| *until),
+            failing_since: self.failing_since,
+            purpose: self.purpose,
         }
     }
 }
@@ -492,22 +500,61 @@ impl PauseCause {
 /// The `disabledReason` of a subscription paused by request.
 pub const PAUSED_BY_REQUEST: &str = "paused by request";
 
-/// A notice for a workspace's admins: a subscription was paused by failures.
+/// A notice for a workspace's operators: an operational event ([`crate::notices`]),
+/// stored in the transaction of the change it is about, listed by
+/// [`Sender::notifications`](crate::Sender::notifications) and sent, signed, to the
+/// workspace's operator endpoints.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Notification {
     /// Notification identifier (increasing).
     pub id: i64,
-    /// The workspace whose admins are to be told.
+    /// The workspace whose operators are to be told.
     pub workspace_id: String,
-    /// The paused subscription.
-    pub subscription_id: String,
-    /// Why.
-    pub cause: PauseCause,
-    /// A sentence for the admins.
+    /// What happened.
+    #[serde(serialize_with = "serialize_kind")]
+    pub kind: OperationalEventType,
+    /// The subscription it is about (`None` for the workspace's signing key).
+    pub subscription_id: Option<String>,
+    /// Why it was paused (`endpoint.paused` only).
+    pub cause: Option<PauseCause>,
+    /// A sentence for the operators.
     pub message: String,
+    /// The `webhook-id` of its deliveries to operator endpoints.
+    pub event_id: String,
     /// When.
     pub created_at: Timestamp,
+}
+
+fn serialize_kind<S: serde::Serializer>(kind: &OperationalEventType, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(kind.as_str())
+}
+
+/// What a subscription is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    /// A subscriber's endpoint: the spec's events it matches.
+    #[default]
+    Events,
+    /// An operator endpoint of the workspace: operational notices about the workspace's
+    /// other subscriptions, and nothing else.
+    Operator,
+}
+
+impl Purpose {
+    /// The stable stored form.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Purpose::Events => "events",
+            Purpose::Operator => "operator",
+        }
+    }
+
+    /// The purpose whose [`as_str`](Self::as_str) is `s`; anything else is a subscriber's.
+    pub fn parse(s: &str) -> Purpose {
+        if s == "operator" { Purpose::Operator } else { Purpose::Events }
+    }
 }
 
 /// What publishing a change did. (Its serde form is what an idempotency key stores.)

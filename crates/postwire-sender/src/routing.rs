@@ -6,13 +6,17 @@
 //! subscription it names, or to every subscription of its workspace. A paused
 //! subscription still receives the delivery, held until it is resumed.
 //!
+//! Operational notices ([`crate::notices`]) go the other way: only to the workspace's
+//! operator endpoints, never to the subscription a notice is about, and an operator
+//! endpoint gets nothing else.
+//!
 //! Every store backend loads the [`Route`]s of a workspace inside its enqueue
 //! transaction and asks [`route`] which get a delivery, so the rule lives here once
 //! and a backend only stores what it says.
 
 use postwire_core::{EventType, matches};
 
-use crate::events::BuiltEvent;
+use crate::events::{BuiltEvent, Envelope};
 
 /// What routing needs to know of one subscription, as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +29,8 @@ pub struct Route {
     pub integration_ids: Vec<String>,
     /// Whether it is paused.
     pub paused: bool,
+    /// Whether it is an operator endpoint (operational notices only).
+    pub operator: bool,
 }
 
 /// What a subscription gets of an event.
@@ -45,19 +51,21 @@ pub enum Routed {
 /// let now = Timestamp::from_unix_millis(0);
 /// let change = TestEvent { workspace_id: "ws".into(), subscription_id: None, message: "hi".into() }.into();
 /// let event = build_event(&change, "msg_1".into(), now).unwrap().unwrap();
-/// let all = Route { id: "wh_1".into(), events: vec![], integration_ids: vec![], paused: true };
+/// let all = Route { id: "wh_1".into(), events: vec![], integration_ids: vec![], paused: true, operator: false };
 /// assert_eq!(route(&event, &all), Some(Routed::Hold));
 /// let other = Route { events: vec![EventType::PostPublished], paused: false, ..all };
 /// assert_eq!(route(&event, &other), None);
 /// ```
 pub fn route(event: &BuiltEvent, route: &Route) -> Option<Routed> {
-    let wanted = match &event.only_subscription {
-        Some(only) => *only == route.id,
-        None => matches(
+    let wanted = match (&event.envelope, &event.only_subscription) {
+        (Envelope::Notice(notice), _) => route.operator && notice.about.as_deref() != Some(route.id.as_str()),
+        (Envelope::Event(_), Some(only)) => *only == route.id,
+        (Envelope::Event(_), None) if route.operator => false,
+        (Envelope::Event(e), None) => matches(
             &route.events,
             route.integration_ids.iter().map(String::as_str),
-            event.event.event_type(),
-            event.event.data().account_id(),
+            e.event_type(),
+            e.data().account_id(),
         ),
     };
     match (wanted, route.paused) {

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use postwire_core::{
-    Clock, CreatedSubscription, Event, EventType, Integration, Secret, SigningKey, SigningMode, Subscription,
-    SubscriptionStatus, Timestamp,
+    Clock, CreatedSubscription, Event, EventType, Integration, OperationalData, Secret, SigningKey, SigningMode,
+    Subscription, SubscriptionRef, SubscriptionStatus, Timestamp,
 };
 
 use crate::config::{DUAL_SIGNATURE_WINDOW_MS, HOLD_LIMIT_MS, SenderConfig};
@@ -18,15 +18,18 @@ use crate::events::{DomainChange, build_event, check_id, check_text};
 use crate::idempotency::{Completion, Decision, IdempotencyKey, Idempotent, Response};
 use crate::model::{
     DeliveryCursor, DeliveryId, DeliveryRecord, Erased, ErasureSubject, NewSubscription, Notification,
-    PAUSED_BY_REQUEST, Page, Published, ResumeSummary, RotatedSecret, RotatedSigningKey, SignedSample, SigningKeyInfo,
+    PAUSED_BY_REQUEST, Page, Published, Purpose, ResumeSummary, RotatedSecret, RotatedSigningKey, SignedSample, SigningKeyInfo,
     StoredSubscription, SubscriptionChanges, SubscriptionRecord, SubscriptionUpdate, Workspace, WorkspaceKeys,
 };
+use crate::notices;
 use crate::signals::{Owners, Signals};
 use crate::signing;
 use crate::ssrf::{Blocked, LOCAL_DEVELOPMENT_HINT, resolve_checked};
 use crate::store::sqlite::SqliteStore;
 use crate::store::{DeliveryCounts, RequeueError, Store};
 
+/// Most operator endpoints a workspace may have.
+pub const MAX_OPERATOR_ENDPOINTS: u64 = 10;
 /// Longest subscription name, in characters.
 pub const MAX_NAME_LEN: usize = 200;
 /// Most account ids in one subscription's restriction.
@@ -409,7 +412,23 @@ impl Sender {
     /// Creates a subscription: enabled, `consecutiveFailures` 0, with a fresh `whsec_`
     /// secret that this response carries and no other ever will.
     pub async fn create_subscription(&self, new: NewSubscription) -> Result<CreatedSubscription, SenderError> {
-        self.create_keyed(new, None).await.map(Idempotent::into_inner)
+        self.create_keyed(new, None, Purpose::Events).await.map(Idempotent::into_inner)
+    }
+
+    /// Creates an operator endpoint of `new.workspace_id`: a subscription that receives
+    /// the workspace's operational notices ([`crate::notices`]) about its other
+    /// subscriptions, and nothing else; `new.events` and `new.integration_ids` must be
+    /// empty. Signed with its own fresh `whsec_` secret, returned this once; checked like
+    /// any endpoint (SSRF rules); at most [`MAX_OPERATOR_ENDPOINTS`] per workspace.
+    pub async fn create_operator_endpoint(&self, new: NewSubscription) -> Result<CreatedSubscription, SenderError> {
+        if !new.events.is_empty() || !new.integration_ids.is_empty() {
+            return Err(SenderError::invalid(
+                "an operator endpoint receives every operational notice: `events` and `integrationIds` must be empty",
+            ));
+        }
+        self.create_keyed(new, None, Purpose::Operator)
+            .await
+            .map(Idempotent::into_inner)
     }
 
     /// [`create_subscription`](Self::create_subscription) guarded by an idempotency key:
@@ -423,13 +442,14 @@ impl Sender {
         new: NewSubscription,
         key: IdempotencyKey,
     ) -> Result<Idempotent<CreatedSubscription>, SenderError> {
-        self.create_keyed(new, Some(key)).await
+        self.create_keyed(new, Some(key), Purpose::Events).await
     }
 
     async fn create_keyed(
         &self,
         new: NewSubscription,
         key: Option<IdempotencyKey>,
+        purpose: Purpose,
     ) -> Result<Idempotent<CreatedSubscription>, SenderError> {
         let mut v = Violations::default();
         check_id(&mut v, "workspaceId", &new.workspace_id);
@@ -489,8 +509,12 @@ impl Sender {
             secret: created.secret.clone(),
             previous_secret: None,
             failing_since: None,
+            purpose,
         };
-        let limit = self.inner.config.max_subscriptions_per_workspace;
+        let limit = match purpose {
+            Purpose::Events => self.inner.config.max_subscriptions_per_workspace,
+            Purpose::Operator => Some(MAX_OPERATOR_ENDPOINTS),
+        };
         match self.inner.store.insert_subscription(stored, completion, limit).await {
             Ok(true) => {}
             Ok(false) => {
@@ -523,8 +547,18 @@ impl Sender {
         Ok(self.load(id).await?.record())
     }
 
-    /// The subscriptions of a workspace, oldest first.
+    /// The subscriptions of a workspace, oldest first (its subscribers' endpoints; the
+    /// operator endpoints are [`list_operator_endpoints`](Self::list_operator_endpoints)).
     pub async fn list_subscriptions(&self, workspace_id: &str) -> Result<Vec<SubscriptionRecord>, SenderError> {
+        self.list_of(workspace_id, Purpose::Events).await
+    }
+
+    /// The operator endpoints of a workspace, oldest first.
+    pub async fn list_operator_endpoints(&self, workspace_id: &str) -> Result<Vec<SubscriptionRecord>, SenderError> {
+        self.list_of(workspace_id, Purpose::Operator).await
+    }
+
+    async fn list_of(&self, workspace_id: &str, purpose: Purpose) -> Result<Vec<SubscriptionRecord>, SenderError> {
         let mut v = Violations::default();
         check_id(&mut v, "workspaceId", workspace_id);
         v.into_result()?;
@@ -535,6 +569,7 @@ impl Sender {
             .list_subscriptions(workspace_id.to_owned())
             .await?
             .iter()
+            .filter(|s| s.purpose == purpose)
             .map(|s| s.record())
             .collect())
     }
@@ -615,6 +650,7 @@ impl Sender {
             .resume(id.to_owned(), now, now.add_millis(-HOLD_LIMIT_MS))
             .await?
             .ok_or_else(|| SenderError::not_found(Resource::Subscription, id))?;
+        self.relay_notices().await;
         self.inner.signals.wake();
         Ok((self.subscription(id).await?, summary))
     }
@@ -632,17 +668,24 @@ impl Sender {
     /// one with the old and one with the new secret; then only the new one. Rotating
     /// again within the window drops the oldest secret.
     pub async fn rotate_secret(&self, id: &str) -> Result<RotatedSecret, SenderError> {
-        self.load(id).await?;
+        let current = self.load(id).await?;
         let secret = Secret::generate().map_err(|_| SenderError::storage("no secure random source is available"))?;
-        let until = self.inner.clock.now().add_millis(DUAL_SIGNATURE_WINDOW_MS);
+        let now = self.inner.clock.now();
+        let until = now.add_millis(DUAL_SIGNATURE_WINDOW_MS);
+        let data = OperationalData::EndpointSecretRotated {
+            subscription: subscription_ref(&current),
+            previous_secret_expires_at: until,
+        };
+        let notice = notices::new_notice(&current.workspace_id, data, now)?;
         if !self
             .inner
             .store
-            .rotate_secret(id.to_owned(), secret.clone(), until)
+            .rotate_secret(id.to_owned(), secret.clone(), until, notice)
             .await?
         {
             return Err(SenderError::not_found(Resource::Subscription, id));
         }
+        self.relay_notices().await;
         Ok(RotatedSecret {
             secret,
             previous_valid_until: until,
@@ -720,14 +763,19 @@ impl Sender {
         let key = SigningKey::generate().map_err(|_| SenderError::storage("no secure random source is available"))?;
         let now = self.inner.clock.now();
         let until = now.add_millis(DUAL_SIGNATURE_WINDOW_MS);
+        let data = OperationalData::SigningKeyRotated {
+            previous_key_expires_at: until,
+        };
+        let notice = notices::new_notice(workspace_id, data, now)?;
         if !self
             .inner
             .store
-            .rotate_signing_key(workspace_id.to_owned(), key, now, until)
+            .rotate_signing_key(workspace_id.to_owned(), key, now, until, notice)
             .await?
         {
             return Err(SenderError::not_found(Resource::Workspace, workspace_id));
         }
+        self.relay_notices().await;
         let keys = self.workspace_keys(workspace_id).await?;
         Ok(RotatedSigningKey {
             keys: signing::published_keys(&keys, now),
@@ -792,7 +840,7 @@ impl Sender {
             match build_event(change, id, now)? {
                 Ok(b) => {
                     results.push(Published::Event {
-                        event_id: b.event.id().to_owned(),
+                        event_id: b.id().to_owned(),
                         deliveries: 0,
                     });
                     built.push(b);
@@ -953,7 +1001,19 @@ impl Sender {
         Ok(Page { items, next_cursor })
     }
 
-    /// Notifications (subscriptions paused by failures) of a workspace, newest first.
+    /// Queues the stored notices not relayed yet for the operator endpoints
+    /// ([`crate::notices`]). A failure is logged, not returned: the notice is stored, and
+    /// the dispatcher's periodic relay queues it.
+    async fn relay_notices(&self) {
+        match notices::relay(self.inner.store.as_ref(), self.inner.clock.now()).await {
+            Ok(n) if n > 0 => self.inner.signals.wake(),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "relaying operational notices failed; the dispatcher retries"),
+        }
+    }
+
+    /// The operational notices of a workspace ([`crate::notices`]: failing, pause
+    /// warnings, automatic pauses, resumes, recoveries, rotations), newest first.
     pub async fn notifications(&self, workspace_id: &str, limit: usize) -> Result<Vec<Notification>, SenderError> {
         let mut v = Violations::default();
         check_id(&mut v, "workspaceId", workspace_id);
@@ -1118,5 +1178,13 @@ fn truncate(s: &str) -> String {
     match s.char_indices().nth(64) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_owned(),
+    }
+}
+
+/// The id and name of `s`, as a notice names it.
+fn subscription_ref(s: &StoredSubscription) -> SubscriptionRef {
+    SubscriptionRef {
+        id: s.subscription.id.clone(),
+        name: s.subscription.name.clone(),
     }
 }

@@ -673,7 +673,7 @@ async fn matching_by_event_type_and_account_and_drafts_emit_nothing() {
 struct RecordingNotifier(std::sync::Mutex<Vec<postwire_sender::Notification>>);
 
 impl postwire_sender::Notifier for RecordingNotifier {
-    fn subscription_paused(&self, n: &postwire_sender::Notification) {
+    fn notice(&self, n: &postwire_sender::Notification) {
         self.0.lock().unwrap().push(n.clone());
     }
 }
@@ -708,14 +708,16 @@ async fn fifty_failed_deliveries_in_a_row_pause_the_subscription_and_notify() {
             reason: "50 failed deliveries in a row".into()
         }
     );
-    let notes = h.sender.notifications(WS, 10).await.unwrap();
-    assert_eq!(notes.len(), 1);
-    assert_eq!(notes[0].subscription_id, sub);
-    assert_eq!(notes[0].cause, postwire_sender::PauseCause::ConsecutiveFailures);
+    let mut notes = h.sender.notifications(WS, 10).await.unwrap();
+    notes.reverse();
+    let kinds: Vec<&str> = notes.iter().map(|n| n.kind.as_str()).collect();
+    assert_eq!(kinds, ["endpoint.failing", "endpoint.pause_warning", "endpoint.paused"]);
+    assert!(notes.iter().all(|n| n.subscription_id.as_deref() == Some(sub.as_str())));
+    assert_eq!(notes[2].cause, Some(postwire_sender::PauseCause::ConsecutiveFailures));
     assert_eq!(
         notifier.0.lock().unwrap().as_slice(),
         notes.as_slice(),
-        "the notifier was told once, after the pause was stored"
+        "the notifier was told of each notice once, after it was stored"
     );
     // Paused: new events are held, not attempted.
     h.sender.publish(scheduled("later")).await.unwrap();
@@ -776,7 +778,7 @@ async fn seventy_two_hours_of_failures_without_a_success_pause_the_subscription(
     assert!(s.consecutive_failures < 50);
     assert_eq!(
         h.sender.notifications(WS, 10).await.unwrap()[0].cause,
-        postwire_sender::PauseCause::FailingFor72Hours
+        Some(postwire_sender::PauseCause::FailingFor72Hours)
     );
     h.shutdown().await;
 }

@@ -78,7 +78,10 @@ async fn no_secret_appears_in_any_log_line() {
     h.shutdown().await;
 
     let logs = capture.0.lock().unwrap().clone();
-    assert!(logs.contains("paused by failures"), "the pause was logged: {logs}");
+    assert!(
+        logs.contains("endpoint.paused") && logs.contains("was paused"),
+        "the pause was logged: {logs}"
+    );
     assert!(
         logs.contains("delivery attempt answered") && logs.contains("status=500"),
         "each attempt outcome was logged"

@@ -174,7 +174,7 @@ impl Run {
                 body_prefix: String::new(),
             },
         };
-        let paused = self
+        let noticed = self
             .store
             .record_attempts(
                 vec![FinishedAttempt {
@@ -191,7 +191,9 @@ impl Run {
             .await
             .unwrap();
         // The health rules may pause it (72 h of failures, 50 failed deliveries).
-        self.paused |= !paused.is_empty();
+        self.paused |= noticed
+            .iter()
+            .any(|n| n.kind == postwire_core::OperationalEventType::EndpointPaused);
         if matches!(next, NextState::Delivered | NextState::Failed) {
             let i = self.index_of(&c.event_id);
             self.deliveries[i].finished = true;
@@ -241,7 +243,7 @@ impl Run {
                 let until = self.ts().add_millis(86_400_000);
                 assert!(
                     self.store
-                        .rotate_secret(SUB.into(), Secret::generate().unwrap(), until)
+                        .rotate_secret(SUB.into(), Secret::generate().unwrap(), until, rotated_notice(until))
                         .await
                         .unwrap()
                 );
@@ -296,6 +298,7 @@ async fn open() -> (Box<dyn std::any::Any>, Run) {
         secret: Secret::generate().unwrap(),
         previous_secret: None,
         failing_since: None,
+        purpose: Default::default(),
     };
     store.insert_subscription(stored, None, None).await.unwrap();
     let run = Run {
@@ -380,4 +383,16 @@ fn a_pause_by_the_health_rules_is_followed_by_the_model() {
         run.claim(100).await;
         assert_eq!(run.in_flight.len(), 1, "the head, and only it");
     });
+}
+
+/// The `endpoint.secret_rotated` notice a rotation of the model's subscription stores.
+fn rotated_notice(until: Timestamp) -> postwire_sender::notices::NewNotice {
+    let data = postwire_core::OperationalData::EndpointSecretRotated {
+        subscription: postwire_core::SubscriptionRef {
+            id: SUB.into(),
+            name: "s".into(),
+        },
+        previous_secret_expires_at: until,
+    };
+    postwire_sender::notices::new_notice("ws", data, until).unwrap()
 }

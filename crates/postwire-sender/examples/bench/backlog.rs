@@ -86,6 +86,7 @@ pub async fn claim_time_at_depth(pending: usize, pad: usize) -> (Duration, Durat
                 secret: Secret::generate().unwrap(),
                 previous_secret: None,
                 failing_since: None,
+                purpose: Default::default(),
             },
             None,
             None,

@@ -96,6 +96,7 @@ pub(crate) async fn store_with_a_subscription(backend: Backend) -> (Guard, Arc<d
                 secret: Secret::generate().unwrap(),
                 previous_secret: None,
                 failing_since: None,
+                purpose: Default::default(),
             },
             None,
             None,
@@ -198,7 +199,7 @@ async fn a_claimed_delivery_whose_outcome_is_never_written_is_claimed_again_when
 async fn a_retried_delivery_is_claimed_with_its_attempt_count_and_the_same_body(backend: Backend) {
     let (_dir, store, t0) = store_with_a_subscription(backend).await;
     let event = test_event(t0);
-    let (id, body) = (event.event.id().to_owned(), event.body.clone());
+    let (id, body) = (event.id().to_owned(), event.body.clone());
     store.enqueue(vec![event], t0, None).await.unwrap();
     let first = store.claim(claim_at(t0)).await.unwrap();
     assert_eq!(first.len(), 1);
@@ -435,7 +436,7 @@ async fn a_workspace_key_pair_is_made_once_rotated_and_signs_what_signing_asks(b
     );
     assert!(
         !store
-            .rotate_signing_key("nope".into(), k2.clone(), t0, t0)
+            .rotate_signing_key("nope".into(), k2.clone(), t0, t0, key_notice(t0))
             .await
             .unwrap()
     );
@@ -482,7 +483,7 @@ async fn a_workspace_key_pair_is_made_once_rotated_and_signs_what_signing_asks(b
     let until = t0.add_millis(1_000);
     assert!(
         store
-            .rotate_signing_key("ws".into(), k2.clone(), t0.add_millis(10), until)
+            .rotate_signing_key("ws".into(), k2.clone(), t0.add_millis(10), until, key_notice(t0))
             .await
             .unwrap()
     );
@@ -527,7 +528,7 @@ async fn a_workspace_key_pair_is_made_once_rotated_and_signs_what_signing_asks(b
     // Rotating again drops the oldest key.
     assert!(
         store
-            .rotate_signing_key("ws".into(), k3.clone(), until, until.add_millis(5))
+            .rotate_signing_key("ws".into(), k3.clone(), until, until.add_millis(5), key_notice(until))
             .await
             .unwrap()
     );
@@ -683,7 +684,7 @@ async fn erasure_tombstones_a_subjects_events_and_cancels_their_unfinished_deliv
     let claimed = store.claim(claim_at(t0)).await.unwrap();
     assert_eq!(claimed.len(), 5);
     let by_event = |id: &str| claimed.iter().find(|d| d.event_id == id).unwrap().clone();
-    let first = by_event(p1[0].event.id());
+    let first = by_event(p1[0].id());
     let p3 = claimed
         .iter()
         .find(|d| d.body.windows(7).any(|w| w == b"failing"))
@@ -705,7 +706,7 @@ async fn erasure_tombstones_a_subjects_events_and_cancels_their_unfinished_deliv
     let t1 = t0.add_millis(1_000);
     let second = store.claim(claim_at(t1)).await.unwrap();
     assert_eq!(second.len(), 1);
-    assert_eq!(second[0].event_id, p1[1].event.id());
+    assert_eq!(second[0].event_id, p1[1].id());
 
     let t2 = t0.add_millis(2_000);
     let erase = |subject: ErasureSubject| store.erase_payloads("ws".into(), subject, t2);
@@ -742,18 +743,18 @@ async fn erasure_tombstones_a_subjects_events_and_cancels_their_unfinished_deliv
     let list = store.list_deliveries("wh_1".into(), None, 100).await.unwrap();
     assert_eq!(list.len(), 7);
     for d in &list {
-        let erased = d.event_id == acc1.event_id || p1.iter().any(|e| e.event.id() == d.event_id);
+        let erased = d.event_id == acc1.event_id || p1.iter().any(|e| e.id() == d.event_id);
         assert_eq!(d.payload_erased, erased, "{d:?}");
         assert_eq!(d.payload.is_empty(), erased, "{d:?}");
         assert!(!d.payload.contains(marker));
     }
     let state = |id: &str| list.iter().find(|d| d.event_id == id).unwrap();
     // Metadata stays: the delivered one keeps its state and attempt.
-    assert_eq!(state(p1[0].event.id()).state, DeliveryState::Delivered);
-    assert_eq!(state(p1[0].event.id()).attempts.len(), 1);
-    assert_eq!(state(p1[1].event.id()).state, DeliveryState::Cancelled);
-    assert_eq!(state(p1[1].event.id()).finished_at, Some(t2));
-    assert_eq!(state(p1[2].event.id()).state, DeliveryState::Cancelled);
+    assert_eq!(state(p1[0].id()).state, DeliveryState::Delivered);
+    assert_eq!(state(p1[0].id()).attempts.len(), 1);
+    assert_eq!(state(p1[1].id()).state, DeliveryState::Cancelled);
+    assert_eq!(state(p1[1].id()).finished_at, Some(t2));
+    assert_eq!(state(p1[2].id()).state, DeliveryState::Cancelled);
     assert_eq!(state(&acc1.event_id).state, DeliveryState::Cancelled);
     let counts = store.delivery_counts(Some("wh_1".into())).await.unwrap();
     assert_eq!((counts.cancelled, counts.delivered, counts.failed), (3, 3, 1));
@@ -781,12 +782,12 @@ async fn erasure_tombstones_a_subjects_events_and_cancels_their_unfinished_deliv
     // Nothing erased is sent again: resend refused, recover skips it.
     let t3 = t0.add_millis(3_000);
     let resend = store
-        .resend("wh_1".into(), state(p1[0].event.id()).id, t3)
+        .resend("wh_1".into(), state(p1[0].id()).id, t3)
         .await
         .unwrap();
     assert_eq!(resend, Err(super::RequeueError::Erased));
     let cancelled = store
-        .resend("wh_1".into(), state(p1[1].event.id()).id, t3)
+        .resend("wh_1".into(), state(p1[1].id()).id, t3)
         .await
         .unwrap();
     assert_eq!(cancelled, Err(super::RequeueError::Erased));
@@ -803,7 +804,7 @@ async fn erasure_tombstones_a_subjects_events_and_cancels_their_unfinished_deliv
 
     // The key moves on: the post's next event is a head at once, and claimed.
     let next = post_event("ws", "p1", "after", t3);
-    let next_id = next.event.id().to_owned();
+    let next_id = next.id().to_owned();
     store.enqueue(vec![next], t3, None).await.unwrap();
     let t4 = t0.add_millis(4_000);
     let claimed = store.claim(claim_at(t4)).await.unwrap();
@@ -830,3 +831,11 @@ conformance!(
     queue_counts_agree_with_a_count_of_every_delivery,
     an_idempotency_key_whose_request_died_is_taken_over_after_its_lease_and_fenced,
 );
+
+/// A `signing_key.rotated` notice of workspace `ws` for the rotations above.
+fn key_notice(now: Timestamp) -> crate::notices::NewNotice {
+    let data = postwire_core::OperationalData::SigningKeyRotated {
+        previous_key_expires_at: now,
+    };
+    crate::notices::new_notice("ws", data, now).unwrap()
+}

@@ -59,8 +59,9 @@ use postwire_core::{Event, Integration, Secret, Signer, SigningKey, Timestamp};
 use crate::error::SenderError;
 use crate::events::BuiltEvent;
 use crate::idempotency::{Completion, Decision, IdempotencyKey};
+use crate::notices::{NewNotice, PendingNotice};
 use crate::model::{
-    AttemptOutcome, DeliveryId, DeliveryRecord, Erased, ErasureSubject, Notification, PauseCause, ResumeSummary,
+    AttemptOutcome, DeliveryId, DeliveryRecord, Erased, ErasureSubject, Notification, ResumeSummary,
     StoredSubscription, SubscriptionChanges, Workspace, WorkspaceKeys,
 };
 
@@ -141,15 +142,6 @@ pub struct FinishedAttempt {
     pub next: NextState,
 }
 
-/// A subscription paused by the outcome of an attempt, and the notification stored.
-#[derive(Debug, Clone)]
-pub struct PausedByFailures {
-    /// The notification, as stored.
-    pub notification: Notification,
-    /// Why.
-    pub cause: PauseCause,
-}
-
 /// The sender's storage. See the module documentation.
 pub trait Store: Send + Sync + 'static {
     /// Releases the leases held by `owner` (at start-up, after a crash of the same
@@ -187,19 +179,23 @@ pub trait Store: Send + Sync + 'static {
     /// absent. Pausing a paused subscription only updates the reason.
     fn pause(&self, id: String, reason: String) -> BoxFuture<'_, StoreResult<bool>>;
     /// Resumes: held deliveries whose event was created at or after `hold_cutoff` are
-    /// due at `now`, older ones expire. `None` when absent.
+    /// due at `now`, older ones expire; the failure counters start again. A subscription
+    /// that was paused gets its `endpoint.resumed` notice in the same transaction.
+    /// `None` when absent.
     fn resume(
         &self,
         id: String,
         now: Timestamp,
         hold_cutoff: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Option<ResumeSummary>>>;
-    /// Replaces the secret; the old one keeps signing until `previous_until`.
+    /// Replaces the secret; the old one keeps signing until `previous_until`. Stores
+    /// `notice` (`endpoint.secret_rotated`) in the same transaction.
     fn rotate_secret(
         &self,
         id: String,
         new_secret: Secret,
         previous_until: Timestamp,
+        notice: NewNotice,
     ) -> BoxFuture<'_, StoreResult<bool>>;
 
     /// The workspace's `v1a` key pair as stored (`None` when it has none yet, or when
@@ -216,18 +212,22 @@ pub trait Store: Send + Sync + 'static {
     ) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>>;
     /// Replaces the workspace's signing key with `key`, made at `now`; the old one
     /// becomes the previous key, signing until `previous_until` (an older previous key is
-    /// dropped). False when there is no such workspace or it has no key yet.
+    /// dropped). False when there is no such workspace or it has no key yet. Stores
+    /// `notice` (`signing_key.rotated`) in the same transaction.
     fn rotate_signing_key(
         &self,
         workspace_id: String,
         key: SigningKey,
         now: Timestamp,
         previous_until: Timestamp,
+        notice: NewNotice,
     ) -> BoxFuture<'_, StoreResult<bool>>;
 
     /// Stores events and one delivery per subscription [`crate::routing`] gives it,
     /// placed by [`crate::ordering`], atomically, and completes `completion`'s key in the
-    /// same transaction; returns the number of deliveries per event.
+    /// same transaction; returns the number of deliveries per event. An operational
+    /// notice ([`crate::events::Envelope::Notice`]) is marked relayed in the same
+    /// transaction, and one relayed already is skipped (0 deliveries, nothing stored).
     fn enqueue(
         &self,
         events: Vec<BuiltEvent>,
@@ -246,13 +246,17 @@ pub trait Store: Send + Sync + 'static {
     fn claim(&self, request: ClaimRequest) -> BoxFuture<'_, StoreResult<Vec<ClaimedDelivery>>>;
     /// The earliest due time of any pending delivery, to know how long to sleep.
     fn next_due_at(&self) -> BoxFuture<'_, StoreResult<Option<Timestamp>>>;
-    /// Records finished attempts, updates deliveries and subscription health, and pauses
-    /// subscriptions as [`crate::health`] says, in one transaction; returns the pauses.
+    /// Records finished attempts, updates deliveries and subscription health, pauses
+    /// subscriptions as [`crate::health`] says and stores the notices of those changes
+    /// ([`crate::notices`]), in one transaction; returns the notices, in order.
     fn record_attempts(
         &self,
         attempts: Vec<FinishedAttempt>,
         now: Timestamp,
-    ) -> BoxFuture<'_, StoreResult<Vec<PausedByFailures>>>;
+    ) -> BoxFuture<'_, StoreResult<Vec<Notification>>>;
+    /// Stored notices not relayed yet, oldest first, at most `limit`
+    /// ([`crate::notices`]; [`Store::enqueue`] marks each relayed as it queues it).
+    fn pending_notices(&self, limit: usize) -> BoxFuture<'_, StoreResult<Vec<PendingNotice>>>;
 
     /// Deliveries of a subscription, newest first, older than `before` (a delivery id),
     /// each with its attempts and its event's body.

@@ -627,14 +627,16 @@ pub fn notifications(session: &Session, list: &[Notification]) -> Markup {
         Some(session),
         html! {
             @if list.is_empty() {
-                p { "No notifications. A subscription is paused, and noted here, after 50 failed deliveries in a row or 72 hours of failures without a success." }
+                p { "No notifications. A subscription that starts failing, is about to pause, pauses, resumes or recovers, and a rotated secret or signing key, are noted here." }
             } @else {
                 ul.cards {
                     @for n in list {
                         li.card {
-                            p { (time(n.created_at)) }
+                            p { (time(n.created_at)) " " code { (n.kind.as_str()) } }
                             p { (n.message) }
-                            p { a href={ "/settings/webhooks/" (n.subscription_id) } { "Open the subscription" } }
+                            @if let Some(id) = &n.subscription_id {
+                                p { a href={ "/settings/webhooks/" (id) } { "Open the subscription" } }
+                            }
                         }
                     }
                 }

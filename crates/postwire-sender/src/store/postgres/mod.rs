@@ -87,6 +87,7 @@ mod connect;
 mod erasure;
 mod idempotency;
 mod listen;
+mod notices;
 mod outcomes;
 mod queue;
 mod reads;
@@ -108,10 +109,11 @@ use postwire_core::{Event, Integration, Secret, SigningKey, Timestamp};
 use tokio_postgres::error::SqlState;
 
 use super::{
-    BoxFuture, ClaimRequest, ClaimedDelivery, DeliveryCounts, FinishedAttempt, PausedByFailures, Store, StoreResult,
+    BoxFuture, ClaimRequest, ClaimedDelivery, DeliveryCounts, FinishedAttempt, Store, StoreResult,
 };
 use crate::error::SenderError;
 use crate::events::BuiltEvent;
+use crate::notices::{NewNotice, PendingNotice};
 use crate::idempotency::{Completion, Decision, IdempotencyKey};
 use crate::model::{
     DeliveryRecord, Notification, ResumeSummary, StoredSubscription, SubscriptionChanges, Workspace, WorkspaceKeys,
@@ -508,8 +510,9 @@ impl Store for PostgresStore {
         id: String,
         new_secret: Secret,
         previous_until: Timestamp,
+        notice: NewNotice,
     ) -> BoxFuture<'_, StoreResult<bool>> {
-        Box::pin(registry::rotate_secret(self, id, new_secret, previous_until))
+        Box::pin(registry::rotate_secret(self, id, new_secret, previous_until, notice))
     }
     fn signing_keys(&self, workspace_id: String) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>> {
         Box::pin(registry::signing_keys(self, workspace_id))
@@ -528,6 +531,7 @@ impl Store for PostgresStore {
         key: SigningKey,
         now: Timestamp,
         previous_until: Timestamp,
+        notice: NewNotice,
     ) -> BoxFuture<'_, StoreResult<bool>> {
         Box::pin(registry::rotate_signing_key(
             self,
@@ -535,6 +539,7 @@ impl Store for PostgresStore {
             key,
             now,
             previous_until,
+            notice,
         ))
     }
     fn enqueue(
@@ -561,8 +566,11 @@ impl Store for PostgresStore {
         &self,
         attempts: Vec<FinishedAttempt>,
         now: Timestamp,
-    ) -> BoxFuture<'_, StoreResult<Vec<PausedByFailures>>> {
+    ) -> BoxFuture<'_, StoreResult<Vec<Notification>>> {
         Box::pin(outcomes::record_attempts(self, attempts, now))
+    }
+    fn pending_notices(&self, limit: usize) -> BoxFuture<'_, StoreResult<Vec<PendingNotice>>> {
+        Box::pin(notices::pending(self, limit))
     }
     fn list_deliveries(
         &self,

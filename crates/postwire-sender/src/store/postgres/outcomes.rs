@@ -16,8 +16,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::queue::{hold_unfinished, notify_due};
 use super::*;
+use postwire_core::SubscriptionRef;
+
 use crate::health::{Health, Verdict};
 use crate::model::{AttemptOutcome, Notification};
+use crate::notices::{self, NewNotice};
 use crate::ordering;
 use crate::store::NextState;
 
@@ -101,17 +104,18 @@ const RECORD_AGAIN_SQL: &str = record_sql!(
 /// The batch's subscriptions ($1: ids), locked in row order: row, workspace, health,
 /// paused.
 const LOAD_SQL: &str = "SELECT id, seq, workspace_id, consecutive_failures, last_success_at, failing_since,
-       paused_reason IS NOT NULL FROM subscriptions WHERE id = ANY($1) ORDER BY seq FOR UPDATE";
+       paused_reason IS NOT NULL, name, pause_warned FROM subscriptions WHERE id = ANY($1) ORDER BY seq FOR UPDATE";
 
 /// The subscriptions' health (arrays: row $1, consecutive failures $2, last success $3,
-/// failing since $4).
+/// failing since $4, warned $5).
 const SAVE_SQL: &str = "UPDATE subscriptions s SET consecutive_failures = u.failures,
-       last_success_at = u.success, failing_since = u.failing
-     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[]) AS u(seq, failures, success, failing)
+       last_success_at = u.success, failing_since = u.failing, pause_warned = u.warned
+     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bool[])
+          AS u(seq, failures, success, failing, warned)
      WHERE s.seq = u.seq";
 
-/// A subscription of the batch: row, workspace, health, paused.
-type Loaded = (i64, String, Health, bool);
+/// A subscription of the batch: row, workspace, health, paused, name.
+type Loaded = (i64, String, Health, bool, String);
 
 /// The batch as arrays, one per column of each statement.
 #[derive(Default)]
@@ -136,7 +140,7 @@ fn columns<'a>(attempts: &'a [FinishedAttempt], subs: &HashMap<String, Loaded>) 
     let mut c = Columns::default();
     for a in attempts {
         // A deleted subscription took its deliveries with it: nothing to record.
-        let Some((_, _, _, paused)) = subs.get(&a.subscription_id) else {
+        let Some((_, _, _, paused, _)) = subs.get(&a.subscription_id) else {
             continue;
         };
         let (status, error, body) = match &a.outcome {
@@ -174,7 +178,7 @@ pub(super) async fn record_attempts(
     store: &PostgresStore,
     attempts: Vec<FinishedAttempt>,
     now: Timestamp,
-) -> StoreResult<Vec<PausedByFailures>> {
+) -> StoreResult<Vec<Notification>> {
     let attempts = Arc::new(attempts);
     // Set when the batch holds an attempt recorded already: it is written again with
     // `RECORD_AGAIN_SQL`.
@@ -202,8 +206,12 @@ pub(super) async fn record_attempts(
                     consecutive_failures: r.try_get::<_, i64>(3)?.clamp(0, u32::MAX as i64) as u32,
                     last_success_at: opt_ts(r.try_get(4)?),
                     failing_since: opt_ts(r.try_get(5)?),
+                    pause_warned: r.try_get(8)?,
                 };
-                subs.insert(r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?, health, r.try_get(6)?));
+                subs.insert(
+                    r.try_get(0)?,
+                    (r.try_get(1)?, r.try_get(2)?, health, r.try_get(6)?, r.try_get(7)?),
+                );
             }
             let cols = columns(&attempts, &subs);
             // Only an unfinished delivery is changed: an outcome recorded twice (a
@@ -214,7 +222,7 @@ pub(super) async fn record_attempts(
             if !cols.seqs.is_empty() {
                 let active: Vec<i64> = subs
                     .values()
-                    .filter(|(_, _, _, paused)| !*paused)
+                    .filter(|(_, _, _, paused, _)| !*paused)
                     .map(|(seq, ..)| *seq)
                     .collect();
                 let rows = tx
@@ -255,10 +263,11 @@ pub(super) async fn record_attempts(
                     }
                 }
             }
-            // Health, attempt by attempt in the batch's order (the rules are pure).
-            let mut paused_now = Vec::new();
+            // Health, attempt by attempt in the batch's order (the rules are pure), and
+            // the notices of its changes.
+            let mut noticed = Vec::new();
             for a in attempts.iter() {
-                let Some((seq, workspace_id, health, paused)) = subs.get_mut(&a.subscription_id) else {
+                let Some((seq, workspace_id, health, paused, name)) = subs.get_mut(&a.subscription_id) else {
                     continue;
                 };
                 // An outcome for a delivery finished already changes nothing (and a
@@ -266,7 +275,17 @@ pub(super) async fn record_attempts(
                 if !changed.remove(&a.delivery.0) {
                     continue;
                 }
-                if let Some(cause) = health.apply(Verdict::of(a.next), a.started_at)
+                let (pause, changes) = health.apply_noting(Verdict::of(a.next), a.started_at);
+                let about = || SubscriptionRef {
+                    id: a.subscription_id.clone(),
+                    name: name.clone(),
+                };
+                let mut notes: Vec<NewNotice> = Vec::new();
+                for change in changes {
+                    let d = notices::health_data(about(), change, health, now);
+                    notes.push(notices::new_notice(workspace_id, d, now).map_err(data)?);
+                }
+                if let Some(cause) = pause
                     && !*paused
                 {
                     *paused = true;
@@ -277,36 +296,31 @@ pub(super) async fn record_attempts(
                         )
                         .await?;
                     hold_unfinished(tx.client(), *seq).await?;
-                    let message = crate::health::pause_notice(&a.subscription_id, cause);
-                    let id: i64 = tx
-                        .client()
-                        .query_one(
-                            "INSERT INTO notifications (workspace_id, subscription_id, cause, message, created_at)
-                                 VALUES ($1, $2, $3, $4, $5) RETURNING id",
-                            &[&*workspace_id, &a.subscription_id, &cause.as_str(), &message, &now_ms],
-                        )
-                        .await?
-                        .try_get(0)?;
-                    paused_now.push(PausedByFailures {
-                        notification: Notification {
-                            id,
-                            workspace_id: workspace_id.clone(),
-                            subscription_id: a.subscription_id.clone(),
-                            cause,
-                            message,
-                            created_at: now,
-                        },
-                        cause,
+                    let d = notices::paused_data(about(), cause, health, now);
+                    notes.push(notices::new_notice(workspace_id, d, now).map_err(data)?);
+                }
+                for n in notes {
+                    let id = super::notices::insert(tx.client(), &n).await?;
+                    noticed.push(Notification {
+                        id,
+                        workspace_id: n.workspace_id,
+                        kind: n.kind,
+                        subscription_id: n.subscription_id,
+                        cause: n.cause,
+                        message: n.message,
+                        event_id: n.event_id,
+                        created_at: n.created_at,
                     });
                 }
             }
-            let (mut h_seq, mut h_failures, mut h_success, mut h_failing) =
-                (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-            for (seq, _, h, _) in subs.values() {
+            let (mut h_seq, mut h_failures, mut h_success, mut h_failing, mut h_warned) =
+                (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            for (seq, _, h, _, _) in subs.values() {
                 h_seq.push(*seq);
                 h_failures.push(i64::from(h.consecutive_failures));
                 h_success.push(h.last_success_at.map(|t| t.unix_millis()));
                 h_failing.push(h.failing_since.map(|t| t.unix_millis()));
+                h_warned.push(h.pause_warned);
             }
             if became_due_now {
                 notify_due(tx.client()).await?;
@@ -316,11 +330,11 @@ pub(super) async fn record_attempts(
             } else {
                 tx.commit_with(
                     tx.client()
-                        .execute(&save, &[&h_seq, &h_failures, &h_success, &h_failing]),
+                        .execute(&save, &[&h_seq, &h_failures, &h_success, &h_failing, &h_warned]),
                 )
                 .await?;
             }
-            Ok(paused_now)
+            Ok(noticed)
         }) as BoxFuture<'static, Result<_, PgErr>>
     };
     match store.run("record attempts", &write).await {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use deadpool_postgres::{GenericClient, Transaction};
-use postwire_core::{EventType, Integration, Signer, SigningMode};
+use postwire_core::{EventType, Integration, Signer, SigningMode, SubscriptionRef};
 
 use super::*;
 use crate::model::DeliveryId;
@@ -143,8 +143,13 @@ pub(super) async fn resume(
                 let tx = c.transaction().await?;
                 let Some(row) = tx
                     .query_opt(
-                        "UPDATE subscriptions SET paused_reason = NULL, consecutive_failures = 0, failing_since = NULL
-                         WHERE id = $1 RETURNING seq",
+                        "WITH old AS (
+                             SELECT seq, paused_reason IS NOT NULL AS was_paused, workspace_id, name
+                             FROM subscriptions WHERE id = $1 FOR UPDATE)
+                         UPDATE subscriptions s SET paused_reason = NULL, consecutive_failures = 0,
+                             failing_since = NULL, pause_warned = FALSE
+                         FROM old WHERE s.seq = old.seq
+                         RETURNING old.seq, old.was_paused, old.workspace_id, old.name",
                         &[&id],
                     )
                     .await?
@@ -152,6 +157,7 @@ pub(super) async fn resume(
                     return Ok(None);
                 };
                 let seq: i64 = row.try_get(0)?;
+                let was_paused: bool = row.try_get(1)?;
                 // A delivery whose attempt is still in flight (in any process) is not
                 // expired under it: its outcome decides, and its successor must not
                 // start before that.
@@ -202,11 +208,22 @@ pub(super) async fn resume(
                 if heads > 0 {
                     notify_due(&tx).await?;
                 }
-                tx.commit().await.map_err(PgErr::Commit)?;
-                Ok(Some(ResumeSummary {
+                let summary = ResumeSummary {
                     released: waiting + heads,
                     expired,
-                }))
+                };
+                if was_paused {
+                    let about = SubscriptionRef {
+                        id: id.clone(),
+                        name: row.try_get(3)?,
+                    };
+                    let workspace_id: String = row.try_get(2)?;
+                    let notice = crate::notices::new_notice(&workspace_id, crate::notices::resumed_data(about, summary), now)
+                        .map_err(data)?;
+                    super::notices::insert(&tx, &notice).await?;
+                }
+                tx.commit().await.map_err(PgErr::Commit)?;
+                Ok(Some(summary))
             })
         })
         .await
@@ -247,7 +264,7 @@ impl QueueLocking {
         let queues: usize = events
             .iter()
             .filter(|e| e.ordering_key.is_some())
-            .map(|e| seen.get(e.event.workspace_id()).copied().unwrap_or(0))
+            .map(|e| seen.get(e.workspace_id()).copied().unwrap_or(0))
             .sum();
         if queues > MAX_QUEUE_LOCKS {
             QueueLocking::WholeSubscriptions
@@ -300,7 +317,7 @@ fn route_batch(
     for built in events {
         let key = built.ordering_key.as_ref().map(ordering_hash);
         let mut these = Vec::new();
-        for (sub, route) in &routes[built.event.workspace_id()] {
+        for (sub, route) in &routes[built.workspace_id()] {
             let Some(r) = routing::route(built, route) else {
                 continue;
             };
@@ -325,12 +342,12 @@ async fn lock_routes(
     let st = tx
         .prepare_cached(match locking {
             QueueLocking::PerQueue => {
-                "SELECT id, events, integrations, paused_reason IS NOT NULL, seq, workspace_id FROM subscriptions
-                 WHERE workspace_id = ANY($1) ORDER BY seq FOR SHARE"
+                "SELECT id, events, integrations, paused_reason IS NOT NULL, seq, workspace_id, purpose = 'operator'
+                 FROM subscriptions WHERE workspace_id = ANY($1) ORDER BY seq FOR SHARE"
             }
             QueueLocking::WholeSubscriptions => {
-                "SELECT id, events, integrations, paused_reason IS NOT NULL, seq, workspace_id FROM subscriptions
-                 WHERE workspace_id = ANY($1) ORDER BY seq FOR UPDATE"
+                "SELECT id, events, integrations, paused_reason IS NOT NULL, seq, workspace_id, purpose = 'operator'
+                 FROM subscriptions WHERE workspace_id = ANY($1) ORDER BY seq FOR UPDATE"
             }
         })
         .await?;
@@ -343,6 +360,7 @@ async fn lock_routes(
             events,
             integration_ids: integrations.into_iter().map(|i| i.id).collect(),
             paused: r.try_get(3)?,
+            operator: r.try_get(6)?,
         };
         routes.entry(r.try_get(5)?).or_default().push((r.try_get(4)?, route));
     }
@@ -363,7 +381,7 @@ pub(super) async fn enqueue(
             let (events, completion, seen) = (events.clone(), completion.clone(), seen.clone());
             Box::pin(async move {
                 let now_ms = now.unix_millis();
-                let mut workspaces: Vec<String> = events.iter().map(|b| b.event.workspace_id().to_owned()).collect();
+                let mut workspaces: Vec<String> = events.iter().map(|b| b.workspace_id().to_owned()).collect();
                 workspaces.sort();
                 workspaces.dedup();
                 // Route first (the rules decide), then lock the ordering queues that get a
@@ -390,6 +408,16 @@ pub(super) async fn enqueue(
                     }
                     break (tx, routed);
                 };
+                // A notice is queued once: by the first relay that marks it (another
+                // relay's mark of the same row makes this one wait, then skip it).
+                let mut keep = Vec::with_capacity(events.len());
+                for built in events.iter() {
+                    keep.push(match built.notice() {
+                        Some(n) => super::notices::mark_relayed(&tx, n.notification_id, now_ms).await?,
+                        None => true,
+                    });
+                }
+                let kept = keep.iter().filter(|k| **k).count();
                 // The whole batch in a fixed number of statements (arrays): event rows
                 // numbered up front, so each delivery knows its event's row.
                 let number = tx
@@ -398,29 +426,29 @@ pub(super) async fn enqueue(
                     )
                     .await?;
                 let mut event_seqs: Vec<i64> = tx
-                    .query(&number, &[&(events.len() as i32)])
+                    .query(&number, &[&(kept as i32)])
                     .await?
                     .iter()
                     .map(|r| r.try_get(0))
                     .collect::<Result<_, _>>()?;
                 event_seqs.sort_unstable();
                 let mut ev = EventColumns::default();
-                for (built, seq) in events.iter().zip(&event_seqs) {
-                    let e = &built.event;
+                let kept_events = events.iter().zip(&keep).filter(|(_, k)| **k).map(|(b, _)| b);
+                for (built, seq) in kept_events.zip(&event_seqs) {
                     ev.seq.push(*seq);
-                    ev.id.push(e.id());
-                    ev.workspace.push(e.workspace_id());
-                    ev.kind.push(e.event_type().as_str());
+                    ev.id.push(built.id());
+                    ev.workspace.push(built.workspace_id());
+                    ev.kind.push(built.type_name());
                     ev.post.push(built.post_id.as_deref());
                     ev.account
                         .push(crate::ordering::account_of(built.ordering_key.as_ref()));
-                    ev.created.push(e.created_at().unix_millis());
+                    ev.created.push(built.created_at().unix_millis());
                     ev.body.push(&built.body);
                     ev.external.push(
                         built
                             .external_id
                             .as_deref()
-                            .map(|ext| crate::store::sqlite::external_key(e.workspace_id(), ext)),
+                            .map(|ext| crate::store::sqlite::external_key(built.workspace_id(), ext)),
                     );
                 }
                 let insert_events = tx
@@ -448,7 +476,7 @@ pub(super) async fn enqueue(
                 .await?;
                 // Which keyed queues of the batch have an unfinished delivery already.
                 let (mut ask_subs, mut ask_keys) = (Vec::new(), Vec::new());
-                for (built, these) in events.iter().zip(&routed) {
+                for ((built, these), _) in events.iter().zip(&routed).zip(&keep).filter(|(_, k)| **k) {
                     if let Some(k) = built.ordering_key.as_ref().map(ordering_hash) {
                         for (sub, r) in these {
                             if *r == Routed::Deliver {
@@ -468,7 +496,13 @@ pub(super) async fn enqueue(
                 let mut counts = Vec::with_capacity(events.len());
                 let mut any_pending = false;
                 let mut d_cols: (Vec<i64>, Vec<i64>, Vec<Option<i64>>, Vec<i64>) = Default::default();
-                for ((built, these), event_seq) in events.iter().zip(routed).zip(&event_seqs) {
+                let mut seq_of = event_seqs.iter();
+                for ((built, these), keep) in events.iter().zip(routed).zip(&keep) {
+                    let next_seq = if *keep { seq_of.next() } else { None };
+                    let Some(event_seq) = next_seq else {
+                        counts.push(0);
+                        continue;
+                    };
                     let key = built.ordering_key.as_ref().map(ordering_hash);
                     for (sub, r) in &these {
                         let has_unfinished = match key {

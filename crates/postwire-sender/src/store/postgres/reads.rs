@@ -126,25 +126,15 @@ pub(super) async fn notifications(
             let ws = workspace_id.clone();
             Box::pin(async move {
                 let st = c
-                    .prepare_cached(
-                        "SELECT id, workspace_id, subscription_id, cause, message, created_at FROM notifications
-                         WHERE workspace_id = $1 ORDER BY id DESC LIMIT $2",
-                    )
+                    .prepare_cached(&format!(
+                        "SELECT {} FROM notifications WHERE workspace_id = $1 ORDER BY id DESC LIMIT $2",
+                        super::notices::COLUMNS
+                    ))
                     .await?;
                 c.query(&st, &[&ws, &bigint(limit)])
                     .await?
                     .iter()
-                    .map(|r| {
-                        Ok(Notification {
-                            id: r.try_get(0)?,
-                            workspace_id: r.try_get(1)?,
-                            subscription_id: r.try_get(2)?,
-                            cause: crate::model::PauseCause::from_code(r.try_get::<_, &str>(3)?)
-                                .ok_or_else(|| data("unknown pause cause"))?,
-                            message: r.try_get(4)?,
-                            created_at: ts(r.try_get(5)?),
-                        })
-                    })
+                    .map(super::notices::from_row)
                     .collect()
             })
         })

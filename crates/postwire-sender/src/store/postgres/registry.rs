@@ -8,12 +8,13 @@ use tokio_postgres::Row;
 
 use super::*;
 use crate::idempotency::Completion;
-use crate::model::{PreviousKey, StoredSubscription, SubscriptionChanges, Workspace, WorkspaceKeys};
+use crate::notices::NewNotice;
+use crate::model::{PreviousKey, Purpose, StoredSubscription, SubscriptionChanges, Workspace, WorkspaceKeys};
 use crate::secret_box::{CipherError, SecretCipher, StoredSecret};
 
 pub(super) const SUBSCRIPTION_COLUMNS: &str = "id, workspace_id, name, url, events, integrations, paused_reason, created_by_kind, \
      consecutive_failures, last_success_at, failing_since, created_at, secret, previous_secret, previous_secret_until, \
-     signing";
+     signing, purpose";
 
 pub(super) fn subscription_from_row(r: &Row, cipher: Option<&SecretCipher>) -> Result<StoredSubscription, PgErr> {
     let events: Vec<EventType> = serde_json::from_str(r.try_get::<_, &str>(4)?).map_err(data)?;
@@ -47,6 +48,7 @@ pub(super) fn subscription_from_row(r: &Row, cipher: Option<&SecretCipher>) -> R
         secret,
         previous_secret,
         failing_since: opt_ts(r.try_get(10)?),
+        purpose: Purpose::parse(r.try_get::<_, &str>(16)?),
     })
 }
 
@@ -171,8 +173,8 @@ pub(super) async fn insert_subscription(
                     .await?;
                     let count: i64 = tx
                         .query_one(
-                            "SELECT count(*) FROM subscriptions WHERE workspace_id = $1",
-                            &[&s.workspace_id],
+                            "SELECT count(*) FROM subscriptions WHERE workspace_id = $1 AND purpose = $2",
+                            &[&s.workspace_id, &s.purpose.as_str()],
                         )
                         .await?
                         .try_get(0)?;
@@ -187,8 +189,9 @@ pub(super) async fn insert_subscription(
                 };
                 tx.execute(
                     "INSERT INTO subscriptions (id, workspace_id, name, url, events, integrations, paused_reason,
-                       created_by_kind, consecutive_failures, last_success_at, failing_since, created_at, secret, signing)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+                       created_by_kind, consecutive_failures, last_success_at, failing_since, created_at, secret, signing,
+                       purpose)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
                     &[
                         &sub.id,
                         &s.workspace_id,
@@ -204,6 +207,7 @@ pub(super) async fn insert_subscription(
                         &sub.created_at.unix_millis(),
                         &StoredSecret::seal(cipher.as_deref(), &s.secret).map_err(data)?,
                         &sub.signing.as_str(),
+                        &s.purpose.as_str(),
                     ],
                 )
                 .await?;
@@ -349,22 +353,28 @@ pub(super) async fn rotate_secret(
     id: String,
     new_secret: Secret,
     until: Timestamp,
+    notice: NewNotice,
 ) -> StoreResult<bool> {
     let cipher = store.cipher.clone();
     store
-        .run("rotate secret", move |c: Client| {
+        .run("rotate secret", move |mut c: Client| {
             let cipher = cipher.clone();
-            let id = id.clone();
+            let (id, notice) = (id.clone(), notice.clone());
             let secret = StoredSecret::seal(cipher.as_deref(), &new_secret).map_err(data);
             Box::pin(async move {
                 let secret = secret?;
-                let n = c
+                let tx = c.transaction().await?;
+                let n = tx
                     .execute(
                         "UPDATE subscriptions SET previous_secret = secret, previous_secret_until = $3, secret = $2
                          WHERE id = $1",
                         &[&id, &secret, &until.unix_millis()],
                     )
                     .await?;
+                if n > 0 {
+                    super::notices::insert(&tx, &notice).await?;
+                }
+                tx.commit().await.map_err(PgErr::Commit)?;
                 Ok(n > 0)
             })
         })
@@ -700,13 +710,15 @@ pub(super) async fn rotate_signing_key(
     key: SigningKey,
     now: Timestamp,
     until: Timestamp,
+    notice: NewNotice,
 ) -> StoreResult<bool> {
     let sealed = StoredSecret::seal_signing_key(store.cipher.as_deref(), &key).map_err(SenderError::storage)?;
     store
-        .run("rotate signing key", move |c: Client| {
-            let (ws, sealed) = (workspace_id.clone(), sealed.clone());
+        .run("rotate signing key", move |mut c: Client| {
+            let (ws, sealed, notice) = (workspace_id.clone(), sealed.clone(), notice.clone());
             Box::pin(async move {
-                let n = c
+                let tx = c.transaction().await?;
+                let n = tx
                     .execute(
                         "UPDATE workspaces SET previous_signing_key = signing_key,
                              previous_signing_key_created_at = signing_key_created_at, previous_signing_key_until = $4,
@@ -715,6 +727,10 @@ pub(super) async fn rotate_signing_key(
                         &[&ws, &sealed, &now.unix_millis(), &until.unix_millis()],
                     )
                     .await?;
+                if n > 0 {
+                    super::notices::insert(&tx, &notice).await?;
+                }
+                tx.commit().await.map_err(PgErr::Commit)?;
                 Ok(n > 0)
             })
         })

@@ -7,7 +7,7 @@ use super::*;
 /// The layout's version, kept in the `postwire_schema` row; a database of a newer
 /// version is refused rather than misread. Any change to the layout (a table, a column,
 /// an index) takes a new version: a database at this version is not touched at start-up.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// Serialises start-ups: concurrent processes migrate one at a time.
 const MIGRATION_LOCK: i64 = 0x706f_7374_7769_7265; // "postwire"
@@ -77,6 +77,23 @@ const MIGRATIONS: &[(i64, &str)] = &[
          UPDATE events SET account_id = body::jsonb #>> '{data,integration,id}'
              WHERE event_type LIKE 'integration.%';",
     ),
+    // 7 → 8: operational notices (`crate::notices`). A subscription is a subscriber's or
+    // an operator endpoint, and remembers whether its failing run was warned of; a
+    // notification has a type, a `webhook-id` and a body, and is relayed once. The pause
+    // notices stored before are kept as relayed (they were never sent).
+    (
+        7,
+        "ALTER TABLE subscriptions ADD COLUMN IF NOT EXISTS purpose TEXT NOT NULL DEFAULT 'events';
+         ALTER TABLE subscriptions ADD COLUMN IF NOT EXISTS pause_warned BOOLEAN NOT NULL DEFAULT FALSE;
+         ALTER TABLE notifications ADD COLUMN IF NOT EXISTS kind TEXT NOT NULL DEFAULT 'endpoint.paused';
+         ALTER TABLE notifications ADD COLUMN IF NOT EXISTS event_id TEXT;
+         ALTER TABLE notifications ADD COLUMN IF NOT EXISTS body TEXT NOT NULL DEFAULT '';
+         ALTER TABLE notifications ADD COLUMN IF NOT EXISTS relayed_at BIGINT;
+         UPDATE notifications SET event_id = 'notice_' || id, relayed_at = created_at WHERE event_id IS NULL;
+         ALTER TABLE notifications ALTER COLUMN event_id SET NOT NULL;
+         ALTER TABLE notifications ALTER COLUMN subscription_id DROP NOT NULL;
+         ALTER TABLE notifications ALTER COLUMN cause DROP NOT NULL;",
+    ),
 ];
 
 const SCHEMA: &str = r#"
@@ -95,7 +112,8 @@ CREATE TABLE IF NOT EXISTS subscriptions (
     paused_reason TEXT, created_by_kind TEXT NOT NULL,
     consecutive_failures BIGINT NOT NULL DEFAULT 0, last_success_at BIGINT, failing_since BIGINT,
     created_at BIGINT NOT NULL, secret TEXT NOT NULL, previous_secret TEXT, previous_secret_until BIGINT,
-    signing TEXT NOT NULL DEFAULT 'symmetric');
+    signing TEXT NOT NULL DEFAULT 'symmetric', purpose TEXT NOT NULL DEFAULT 'events',
+    pause_warned BOOLEAN NOT NULL DEFAULT FALSE);
 CREATE INDEX IF NOT EXISTS subscriptions_workspace ON subscriptions (workspace_id, seq);
 CREATE TABLE IF NOT EXISTS events (
     seq BIGSERIAL PRIMARY KEY, id TEXT NOT NULL, workspace_id TEXT NOT NULL,
@@ -154,10 +172,15 @@ CREATE TABLE IF NOT EXISTS attempts (
     delivery_seq BIGINT NOT NULL, number BIGINT NOT NULL, started_at BIGINT NOT NULL,
     duration_ms BIGINT NOT NULL, status BIGINT, error TEXT, body_prefix TEXT,
     PRIMARY KEY (delivery_seq, number));
+-- Operational notices (`crate::notices`), written with the change they are about;
+-- `relayed_at` is set by the transaction that queues one for the operator endpoints.
 CREATE TABLE IF NOT EXISTS notifications (
-    id BIGSERIAL PRIMARY KEY, workspace_id TEXT NOT NULL, subscription_id TEXT NOT NULL,
-    cause TEXT NOT NULL, message TEXT NOT NULL, created_at BIGINT NOT NULL);
+    id BIGSERIAL PRIMARY KEY, workspace_id TEXT NOT NULL, subscription_id TEXT,
+    cause TEXT, message TEXT NOT NULL, created_at BIGINT NOT NULL,
+    kind TEXT NOT NULL DEFAULT 'endpoint.paused', event_id TEXT NOT NULL, body TEXT NOT NULL DEFAULT '',
+    relayed_at BIGINT);
 CREATE INDEX IF NOT EXISTS notifications_workspace ON notifications (workspace_id, id);
+CREATE INDEX IF NOT EXISTS notifications_unrelayed ON notifications (id) WHERE relayed_at IS NULL;
 "#;
 
 /// Brings the database up to [`SCHEMA_VERSION`] in one transaction (concurrent

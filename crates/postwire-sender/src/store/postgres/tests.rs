@@ -661,7 +661,7 @@ async fn publish_two_posts_concurrently_and_drain(others: usize) {
                     Some(OrderingKey::Post(p)) => p.clone(),
                     other => panic!("{other:?}"),
                 };
-                post_of.insert(e.event.id().to_owned(), post);
+                post_of.insert(e.id().to_owned(), post);
             }
             mine.push(batch);
         }
@@ -809,7 +809,7 @@ async fn secrets_are_sealed_at_rest_and_a_store_without_the_key_refuses_to_start
     let rotated = postwire_core::Secret::generate().unwrap();
     assert!(
         store
-            .rotate_secret("wh_1".into(), rotated.clone(), t0.add_millis(86_400_000))
+            .rotate_secret("wh_1".into(), rotated.clone(), t0.add_millis(86_400_000), secret_notice(t0))
             .await
             .unwrap()
     );
@@ -1314,4 +1314,16 @@ async fn an_erased_body_leaves_the_databases_files_after_vacuum_full_and_a_check
     );
     let list = store.list_deliveries("wh_1".into(), None, 1000).await.unwrap();
     assert_eq!(list.iter().filter(|d| d.payload_erased).count(), 200);
+}
+
+/// An `endpoint.secret_rotated` notice of `wh_1` for the rotations above.
+fn secret_notice(now: Timestamp) -> crate::notices::NewNotice {
+    let data = postwire_core::OperationalData::EndpointSecretRotated {
+        subscription: postwire_core::SubscriptionRef {
+            id: "wh_1".into(),
+            name: "s".into(),
+        },
+        previous_secret_expires_at: now,
+    };
+    crate::notices::new_notice("ws", data, now).unwrap()
 }

@@ -53,6 +53,7 @@ mod due;
 mod erasure;
 mod fresh;
 mod idempotency;
+mod notices;
 mod outcomes;
 mod queue;
 mod reads;
@@ -82,11 +83,12 @@ use self::fresh::{FreshDeliveries, FreshEvent};
 use self::schema::{lock_for_dispatch, open_claim_connection, open_migrated};
 use self::targets::{Target, TargetCache};
 use super::{
-    BoxFuture, ClaimRequest, ClaimedDelivery, DeliveryCounts, FinishedAttempt, PausedByFailures, Purged, RequeueError,
+    BoxFuture, ClaimRequest, ClaimedDelivery, DeliveryCounts, FinishedAttempt, Purged, RequeueError,
     Store, StoreResult,
 };
 use crate::error::SenderError;
 use crate::events::BuiltEvent;
+use crate::notices::{NewNotice, PendingNotice};
 use crate::idempotency::{Completion, Decision, IdempotencyKey};
 use crate::model::{
     DeliveryId, DeliveryRecord, Notification, ResumeSummary, StoredSubscription, SubscriptionChanges, Workspace,
@@ -331,8 +333,9 @@ impl Store for SqliteStore {
         id: String,
         new_secret: Secret,
         previous_until: Timestamp,
+        notice: NewNotice,
     ) -> BoxFuture<'_, StoreResult<bool>> {
-        registry::rotate_secret(self, id, new_secret, previous_until)
+        registry::rotate_secret(self, id, new_secret, previous_until, notice)
     }
     fn signing_keys(&self, workspace_id: String) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>> {
         registry::signing_keys(self, workspace_id)
@@ -351,8 +354,9 @@ impl Store for SqliteStore {
         key: SigningKey,
         now: Timestamp,
         previous_until: Timestamp,
+        notice: NewNotice,
     ) -> BoxFuture<'_, StoreResult<bool>> {
-        registry::rotate_signing_key(self, workspace_id, key, now, previous_until)
+        registry::rotate_signing_key(self, workspace_id, key, now, previous_until, notice)
     }
     fn enqueue(
         &self,
@@ -386,8 +390,11 @@ impl Store for SqliteStore {
         &self,
         attempts: Vec<FinishedAttempt>,
         now: Timestamp,
-    ) -> BoxFuture<'_, StoreResult<Vec<PausedByFailures>>> {
+    ) -> BoxFuture<'_, StoreResult<Vec<Notification>>> {
         outcomes::record_attempts(self, attempts, now)
+    }
+    fn pending_notices(&self, limit: usize) -> BoxFuture<'_, StoreResult<Vec<PendingNotice>>> {
+        notices::pending(self, limit)
     }
     fn list_deliveries(
         &self,

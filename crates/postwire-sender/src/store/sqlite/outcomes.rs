@@ -4,27 +4,28 @@
 
 use std::collections::HashMap;
 
-use postwire_core::Timestamp;
+use postwire_core::{SubscriptionRef, Timestamp};
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use super::queue::{PROMOTE_SQL, hold_unfinished};
 use super::*;
 use crate::health::{Health, Verdict};
 use crate::model::{AttemptOutcome, Notification};
+use crate::notices::{self, NewNotice};
 use crate::ordering;
-use crate::store::{BoxFuture, FinishedAttempt, NextState, PausedByFailures, StoreResult};
+use crate::store::{BoxFuture, FinishedAttempt, NextState, StoreResult};
 
 pub(super) fn record_attempts(
     store: &SqliteStore,
     attempts: Vec<FinishedAttempt>,
     now: Timestamp,
-) -> BoxFuture<'_, StoreResult<Vec<PausedByFailures>>> {
+) -> BoxFuture<'_, StoreResult<Vec<Notification>>> {
     let leases = store.leases.clone();
     let recorded: Vec<i64> = attempts.iter().map(|a| a.delivery.0).collect();
     let due = store.due.clone();
     store.write_then(
         move |tx| record(tx, attempts, now),
-        move |(paused, became_due)| {
+        move |(noticed, became_due)| {
             // Committed: successors and retries may be claimed, and the leases have
             // done their job. (After a failed write the leases stay, and the
             // deliveries are attempted again when they end.)
@@ -37,7 +38,7 @@ pub(super) fn record_attempts(
             for seq in recorded {
                 map.remove(&seq);
             }
-            paused
+            noticed
         },
     )
 }
@@ -47,18 +48,18 @@ pub(super) fn record_attempts(
 pub(super) type BecameDue = Vec<(i64, i64)>;
 
 /// Records finished attempts in `tx`: attempt rows, delivery states, health counters,
-/// and pauses by failures with their notifications. Returns the pauses, and the queues
-/// to mark due once the write has committed.
+/// pauses by failures, and the notices of the health changes (`crate::notices`).
+/// Returns the notices stored, and the queues to mark due once the write has committed.
 pub(super) fn record(
     tx: &Transaction<'_>,
     attempts: Vec<FinishedAttempt>,
     now: Timestamp,
-) -> rusqlite::Result<(Vec<PausedByFailures>, BecameDue)> {
+) -> rusqlite::Result<(Vec<Notification>, BecameDue)> {
     let mut became_due: BecameDue = Vec::new();
     let now_ms = now.unix_millis();
-    // Subscription id -> (row, workspace, health, paused) for the batch.
-    let mut subs: HashMap<String, Option<(i64, String, Health, bool)>> = HashMap::new();
-    let mut paused_now = Vec::new();
+    // Subscription id -> (row, workspace, health, paused, name) for the batch.
+    let mut subs: HashMap<String, Option<(i64, String, Health, bool, String)>> = HashMap::new();
+    let mut noticed = Vec::new();
     let mut insert_attempt = tx.prepare_cached(
         "INSERT OR REPLACE INTO attempts (delivery_seq, number, started_at, duration_ms, status, error, body_prefix)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -79,21 +80,22 @@ pub(super) fn record(
             let loaded = tx
                 .prepare_cached(
                     "SELECT seq, workspace_id, consecutive_failures, last_success_at, failing_since,
-                       paused_reason IS NOT NULL FROM subscriptions WHERE id = ?1",
+                       paused_reason IS NOT NULL, name, pause_warned FROM subscriptions WHERE id = ?1",
                 )?
                 .query_row([&a.subscription_id], |r| {
                     let health = Health {
                         consecutive_failures: r.get::<_, i64>(2)?.clamp(0, u32::MAX as i64) as u32,
                         last_success_at: opt_ts(r.get(3)?),
                         failing_since: opt_ts(r.get(4)?),
+                        pause_warned: r.get(7)?,
                     };
-                    Ok((r.get(0)?, r.get(1)?, health, r.get(5)?))
+                    Ok((r.get(0)?, r.get(1)?, health, r.get(5)?, r.get(6)?))
                 })
                 .optional()?;
             subs.insert(a.subscription_id.clone(), loaded);
         }
         // A deleted subscription took its deliveries with it: nothing to record.
-        let Some(Some((seq, workspace_id, health, paused))) = subs.get_mut(&a.subscription_id) else {
+        let Some(Some((seq, workspace_id, health, paused, name))) = subs.get_mut(&a.subscription_id) else {
             continue;
         };
         let (status, error, body) = match &a.outcome {
@@ -139,7 +141,17 @@ pub(super) fn record(
             }
         }
         let verdict = Verdict::of(a.next);
-        if let Some(cause) = health.apply(verdict, a.started_at)
+        let (pause, changes) = health.apply_noting(verdict, a.started_at);
+        let about = || SubscriptionRef {
+            id: a.subscription_id.clone(),
+            name: name.clone(),
+        };
+        let mut notes: Vec<NewNotice> = Vec::new();
+        for change in changes {
+            let data = notices::health_data(about(), change, health, now);
+            notes.push(notices::new_notice(workspace_id, data, now).map_err(conversion)?);
+        }
+        if let Some(cause) = pause
             && !*paused
         {
             *paused = true;
@@ -148,35 +160,35 @@ pub(super) fn record(
                 params![*seq, cause.reason()],
             )?;
             hold_unfinished(tx, *seq)?;
-            let message = crate::health::pause_notice(&a.subscription_id, cause);
-            tx.execute(
-                "INSERT INTO notifications (workspace_id, subscription_id, cause, message, created_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![&*workspace_id, a.subscription_id, cause.as_str(), message, now_ms],
-            )?;
-            paused_now.push(PausedByFailures {
-                notification: Notification {
-                    id: tx.last_insert_rowid(),
-                    workspace_id: workspace_id.clone(),
-                    subscription_id: a.subscription_id.clone(),
-                    cause,
-                    message,
-                    created_at: now,
-                },
-                cause,
+            let data = notices::paused_data(about(), cause, health, now);
+            notes.push(notices::new_notice(workspace_id, data, now).map_err(conversion)?);
+        }
+        for n in notes {
+            let id = super::notices::insert(tx, &n)?;
+            noticed.push(Notification {
+                id,
+                workspace_id: n.workspace_id,
+                kind: n.kind,
+                subscription_id: n.subscription_id,
+                cause: n.cause,
+                message: n.message,
+                event_id: n.event_id,
+                created_at: n.created_at,
             });
         }
     }
     let mut save = tx.prepare_cached(
-        "UPDATE subscriptions SET consecutive_failures = ?2, last_success_at = ?3, failing_since = ?4 WHERE seq = ?1",
+        "UPDATE subscriptions SET consecutive_failures = ?2, last_success_at = ?3, failing_since = ?4,
+             pause_warned = ?5 WHERE seq = ?1",
     )?;
-    for (seq, _, h, _) in subs.into_values().flatten() {
+    for (seq, _, h, _, _) in subs.into_values().flatten() {
         save.execute(params![
             seq,
             h.consecutive_failures,
             h.last_success_at.map(|t| t.unix_millis()),
-            h.failing_since.map(|t| t.unix_millis())
+            h.failing_since.map(|t| t.unix_millis()),
+            h.pause_warned
         ])?;
     }
-    Ok((paused_now, became_due))
+    Ok((noticed, became_due))
 }

@@ -8,14 +8,15 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
-use postwire_core::{EventType, Integration, Timestamp};
-use rusqlite::{Connection, Transaction, params};
+use postwire_core::{EventType, Integration, SubscriptionRef, Timestamp};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 use super::registry::sub_seq;
 use super::*;
 use crate::events::BuiltEvent;
 use crate::idempotency::Completion;
 use crate::model::{DeliveryId, ResumeSummary};
+use crate::notices;
 use crate::ordering::{self, Placement, ordering_hash};
 use crate::routing::{self, Route, Routed};
 use crate::store::{BoxFuture, ClaimRequest, ClaimedDelivery, StoreResult};
@@ -64,7 +65,8 @@ pub(super) const RELEASE_HELD_SQL: &str =
 /// The routes of a workspace's subscriptions, with their row numbers.
 fn routes_of(tx: &Connection, workspace_id: &str) -> rusqlite::Result<Vec<(i64, Route)>> {
     let mut stmt = tx.prepare_cached(
-        "SELECT id, events, integrations, paused_reason IS NOT NULL, seq FROM subscriptions WHERE workspace_id = ?1 ORDER BY seq",
+        "SELECT id, events, integrations, paused_reason IS NOT NULL, seq, purpose = 'operator' FROM subscriptions
+         WHERE workspace_id = ?1 ORDER BY seq",
     )?;
     let rows = stmt.query_map([workspace_id], |r| {
         let events: Vec<EventType> = serde_json::from_str(&r.get::<_, String>(1)?).map_err(conversion)?;
@@ -74,6 +76,7 @@ fn routes_of(tx: &Connection, workspace_id: &str) -> rusqlite::Result<Vec<(i64, 
             events,
             integration_ids: integrations.into_iter().map(|i| i.id).collect(),
             paused: r.get(3)?,
+            operator: r.get(5)?,
         };
         Ok((r.get(4)?, route))
     })?;
@@ -117,10 +120,17 @@ pub(super) fn resume(
 ) -> BoxFuture<'_, StoreResult<Option<ResumeSummary>>> {
     let (hints, leases) = (store.due.clone(), store.leases.clone());
     let write = move |tx: &Transaction<'_>| {
-        let Some(seq) = sub_seq(tx, &id)? else { return Ok(None) };
+        let Some((seq, was_paused, workspace_id, name)) = tx
+            .prepare_cached("SELECT seq, paused_reason IS NOT NULL, workspace_id, name FROM subscriptions WHERE id = ?1")?
+            .query_row([&id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, bool>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?)))
+            .optional()?
+        else {
+            return Ok(None);
+        };
         let now_ms = now.unix_millis();
         tx.execute(
-            "UPDATE subscriptions SET paused_reason = NULL, consecutive_failures = 0, failing_since = NULL WHERE seq = ?1",
+            "UPDATE subscriptions SET paused_reason = NULL, consecutive_failures = 0, failing_since = NULL,
+                 pause_warned = 0 WHERE seq = ?1",
             [seq],
         )?;
         let mut expired = tx.execute(EXPIRE_HELD_SQL, params![seq, EXPIRED, now_ms, cutoff.unix_millis()])?;
@@ -145,14 +155,17 @@ pub(super) fn resume(
         // the others wait behind it.
         let waiting = tx.execute(REQUEUE_WAITING_SQL, [seq])?;
         let released = waiting + tx.execute(RELEASE_HELD_SQL, params![seq, now_ms])?;
-        Ok(Some((
-            seq,
-            now_ms,
-            ResumeSummary {
-                released: released as u64,
-                expired: expired as u64,
-            },
-        )))
+        let summary = ResumeSummary {
+            released: released as u64,
+            expired: expired as u64,
+        };
+        if was_paused {
+            let about = SubscriptionRef { id: id.clone(), name };
+            let notice = notices::new_notice(&workspace_id, notices::resumed_data(about, summary), now)
+                .map_err(conversion)?;
+            super::notices::insert(tx, &notice)?;
+        }
+        Ok(Some((seq, now_ms, summary)))
     };
     store.write_then(write, move |out| {
         out.map(|(seq, released_due, summary)| {
@@ -193,29 +206,35 @@ pub(super) fn enqueue(
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?;
         for built in events {
-            let ev = &built.event;
+            // A notice is queued once: by the first relay that marks it.
+            if let Some(notice) = built.notice()
+                && !super::notices::mark_relayed(tx, notice.notification_id, now_ms)?
+            {
+                counts.push(0);
+                continue;
+            }
             event_seq += 1;
             insert_event.execute(params![
                 event_seq,
-                ev.id(),
-                ev.workspace_id(),
-                ev.event_type().as_str(),
+                built.id(),
+                built.workspace_id(),
+                built.type_name(),
                 built.post_id,
-                ev.created_at().unix_millis(),
+                built.created_at().unix_millis(),
                 built.body,
                 built
                     .external_id
                     .as_deref()
-                    .map(|ext| super::schema::external_key_in_bucket(event_seq, ev.workspace_id(), ext)),
+                    .map(|ext| super::schema::external_key_in_bucket(event_seq, built.workspace_id(), ext)),
                 crate::ordering::account_of(built.ordering_key.as_ref())
             ])?;
-            if !routes.contains_key(ev.workspace_id()) {
-                routes.insert(ev.workspace_id().to_owned(), routes_of(tx, ev.workspace_id())?);
+            if !routes.contains_key(built.workspace_id()) {
+                routes.insert(built.workspace_id().to_owned(), routes_of(tx, built.workspace_id())?);
             }
             let key = built.ordering_key.as_ref().map(ordering_hash);
             let mut pending = Vec::new();
             let mut n = 0;
-            for (sub, route) in &routes[ev.workspace_id()] {
+            for (sub, route) in &routes[built.workspace_id()] {
                 // The rules decide (routing, then ordering); this stores what they say.
                 let Some(routed) = routing::route(&built, route) else {
                     continue;
@@ -241,9 +260,8 @@ pub(super) fn enqueue(
             }
             counts.push(n);
             if !pending.is_empty() {
-                let (id, ..) = built.event.into_parts();
                 let event = FreshEvent {
-                    id,
+                    id: built.id().to_owned(),
                     body: Bytes::from(built.body),
                 };
                 made.push((Arc::new(event), pending));

@@ -105,21 +105,11 @@ pub(super) fn notifications(
     limit: usize,
 ) -> BoxFuture<'_, StoreResult<Vec<Notification>>> {
     store.read(move |c| {
-        let mut stmt = c.prepare_cached(
-            "SELECT id, workspace_id, subscription_id, cause, message, created_at FROM notifications
-             WHERE workspace_id = ?1 ORDER BY id DESC LIMIT ?2",
-        )?;
-        let rows = stmt.query_map(params![workspace_id, limit as i64], |r| {
-            Ok(Notification {
-                id: r.get(0)?,
-                workspace_id: r.get(1)?,
-                subscription_id: r.get(2)?,
-                cause: crate::model::PauseCause::from_code(&r.get::<_, String>(3)?)
-                    .ok_or_else(|| conversion("unknown pause cause"))?,
-                message: r.get(4)?,
-                created_at: ts(r.get(5)?),
-            })
-        })?;
+        let mut stmt = c.prepare_cached(&format!(
+            "SELECT {} FROM notifications WHERE workspace_id = ?1 ORDER BY id DESC LIMIT ?2",
+            super::notices::COLUMNS
+        ))?;
+        let rows = stmt.query_map(params![workspace_id, limit as i64], super::notices::from_row)?;
         rows.collect()
     })
 }

@@ -10,14 +10,15 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::schema::UPSERT_WORKSPACE_SQL;
 use super::*;
 use crate::idempotency::Completion;
-use crate::model::{PreviousKey, StoredSubscription, SubscriptionChanges, Workspace, WorkspaceKeys};
+use crate::notices::NewNotice;
+use crate::model::{PreviousKey, Purpose, StoredSubscription, SubscriptionChanges, Workspace, WorkspaceKeys};
 use crate::secret_box::{CipherError, SecretCipher, StoredSecret};
 use crate::store::{BoxFuture, StoreResult};
 use zeroize::Zeroizing;
 
 pub(super) const SUBSCRIPTION_COLUMNS: &str = "id, workspace_id, name, url, events, integrations, paused_reason, created_by_kind, \
      consecutive_failures, last_success_at, failing_since, created_at, secret, previous_secret, previous_secret_until, \
-     signing";
+     signing, purpose";
 
 pub(super) fn subscription_from_row(
     r: &rusqlite::Row<'_>,
@@ -54,6 +55,7 @@ pub(super) fn subscription_from_row(
         secret,
         previous_secret,
         failing_since: opt_ts(r.get(10)?),
+        purpose: Purpose::parse(&r.get::<_, String>(16)?),
     })
 }
 
@@ -346,8 +348,8 @@ pub(super) fn insert_subscription(
         // One writer: the count and the insert cannot interleave with another insert.
         if let Some(limit) = limit {
             let count: i64 = tx
-                .prepare_cached("SELECT count(*) FROM subscriptions WHERE workspace_id = ?1")?
-                .query_row([&s.workspace_id], |r| r.get(0))?;
+                .prepare_cached("SELECT count(*) FROM subscriptions WHERE workspace_id = ?1 AND purpose = ?2")?
+                .query_row(params![&s.workspace_id, s.purpose.as_str()], |r| r.get(0))?;
             if u64::try_from(count).unwrap_or(0) >= limit {
                 return Ok(false);
             }
@@ -359,8 +361,9 @@ pub(super) fn insert_subscription(
         };
         tx.execute(
             "INSERT INTO subscriptions (id, workspace_id, name, url, events, integrations, paused_reason,
-               created_by_kind, consecutive_failures, last_success_at, failing_since, created_at, secret, signing)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+               created_by_kind, consecutive_failures, last_success_at, failing_since, created_at, secret, signing,
+               purpose)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
             params![
                 sub.id,
                 s.workspace_id,
@@ -376,6 +379,7 @@ pub(super) fn insert_subscription(
                 sub.created_at.unix_millis(),
                 StoredSecret::seal(cipher.as_deref(), &s.secret).map_err(conversion)?,
                 sub.signing.as_str(),
+                s.purpose.as_str(),
             ],
         )?;
         if let Some(completion) = completion {
@@ -461,6 +465,7 @@ pub(super) fn rotate_secret(
     id: String,
     new_secret: Secret,
     until: Timestamp,
+    notice: NewNotice,
 ) -> BoxFuture<'_, StoreResult<bool>> {
     let cipher = store.cipher.clone();
     store.write_target(move |tx| {
@@ -472,6 +477,9 @@ pub(super) fn rotate_secret(
                 until.unix_millis()
             ],
         )?;
+        if n > 0 {
+            super::notices::insert(tx, &notice)?;
+        }
         Ok(n > 0)
     })
 }
@@ -550,6 +558,7 @@ pub(super) fn rotate_signing_key(
     key: SigningKey,
     now: Timestamp,
     until: Timestamp,
+    notice: NewNotice,
 ) -> BoxFuture<'_, StoreResult<bool>> {
     let cipher = store.cipher.clone();
     store.write_target(move |tx| {
@@ -565,6 +574,9 @@ pub(super) fn rotate_signing_key(
                 until.unix_millis()
             ],
         )?;
+        if n > 0 {
+            super::notices::insert(tx, &notice)?;
+        }
         Ok(n > 0)
     })
 }

@@ -13,7 +13,7 @@ use crate::store::StoreResult;
 
 /// The layout of the file, kept in `PRAGMA user_version`; a file of another version is
 /// refused rather than misread.
-pub(super) const SCHEMA_VERSION: i64 = 9;
+pub(super) const SCHEMA_VERSION: i64 = 10;
 
 /// What turns a file of an older version into the next one, by version; a file is
 /// brought up to date by every step from its version on, then by `SCHEMA`.
@@ -85,6 +85,24 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
          UPDATE events SET account_id = json_extract(body, '$.data.integration.id')
              WHERE event_type LIKE 'integration.%';",
     ),
+    // 9 -> 10: operational notices (`crate::notices`). A subscription is a subscriber's or
+    // an operator endpoint, and remembers whether its failing run was warned of; a
+    // notification has a type, a `webhook-id` and a body, and is relayed once. The pause
+    // notices stored before are kept as relayed (they were never sent).
+    (
+        9,
+        "ALTER TABLE subscriptions ADD COLUMN purpose TEXT NOT NULL DEFAULT 'events';
+         ALTER TABLE subscriptions ADD COLUMN pause_warned INTEGER NOT NULL DEFAULT 0;
+         CREATE TABLE notifications_v10 (
+             id INTEGER PRIMARY KEY, workspace_id TEXT NOT NULL, kind TEXT NOT NULL, subscription_id TEXT,
+             cause TEXT, message TEXT NOT NULL, event_id TEXT NOT NULL, body TEXT NOT NULL,
+             created_at INTEGER NOT NULL, relayed_at INTEGER);
+         INSERT INTO notifications_v10
+             SELECT id, workspace_id, 'endpoint.paused', subscription_id, cause, message, 'notice_' || id, '',
+                    created_at, created_at FROM notifications;
+         DROP TABLE notifications;
+         ALTER TABLE notifications_v10 RENAME TO notifications;",
+    ),
 ];
 
 pub(super) const SCHEMA: &str = r#"
@@ -103,7 +121,8 @@ CREATE TABLE IF NOT EXISTS subscriptions (
     paused_reason TEXT, created_by_kind TEXT NOT NULL,
     consecutive_failures INTEGER NOT NULL DEFAULT 0, last_success_at INTEGER, failing_since INTEGER,
     created_at INTEGER NOT NULL, secret TEXT NOT NULL, previous_secret TEXT, previous_secret_until INTEGER,
-    signing TEXT NOT NULL DEFAULT 'symmetric');
+    signing TEXT NOT NULL DEFAULT 'symmetric', purpose TEXT NOT NULL DEFAULT 'events',
+    pause_warned INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS subscriptions_workspace ON subscriptions (workspace_id, seq);
 -- Event ids are unique by construction (a ULID each) and never looked up, so they have
 -- no index: one fewer insert per event.
@@ -153,10 +172,14 @@ CREATE TABLE IF NOT EXISTS attempts (
     delivery_seq INTEGER NOT NULL, number INTEGER NOT NULL, started_at INTEGER NOT NULL,
     duration_ms INTEGER NOT NULL, status INTEGER, error TEXT, body_prefix TEXT,
     PRIMARY KEY (delivery_seq, number)) WITHOUT ROWID;
+-- Operational notices (`crate::notices`), written with the change they are about;
+-- `relayed_at` is set by the transaction that queues one for the operator endpoints.
 CREATE TABLE IF NOT EXISTS notifications (
-    id INTEGER PRIMARY KEY, workspace_id TEXT NOT NULL, subscription_id TEXT NOT NULL,
-    cause TEXT NOT NULL, message TEXT NOT NULL, created_at INTEGER NOT NULL);
+    id INTEGER PRIMARY KEY, workspace_id TEXT NOT NULL, kind TEXT NOT NULL, subscription_id TEXT,
+    cause TEXT, message TEXT NOT NULL, event_id TEXT NOT NULL, body TEXT NOT NULL,
+    created_at INTEGER NOT NULL, relayed_at INTEGER);
 CREATE INDEX IF NOT EXISTS notifications_workspace ON notifications (workspace_id, id);
+CREATE INDEX IF NOT EXISTS notifications_unrelayed ON notifications (id) WHERE relayed_at IS NULL;
 "#;
 
 /// Opens the file at `path` (created if absent) in WAL mode with `options`, and brings

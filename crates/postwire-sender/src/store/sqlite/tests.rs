@@ -145,6 +145,14 @@ fn files_of_versions_1_to_7_are_migrated() {
                  ALTER TABLE workspaces DROP COLUMN previous_signing_key;
                  ALTER TABLE workspaces DROP COLUMN previous_signing_key_created_at;
                  ALTER TABLE workspaces DROP COLUMN previous_signing_key_until;
+                 -- Before version 10, no operational notices: pause notices only.
+                 ALTER TABLE subscriptions DROP COLUMN purpose;
+                 ALTER TABLE subscriptions DROP COLUMN pause_warned;
+                 DROP TABLE notifications;
+                 CREATE TABLE notifications (
+                     id INTEGER PRIMARY KEY, workspace_id TEXT NOT NULL, subscription_id TEXT NOT NULL,
+                     cause TEXT NOT NULL, message TEXT NOT NULL, created_at INTEGER NOT NULL);
+                 INSERT INTO notifications VALUES (1, 'ws', 'wh_1', 'consecutive_failures', 'paused', 5);
                  INSERT INTO workspaces (id, name) VALUES ('ws', 'ws');
                  INSERT INTO subscriptions (id, workspace_id, name, url, events, integrations, created_by_kind,
                      created_at, secret) VALUES ('wh_1', 'ws', 's', 'https://example.com/h', '[]', '[]',
@@ -189,6 +197,16 @@ fn files_of_versions_1_to_7_are_migrated() {
             })
             .unwrap();
         assert_eq!(unmarked, 5);
+        // Version 10: a pause notice of before is an `endpoint.paused`, never relayed now.
+        let notice: (String, String, bool) = conn
+            .query_row(
+                "SELECT kind, (SELECT purpose FROM subscriptions), relayed_at IS NOT NULL FROM notifications",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!(notice, ("endpoint.paused".into(), "events".into(), true));
+        assert!(index("notifications_unrelayed").is_some());
         assert!(index("deliveries_failed").is_some());
         assert!(index("deliveries_held").is_some());
         assert_eq!(index("deliveries_queue"), None);
