@@ -1,5 +1,5 @@
 //! The operator endpoints API (`…/operator-webhooks`) over real HTTP: create (the secret
-//! once), list (never a secret), rotate, delete; each kind's id is `not_found` under the
+//! once), list (never a secret), pause and resume, rotate, delete; each kind's id is `not_found` under the
 //! other kind's routes; the SSRF rules and the limit of 10; and a real notice delivered
 //! to a loopback receiver, verified with the endpoint's own secret.
 
@@ -66,6 +66,24 @@ async fn create_list_rotate_delete() {
     let again = h.send("GET", OPS, Some(&t), None).await;
     assert!(!again.text.contains("whsec_"), "{}", again.text);
 
+    // Paused and resumed like a subscription.
+    let paused = h
+        .json("PUT", &format!("{OPS}/{id}/enabled"), &t, json!({"enabled": false}))
+        .await;
+    assert_eq!(paused.status, 200, "{}", paused.text);
+    assert_eq!(paused.json["disabled"], true);
+    assert!(paused.json["disabledReason"].is_string(), "{}", paused.text);
+    let m = h
+        .json("PUT", &format!("{OPS}/{id}/enabled"), &t, json!({"enabled": "yes"}))
+        .await
+        .messages();
+    assert!(m[0].contains("`enabled`"), "{m:?}");
+    let resumed = h
+        .json("PUT", &format!("{OPS}/{id}/enabled"), &t, json!({"enabled": true}))
+        .await;
+    assert_eq!(resumed.json["disabled"], false, "{}", resumed.text);
+    assert!(resumed.json["disabledReason"].is_null());
+
     // Another workspace's token does not reach it.
     let other = h.token(&[postwire_server::Scope::WebhooksWrite], &["ws_b"]).await;
     let r = h
@@ -114,6 +132,7 @@ async fn each_kind_is_not_found_under_the_other_kinds_routes() {
         ("DELETE", format!("{hooks}/{op_id}"), None),
         ("POST", format!("{OPS}/{sub_id}/rotate-secret"), None),
         ("DELETE", format!("{OPS}/{sub_id}"), None),
+        ("PUT", format!("{OPS}/{sub_id}/enabled"), Some(r#"{"enabled":false}"#)),
     ] {
         let r = h.send(method, &path, Some(&t), body).await;
         r.assert_error(404, "not_found");
@@ -241,6 +260,7 @@ async fn endpoint_ids_follow_the_documented_rule_and_creation_and_the_list_link_
     let one = "/public/v1/workspaces/{workspaceId}/operator-webhooks/{endpointId}";
     let targets = [
         ("delete", one.to_owned(), "deleteOperatorWebhook"),
+        ("put", format!("{one}/enabled"), "setOperatorWebhookEnabled"),
         ("post", format!("{one}/rotate-secret"), "rotateOperatorWebhookSecret"),
     ];
     let h = Harness::start().await;
@@ -284,7 +304,15 @@ async fn endpoint_ids_follow_the_documented_rule_and_creation_and_the_list_link_
         let links = collection[op]["responses"][status]["links"].as_object().unwrap();
         let mut linked: Vec<&str> = links.values().map(|l| l["operationId"].as_str().unwrap()).collect();
         linked.sort();
-        assert_eq!(linked, ["deleteOperatorWebhook", "rotateOperatorWebhookSecret"], "{op}");
+        assert_eq!(
+            linked,
+            [
+                "deleteOperatorWebhook",
+                "rotateOperatorWebhookSecret",
+                "setOperatorWebhookEnabled"
+            ],
+            "{op}"
+        );
         for link in links.values() {
             assert_eq!(link["parameters"]["endpointId"], id_at);
             assert_eq!(link["parameters"]["workspaceId"], "$request.path.workspaceId");

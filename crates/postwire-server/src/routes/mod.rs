@@ -60,6 +60,7 @@ pub fn authenticated_routes() -> OpenApiRouter<AppState> {
             operator_webhooks::list_operator_webhooks
         ))
         .routes(routes!(operator_webhooks::delete_operator_webhook))
+        .routes(routes!(operator_webhooks::set_operator_webhook_enabled))
         .routes(routes!(operator_webhooks::rotate_operator_webhook_secret))
 }
 

@@ -1,4 +1,5 @@
-//! A workspace's operator endpoints: create, list, delete, rotate the secret.
+//! A workspace's operator endpoints: create, list, delete, pause or resume, rotate the
+//! secret.
 //!
 //! An operator endpoint is the workspace operator's own webhook endpoint, kept apart from
 //! the subscribers' subscriptions (`…/webhooks`): it receives the operational notices
@@ -24,10 +25,11 @@ use crate::auth::Caller;
 use crate::errors::{ApiError, ApiResult, CommonErrors, ErrorBody, ValidationErrorBody};
 use crate::schemas::{
     CreateOperatorEndpointRequest, CreatedOperatorEndpoint, OperatorEndpoint, OperatorEndpointList, RotatedSecret,
+    SetEnabledRequest,
 };
 use crate::state::AppState;
 use crate::tokens::Scope;
-use crate::validation::{ApiPath, check_id_param, parse_json, parse_operator_create, read_body};
+use crate::validation::{ApiPath, check_id_param, parse_enabled, parse_json, parse_operator_create, read_body};
 
 /// The operator endpoint `id` of `workspace_id`: 400 `invalid_request` when `id` breaks
 /// the id rule, `not_found` when there is no such operator endpoint in that workspace
@@ -172,6 +174,42 @@ pub async fn delete_operator_webhook(
     state.sender.delete_subscription(&endpoint_id).await?;
     tracing::info!(subscription_id = %endpoint_id, token_id = %caller.0.id, "operator endpoint deleted");
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Pauses (`{"enabled": false}`) or resumes (`{"enabled": true}`) an operator endpoint,
+/// e.g. one the sender paused after 50 failed deliveries in a row. While paused its
+/// notices are held; on resume those held during the last 7 days are delivered in order
+/// and older ones expire. Resuming also resets `consecutiveFailures`.
+#[utoipa::path(
+    put,
+    path = "/public/v1/workspaces/{workspaceId}/operator-webhooks/{endpointId}/enabled",
+    tag = "Operator endpoints",
+    operation_id = "setOperatorWebhookEnabled",
+    params(("workspaceId" = String, Path, description = "Workspace id."), ("endpointId" = String, Path, description = "Operator endpoint id.")),
+    request_body(content = SetEnabledRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The operator endpoint after the change.", body = OperatorEndpoint),
+        (status = 400, description = "`invalid_request`: the body is not `{\"enabled\": boolean}`, or an invalid `endpointId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
+        (status = 401, description = "`unauthorized`.", body = ErrorBody),
+        (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
+        (status = 404, description = "No such workspace or operator endpoint (`not_found`); a subscription's id is not an operator endpoint's.", body = ErrorBody),
+        CommonErrors,
+    ),
+    security(("bearer" = ["webhooks:write"]))
+)]
+pub async fn set_operator_webhook_enabled(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((workspace_id, endpoint_id)): ApiPath<(String, String)>,
+    body: Body,
+) -> ApiResult<Json<OperatorEndpoint>> {
+    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
+    load(&state, &workspace_id, &endpoint_id).await?;
+    let bytes = read_body(body, state.max_body_bytes).await?;
+    let enabled = parse_enabled(parse_json(&bytes)?.as_ref())?;
+    let record = state.sender.set_enabled(&endpoint_id, enabled).await?;
+    tracing::info!(subscription_id = %endpoint_id, enabled, token_id = %caller.0.id, "operator endpoint enabled state set");
+    Ok(Json(OperatorEndpoint::from(&record)))
 }
 
 /// Replaces an operator endpoint's signing secret. The new secret is returned this once;
