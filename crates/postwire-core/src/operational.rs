@@ -129,6 +129,7 @@ pub enum PauseWarningReason {
     /// 40 failed deliveries in a row (the pause comes at 50).
     ConsecutiveFailures,
     /// 60 hours without a success while failing (the pause comes at 72).
+    #[serde(rename = "failing_for_60_hours")]
     FailingFor60Hours,
 }
 
@@ -139,6 +140,7 @@ pub enum AutomaticPauseCause {
     /// 50 failed deliveries in a row.
     ConsecutiveFailures,
     /// 72 hours without a success while failing.
+    #[serde(rename = "failing_for_72_hours")]
     FailingFor72Hours,
 }
 
@@ -400,6 +402,20 @@ pub fn operational_json_schema() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_reason_and_cause_serializes_to_a_value_of_its_schema_enum() {
+        let schema = operational_json_schema().to_string();
+        for value in [
+            serde_json::to_value(PauseWarningReason::ConsecutiveFailures),
+            serde_json::to_value(PauseWarningReason::FailingFor60Hours),
+            serde_json::to_value(AutomaticPauseCause::ConsecutiveFailures),
+            serde_json::to_value(AutomaticPauseCause::FailingFor72Hours),
+        ] {
+            let value = value.unwrap().to_string();
+            assert!(schema.contains(&value), "{value} is not in the schema");
+        }
+    }
 
     fn sub() -> SubscriptionRef {
         SubscriptionRef {

@@ -1,0 +1,246 @@
+//! Operational notices end to end: a subscriber's endpoint fails through the pause rules
+//! under the injected clock, and the workspace's operator endpoints (real HTTP receivers
+//! on loopback, one of them down for part of the run) get every notice once, in order
+//! per subscription, signed with their own secrets, with no secret in any body; a notice
+//! about an operator endpoint never goes to that endpoint.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use base64::Engine;
+use common::*;
+use postwire_core::{CreatedByKind, Secret, UnixTime, Verifier};
+use postwire_sender::NewSubscription;
+
+const SEC: i64 = 1_000;
+const MIN: i64 = 60 * SEC;
+const HOUR: i64 = 60 * MIN;
+/// The retry schedule's delays after the first attempt: nine attempts in all.
+const RETRIES: [i64; 8] = [30 * SEC, 2 * MIN, 10 * MIN, 30 * MIN, HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR];
+
+/// An operator endpoint: a receiver that answers 503 while `down`, and keeps the
+/// requests it accepted.
+struct Operator {
+    id: String,
+    secret: Secret,
+    down: Arc<AtomicBool>,
+    accepted: Arc<Mutex<Vec<Recorded>>>,
+    _rx: Receiver,
+}
+
+impl Operator {
+    async fn start(h: &Harness, name: &str) -> Operator {
+        let down = Arc::new(AtomicBool::new(false));
+        let accepted: Arc<Mutex<Vec<Recorded>>> = Arc::default();
+        let (d, a) = (down.clone(), accepted.clone());
+        let rx = Receiver::start(move |r, _| {
+            if d.load(Ordering::SeqCst) {
+                Reply::status(503)
+            } else {
+                a.lock().unwrap().push(r.clone());
+                Reply::ok()
+            }
+        })
+        .await;
+        let created = h
+            .sender
+            .create_operator_endpoint(NewSubscription {
+                workspace_id: WS.into(),
+                name: name.into(),
+                url: rx.url.clone(),
+                events: vec![],
+                integration_ids: vec![],
+                created_by_kind: CreatedByKind::ApiToken,
+                signing: Default::default(),
+            })
+            .await
+            .unwrap();
+        Operator {
+            id: created.subscription.id,
+            secret: created.secret,
+            down,
+            accepted,
+            _rx: rx,
+        }
+    }
+
+    fn accepted(&self) -> Vec<Recorded> {
+        self.accepted.lock().unwrap().clone()
+    }
+
+    /// The types of the notices about `subscription` it accepted, in arrival order.
+    fn kinds_about(&self, subscription: Option<&str>) -> Vec<String> {
+        self.accepted()
+            .iter()
+            .map(Recorded::json)
+            .filter(|b| b["data"]["subscription"]["id"].as_str() == subscription)
+            .map(|b| b["type"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    /// Every accepted request: verifies with this endpoint's secret, once per
+    /// `webhook-id`, and carries none of `secrets`.
+    fn check(&self, secrets: &[&Secret]) {
+        let verifier = Verifier::with_secrets([self.secret.clone()]).unwrap();
+        let mut ids = HashSet::new();
+        for r in self.accepted() {
+            verifier
+                .verify(&r.headers, &r.body, UnixTime::from_secs(r.timestamp()))
+                .expect("a notice verifies with the operator endpoint's own secret");
+            assert!(ids.insert(r.id()), "notice {} accepted twice", r.id());
+            assert_eq!(r.json()["id"], r.id(), "the body's id is the webhook-id");
+            let text = String::from_utf8(r.body.clone()).unwrap();
+            assert!(!text.contains("whsec_") && !text.contains("whsk_"), "{text}");
+            for s in secrets {
+                let key = s.expose();
+                let raw = base64::engine::general_purpose::STANDARD
+                    .decode(&key[6..])
+                    .unwrap();
+                for form in [
+                    key[6..].to_owned(),
+                    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&raw),
+                    hex(&raw),
+                ] {
+                    assert!(!text.contains(&form), "a secret is in a notice: {text}");
+                }
+            }
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_failures_reach_every_operator_endpoint_once_in_order_and_never_the_one_concerned() {
+    let h = Harness::new().await;
+    let one = Operator::start(&h, "pager").await;
+    let two = Operator::start(&h, "chat").await;
+    let failing = Receiver::failing().await;
+    let (sub, sub_secret) = h.subscribe(&failing.url).await;
+
+    // 50 deliveries fail through all nine attempts; the first operator endpoint is down
+    // when the notices come, and for two of their retries.
+    h.sender
+        .publish_many((0..50).map(|p| scheduled(&format!("p{p}")).into()).collect())
+        .await
+        .unwrap();
+    h.idle().await;
+    one.down.store(true, Ordering::SeqCst);
+    for delay in RETRIES {
+        h.advance(delay).await;
+    }
+    assert!(h.sender.subscription(&sub).await.unwrap().subscription.status.is_paused());
+    let expected = ["endpoint.failing", "endpoint.pause_warning", "endpoint.paused"];
+    assert_eq!(two.kinds_about(Some(&sub)), expected);
+    assert!(one.accepted().is_empty());
+    h.advance(30 * SEC).await;
+    h.advance(2 * MIN).await;
+    assert!(one.accepted().is_empty());
+    one.down.store(false, Ordering::SeqCst);
+    h.advance(10 * MIN).await;
+    assert_eq!(one.kinds_about(Some(&sub)), expected, "retried, in order");
+
+    // A held event, a resume, a rotation of its secret and of the workspace's key.
+    h.sender.publish(scheduled("held")).await.unwrap();
+    let (_, summary) = h.sender.resume(&sub).await.unwrap();
+    assert_eq!(summary.released, 1);
+    let rotated = h.sender.rotate_secret(&sub).await.unwrap().secret;
+    h.sender.rotate_signing_key(WS).await.unwrap();
+    h.idle().await;
+    let expected = [
+        "endpoint.failing",
+        "endpoint.pause_warning",
+        "endpoint.paused",
+        "endpoint.resumed",
+        "endpoint.secret_rotated",
+    ];
+    for op in [&one, &two] {
+        assert_eq!(op.kinds_about(Some(&sub)), expected);
+        assert_eq!(op.kinds_about(None), ["signing_key.rotated"]);
+    }
+    let resumed = two.accepted()[3].json();
+    assert_eq!(resumed["data"]["released"], 1);
+    assert_eq!(resumed["data"]["expired"], 0);
+    let paused = two.accepted()[2].json();
+    assert_eq!(paused["data"]["cause"], "consecutive_failures");
+    assert_eq!(paused["data"]["consecutiveFailures"], 50);
+    assert_eq!(paused["data"]["subscription"]["name"], "test");
+
+    // The first operator endpoint fails a notice for good: the notice about it goes to
+    // the second only, and so does its recovery. (Meanwhile the released event failed
+    // too: a new failing run of the subscriber, queued behind at the first.)
+    one.down.store(true, Ordering::SeqCst);
+    h.sender.rotate_secret(&sub).await.unwrap();
+    h.idle().await;
+    for delay in RETRIES {
+        h.advance(delay).await;
+    }
+    one.down.store(false, Ordering::SeqCst);
+    h.sender.rotate_secret(&sub).await.unwrap();
+    h.advance(12 * HOUR).await;
+    h.advance(SEC).await;
+    let mut expected = expected.to_vec();
+    expected.extend(["endpoint.secret_rotated", "endpoint.failing", "endpoint.secret_rotated"]);
+    assert_eq!(two.kinds_about(Some(&sub)), expected);
+    expected.remove(5); // failed for good at the first endpoint: never sent again
+    assert_eq!(one.kinds_about(Some(&sub)), expected, "in order, the failed one skipped");
+    assert_eq!(two.kinds_about(Some(&one.id)), ["endpoint.failing", "endpoint.recovered"]);
+    assert!(one.kinds_about(Some(&one.id)).is_empty(), "never told about itself");
+    assert!(two.kinds_about(Some(&two.id)).is_empty() && one.kinds_about(Some(&two.id)).is_empty());
+
+    // Every stored notice reached the second endpoint once; the subscriber got none.
+    let listed = h.sender.notifications(WS, 100).await.unwrap();
+    let at_two: HashMap<String, usize> = two.accepted().iter().fold(HashMap::new(), |mut m, r| {
+        *m.entry(r.id()).or_default() += 1;
+        m
+    });
+    assert_eq!(listed.len(), at_two.len());
+    for n in &listed {
+        assert_eq!(at_two.get(&n.event_id), Some(&1), "{} ({})", n.kind, n.event_id);
+    }
+    assert!(failing.requests().iter().all(|r| {
+        let t = r.json()["type"].as_str().unwrap_or_default().to_owned();
+        t.starts_with("post.")
+    }));
+    let secrets = [&sub_secret, &rotated, &one.secret, &two.secret];
+    one.check(&secrets);
+    two.check(&secrets);
+    h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_hours_of_failing_warn_and_seventy_two_pause_with_their_causes() {
+    let h = Harness::new().await;
+    let op = Operator::start(&h, "pager").await;
+    let failing = Receiver::failing().await;
+    let (sub, _) = h.subscribe(&failing.url).await;
+    // One new event every 12 hours keeps deliveries failing.
+    h.sender.publish(scheduled("p0")).await.unwrap();
+    h.idle().await;
+    let mut elapsed = 0;
+    while elapsed < 72 * HOUR {
+        h.advance(30 * MIN).await;
+        elapsed += 30 * MIN;
+        if elapsed % (12 * HOUR) == 0 {
+            h.sender.publish(scheduled(&format!("p{elapsed}"))).await.unwrap();
+            h.idle().await;
+        }
+        let kinds = op.kinds_about(Some(&sub));
+        if elapsed < 60 * HOUR {
+            assert!(kinds.len() <= 1, "only failing before 60 h: {kinds:?}");
+        }
+    }
+    let bodies: Vec<serde_json::Value> = op.accepted().iter().map(Recorded::json).collect();
+    let kinds: Vec<&str> = bodies.iter().map(|b| b["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["endpoint.failing", "endpoint.pause_warning", "endpoint.paused"]);
+    assert_eq!(bodies[1]["data"]["reason"], "failing_for_60_hours");
+    assert_eq!(bodies[2]["data"]["cause"], "failing_for_72_hours");
+    assert!(bodies[2]["data"]["consecutiveFailures"].as_u64().unwrap() < 40);
+    op.check(&[]);
+    h.shutdown().await;
+}
