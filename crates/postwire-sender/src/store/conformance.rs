@@ -819,7 +819,75 @@ fn p2_id(list: &[crate::model::DeliveryRecord]) -> &str {
     &list.iter().find(|d| d.payload.contains("\"keep\"")).unwrap().event_id
 }
 
+/// A notice stored by a change is queued once for every operator endpoint but the one it
+/// is about, however many relays run at once (processes sharing a database), and a relay
+/// after that finds nothing to do. A stored notice survives the store being reopened.
+async fn a_stored_notice_is_relayed_once_by_concurrent_relays(backend: Backend) {
+    use postwire_core::Subscription;
+    let (_guard, store, t0) = store_with_a_subscription(backend).await;
+    for id in ["wh_op1", "wh_op2"] {
+        let ok = store
+            .insert_subscription(
+                StoredSubscription {
+                    workspace_id: "ws".into(),
+                    subscription: Subscription {
+                        id: id.into(),
+                        name: "ops".into(),
+                        url: "https://example.com/ops".into(),
+                        events: vec![],
+                        integrations: vec![],
+                        status: SubscriptionStatus::Enabled,
+                        created_by_kind: CreatedByKind::ApiToken,
+                        consecutive_failures: 0,
+                        last_success_at: None,
+                        created_at: t0,
+                        signing: Default::default(),
+                    },
+                    secret: Secret::generate().unwrap(),
+                    previous_secret: None,
+                    failing_since: None,
+                    purpose: crate::model::Purpose::Operator,
+                },
+                None,
+                Some(2),
+            )
+            .await
+            .unwrap();
+        assert!(ok, "operator endpoints are counted apart from the subscriptions");
+    }
+    let about = |id: &str| postwire_core::SubscriptionRef {
+        id: id.into(),
+        name: "x".into(),
+    };
+    for id in ["wh_1", "wh_op1"] {
+        let data = postwire_core::OperationalData::EndpointSecretRotated {
+            subscription: about(id),
+            previous_secret_expires_at: t0,
+        };
+        let notice = crate::notices::new_notice("ws", data, t0).unwrap();
+        assert!(store.rotate_secret(id.into(), Secret::generate().unwrap(), t0, notice).await.unwrap());
+    }
+    assert_eq!(store.pending_notices(10).await.unwrap().len(), 2);
+    let (a, b, c) = tokio::join!(
+        crate::notices::relay(store.as_ref(), t0),
+        crate::notices::relay(store.as_ref(), t0),
+        crate::notices::relay(store.as_ref(), t0),
+    );
+    // wh_1's notice to both operator endpoints, wh_op1's to wh_op2 only.
+    assert_eq!(a.unwrap() + b.unwrap() + c.unwrap(), 3);
+    assert!(store.pending_notices(10).await.unwrap().is_empty());
+    assert_eq!(crate::notices::relay(store.as_ref(), t0).await.unwrap(), 0);
+    let counts = |sub: &str| store.delivery_counts(Some(sub.into()));
+    assert_eq!(counts("wh_op1").await.unwrap().pending, 1);
+    assert_eq!(counts("wh_op2").await.unwrap().pending, 2);
+    assert_eq!(counts("wh_1").await.unwrap().pending, 0, "a subscriber never gets a notice");
+    let listed = store.notifications("ws".into(), 10).await.unwrap();
+    let kinds: Vec<&str> = listed.iter().map(|n| n.kind.as_str()).collect();
+    assert_eq!(kinds, ["endpoint.secret_rotated", "endpoint.secret_rotated"]);
+}
+
 conformance!(
+    a_stored_notice_is_relayed_once_by_concurrent_relays,
     erasure_tombstones_a_subjects_events_and_cancels_their_unfinished_deliveries,
     posts_are_found_by_external_id_among_many_events,
     a_workspace_key_pair_is_made_once_rotated_and_signs_what_signing_asks,
