@@ -12,7 +12,8 @@
 
 use postwire_core::{
     Actor, DisconnectReason, Event, EventData, EventError, Integration, IntegrationData, IntegrationDisconnectedData,
-    OperationalEventType, OrderingKey, PostData, PostDeletedData, PostFailedData, PostState, PostSummary, TestData, Timestamp,
+    OperationalEventType, OrderingKey, PostData, PostDeletedData, PostFailedData, PostState, PostSummary, TestData,
+    Timestamp,
 };
 
 use crate::error::{SenderError, Violations};

@@ -256,18 +256,30 @@ mod tests {
         let t0 = Timestamp::from_unix_millis(0);
         let mut h = Health::default();
         h.apply_noting(Verdict::WillRetry, t0);
-        assert_eq!(h.apply_noting(Verdict::WillRetry, t0.add_millis(WARN_AFTER_FAILING_MS - 1)).1, vec![]);
         assert_eq!(
-            h.apply_noting(Verdict::WillRetry, t0.add_millis(WARN_AFTER_FAILING_MS)).1,
+            h.apply_noting(Verdict::WillRetry, t0.add_millis(WARN_AFTER_FAILING_MS - 1))
+                .1,
+            vec![]
+        );
+        assert_eq!(
+            h.apply_noting(Verdict::WillRetry, t0.add_millis(WARN_AFTER_FAILING_MS))
+                .1,
             vec![HealthChange::PauseWarning(PauseWarningReason::FailingFor60Hours)]
         );
-        assert_eq!(h.apply_noting(Verdict::WillRetry, t0.add_millis(WARN_AFTER_FAILING_MS + 1)).1, vec![]);
+        assert_eq!(
+            h.apply_noting(Verdict::WillRetry, t0.add_millis(WARN_AFTER_FAILING_MS + 1))
+                .1,
+            vec![]
+        );
         // No attempt between 60 h and 72 h: the warning comes with the pause, first.
         let mut late = Health::default();
         late.apply_noting(Verdict::WillRetry, t0);
         let (pause, changes) = late.apply_noting(Verdict::WillRetry, t0.add_millis(PAUSE_AFTER_FAILING_MS));
         assert_eq!(pause, Some(PauseCause::FailingFor72Hours));
-        assert_eq!(changes, vec![HealthChange::PauseWarning(PauseWarningReason::FailingFor60Hours)]);
+        assert_eq!(
+            changes,
+            vec![HealthChange::PauseWarning(PauseWarningReason::FailingFor60Hours)]
+        );
         // Failed attempts that are retried are not failed deliveries: nothing to recover from.
         assert_eq!(late.apply_noting(Verdict::Delivered, t0).1, vec![]);
     }

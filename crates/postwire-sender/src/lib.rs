@@ -97,11 +97,14 @@ pub use events::{
 };
 pub use model::{
     AttemptErrorKind, AttemptOutcome, AttemptRecord, DeliveryCursor, DeliveryId, DeliveryRecord, DeliveryState, Erased,
-    ErasureSubject, NewSubscription, Notification, Purpose, PAUSED_BY_REQUEST, Page, PauseCause, Published, ResumeSummary,
-    RotatedSecret, RotatedSigningKey, SignedSample, SigningKeyInfo, SubscriptionRecord, SubscriptionUpdate, Workspace,
+    ErasureSubject, NewSubscription, Notification, PAUSED_BY_REQUEST, Page, PauseCause, Published, Purpose,
+    ResumeSummary, RotatedSecret, RotatedSigningKey, SignedSample, SigningKeyInfo, SubscriptionRecord,
+    SubscriptionUpdate, Workspace,
 };
 pub use notify::{LogNotifier, Notifier};
-pub use sender::{MAX_INTEGRATION_IDS, MAX_OPERATOR_ENDPOINTS, MAX_NAME_LEN, MAX_PAGE_SIZE, MAX_PUBLISH_BATCH, MAX_RECOVER, Sender};
+pub use sender::{
+    MAX_INTEGRATION_IDS, MAX_NAME_LEN, MAX_OPERATOR_ENDPOINTS, MAX_PAGE_SIZE, MAX_PUBLISH_BATCH, MAX_RECOVER, Sender,
+};
 pub use store::postgres::{PostgresOptions, PostgresStore};
 pub use store::sqlite::{SqliteOptions, SqliteStore, has_workspace, register_workspaces};
 pub use store::{DeliveryCounts, Purged, QueueCounts, RequeueError, Store};

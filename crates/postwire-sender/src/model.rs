@@ -8,7 +8,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use postwire_core::{
-    CreatedByKind, EventType, Integration, OperationalEventType, PublicKey, Secret, SigningKey, SigningMode, Subscription, Timestamp,
+    CreatedByKind, EventType, Integration, OperationalEventType, PublicKey, Secret, SigningKey, SigningMode,
+    Subscription, Timestamp,
 };
 use serde::Serialize;
 
@@ -553,7 +554,11 @@ impl Purpose {
 
     /// The purpose whose [`as_str`](Self::as_str) is `s`; anything else is a subscriber's.
     pub fn parse(s: &str) -> Purpose {
-        if s == "operator" { Purpose::Operator } else { Purpose::Events }
+        if s == "operator" {
+            Purpose::Operator
+        } else {
+            Purpose::Events
+        }
     }
 }
 

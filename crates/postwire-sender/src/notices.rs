@@ -162,7 +162,12 @@ fn message(data: &OperationalData) -> String {
 }
 
 /// The `data` of a health change of `subscription`, whose health is now `health`.
-pub fn health_data(subscription: SubscriptionRef, change: HealthChange, health: &Health, now: Timestamp) -> OperationalData {
+pub fn health_data(
+    subscription: SubscriptionRef,
+    change: HealthChange,
+    health: &Health,
+    now: Timestamp,
+) -> OperationalData {
     let failing_since = health.failing_since.unwrap_or(now);
     match change {
         HealthChange::Failing => OperationalData::EndpointFailing {
@@ -189,7 +194,12 @@ pub fn health_data(subscription: SubscriptionRef, change: HealthChange, health: 
 }
 
 /// The `data` of an automatic pause of `subscription`.
-pub fn paused_data(subscription: SubscriptionRef, cause: PauseCause, health: &Health, now: Timestamp) -> OperationalData {
+pub fn paused_data(
+    subscription: SubscriptionRef,
+    cause: PauseCause,
+    health: &Health,
+    now: Timestamp,
+) -> OperationalData {
     OperationalData::EndpointPaused {
         subscription,
         cause: match cause {
@@ -269,7 +279,12 @@ mod tests {
             failing_since: Some(now),
             ..Health::default()
         };
-        let n = new_notice("ws_1", health_data(sub("wh_op1"), HealthChange::Failing, &health, now), now).unwrap();
+        let n = new_notice(
+            "ws_1",
+            health_data(sub("wh_op1"), HealthChange::Failing, &health, now),
+            now,
+        )
+        .unwrap();
         let stored = Notification {
             id: 7,
             workspace_id: n.workspace_id,

@@ -4,7 +4,7 @@
 //! Without it the database grows forever. A delivery that is delivered, failed or
 //! expired is removed, with its attempts, once it finished more than
 //! [`RetentionPolicy::keep`] ago (default 30 days); an event goes once it is that old
-//! and no delivery refers to it. Deliveries still pending, waiting or held, and their
+//! and no delivery refers to it; an operational notice once it is that old and queued. Deliveries still pending, waiting or held, and their
 //! events, are never removed: a paused subscription's held events follow the spec's
 //! 7 days (resume expires the older ones, which are then removed like any finished
 //! delivery). The delivery list and `posts/lookup` therefore show the last `keep` of
@@ -53,5 +53,6 @@ impl std::ops::AddAssign for Purged {
         self.deliveries += o.deliveries;
         self.attempts += o.attempts;
         self.events += o.events;
+        self.notifications += o.notifications;
     }
 }

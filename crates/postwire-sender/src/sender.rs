@@ -18,8 +18,9 @@ use crate::events::{DomainChange, build_event, check_id, check_text};
 use crate::idempotency::{Completion, Decision, IdempotencyKey, Idempotent, Response};
 use crate::model::{
     DeliveryCursor, DeliveryId, DeliveryRecord, Erased, ErasureSubject, NewSubscription, Notification,
-    PAUSED_BY_REQUEST, Page, Published, Purpose, ResumeSummary, RotatedSecret, RotatedSigningKey, SignedSample, SigningKeyInfo,
-    StoredSubscription, SubscriptionChanges, SubscriptionRecord, SubscriptionUpdate, Workspace, WorkspaceKeys,
+    PAUSED_BY_REQUEST, Page, Published, Purpose, ResumeSummary, RotatedSecret, RotatedSigningKey, SignedSample,
+    SigningKeyInfo, StoredSubscription, SubscriptionChanges, SubscriptionRecord, SubscriptionUpdate, Workspace,
+    WorkspaceKeys,
 };
 use crate::notices;
 use crate::signals::{Owners, Signals};
@@ -229,8 +230,8 @@ impl Sender {
         self.inner.store.paused_subscriptions().await
     }
 
-    /// Retention, one run: removes every finished delivery (with its attempts) and
-    /// unreferenced event older than `policy.keep` at the sender clock's now, in
+    /// Retention, one run: removes every finished delivery (with its attempts),
+    /// unreferenced event and relayed operational notice older than `policy.keep` at the sender clock's now, in
     /// batches of `policy.batch`, pausing between batches so dispatch goes first. See
     /// [`crate::retention`].
     pub async fn purge_expired(
@@ -244,7 +245,9 @@ impl Sender {
         loop {
             let batch = self.inner.store.purge(cutoff, cutoff, policy.batch).await?;
             total += batch;
-            let full = batch.deliveries >= policy.batch as u64 || batch.events >= policy.batch as u64;
+            let full = [batch.deliveries, batch.events, batch.notifications]
+                .iter()
+                .any(|n| *n >= policy.batch as u64);
             if !full {
                 return Ok(total);
             }
@@ -412,7 +415,9 @@ impl Sender {
     /// Creates a subscription: enabled, `consecutiveFailures` 0, with a fresh `whsec_`
     /// secret that this response carries and no other ever will.
     pub async fn create_subscription(&self, new: NewSubscription) -> Result<CreatedSubscription, SenderError> {
-        self.create_keyed(new, None, Purpose::Events).await.map(Idempotent::into_inner)
+        self.create_keyed(new, None, Purpose::Events)
+            .await
+            .map(Idempotent::into_inner)
     }
 
     /// Creates an operator endpoint of `new.workspace_id`: a subscription that receives

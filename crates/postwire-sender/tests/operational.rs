@@ -13,13 +13,22 @@ use std::sync::{Arc, Mutex};
 use base64::Engine;
 use common::*;
 use postwire_core::{CreatedByKind, Secret, UnixTime, Verifier};
-use postwire_sender::NewSubscription;
+use postwire_sender::{NewSubscription, PostgresStore, SqliteStore, Store};
 
 const SEC: i64 = 1_000;
 const MIN: i64 = 60 * SEC;
 const HOUR: i64 = 60 * MIN;
 /// The retry schedule's delays after the first attempt: nine attempts in all.
-const RETRIES: [i64; 8] = [30 * SEC, 2 * MIN, 10 * MIN, 30 * MIN, HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR];
+const RETRIES: [i64; 8] = [
+    30 * SEC,
+    2 * MIN,
+    10 * MIN,
+    30 * MIN,
+    HOUR,
+    3 * HOUR,
+    6 * HOUR,
+    12 * HOUR,
+];
 
 /// An operator endpoint: a receiver that answers 503 while `down`, and keeps the
 /// requests it accepted.
@@ -96,9 +105,7 @@ impl Operator {
             assert!(!text.contains("whsec_") && !text.contains("whsk_"), "{text}");
             for s in secrets {
                 let key = s.expose();
-                let raw = base64::engine::general_purpose::STANDARD
-                    .decode(&key[6..])
-                    .unwrap();
+                let raw = base64::engine::general_purpose::STANDARD.decode(&key[6..]).unwrap();
                 for form in [
                     key[6..].to_owned(),
                     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&raw),
@@ -134,7 +141,15 @@ async fn fifty_failures_reach_every_operator_endpoint_once_in_order_and_never_th
     for delay in RETRIES {
         h.advance(delay).await;
     }
-    assert!(h.sender.subscription(&sub).await.unwrap().subscription.status.is_paused());
+    assert!(
+        h.sender
+            .subscription(&sub)
+            .await
+            .unwrap()
+            .subscription
+            .status
+            .is_paused()
+    );
     let expected = ["endpoint.failing", "endpoint.pause_warning", "endpoint.paused"];
     assert_eq!(two.kinds_about(Some(&sub)), expected);
     assert!(one.accepted().is_empty());
@@ -188,8 +203,15 @@ async fn fifty_failures_reach_every_operator_endpoint_once_in_order_and_never_th
     expected.extend(["endpoint.secret_rotated", "endpoint.failing", "endpoint.secret_rotated"]);
     assert_eq!(two.kinds_about(Some(&sub)), expected);
     expected.remove(5); // failed for good at the first endpoint: never sent again
-    assert_eq!(one.kinds_about(Some(&sub)), expected, "in order, the failed one skipped");
-    assert_eq!(two.kinds_about(Some(&one.id)), ["endpoint.failing", "endpoint.recovered"]);
+    assert_eq!(
+        one.kinds_about(Some(&sub)),
+        expected,
+        "in order, the failed one skipped"
+    );
+    assert_eq!(
+        two.kinds_about(Some(&one.id)),
+        ["endpoint.failing", "endpoint.recovered"]
+    );
     assert!(one.kinds_about(Some(&one.id)).is_empty(), "never told about itself");
     assert!(two.kinds_about(Some(&two.id)).is_empty() && one.kinds_about(Some(&two.id)).is_empty());
 
@@ -242,5 +264,50 @@ async fn sixty_hours_of_failing_warn_and_seventy_two_pause_with_their_causes() {
     assert_eq!(bodies[2]["data"]["cause"], "failing_for_72_hours");
     assert!(bodies[2]["data"]["consecutiveFailures"].as_u64().unwrap() < 40);
     op.check(&[]);
+    // Retention removes queued notices with the rest of the history.
+    h.advance(31 * 24 * HOUR).await;
+    let policy = postwire_sender::retention::RetentionPolicy::default();
+    assert_eq!(h.sender.purge_expired(&policy).await.unwrap().notifications, 3);
+    assert!(h.sender.notifications(WS, 10).await.unwrap().is_empty());
     h.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notice_stored_by_a_process_that_stopped_before_queuing_it_is_sent_by_the_next_start() {
+    let h = Harness::stopped(test_config()).await;
+    let op = Operator::start(&h, "pager").await;
+    let (sub, _) = h.subscribe("http://127.0.0.1:9/never").await;
+    let Harness { sender, db, clock, .. } = h;
+    drop(sender);
+    // What such a process leaves: the change and its notice committed, nothing queued.
+    let store: Box<dyn Store> = match &db {
+        Db::Sqlite(_) => Box::new(SqliteStore::open(db.sqlite_path()).unwrap()),
+        Db::Postgres(pg) => Box::new(PostgresStore::connect(pg.url()).await.unwrap()),
+    };
+    let now = postwire_core::Timestamp::from_unix_millis(T0);
+    let data = postwire_core::OperationalData::EndpointSecretRotated {
+        subscription: postwire_core::SubscriptionRef {
+            id: sub.clone(),
+            name: "test".into(),
+        },
+        previous_secret_expires_at: now,
+    };
+    let notice = postwire_sender::notices::new_notice(WS, data, now).unwrap();
+    let event_id = notice.event_id.clone();
+    assert!(store.rotate_secret(sub.clone(), Secret::generate().unwrap(), now, notice).await.unwrap());
+    assert_eq!(store.pending_notices(10).await.unwrap().len(), 1);
+    drop(store);
+
+    let sender = db.open(test_config(), clock).await;
+    let dispatcher = sender.start();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while op.accepted().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let got = op.accepted();
+    assert_eq!(got.len(), 1, "sent once by the start's relay");
+    assert_eq!(got[0].id(), event_id);
+    assert_eq!(got[0].json()["type"], "endpoint.secret_rotated");
+    op.check(&[]);
+    dispatcher.shutdown().await;
 }

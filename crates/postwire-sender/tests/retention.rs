@@ -58,7 +58,8 @@ async fn retention_removes_finished_history_and_keeps_pending_and_held() {
         Purged {
             deliveries: 1,
             attempts: 1,
-            events: 1
+            events: 1,
+            notifications: 0,
         }
     );
     assert!(
@@ -112,7 +113,8 @@ async fn retention_works_in_batches_until_everything_due_is_gone() {
         Purged {
             deliveries: 25,
             attempts: 25,
-            events: 25
+            events: 25,
+            notifications: 0,
         }
     );
     assert_eq!(h.sender.delivery_counts(Some(&sub)).await.unwrap().delivered, 5);

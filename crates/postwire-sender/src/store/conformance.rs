@@ -781,15 +781,9 @@ async fn erasure_tombstones_a_subjects_events_and_cancels_their_unfinished_deliv
 
     // Nothing erased is sent again: resend refused, recover skips it.
     let t3 = t0.add_millis(3_000);
-    let resend = store
-        .resend("wh_1".into(), state(p1[0].id()).id, t3)
-        .await
-        .unwrap();
+    let resend = store.resend("wh_1".into(), state(p1[0].id()).id, t3).await.unwrap();
     assert_eq!(resend, Err(super::RequeueError::Erased));
-    let cancelled = store
-        .resend("wh_1".into(), state(p1[1].id()).id, t3)
-        .await
-        .unwrap();
+    let cancelled = store.resend("wh_1".into(), state(p1[1].id()).id, t3).await.unwrap();
     assert_eq!(cancelled, Err(super::RequeueError::Erased));
     erase(ErasureSubject::Post("p3".into())).await.unwrap();
     assert_eq!(store.recover_failed("wh_1".into(), t0, t3, 100).await.unwrap(), Some(0));
@@ -865,7 +859,12 @@ async fn a_stored_notice_is_relayed_once_by_concurrent_relays(backend: Backend) 
             previous_secret_expires_at: t0,
         };
         let notice = crate::notices::new_notice("ws", data, t0).unwrap();
-        assert!(store.rotate_secret(id.into(), Secret::generate().unwrap(), t0, notice).await.unwrap());
+        assert!(
+            store
+                .rotate_secret(id.into(), Secret::generate().unwrap(), t0, notice)
+                .await
+                .unwrap()
+        );
     }
     assert_eq!(store.pending_notices(10).await.unwrap().len(), 2);
     let (a, b, c) = tokio::join!(
@@ -880,7 +879,11 @@ async fn a_stored_notice_is_relayed_once_by_concurrent_relays(backend: Backend) 
     let counts = |sub: &str| store.delivery_counts(Some(sub.into()));
     assert_eq!(counts("wh_op1").await.unwrap().pending, 1);
     assert_eq!(counts("wh_op2").await.unwrap().pending, 2);
-    assert_eq!(counts("wh_1").await.unwrap().pending, 0, "a subscriber never gets a notice");
+    assert_eq!(
+        counts("wh_1").await.unwrap().pending,
+        0,
+        "a subscriber never gets a notice"
+    );
     let listed = store.notifications("ws".into(), 10).await.unwrap();
     let kinds: Vec<&str> = listed.iter().map(|n| n.kind.as_str()).collect();
     assert_eq!(kinds, ["endpoint.secret_rotated", "endpoint.secret_rotated"]);

@@ -59,11 +59,11 @@ use postwire_core::{Event, Integration, Secret, Signer, SigningKey, Timestamp};
 use crate::error::SenderError;
 use crate::events::BuiltEvent;
 use crate::idempotency::{Completion, Decision, IdempotencyKey};
-use crate::notices::{NewNotice, PendingNotice};
 use crate::model::{
     AttemptOutcome, DeliveryId, DeliveryRecord, Erased, ErasureSubject, Notification, ResumeSummary,
     StoredSubscription, SubscriptionChanges, Workspace, WorkspaceKeys,
 };
+use crate::notices::{NewNotice, PendingNotice};
 
 /// A boxed, sendable future: what every [`Store`] method returns.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -381,6 +381,8 @@ pub struct Purged {
     pub attempts: u64,
     /// Unreferenced events removed.
     pub events: u64,
+    /// Operational notices removed (relayed ones, by age).
+    pub notifications: u64,
 }
 
 pub use crate::ordering::ordering_hash;

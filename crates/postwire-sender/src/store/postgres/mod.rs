@@ -108,16 +108,14 @@ use deadpool_postgres::{Hook, HookError, ManagerConfig, Pool, RecyclingMethod, R
 use postwire_core::{Event, Integration, Secret, SigningKey, Timestamp};
 use tokio_postgres::error::SqlState;
 
-use super::{
-    BoxFuture, ClaimRequest, ClaimedDelivery, DeliveryCounts, FinishedAttempt, Store, StoreResult,
-};
+use super::{BoxFuture, ClaimRequest, ClaimedDelivery, DeliveryCounts, FinishedAttempt, Store, StoreResult};
 use crate::error::SenderError;
 use crate::events::BuiltEvent;
-use crate::notices::{NewNotice, PendingNotice};
 use crate::idempotency::{Completion, Decision, IdempotencyKey};
 use crate::model::{
     DeliveryRecord, Notification, ResumeSummary, StoredSubscription, SubscriptionChanges, Workspace, WorkspaceKeys,
 };
+use crate::notices::{NewNotice, PendingNotice};
 
 const PENDING: i64 = 0;
 const HELD: i64 = 1;

@@ -2,8 +2,8 @@
 //! transaction of the change a notice is about, and relayed once (`crate::notices`).
 //! Same statements as the SQLite store's `notices.rs`.
 
-use postwire_core::OperationalEventType;
 use deadpool_postgres::GenericClient;
+use postwire_core::OperationalEventType;
 use tokio_postgres::Row;
 
 use super::*;

@@ -218,8 +218,9 @@ pub(super) async fn resume(
                         name: row.try_get(3)?,
                     };
                     let workspace_id: String = row.try_get(2)?;
-                    let notice = crate::notices::new_notice(&workspace_id, crate::notices::resumed_data(about, summary), now)
-                        .map_err(data)?;
+                    let notice =
+                        crate::notices::new_notice(&workspace_id, crate::notices::resumed_data(about, summary), now)
+                            .map_err(data)?;
                     super::notices::insert(&tx, &notice).await?;
                 }
                 tx.commit().await.map_err(PgErr::Commit)?;

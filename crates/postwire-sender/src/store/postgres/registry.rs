@@ -8,8 +8,8 @@ use tokio_postgres::Row;
 
 use super::*;
 use crate::idempotency::Completion;
-use crate::notices::NewNotice;
 use crate::model::{PreviousKey, Purpose, StoredSubscription, SubscriptionChanges, Workspace, WorkspaceKeys};
+use crate::notices::NewNotice;
 use crate::secret_box::{CipherError, SecretCipher, StoredSecret};
 
 pub(super) const SUBSCRIPTION_COLUMNS: &str = "id, workspace_id, name, url, events, integrations, paused_reason, created_by_kind, \

@@ -47,11 +47,20 @@ pub(super) async fn purge(
                     )
                     .await?;
                 let events = tx.execute(&st, &[&events_ms, &batch]).await?;
+                let st = tx
+                    .prepare_cached(
+                        "DELETE FROM notifications WHERE id IN (
+                             SELECT id FROM notifications WHERE created_at < $1 AND relayed_at IS NOT NULL
+                             ORDER BY id LIMIT $2)",
+                    )
+                    .await?;
+                let notifications = tx.execute(&st, &[&events_ms, &batch]).await?;
                 tx.commit().await.map_err(PgErr::Commit)?;
                 Ok(Purged {
                     deliveries: deliveries.max(0) as u64,
                     attempts: attempts.max(0) as u64,
                     events,
+                    notifications,
                 })
             })
         })

@@ -809,7 +809,12 @@ async fn secrets_are_sealed_at_rest_and_a_store_without_the_key_refuses_to_start
     let rotated = postwire_core::Secret::generate().unwrap();
     assert!(
         store
-            .rotate_secret("wh_1".into(), rotated.clone(), t0.add_millis(86_400_000), secret_notice(t0))
+            .rotate_secret(
+                "wh_1".into(),
+                rotated.clone(),
+                t0.add_millis(86_400_000),
+                secret_notice(t0)
+            )
             .await
             .unwrap()
     );

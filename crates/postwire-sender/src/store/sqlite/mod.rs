@@ -83,17 +83,16 @@ use self::fresh::{FreshDeliveries, FreshEvent};
 use self::schema::{lock_for_dispatch, open_claim_connection, open_migrated};
 use self::targets::{Target, TargetCache};
 use super::{
-    BoxFuture, ClaimRequest, ClaimedDelivery, DeliveryCounts, FinishedAttempt, Purged, RequeueError,
-    Store, StoreResult,
+    BoxFuture, ClaimRequest, ClaimedDelivery, DeliveryCounts, FinishedAttempt, Purged, RequeueError, Store, StoreResult,
 };
 use crate::error::SenderError;
 use crate::events::BuiltEvent;
-use crate::notices::{NewNotice, PendingNotice};
 use crate::idempotency::{Completion, Decision, IdempotencyKey};
 use crate::model::{
     DeliveryId, DeliveryRecord, Notification, ResumeSummary, StoredSubscription, SubscriptionChanges, Workspace,
     WorkspaceKeys,
 };
+use crate::notices::{NewNotice, PendingNotice};
 use crate::secret_box::SecretCipher;
 
 const PENDING: i64 = 0;

@@ -39,7 +39,10 @@ pub(super) fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Notification> 
         workspace_id: r.get(1)?,
         kind: kind.parse::<OperationalEventType>().map_err(conversion)?,
         subscription_id: r.get(3)?,
-        cause: r.get::<_, Option<String>>(4)?.as_deref().and_then(PauseCause::from_code),
+        cause: r
+            .get::<_, Option<String>>(4)?
+            .as_deref()
+            .and_then(PauseCause::from_code),
         message: r.get(5)?,
         event_id: r.get(6)?,
         created_at: ts(r.get(7)?),

@@ -121,8 +121,17 @@ pub(super) fn resume(
     let (hints, leases) = (store.due.clone(), store.leases.clone());
     let write = move |tx: &Transaction<'_>| {
         let Some((seq, was_paused, workspace_id, name)) = tx
-            .prepare_cached("SELECT seq, paused_reason IS NOT NULL, workspace_id, name FROM subscriptions WHERE id = ?1")?
-            .query_row([&id], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, bool>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?)))
+            .prepare_cached(
+                "SELECT seq, paused_reason IS NOT NULL, workspace_id, name FROM subscriptions WHERE id = ?1",
+            )?
+            .query_row([&id], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, bool>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                ))
+            })
             .optional()?
         else {
             return Ok(None);
@@ -161,8 +170,8 @@ pub(super) fn resume(
         };
         if was_paused {
             let about = SubscriptionRef { id: id.clone(), name };
-            let notice = notices::new_notice(&workspace_id, notices::resumed_data(about, summary), now)
-                .map_err(conversion)?;
+            let notice =
+                notices::new_notice(&workspace_id, notices::resumed_data(about, summary), now).map_err(conversion)?;
             super::notices::insert(tx, &notice)?;
         }
         Ok(Some((seq, now_ms, summary)))

@@ -53,10 +53,17 @@ pub(super) fn purge(
                 ORDER BY e.seq LIMIT ?3)",
             )?
             .execute(params![bound, events_before_ms, batch])? as u64;
+        let notifications = tx
+            .prepare_cached(
+                "DELETE FROM notifications WHERE id IN (
+                     SELECT id FROM notifications WHERE created_at < ?1 AND relayed_at IS NOT NULL ORDER BY id LIMIT ?2)",
+            )?
+            .execute(params![events_before_ms, batch])? as u64;
         Ok(Purged {
             deliveries,
             attempts,
             events,
+            notifications,
         })
     })
 }
