@@ -390,10 +390,11 @@ fn spawn_retention(sender: Sender, policy: RetentionPolicy) -> Background {
         let sender = sender.clone();
         async move {
             match sender.purge_expired(&policy).await {
-                Ok(p) if p.deliveries + p.events > 0 => tracing::info!(
+                Ok(p) if p.deliveries + p.events + p.notifications > 0 => tracing::info!(
                     deliveries = p.deliveries,
                     attempts = p.attempts,
                     events = p.events,
+                    notifications = p.notifications,
                     "retention removed old history"
                 ),
                 Ok(_) => {}
