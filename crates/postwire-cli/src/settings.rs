@@ -83,7 +83,7 @@ pub struct FileSettings {
     pub unauthenticated_per_hour: Option<u32>,
     /// The key file that encrypts signing secrets at rest.
     pub secret_key_file: Option<PathBuf>,
-    /// Days to keep finished deliveries and unreferenced events (0: forever).
+    /// Days to keep finished deliveries, unreferenced events and sent notices (0: forever).
     pub retention_days: Option<u64>,
     /// Address of the Prometheus metrics listener.
     pub metrics_addr: Option<String>,

@@ -88,9 +88,9 @@ pub struct ServeArgs {
     /// again every 30 s, so `postwire keys rotate` takes effect without a restart.
     #[arg(long, env = "POSTWIRE_SECRET_KEY_FILE")]
     secret_key_file: Option<PathBuf>,
-    /// Days to keep finished deliveries (with their attempts) and events no delivery
-    /// refers to; 0 keeps them forever. Pending and held deliveries are never removed
-    /// [default: 30].
+    /// Days to keep finished deliveries (with their attempts), events no delivery
+    /// refers to and sent operational notices; 0 keeps them forever. Pending and held
+    /// deliveries are never removed [default: 30].
     #[arg(long, env = "POSTWIRE_RETENTION_DAYS")]
     retention_days: Option<u64>,
     /// Address of a separate listener serving Prometheus metrics at `GET /metrics`
