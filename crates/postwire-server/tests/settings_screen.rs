@@ -731,7 +731,14 @@ async fn fifty_failures_are_noticed_recovered_and_delivered_from_the_screen() {
     assert!(notices.text.contains("50"), "{}", notices.text);
     assert!(notices.text.contains(&format!("/settings/webhooks/{id}")));
     let home = get(&h, "/settings/", Some(&cookie)).await;
-    assert!(home.text.contains("Paused") && home.text.contains("Notifications: 1 recent"));
+    // endpoint.failing (the first delivery failed for good), endpoint.pause_warning (at
+    // 40), endpoint.paused (at 50).
+    assert!(
+        home.text.contains("Paused") && home.text.contains("Notifications: 3 recent"),
+        "{}",
+        home.text
+    );
+    assert!(home.text.contains("1 endpoint is paused"), "the banner: {}", home.text);
     assert!(home.text.contains("50 failed"), "the 24-hour chart counts them");
 
     let page = get(&h, &format!("/settings/webhooks/{id}?state=failed"), Some(&cookie)).await;
@@ -991,6 +998,252 @@ async fn the_verify_box_checks_on_the_server_in_every_build_and_never_echoes_the
 fn body_id(body: &str) -> String {
     let v: serde_json::Value = serde_json::from_str(body).unwrap();
     v["id"].as_str().unwrap().to_owned()
+}
+
+/// The `value` of the page's secret field.
+fn secret_on(html: &str) -> String {
+    let at = html.find("id=\"secret\"").expect("a secret field");
+    let value = html[at..].find("value=\"").unwrap() + at + 7;
+    html[value..].split('"').next().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn operator_endpoints_are_added_rotated_paused_and_deleted_on_their_own_page() {
+    let h = Harness::start().await;
+    let t = h.writer().await;
+    let sub = h.subscribe(&t, "https://93.184.216.34/hooks").await;
+    let sub_id = sub["id"].as_str().unwrap().to_owned();
+    let (url, _) = link(&h, &t, "ws_a").await;
+    let (cookie, _) = sign_in(&url).await;
+    let origin = h.base.clone();
+    let page = get(&h, "/settings/operator-endpoints", Some(&cookie)).await;
+    assert_eq!(page.status, 200, "{}", page.text);
+    assert!(page.text.contains("No operator endpoints yet"), "{}", page.text);
+    assert!(page.text.contains("never to itself"), "{}", page.text);
+    let csrf = csrf_of(&page.text);
+    let ops = "/settings/operator-endpoints";
+
+    // The CSRF rules hold here too.
+    let fields = [("name", "ops"), ("url", "https://93.184.216.34/ops")];
+    assert_eq!(post(&h, ops, &cookie, Some(&origin), &fields).await.status, 403);
+    assert_eq!(
+        post(
+            &h,
+            ops,
+            &cookie,
+            Some("http://evil.example"),
+            &[("csrf", &csrf), fields[0], fields[1]]
+        )
+        .await
+        .status,
+        403
+    );
+    // A refused URL: the page again, with the problem and what was typed.
+    let bad = post(
+        &h,
+        ops,
+        &cookie,
+        Some(&origin),
+        &[("csrf", &csrf), ("name", "ops"), ("url", "not-a-url")],
+    )
+    .await;
+    assert_eq!(bad.status, 400, "{}", bad.text);
+    assert!(bad.text.contains("not a valid absolute URL"), "{}", bad.text);
+    assert!(bad.text.contains("value=\"not-a-url\""), "{}", bad.text);
+
+    let created = post(
+        &h,
+        ops,
+        &cookie,
+        Some(&origin),
+        &[("csrf", &csrf), fields[0], fields[1]],
+    )
+    .await;
+    assert_eq!(created.status, 200, "{}", created.text);
+    let secret = secret_on(&created.text);
+    assert!(secret.starts_with("whsec_"), "{secret}");
+    let api = h
+        .send("GET", "/public/v1/workspaces/ws_a/operator-webhooks", Some(&t), None)
+        .await;
+    let id = api.json["data"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(api.json["data"][0]["name"], "ops");
+    let page = get(&h, ops, Some(&cookie)).await;
+    assert!(page.text.contains(&format!("id=\"op-{id}\"")), "{}", page.text);
+    assert!(!page.text.contains("whsec_"), "the secret is shown once: {}", page.text);
+    // Not among the subscriptions, nor reachable as one; and a subscription is not one.
+    assert!(!get(&h, "/settings/", Some(&cookie)).await.text.contains(&id));
+    assert_eq!(
+        get(&h, &format!("/settings/webhooks/{id}"), Some(&cookie)).await.status,
+        404
+    );
+    assert_eq!(
+        get(&h, &format!("{ops}/{sub_id}/delete"), Some(&cookie)).await.status,
+        404
+    );
+    let r = post(
+        &h,
+        &format!("{ops}/{sub_id}/rotate"),
+        &cookie,
+        Some(&origin),
+        &[("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(r.status, 404, "{}", r.text);
+
+    let rotated = post(
+        &h,
+        &format!("{ops}/{id}/rotate"),
+        &cookie,
+        Some(&origin),
+        &[("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(rotated.status, 200, "{}", rotated.text);
+    let new_secret = secret_on(&rotated.text);
+    assert!(new_secret.starts_with("whsec_") && new_secret != secret);
+    assert!(rotated.text.contains("signed with both"), "{}", rotated.text);
+
+    let paused = post(
+        &h,
+        &format!("{ops}/{id}/pause"),
+        &cookie,
+        Some(&origin),
+        &[("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(
+        (paused.status, paused.headers["location"].to_str().unwrap()),
+        (303, ops)
+    );
+    let page = get(&h, ops, Some(&cookie)).await;
+    assert!(
+        page.text.contains(&format!("action=\"{ops}/{id}/resume\"")),
+        "{}",
+        page.text
+    );
+    let resumed = post(
+        &h,
+        &format!("{ops}/{id}/resume"),
+        &cookie,
+        Some(&origin),
+        &[("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(resumed.status, 303);
+
+    let confirm = get(&h, &format!("{ops}/{id}/delete"), Some(&cookie)).await;
+    assert_eq!(confirm.status, 200, "{}", confirm.text);
+    let deleted = post(
+        &h,
+        &format!("{ops}/{id}/delete"),
+        &cookie,
+        Some(&origin),
+        &[("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(deleted.status, 303, "{}", deleted.text);
+    let api = h
+        .send("GET", "/public/v1/workspaces/ws_a/operator-webhooks", Some(&t), None)
+        .await;
+    assert_eq!(api.json["data"], json!([]));
+    assert!(
+        get(&h, ops, Some(&cookie))
+            .await
+            .text
+            .contains("No operator endpoints yet")
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_banner_shows_while_an_endpoint_is_paused_or_failing_and_not_when_all_are_healthy() {
+    let h = Harness::start().await;
+    let t = h.writer().await;
+    let sub = h.subscribe(&t, "https://93.184.216.34/hooks").await;
+    let sub_id = sub["id"].as_str().unwrap().to_owned();
+    // The operator endpoint receives the pause and resume notices: a receiver that takes
+    // them, so it stays healthy.
+    let ops_rx = Receiver::succeeding().await;
+    let op = h
+        .json(
+            "POST",
+            "/public/v1/workspaces/ws_a/operator-webhooks",
+            &t,
+            json!({"name": "ops", "url": ops_rx.url}),
+        )
+        .await;
+    let op_id = op.json["id"].as_str().unwrap().to_owned();
+    let (url, _) = link(&h, &t, "ws_a").await;
+    let (cookie, _) = sign_in(&url).await;
+    let pages = ["/settings/", "/settings/operator-endpoints", "/settings/notifications"];
+    for p in pages {
+        let page = get(&h, p, Some(&cookie)).await;
+        assert_eq!(page.status, 200, "{p}");
+        assert!(!page.text.contains("id=\"attention\""), "{p}: all healthy, no banner");
+    }
+    let enabled = |path: String, on: bool| {
+        let (h, t) = (&h, &t);
+        async move {
+            let r = h.json("PUT", &path, t, json!({"enabled": on})).await;
+            assert_eq!(r.status, 200, "{}", r.text);
+        }
+    };
+    let sub_path = format!("/public/v1/workspaces/ws_a/webhooks/{sub_id}/enabled");
+    let op_path = format!("/public/v1/workspaces/ws_a/operator-webhooks/{op_id}/enabled");
+    enabled(sub_path.clone(), false).await;
+    for p in pages {
+        let page = get(&h, p, Some(&cookie)).await;
+        assert!(page.text.contains("id=\"attention\""), "{p}: {}", page.text);
+        assert!(page.text.contains("1 endpoint is paused"), "{p}: {}", page.text);
+        assert!(
+            page.text
+                .contains("href=\"/settings/notifications\">See the notifications"),
+            "{p}"
+        );
+    }
+    // An operator endpoint counts too.
+    enabled(op_path.clone(), false).await;
+    assert!(
+        get(&h, "/settings/", Some(&cookie))
+            .await
+            .text
+            .contains("2 endpoints are paused")
+    );
+    enabled(sub_path, true).await;
+    enabled(op_path, true).await;
+    assert!(
+        !get(&h, "/settings/", Some(&cookie))
+            .await
+            .text
+            .contains("id=\"attention\"")
+    );
+
+    // A subscription whose receiver fails: failing from its first failed attempt.
+    let rx = Receiver::failing().await;
+    let failing = h.subscribe(&t, &rx.url).await;
+    let r = h
+        .send(
+            "POST",
+            &format!(
+                "/public/v1/workspaces/ws_a/webhooks/{}/test",
+                failing["id"].as_str().unwrap()
+            ),
+            Some(&t),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 202, "{}", r.text);
+    assert!(rx.wait_for_count(1, std::time::Duration::from_secs(20)).await);
+    let mut text = String::new();
+    for _ in 0..500 {
+        text = get(&h, "/settings/", Some(&cookie)).await.text;
+        if text.contains("1 endpoint is failing") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(text.contains("1 endpoint is failing"), "{text}");
+    h.stop().await;
 }
 
 #[tokio::test]

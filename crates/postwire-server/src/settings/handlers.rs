@@ -529,7 +529,14 @@ pub async fn notifications(State(state): State<AppState>, session: Session) -> P
         .sender
         .notifications(&session.portal.workspace_id, postwire_sender::MAX_PAGE_SIZE)
         .await?;
-    Ok(html(pages::notifications(&session, &list)))
+    let operator_ids: Vec<String> = state
+        .sender
+        .list_operator_endpoints(&session.portal.workspace_id)
+        .await?
+        .into_iter()
+        .map(|r| r.subscription.id)
+        .collect();
+    Ok(html(pages::notifications(&session, &list, &operator_ids)))
 }
 
 /// The message of the Settings screen's signed sample delivery.

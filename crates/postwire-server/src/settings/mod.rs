@@ -1,5 +1,7 @@
 //! The Settings screen: server-rendered pages under `/settings/` where a workspace's
-//! admin manages its webhook subscriptions, logged in by a magic link ([`crate::portal`]).
+//! admin manages its webhook subscriptions and operator endpoints, logged in by a magic
+//! link ([`crate::portal`]). Every page of a session shows a banner while one of the
+//! workspace's endpoints is paused or failing ([`Attention`]).
 //!
 //! Why this shape: HTML rendered on the server with `maud` (templates are Rust, checked
 //! at compile time, no template files to ship or find at run time, and every
@@ -32,6 +34,7 @@ pub mod assets;
 mod catalog;
 mod forms;
 mod handlers;
+mod operator;
 mod pages;
 
 use axum::Router;
@@ -79,6 +82,17 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route(
             "/settings/webhooks/{id}/deliveries/{delivery}/resend",
             post(handlers::resend),
+        )
+        .route(
+            "/settings/operator-endpoints",
+            get(operator::list).post(operator::create),
+        )
+        .route("/settings/operator-endpoints/{id}/rotate", post(operator::rotate))
+        .route("/settings/operator-endpoints/{id}/pause", post(operator::pause))
+        .route("/settings/operator-endpoints/{id}/resume", post(operator::resume))
+        .route(
+            "/settings/operator-endpoints/{id}/delete",
+            get(operator::delete_form).post(operator::delete),
         )
         .route("/settings/notifications", get(handlers::notifications))
         .route("/settings/events", get(handlers::events))
@@ -152,13 +166,46 @@ impl IntoResponse for PageError {
 /// The result of a page handler.
 pub type PageResult = Result<Response, PageError>;
 
-/// The logged-in session of a request, with its workspace's name.
+/// The logged-in session of a request, with its workspace's name and how its endpoints
+/// are doing (for the banner every page shows while one needs attention).
 #[derive(Debug, Clone)]
 pub struct Session {
     /// The portal session.
     pub portal: PortalSession,
     /// The workspace's display name.
     pub workspace_name: String,
+    /// The workspace's endpoints that are paused or failing.
+    pub attention: Attention,
+}
+
+/// How many of a workspace's endpoints (its subscriptions and its operator endpoints)
+/// need attention: paused, or failing (a failed attempt since the last success).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Attention {
+    /// Paused, by request or by the sender after failures.
+    pub paused: usize,
+    /// Not paused, but failing.
+    pub failing: usize,
+}
+
+impl Attention {
+    /// Counts `endpoints`.
+    pub fn of<'r>(endpoints: impl IntoIterator<Item = &'r postwire_sender::SubscriptionRecord>) -> Self {
+        let mut a = Attention::default();
+        for r in endpoints {
+            if r.subscription.status.is_paused() {
+                a.paused += 1;
+            } else if r.failing_since.is_some() || r.subscription.consecutive_failures > 0 {
+                a.failing += 1;
+            }
+        }
+        a
+    }
+
+    /// True when nothing is paused or failing.
+    pub fn is_clear(&self) -> bool {
+        self.paused == 0 && self.failing == 0
+    }
 }
 
 /// The value of cookie `name` in `headers`, if any.
@@ -188,9 +235,12 @@ impl FromRequestParts<AppState> for Session {
                 "Your session has ended or was revoked: open a new link to the Settings screen.",
             )))?;
         let workspace = state.require_workspace(&portal.workspace_id).await?;
+        let subscriptions = state.sender.list_subscriptions(&portal.workspace_id).await?;
+        let operator = state.sender.list_operator_endpoints(&portal.workspace_id).await?;
         Ok(Session {
             portal,
             workspace_name: workspace.name,
+            attention: Attention::of(subscriptions.iter().chain(&operator)),
         })
     }
 }

@@ -12,10 +12,10 @@ use postwire_sender::{
     SubscriptionStatus,
 };
 
-use super::Session;
 use super::assets;
 use super::catalog;
 use super::forms::CSRF_FIELD;
+use super::{Attention, Session};
 
 /// The delivery states a log can be filtered by.
 pub const DELIVERY_STATES: [DeliveryState; 6] = [
@@ -136,6 +136,7 @@ fn layout(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                             span.brand { "Webhooks · " (s.workspace_name) }
                             ul {
                                 li { a href="/settings/" { "Subscriptions" } }
+                                li { a href="/settings/operator-endpoints" { "Operator endpoints" } }
                                 li { a href="/settings/notifications" { "Notifications" } }
                                 li { a href="/settings/events" { "Event catalogue" } }
                             }
@@ -150,8 +151,28 @@ fn layout(title: &str, session: Option<&Session>, body: Markup) -> Markup {
                 }
                 main #main tabindex="-1" {
                     h1 { (title) }
+                    @if let Some(s) = session {
+                        (attention_banner(&s.attention))
+                    }
                     (body)
                 }
+            }
+        }
+    }
+}
+
+/// The banner of every page while an endpoint of the workspace is paused or failing.
+fn attention_banner(a: &Attention) -> Markup {
+    if a.is_clear() {
+        return html! {};
+    }
+    let plural = |n: usize| if n == 1 { "endpoint is" } else { "endpoints are" };
+    html! {
+        div.notice.warn #attention role="status" {
+            p {
+                @if a.paused > 0 { strong { (a.paused) " " (plural(a.paused)) " paused" } ": events held until resumed. " }
+                @if a.failing > 0 { strong { (a.failing) " " (plural(a.failing)) " failing" } ": deliveries being retried. " }
+                a href="/settings/notifications" { "See the notifications" }
             }
         }
     }
@@ -399,11 +420,49 @@ pub fn secret_shown(session: &Session, id: &str, name: &str, secret: &str, rotat
     } else {
         "Subscription created"
     };
+    secret_page(
+        session,
+        title,
+        "Subscription",
+        name,
+        secret,
+        rotated_until,
+        &format!("/settings/webhooks/{id}"),
+    )
+}
+
+/// An operator endpoint's new secret, shown this once (`rotated_until`: after a rotation).
+pub fn operator_secret_shown(session: &Session, name: &str, secret: &str, rotated_until: Option<Timestamp>) -> Markup {
+    let title = if rotated_until.is_some() {
+        "New signing secret"
+    } else {
+        "Operator endpoint created"
+    };
+    secret_page(
+        session,
+        title,
+        "Operator endpoint",
+        name,
+        secret,
+        rotated_until,
+        "/settings/operator-endpoints",
+    )
+}
+
+fn secret_page(
+    session: &Session,
+    title: &str,
+    kind: &str,
+    name: &str,
+    secret: &str,
+    rotated_until: Option<Timestamp>,
+    done: &str,
+) -> Markup {
     layout(
         title,
         Some(session),
         html! {
-            p { "Subscription " strong { (name) } ": its signing secret is below." }
+            p { (kind) " " strong { (name) } ": its signing secret is below." }
             div.notice.warn role="alert" {
                 p { strong { "Copy it now: it will not be shown again." } }
                 @if let Some(until) = rotated_until {
@@ -416,7 +475,7 @@ pub fn secret_shown(session: &Session, id: &str, name: &str, secret: &str, rotat
                 button type="button" data-copy="secret" { "Copy" }
                 span.copied aria-live="polite" {}
             }
-            p { a.button href={ "/settings/webhooks/" (id) } { "Done" } }
+            p { a.button href=(done) { "Done" } }
         },
     )
 }
@@ -620,8 +679,9 @@ pub fn confirm_delete(session: &Session, r: &SubscriptionRecord) -> Markup {
     )
 }
 
-/// The workspace's admin notifications.
-pub fn notifications(session: &Session, list: &[Notification]) -> Markup {
+/// The workspace's admin notifications; `operator_ids` are the workspace's operator
+/// endpoints, whose notices link to their page instead of a subscription's.
+pub fn notifications(session: &Session, list: &[Notification], operator_ids: &[String]) -> Markup {
     layout(
         "Notifications",
         Some(session),
@@ -635,11 +695,111 @@ pub fn notifications(session: &Session, list: &[Notification]) -> Markup {
                             p { (time(n.created_at)) " " code { (n.kind.as_str()) } }
                             p { (n.message) }
                             @if let Some(id) = &n.subscription_id {
-                                p { a href={ "/settings/webhooks/" (id) } { "Open the subscription" } }
+                                @if operator_ids.contains(id) {
+                                    p { a href="/settings/operator-endpoints" { "Open the operator endpoints" } }
+                                } @else {
+                                    p { a href={ "/settings/webhooks/" (id) } { "Open the subscription" } }
+                                }
                             }
                         }
                     }
                 }
+            }
+        },
+    )
+}
+
+/// The fields of the operator endpoint form.
+#[derive(Debug, Clone, Default)]
+pub struct OperatorFormValues {
+    /// Name.
+    pub name: String,
+    /// Endpoint URL.
+    pub url: String,
+}
+
+/// The workspace's operator endpoints, their actions, and the form that adds one (with
+/// the problems of a refused post).
+pub fn operator_endpoints(
+    session: &Session,
+    list: &[SubscriptionRecord],
+    v: &OperatorFormValues,
+    problems: &[String],
+    max: u64,
+) -> Markup {
+    layout(
+        "Operator endpoints",
+        Some(session),
+        html! {
+            p { "An operator endpoint is your own webhook endpoint for this workspace's operational notices: a subscription starts failing, is about to be paused, is paused, resumed or recovered, a secret or the signing key is rotated. Notices are signed webhooks like any delivery (retried, in order per subscription), each endpoint with its own signing secret. A notice about an operator endpoint goes to the others, never to itself. The types and their bodies are in the " a href="/settings/events" { "event catalogue" } "'s documentation (" code { "docs/events.md" } "). At most " (max) " per workspace." }
+            @if list.is_empty() {
+                p { "No operator endpoints yet: notices are only listed under " a href="/settings/notifications" { "Notifications" } "." }
+            } @else {
+                ul.cards {
+                    @for r in list {
+                        @let s = &r.subscription;
+                        li.card #{ "op-" (s.id) } {
+                            h2 { (s.name) }
+                            p.url { code { (s.url) } }
+                            dl {
+                                dt { "State" } dd { (state_badge(&s.status)) }
+                                dt { "Failing since" } dd {
+                                    @match r.failing_since { Some(t) => (time(t)), None => "not failing" }
+                                }
+                                dt { "Failed deliveries in a row" } dd.failures { (failures_in_a_row(s.consecutive_failures)) }
+                                dt { "Last success" } dd {
+                                    @match s.last_success_at { Some(t) => (time(t)), None => "never" }
+                                }
+                            }
+                            div.actions {
+                                @if s.status.is_paused() {
+                                    (action(session, &format!("/settings/operator-endpoints/{}/resume", s.id), "Resume", ""))
+                                } @else {
+                                    (action(session, &format!("/settings/operator-endpoints/{}/pause", s.id), "Pause", ""))
+                                }
+                                (action(session, &format!("/settings/operator-endpoints/{}/rotate", s.id), "Rotate secret", ""))
+                                a.button.danger href={ "/settings/operator-endpoints/" (s.id) "/delete" } { "Delete" }
+                            }
+                        }
+                    }
+                }
+            }
+            section.card aria-labelledby="add-op" {
+                h2 #add-op { "Add an operator endpoint" }
+                @if list.len() as u64 >= max {
+                    p { "This workspace has " (max) " operator endpoints, its limit: delete one to add another." }
+                } @else {
+                    @if !problems.is_empty() {
+                        div.notice.error role="alert" #problems {
+                            p { "Please fix:" }
+                            ul { @for p in problems { li { (p) } } }
+                        }
+                    }
+                    form.stack method="post" action="/settings/operator-endpoints" {
+                        (csrf(session))
+                        label for="op-name" { "Name" }
+                        input #op-name type="text" name="name" required maxlength="200" value=(v.name);
+                        label for="op-url" { "Endpoint URL (https)" }
+                        input #op-url type="url" name="url" required value=(v.url) placeholder="https://ops.example.com/postwire-notices";
+                        div.actions { button type="submit" { "Create" } }
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// Asks before deleting an operator endpoint.
+pub fn confirm_operator_delete(session: &Session, r: &SubscriptionRecord) -> Markup {
+    let s = &r.subscription;
+    layout(
+        "Delete operator endpoint?",
+        Some(session),
+        html! {
+            p { "Delete the operator endpoint " strong { (s.name) } " (" code { (s.url) } ")? Its notices not yet delivered are dropped. This cannot be undone." }
+            div.actions {
+                (action(session, &format!("/settings/operator-endpoints/{}/delete", s.id), "Delete for good", "danger"))
+                a href="/settings/operator-endpoints" { "Cancel" }
             }
         },
     )
