@@ -185,6 +185,9 @@ pub struct BuiltEvent {
 }
 
 /// What a [`BuiltEvent`] carries, which decides who gets it ([`crate::routing`]).
+// The spec's events are the hot path (every publish); boxing them to shrink the rare
+// notice variant's footprint would add an allocation to each.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Envelope {
     /// One of the spec's events, for the subscriptions it matches.

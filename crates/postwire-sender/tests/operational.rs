@@ -294,7 +294,12 @@ async fn a_notice_stored_by_a_process_that_stopped_before_queuing_it_is_sent_by_
     };
     let notice = postwire_sender::notices::new_notice(WS, data, now).unwrap();
     let event_id = notice.event_id.clone();
-    assert!(store.rotate_secret(sub.clone(), Secret::generate().unwrap(), now, notice).await.unwrap());
+    assert!(
+        store
+            .rotate_secret(sub.clone(), Secret::generate().unwrap(), now, notice)
+            .await
+            .unwrap()
+    );
     assert_eq!(store.pending_notices(10).await.unwrap().len(), 1);
     drop(store);
 

@@ -43,6 +43,9 @@ pub(super) fn record_attempts(
     )
 }
 
+/// A subscription of the batch: row, workspace, health, paused, name.
+type Loaded = (i64, String, Health, bool, String);
+
 /// What [`record`] tells the caller to do once committed: the subscriptions whose
 /// queues may have something claimable (a successor, a retry), and from when.
 pub(super) type BecameDue = Vec<(i64, i64)>;
@@ -57,8 +60,8 @@ pub(super) fn record(
 ) -> rusqlite::Result<(Vec<Notification>, BecameDue)> {
     let mut became_due: BecameDue = Vec::new();
     let now_ms = now.unix_millis();
-    // Subscription id -> (row, workspace, health, paused, name) for the batch.
-    let mut subs: HashMap<String, Option<(i64, String, Health, bool, String)>> = HashMap::new();
+    // Subscription id -> its row, if it still exists.
+    let mut subs: HashMap<String, Option<Loaded>> = HashMap::new();
     let mut noticed = Vec::new();
     let mut insert_attempt = tx.prepare_cached(
         "INSERT OR REPLACE INTO attempts (delivery_seq, number, started_at, duration_ms, status, error, body_prefix)
