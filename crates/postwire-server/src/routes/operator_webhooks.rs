@@ -11,8 +11,7 @@
 //!
 //! The two kinds share one id space and one table in the sender, so each side checks the
 //! purpose: an operator endpoint's id is `not_found` under `…/webhooks/{webhookId}`
-//! ([`crate::routes::webhooks::load`]), and a subscription's id is `not_found` here
-//! ([`load`]).
+//! (`routes::webhooks::load`), and a subscription's id is `not_found` here (`load`).
 
 use axum::Json;
 use axum::body::Body;
