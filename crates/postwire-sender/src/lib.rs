@@ -96,10 +96,10 @@ pub use events::{
     summarize,
 };
 pub use model::{
-    AttemptErrorKind, AttemptOutcome, AttemptRecord, DeliveryCursor, DeliveryId, DeliveryRecord, DeliveryState, Erased,
-    ErasureSubject, NewSubscription, Notification, PAUSED_BY_REQUEST, Page, PauseCause, Published, Purpose,
-    ResumeSummary, RotatedSecret, RotatedSigningKey, SignedSample, SigningKeyInfo, SubscriptionRecord,
-    SubscriptionUpdate, Workspace,
+    AttemptErrorKind, AttemptOutcome, AttemptRecord, DeliveryCursor, DeliveryEventType, DeliveryId, DeliveryRecord,
+    DeliveryState, Erased, ErasureSubject, NewSubscription, Notification, PAUSED_BY_REQUEST, Page, PauseCause,
+    Published, Purpose, ResumeSummary, RotatedSecret, RotatedSigningKey, SignedSample, SigningKeyInfo,
+    SubscriptionRecord, SubscriptionUpdate, Workspace,
 };
 pub use notify::{LogNotifier, Notifier};
 pub use sender::{

@@ -375,8 +375,8 @@ pub struct DeliveryRecord {
     pub subscription_id: String,
     /// The event (`webhook-id`).
     pub event_id: String,
-    /// The event's type.
-    pub event_type: EventType,
+    /// The event's type (an operational notice's, for an operator endpoint).
+    pub event_type: DeliveryEventType,
     /// Where it stands.
     pub state: DeliveryState,
     /// When the next attempt is due (pending only).
@@ -393,6 +393,61 @@ pub struct DeliveryRecord {
     /// The event's payload was erased ([`crate::Sender::erase_payloads`]): `payload` is
     /// empty, and the delivery cannot be resent.
     pub payload_erased: bool,
+}
+
+/// The type of what a delivery carries: one of the spec's events, or, to an operator
+/// endpoint, an operational notice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeliveryEventType {
+    /// One of the spec's events.
+    Event(EventType),
+    /// An operational notice ([`crate::notices`]).
+    Notice(OperationalEventType),
+}
+
+impl DeliveryEventType {
+    /// The wire name, e.g. `post.published` or `endpoint.paused`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            DeliveryEventType::Event(t) => t.as_str(),
+            DeliveryEventType::Notice(t) => t.as_str(),
+        }
+    }
+}
+
+impl FromStr for DeliveryEventType {
+    type Err = SenderError;
+    /// ```
+    /// use postwire_sender::model::DeliveryEventType;
+    /// assert_eq!("endpoint.paused".parse::<DeliveryEventType>().unwrap().as_str(), "endpoint.paused");
+    /// assert!("post.unknown".parse::<DeliveryEventType>().is_err());
+    /// ```
+    fn from_str(s: &str) -> Result<Self, SenderError> {
+        if let Ok(t) = s.parse::<EventType>() {
+            return Ok(DeliveryEventType::Event(t));
+        }
+        s.parse::<OperationalEventType>()
+            .map(DeliveryEventType::Notice)
+            .map_err(|_| SenderError::invalid("not an event type"))
+    }
+}
+
+impl PartialEq<DeliveryEventType> for EventType {
+    fn eq(&self, other: &DeliveryEventType) -> bool {
+        *other == DeliveryEventType::Event(*self)
+    }
+}
+
+impl fmt::Display for DeliveryEventType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for DeliveryEventType {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
 }
 
 /// Whose stored payloads an erasure removes: the events of one ordering key.

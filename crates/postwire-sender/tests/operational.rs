@@ -229,6 +229,13 @@ async fn fifty_failures_reach_every_operator_endpoint_once_in_order_and_never_th
         let t = r.json()["type"].as_str().unwrap_or_default().to_owned();
         t.starts_with("post.")
     }));
+    // An operator endpoint's delivery log lists its notices.
+    let log = h.sender.list_deliveries(&two.id, None, 100).await.unwrap().items;
+    assert_eq!(log.len(), at_two.len());
+    assert!(
+        log.iter()
+            .all(|d| matches!(d.event_type, postwire_sender::DeliveryEventType::Notice(_)))
+    );
     let secrets = [&sub_secret, &rotated, &one.secret, &two.secret];
     one.check(&secrets);
     two.check(&secrets);
