@@ -7,7 +7,7 @@
 //!    of the change itself**: each backend calls [`new_notice`] there. So a notice is
 //!    never lost to a crash, and never written for a change that rolled back.
 //! 2. The sender relays stored notices that are not relayed yet, oldest first
-//!    ([`relay_event`] → [`Store::enqueue`](crate::Store::enqueue)): the enqueue that
+//!    ([`relay_event`] → [`Store::enqueue`]): the enqueue that
 //!    queues one marks it relayed in its own transaction, and queues nothing for one
 //!    already relayed, so each notice is queued once, whichever process or restart relays
 //!    it. The sender relays after every write that stored notices, when the dispatcher
@@ -62,7 +62,7 @@ pub struct NewNotice {
     pub created_at: Timestamp,
 }
 
-/// A notice stored and not yet relayed, as [`Store::pending_notices`](crate::Store::pending_notices)
+/// A notice stored and not yet relayed, as [`Store::pending_notices`]
 /// returns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingNotice {
