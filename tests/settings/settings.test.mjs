@@ -369,6 +369,20 @@ test("the Settings screen, end to end in Chromium", { timeout: 240_000 }, async 
   await until("a tampered sample refused", async () => /^Not valid: invalid_signature/.test(await page.locator("#v-result").textContent()));
   await check(page, "13-events-v1a");
 
+  // ---- operator endpoints: add one (its secret shown once), then the list without it
+  await page.click("nav >> text=Operator endpoints");
+  assert.equal(await page.locator("h1").textContent(), "Operator endpoints");
+  await page.fill("#op-name", "On-call <i>ops</i>");
+  await page.fill("#op-url", rx.url);
+  await page.click("button:has-text('Create')");
+  assert.equal(await page.locator("h1").textContent(), "Operator endpoint created");
+  assert.match(await page.inputValue("#secret"), /^whsec_/);
+  await check(page, "15-operator-secret");
+  await page.click("text=Done");
+  assert.match(await page.locator("main").textContent(), /On-call <i>ops<\/i>/);
+  assert.doesNotMatch(await page.content(), /whsec_/);
+  await check(page, "16-operator-endpoints");
+
   // ---- the verify box without JavaScript: the form goes to the server, which checks it
   // with postwire-core; so it works in a build without the npm package (cargo install)
   const noScript = await browser.newContext({ javaScriptEnabled: false });

@@ -731,7 +731,7 @@ pub fn operator_endpoints(
         "Operator endpoints",
         Some(session),
         html! {
-            p { "An operator endpoint is your own webhook endpoint for this workspace's operational notices: a subscription starts failing, is about to be paused, is paused, resumed or recovered, a secret or the signing key is rotated. Notices are signed webhooks like any delivery (retried, in order per subscription), each endpoint with its own signing secret. A notice about an operator endpoint goes to the others, never to itself. The types and their bodies are in the " a href="/settings/events" { "event catalogue" } "'s documentation (" code { "docs/events.md" } "). At most " (max) " per workspace." }
+            p { "An operator endpoint is your own webhook endpoint for this workspace's operational notices: a subscription starts failing, is about to be paused, is paused, resumed or recovered, a secret or the signing key is rotated. Notices are signed webhooks like any delivery (retried, in order per subscription), each endpoint with its own signing secret. A notice about an operator endpoint goes to the others, never to itself. Every notice is also listed under " a href="/settings/notifications" { "Notifications" } "; the types and their bodies are documented in postwire's " code { "docs/events.md" } ". At most " (max) " per workspace." }
             @if list.is_empty() {
                 p { "No operator endpoints yet: notices are only listed under " a href="/settings/notifications" { "Notifications" } "." }
             } @else {
