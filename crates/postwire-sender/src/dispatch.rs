@@ -586,7 +586,7 @@ async fn write_outcomes(
 
 /// Queues the stored notices not relayed yet ([`crate::notices`]).
 async fn relay_notices(inner: &Dispatcher) {
-    if let Err(e) = crate::notices::relay(inner.store.as_ref(), inner.clock.now()).await {
+    if let Err(e) = inner.store.relay_notices(inner.clock.now()).await {
         tracing::warn!(error = %e, "relaying operational notices failed; retrying later");
     }
 }

@@ -7,7 +7,8 @@
 //!    of the change itself**: each backend calls [`new_notice`] there. So a notice is
 //!    never lost to a crash, and never written for a change that rolled back.
 //! 2. The sender relays stored notices that are not relayed yet, oldest first
-//!    ([`relay_event`] → [`Store::enqueue`]): the enqueue that
+//!    ([`Store::relay_notices`](crate::Store::relay_notices): [`relay_event`] →
+//!    [`Store::enqueue`](crate::Store::enqueue)): the enqueue that
 //!    queues one marks it relayed in its own transaction, and queues nothing for one
 //!    already relayed, so each notice is queued once, whichever process or restart relays
 //!    it. The sender relays after every write that stored notices, when the dispatcher
@@ -32,7 +33,6 @@ use crate::error::SenderError;
 use crate::events::{BuiltEvent, Envelope, NoticeHeader};
 use crate::health::{Health, HealthChange};
 use crate::model::{Notification, PauseCause, ResumeSummary};
-use crate::store::Store;
 
 /// How often the dispatcher relays stored notices that no write relayed (one stored by
 /// a process that stopped before relaying it).
@@ -62,7 +62,7 @@ pub struct NewNotice {
     pub created_at: Timestamp,
 }
 
-/// A notice stored and not yet relayed, as [`Store::pending_notices`]
+/// A notice stored and not yet relayed, as [`Store::pending_notices`](crate::Store::pending_notices)
 /// returns it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingNotice {
@@ -237,25 +237,6 @@ pub fn relay_event(pending: PendingNotice) -> BuiltEvent {
         post_id: None,
         external_id: None,
         only_subscription: None,
-    }
-}
-
-/// Queues every stored notice not relayed yet, oldest first, [`RELAY_BATCH`] per
-/// transaction; returns how many deliveries that made. Safe to run anywhere at any time:
-/// a notice another relay queued first is skipped.
-pub async fn relay(store: &dyn Store, now: Timestamp) -> Result<usize, SenderError> {
-    let mut deliveries = 0;
-    loop {
-        let pending = store.pending_notices(RELAY_BATCH).await?;
-        let full = pending.len() == RELAY_BATCH;
-        if pending.is_empty() {
-            return Ok(deliveries);
-        }
-        let events = pending.into_iter().map(relay_event).collect();
-        deliveries += store.enqueue(events, now, None).await?.iter().sum::<usize>();
-        if !full {
-            return Ok(deliveries);
-        }
     }
 }
 

@@ -1010,7 +1010,7 @@ impl Sender {
     /// ([`crate::notices`]). A failure is logged, not returned: the notice is stored, and
     /// the dispatcher's periodic relay queues it.
     async fn relay_notices(&self) {
-        match notices::relay(self.inner.store.as_ref(), self.inner.clock.now()).await {
+        match self.inner.store.relay_notices(self.inner.clock.now()).await {
             Ok(n) if n > 0 => self.inner.signals.wake(),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "relaying operational notices failed; the dispatcher retries"),

@@ -868,14 +868,14 @@ async fn a_stored_notice_is_relayed_once_by_concurrent_relays(backend: Backend) 
     }
     assert_eq!(store.pending_notices(10).await.unwrap().len(), 2);
     let (a, b, c) = tokio::join!(
-        crate::notices::relay(store.as_ref(), t0),
-        crate::notices::relay(store.as_ref(), t0),
-        crate::notices::relay(store.as_ref(), t0),
+        store.relay_notices(t0),
+        store.relay_notices(t0),
+        store.relay_notices(t0),
     );
     // wh_1's notice to both operator endpoints, wh_op1's to wh_op2 only.
     assert_eq!(a.unwrap() + b.unwrap() + c.unwrap(), 3);
     assert!(store.pending_notices(10).await.unwrap().is_empty());
-    assert_eq!(crate::notices::relay(store.as_ref(), t0).await.unwrap(), 0);
+    assert_eq!(store.relay_notices(t0).await.unwrap(), 0);
     let counts = |sub: &str| store.delivery_counts(Some(sub.into()));
     assert_eq!(counts("wh_op1").await.unwrap().pending, 1);
     assert_eq!(counts("wh_op2").await.unwrap().pending, 2);

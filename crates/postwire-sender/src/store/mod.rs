@@ -63,7 +63,7 @@ use crate::model::{
     AttemptOutcome, DeliveryId, DeliveryRecord, Erased, ErasureSubject, Notification, ResumeSummary,
     StoredSubscription, SubscriptionChanges, Workspace, WorkspaceKeys,
 };
-use crate::notices::{NewNotice, PendingNotice};
+use crate::notices::{NewNotice, PendingNotice, RELAY_BATCH, relay_event};
 
 /// A boxed, sendable future: what every [`Store`] method returns.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -257,6 +257,27 @@ pub trait Store: Send + Sync + 'static {
     /// Stored notices not relayed yet, oldest first, at most `limit`
     /// ([`crate::notices`]; [`Store::enqueue`] marks each relayed as it queues it).
     fn pending_notices(&self, limit: usize) -> BoxFuture<'_, StoreResult<Vec<PendingNotice>>>;
+    /// Queues every stored notice not relayed yet for the operator endpoints, oldest
+    /// first, [`RELAY_BATCH`] per transaction; returns how
+    /// many deliveries that made. Safe to run anywhere at any time, in any number of
+    /// processes: a notice another relay queued first is skipped.
+    fn relay_notices(&self, now: Timestamp) -> BoxFuture<'_, StoreResult<usize>> {
+        Box::pin(async move {
+            let mut deliveries = 0;
+            loop {
+                let pending = self.pending_notices(RELAY_BATCH).await?;
+                let full = pending.len() == RELAY_BATCH;
+                if pending.is_empty() {
+                    return Ok(deliveries);
+                }
+                let events = pending.into_iter().map(relay_event).collect();
+                deliveries += self.enqueue(events, now, None).await?.iter().sum::<usize>();
+                if !full {
+                    return Ok(deliveries);
+                }
+            }
+        })
+    }
 
     /// Deliveries of a subscription, newest first, older than `before` (a delivery id),
     /// each with its attempts and its event's body.
