@@ -123,13 +123,13 @@ fn link(target: &str, id_param: &str, id_at: &str, which: &str) -> Link {
 ///   takes a `webhookId`, so clients and tools (Schemathesis' stateful phase) can chain
 ///   "create, then read / update / pause / test / rotate / list deliveries / delete";
 ///   the same from an operator endpoint's creation and list to the operations that take
-///   an `endpointId` (rotate, delete);
+///   an `endpointId` (pause, test, list deliveries, rotate, delete);
 ///   and from the workspace list (`200`, the first workspace's `id`) to the operations
 ///   that take only a `workspaceId` (create, list, post look-up, portal link), or a
 ///   `workspaceId` and an erasure's subject.
 ///   Operations with another path parameter get theirs from the response that has that
 ///   id (`add_id_links`): a portal session's revocation from its creation, a resend
-///   from the deliveries list.
+///   from the deliveries list (a subscription's or an operator endpoint's).
 pub fn complete(doc: &mut utoipa::openapi::OpenApi) {
     let (mut takes_webhook_id, mut takes_endpoint_id, mut takes_workspace_id) = (Vec::new(), Vec::new(), Vec::new());
     for item in doc.paths.paths.values_mut() {
@@ -239,7 +239,8 @@ fn constrain_integration_ids(doc: &mut utoipa::openapi::OpenApi) {
 }
 
 /// The links that hand an id other than a subscription's to the next operation: a new
-/// portal session's `id` to its revocation, the newest delivery listed to a resend, and
+/// portal session's `id` to its revocation, the newest delivery listed (of a subscription
+/// or an operator endpoint) to a resend, and
 /// a post looked up to the erasure of its payloads.
 fn add_id_links(doc: &mut utoipa::openapi::OpenApi) {
     let specific = [
@@ -267,6 +268,14 @@ fn add_id_links(doc: &mut utoipa::openapi::OpenApi) {
             "$response.body#/data/0/id",
             "the newest delivery listed",
         ),
+        (
+            "listOperatorWebhookDeliveries",
+            "200",
+            "resendOperatorWebhookDelivery",
+            "deliveryId",
+            "$response.body#/data/0/id",
+            "the newest delivery listed",
+        ),
     ];
     for item in doc.paths.paths.values_mut() {
         for op in operations_mut(item) {
@@ -282,8 +291,12 @@ fn add_id_links(doc: &mut utoipa::openapi::OpenApi) {
                     .parameter(param, at)
                     .description(format!("`{target}` on {which}."))
                     .extensions(Some(operation_id_extension(target)));
-                if from == "listDeliveries" {
-                    builder = builder.parameter("webhookId", "$request.path.webhookId");
+                match from {
+                    "listDeliveries" => builder = builder.parameter("webhookId", "$request.path.webhookId"),
+                    "listOperatorWebhookDeliveries" => {
+                        builder = builder.parameter("endpointId", "$request.path.endpointId")
+                    }
+                    _ => {}
                 }
                 response.links.insert(target.to_owned(), RefOr::T(builder.build()));
             }

@@ -688,6 +688,102 @@ pub struct DeliveryList {
     pub next_cursor: Option<String>,
 }
 
+/// The type of what an operator endpoint receives: one of the operational notices
+/// ([`postwire_core::OperationalEventType::ALL`], see `docs/events.md`), or `webhook.test`
+/// (`POST …/operator-webhooks/{endpointId}/test`). Its schema is built from the catalogue,
+/// so a new notice type shows here without an edit; the value is serialized as the wire
+/// name (a `String` in [`OperatorDelivery`]).
+#[derive(Debug, Clone, Copy)]
+pub struct OperatorDeliveryTypeName;
+
+impl OperatorDeliveryTypeName {
+    /// Every type an operator endpoint's delivery can have: the notices in catalogue
+    /// order, then `webhook.test`.
+    pub fn names() -> Vec<&'static str> {
+        postwire_core::OperationalEventType::ALL
+            .iter()
+            .map(|t| t.as_str())
+            .chain([postwire_core::EventType::WebhookTest.as_str()])
+            .collect()
+    }
+}
+
+impl utoipa::PartialSchema for OperatorDeliveryTypeName {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .enum_values(Some(Self::names()))
+            .description(Some(
+                "An operational notice's type (see `docs/events.md`), or `webhook.test` for a test notice.",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for OperatorDeliveryTypeName {}
+
+/// One notice (or test notice) sent to one operator endpoint, with its attempts (newest
+/// first): the fields of a subscription's [`Delivery`], with the operational types.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OperatorDelivery {
+    /// Delivery identifier.
+    #[schema(example = "dlv_42")]
+    pub id: String,
+    /// The operator endpoint (`subscriptionId`, as in a subscription's deliveries: the
+    /// two kinds share one id space).
+    pub subscription_id: String,
+    /// The notice (`webhook-id`); the same id as its entry in `GET …/notifications`.
+    pub event_id: String,
+    /// The notice's type.
+    #[schema(value_type = OperatorDeliveryTypeName)]
+    pub event_type: String,
+    /// Where it stands.
+    #[schema(value_type = DeliveryStateName)]
+    pub state: String,
+    /// When the next attempt is due (pending only).
+    #[schema(required = true, format = DateTime)]
+    pub next_attempt_at: Option<String>,
+    /// When the notice was queued.
+    #[schema(format = DateTime)]
+    pub created_at: String,
+    /// When it reached its final state.
+    #[schema(required = true, format = DateTime)]
+    pub finished_at: Option<String>,
+    /// Its attempts, newest first.
+    pub attempts: Vec<Attempt>,
+    /// True once the payload was erased (as in a subscription's deliveries).
+    pub payload_erased: bool,
+}
+
+impl From<Delivery> for OperatorDelivery {
+    fn from(d: Delivery) -> Self {
+        OperatorDelivery {
+            id: d.id,
+            subscription_id: d.subscription_id,
+            event_id: d.event_id,
+            event_type: d.event_type,
+            state: d.state,
+            next_attempt_at: d.next_attempt_at,
+            created_at: d.created_at,
+            finished_at: d.finished_at,
+            attempts: d.attempts,
+            payload_erased: d.payload_erased,
+        }
+    }
+}
+
+/// A page of an operator endpoint's deliveries, newest first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OperatorDeliveryList {
+    /// The deliveries.
+    pub data: Vec<OperatorDelivery>,
+    /// Pass as `cursor` to get the next (older) page; null on the last page.
+    #[schema(required = true, example = "c_42")]
+    pub next_cursor: Option<String>,
+}
+
 /// The body of every delivery: the event envelope.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

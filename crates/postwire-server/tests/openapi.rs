@@ -66,7 +66,7 @@ async fn every_documented_operation_is_routed_and_nothing_else_on_its_paths() {
             }
         }
     }
-    assert_eq!(documented.len(), 25);
+    assert_eq!(documented.len(), 28);
     // Around every documented path (its parents, one segment more, a sibling), nothing
     // undocumented is routed: each such path gets the fallback 404 for every method.
     let templates: Vec<&String> = doc["paths"].as_object().unwrap().keys().collect();
@@ -220,6 +220,19 @@ async fn documented_shapes_are_the_ones_sent() {
         )
         .await;
     assert_eq!(keys(&rotated.json), documented_properties(&doc, "RotatedSecret"));
+    let op_base = format!("{ops}/{}", op.json["id"].as_str().unwrap());
+    let test = h.send("POST", &format!("{op_base}/test"), Some(&t), None).await;
+    assert_eq!(test.status, 202, "{}", test.text);
+    assert_eq!(keys(&test.json), documented_properties(&doc, "TestEventQueued"));
+    let op_page = h
+        .send("GET", &format!("{op_base}/deliveries"), Some(&t), None)
+        .await
+        .json;
+    assert_eq!(keys(&op_page), documented_properties(&doc, "OperatorDeliveryList"));
+    assert_eq!(
+        keys(&op_page["data"][0]),
+        documented_properties(&doc, "OperatorDelivery")
+    );
     let error = h.send("GET", &base, None, None).await;
     assert_eq!(keys(&error.json), documented_properties(&doc, "ErrorBody"));
     let invalid = h
@@ -271,4 +284,11 @@ fn documented_enums_are_the_catalogues() {
         .collect();
     assert_eq!(choices, core);
     assert_eq!(documented_enum(&doc, "SigningChoice"), core);
+    // An operator endpoint's deliveries: the operational catalogue, and the test event.
+    let mut operational: Vec<String> = postwire_core::OperationalEventType::ALL
+        .iter()
+        .map(|t| t.as_str().to_owned())
+        .collect();
+    operational.push("webhook.test".to_owned());
+    assert_eq!(documented_enum(&doc, "OperatorDeliveryTypeName"), operational);
 }

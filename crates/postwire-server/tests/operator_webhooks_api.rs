@@ -1,7 +1,8 @@
 //! The operator endpoints API (`…/operator-webhooks`) over real HTTP: create (the secret
 //! once), list (never a secret), pause and resume, rotate, delete; each kind's id is `not_found` under the
-//! other kind's routes; the SSRF rules and the limit of 10; and a real notice delivered
-//! to a loopback receiver, verified with the endpoint's own secret.
+//! other kind's routes; the SSRF rules and the limit of 10; a real notice delivered
+//! to a loopback receiver, verified with the endpoint's own secret; and the endpoint's
+//! deliveries (the notice with its operational type, a test notice, a resend).
 
 mod common;
 
@@ -133,6 +134,9 @@ async fn each_kind_is_not_found_under_the_other_kinds_routes() {
         ("POST", format!("{OPS}/{sub_id}/rotate-secret"), None),
         ("DELETE", format!("{OPS}/{sub_id}"), None),
         ("PUT", format!("{OPS}/{sub_id}/enabled"), Some(r#"{"enabled":false}"#)),
+        ("POST", format!("{OPS}/{sub_id}/test"), None),
+        ("GET", format!("{OPS}/{sub_id}/deliveries"), None),
+        ("POST", format!("{OPS}/{sub_id}/deliveries/dlv_1/resend"), None),
     ] {
         let r = h.send(method, &path, Some(&t), body).await;
         r.assert_error(404, "not_found");
@@ -262,6 +266,8 @@ async fn endpoint_ids_follow_the_documented_rule_and_creation_and_the_list_link_
         ("delete", one.to_owned(), "deleteOperatorWebhook"),
         ("put", format!("{one}/enabled"), "setOperatorWebhookEnabled"),
         ("post", format!("{one}/rotate-secret"), "rotateOperatorWebhookSecret"),
+        ("post", format!("{one}/test"), "sendOperatorWebhookTest"),
+        ("get", format!("{one}/deliveries"), "listOperatorWebhookDeliveries"),
     ];
     let h = Harness::start().await;
     let t = h.writer().await;
@@ -308,7 +314,9 @@ async fn endpoint_ids_follow_the_documented_rule_and_creation_and_the_list_link_
             linked,
             [
                 "deleteOperatorWebhook",
+                "listOperatorWebhookDeliveries",
                 "rotateOperatorWebhookSecret",
+                "sendOperatorWebhookTest",
                 "setOperatorWebhookEnabled"
             ],
             "{op}"
@@ -318,4 +326,187 @@ async fn endpoint_ids_follow_the_documented_rule_and_creation_and_the_list_link_
             assert_eq!(link["parameters"]["workspaceId"], "$request.path.workspaceId");
         }
     }
+}
+
+/// The deliveries of `id` once the newest of `n` is finished (a state is recorded just
+/// after the receiver answers), at most 20 s.
+async fn finished_deliveries(h: &Harness, token: &str, id: &str, n: usize) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = h
+            .send("GET", &format!("{OPS}/{id}/deliveries"), Some(token), None)
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        let data = r.json["data"].as_array().unwrap();
+        if data.len() == n && data.iter().all(|d| d["state"] == "delivered") {
+            return r.json;
+        }
+        assert!(std::time::Instant::now() < deadline, "not delivered: {}", r.text);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn an_endpoints_deliveries_list_its_notices_and_test_notices_which_resend() {
+    let h = Harness::start().await;
+    let t = h.writer().await;
+    let reader = h.token(&[postwire_server::Scope::WebhooksRead], &["ws_a"]).await;
+    let rx = Receiver::succeeding().await;
+    let created = h.json("POST", OPS, &t, json!({"name": "ops", "url": rx.url})).await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    let op_id = created.json["id"].as_str().unwrap().to_owned();
+    let op_secret = Secret::parse(created.json["secret"].as_str().unwrap()).unwrap();
+    let empty = h
+        .send("GET", &format!("{OPS}/{op_id}/deliveries"), Some(&reader), None)
+        .await;
+    assert_eq!(empty.status, 200, "{}", empty.text);
+    assert_eq!(empty.json, json!({"data": [], "nextCursor": null}));
+
+    // A real notice: rotating a subscription's secret.
+    let sub = h.subscribe(&t, PUBLIC_URL).await;
+    let sub_id = sub["id"].as_str().unwrap().to_owned();
+    let r = h
+        .send(
+            "POST",
+            &format!("/public/v1/workspaces/ws_a/webhooks/{sub_id}/rotate-secret"),
+            Some(&t),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(
+        rx.wait_for_count(1, Duration::from_secs(20)).await,
+        "the notice arrives"
+    );
+    let notice_id = rx.requests()[0].id();
+    let listed = finished_deliveries(&h, &reader, &op_id, 1).await;
+    let d = &listed["data"][0];
+    assert_eq!(d["eventType"], "endpoint.secret_rotated", "{listed}");
+    assert_eq!(d["eventId"], notice_id.as_str());
+    assert_eq!(d["subscriptionId"], op_id.as_str());
+    assert_eq!(d["attempts"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(d["attempts"][0]["success"], true);
+    assert_eq!(d["attempts"][0]["responseStatus"], 200);
+    assert_eq!(d["payloadErased"], false);
+    assert!(d.get("payload").is_none(), "the list leaves the body out: {listed}");
+    // The subscription's own log has nothing of it.
+    let sub_log = h
+        .send(
+            "GET",
+            &format!("/public/v1/workspaces/ws_a/webhooks/{sub_id}/deliveries"),
+            Some(&reader),
+            None,
+        )
+        .await;
+    assert!(!sub_log.text.contains(&notice_id), "{}", sub_log.text);
+
+    // A test notice: a reader may not send one; a writer reaches the real receiver, signed
+    // with the endpoint's own secret.
+    h.send("POST", &format!("{OPS}/{op_id}/test"), Some(&reader), None)
+        .await
+        .assert_error(403, "insufficient_scope");
+    let m = h
+        .json("POST", &format!("{OPS}/{op_id}/test"), &t, json!({"message": 3}))
+        .await
+        .messages();
+    assert!(m.iter().any(|m| m.contains("`message`")), "{m:?}");
+    let queued = h
+        .json(
+            "POST",
+            &format!("{OPS}/{op_id}/test"),
+            &t,
+            json!({"message": "ping the on-call"}),
+        )
+        .await;
+    assert_eq!(queued.status, 202, "{}", queued.text);
+    assert_eq!(queued.json["type"], "webhook.test");
+    let test_id = queued.json["eventId"].as_str().unwrap().to_owned();
+    assert!(
+        rx.wait_for_count(2, Duration::from_secs(20)).await,
+        "the test notice arrives"
+    );
+    let req = &rx.requests()[1];
+    assert_eq!(req.id(), test_id);
+    let verifier = Verifier::with_secrets([op_secret.clone()]).unwrap();
+    verifier
+        .verify(&req.headers, &req.body, UnixTime::from_secs(req.timestamp()))
+        .expect("signed with the operator endpoint's own secret");
+    let body = req.json();
+    assert_eq!(body["type"], "webhook.test", "{body}");
+    assert_eq!(body["data"]["message"], "ping the on-call", "{body}");
+
+    // Both listed, newest first, paged by `limit` and `cursor`.
+    let listed = finished_deliveries(&h, &reader, &op_id, 2).await;
+    assert_eq!(listed["data"][0]["eventType"], "webhook.test", "{listed}");
+    assert_eq!(listed["data"][0]["eventId"], test_id.as_str());
+    assert_eq!(listed["data"][1]["eventType"], "endpoint.secret_rotated");
+    let first = h
+        .send("GET", &format!("{OPS}/{op_id}/deliveries?limit=1"), Some(&reader), None)
+        .await;
+    assert_eq!(first.json["data"].as_array().unwrap().len(), 1, "{}", first.text);
+    let cursor = first.json["nextCursor"].as_str().expect("a next page").to_owned();
+    let second = h
+        .send(
+            "GET",
+            &format!("{OPS}/{op_id}/deliveries?limit=1&cursor={cursor}"),
+            Some(&reader),
+            None,
+        )
+        .await;
+    assert_eq!(second.json["data"][0]["eventId"], notice_id.as_str(), "{}", second.text);
+    assert!(second.json["nextCursor"].is_null(), "{}", second.text);
+    for bad in ["limit=0", "limit=101", "cursor=x", "page=2"] {
+        let r = h
+            .send("GET", &format!("{OPS}/{op_id}/deliveries?{bad}"), Some(&reader), None)
+            .await;
+        r.assert_error(400, "invalid_request");
+    }
+
+    // A finished notice resends: the same webhook-id, signed afresh.
+    let notice_delivery = listed["data"][1]["id"].as_str().unwrap().to_owned();
+    let resent = h
+        .send(
+            "POST",
+            &format!("{OPS}/{op_id}/deliveries/{notice_delivery}/resend"),
+            Some(&t),
+            None,
+        )
+        .await;
+    assert_eq!(resent.status, 202, "{}", resent.text);
+    assert_eq!(resent.json["resentFrom"], notice_delivery.as_str());
+    assert!(
+        rx.wait_for_count(3, Duration::from_secs(20)).await,
+        "the resent notice arrives"
+    );
+    let again = &rx.requests()[2];
+    assert_eq!(again.id(), notice_id);
+    verifier
+        .verify(&again.headers, &again.body, UnixTime::from_secs(again.timestamp()))
+        .expect("the resend verifies too");
+    let listed = finished_deliveries(&h, &reader, &op_id, 3).await;
+    assert_eq!(listed["data"][0]["eventType"], "endpoint.secret_rotated", "{listed}");
+    for r in rx.requests() {
+        let body = String::from_utf8_lossy(&r.body);
+        assert!(!body.contains("whsec_"), "{body}");
+    }
+
+    // A subscription's delivery is not one of the endpoint's, and the subscriber route
+    // does not list the endpoint.
+    h.send(
+        "POST",
+        &format!("{OPS}/{op_id}/deliveries/dlv_999999/resend"),
+        Some(&t),
+        None,
+    )
+    .await
+    .assert_error(404, "not_found");
+    h.send(
+        "GET",
+        &format!("/public/v1/workspaces/ws_a/webhooks/{op_id}/deliveries"),
+        Some(&reader),
+        None,
+    )
+    .await
+    .assert_error(404, "not_found");
+    h.stop().await;
 }

@@ -48,15 +48,22 @@ pub async fn list_deliveries(
 ) -> ApiResult<Json<DeliveryList>> {
     caller.authorize(&state, Scope::WebhooksRead, &workspace_id).await?;
     load(&state, &workspace_id, &webhook_id).await?;
+    Ok(Json(page(&state, &webhook_id, &uri).await?))
+}
+
+/// The page of `id`'s deliveries that the query of `uri` asks for (`limit`, `cursor`;
+/// anything else is refused). Shared with an operator endpoint's deliveries
+/// (`routes::operator_webhooks`), after the caller's ownership check.
+pub(crate) async fn page(state: &AppState, id: &str, uri: &Uri) -> ApiResult<DeliveryList> {
     let query = QueryParams::parse(uri.query(), &["limit", "cursor"])?;
     let limit = query.int("limit", DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE)?;
     let cursor = query
         .get("cursor")
         .map(str::parse::<postwire_sender::DeliveryCursor>)
         .transpose()?;
-    let page = state.sender.list_deliveries(&webhook_id, cursor, limit).await?;
-    Ok(Json(DeliveryList {
+    let page = state.sender.list_deliveries(id, cursor, limit).await?;
+    Ok(DeliveryList {
         data: page.items.iter().map(Delivery::from).collect(),
         next_cursor: page.next_cursor.map(|c| c.to_string()),
-    }))
+    })
 }

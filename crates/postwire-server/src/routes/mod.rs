@@ -62,6 +62,9 @@ pub fn authenticated_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(operator_webhooks::delete_operator_webhook))
         .routes(routes!(operator_webhooks::set_operator_webhook_enabled))
         .routes(routes!(operator_webhooks::rotate_operator_webhook_secret))
+        .routes(routes!(operator_webhooks::send_operator_webhook_test))
+        .routes(routes!(operator_webhooks::list_operator_webhook_deliveries))
+        .routes(routes!(operator_webhooks::resend_operator_webhook_delivery))
 }
 
 /// The routes open to anyone: the OpenAPI document.

@@ -1,5 +1,5 @@
 //! A workspace's operator endpoints: create, list, delete, pause or resume, rotate the
-//! secret.
+//! secret, send a test notice, list an endpoint's deliveries and resend one.
 //!
 //! An operator endpoint is the workspace operator's own webhook endpoint, kept apart from
 //! the subscribers' subscriptions (`…/webhooks`): it receives the operational notices
@@ -16,19 +16,24 @@
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, Uri};
 use postwire_core::{CreatedByKind, SigningMode};
-use postwire_sender::{NewSubscription, Purpose, SenderError, SubscriptionRecord};
+use postwire_sender::{DeliveryId, NewSubscription, Published, Purpose, SenderError, SubscriptionRecord, TestEvent};
 
 use crate::auth::Caller;
 use crate::errors::{ApiError, ApiResult, CommonErrors, ErrorBody, ValidationErrorBody};
+use crate::routes::deliveries;
+use crate::routes::webhooks::DEFAULT_TEST_MESSAGE;
 use crate::schemas::{
-    CreateOperatorEndpointRequest, CreatedOperatorEndpoint, OperatorEndpoint, OperatorEndpointList, RotatedSecret,
-    SetEnabledRequest,
+    CreateOperatorEndpointRequest, CreatedOperatorEndpoint, EventTypeName, OperatorDelivery, OperatorDeliveryList,
+    OperatorEndpoint, OperatorEndpointList, ResentDelivery, RotatedSecret, SendTestRequest, SetEnabledRequest,
+    TestEventQueued,
 };
 use crate::state::AppState;
 use crate::tokens::Scope;
-use crate::validation::{ApiPath, check_id_param, parse_enabled, parse_json, parse_operator_create, read_body};
+use crate::validation::{
+    ApiPath, check_id_param, parse_enabled, parse_json, parse_operator_create, parse_test_message, read_body,
+};
 
 /// The operator endpoint `id` of `workspace_id`: 400 `invalid_request` when `id` breaks
 /// the id rule, `not_found` when there is no such operator endpoint in that workspace
@@ -244,4 +249,151 @@ pub async fn rotate_operator_webhook_secret(
         secret: rotated.secret.expose(),
         previous_secret_expires_at: rotated.previous_valid_until.to_string(),
     }))
+}
+
+/// Queues a `webhook.test` event (`data.message`) to `endpoint_id` of `workspace_id`
+/// only, and returns its event id. Shared with the Settings screen.
+pub(crate) async fn queue_test(
+    state: &AppState,
+    workspace_id: &str,
+    endpoint_id: &str,
+    message: String,
+) -> ApiResult<String> {
+    let published = state
+        .sender
+        .publish(TestEvent {
+            workspace_id: workspace_id.to_owned(),
+            subscription_id: Some(endpoint_id.to_owned()),
+            message,
+        })
+        .await?;
+    match published {
+        Published::Event { event_id, .. } => {
+            tracing::info!(subscription_id = %endpoint_id, event_id = %event_id, "test notice queued to an operator endpoint");
+            Ok(event_id)
+        }
+        Published::NoEvent(_) => Err(ApiError::Internal("a test event produced no event".into())),
+    }
+}
+
+/// Sends a `webhook.test` event to this operator endpoint only, so an operator can check
+/// that it receives and verifies notices. It is delivered, signed with the endpoint's
+/// own secret and retried like a notice (held while paused), and listed in its
+/// deliveries.
+#[utoipa::path(
+    post,
+    path = "/public/v1/workspaces/{workspaceId}/operator-webhooks/{endpointId}/test",
+    tag = "Operator endpoints",
+    operation_id = "sendOperatorWebhookTest",
+    params(("workspaceId" = String, Path, description = "Workspace id."), ("endpointId" = String, Path, description = "Operator endpoint id.")),
+    request_body(content = Option<SendTestRequest>, content_type = "application/json", description = "Optional."),
+    responses(
+        (status = 202, description = "The test event is queued for delivery to this endpoint.", body = TestEventQueued),
+        (status = 400, description = "`invalid_request`: the body is not `{\"message\": string}` (or empty, or `null`), the message is over 4096 characters, or an invalid `endpointId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
+        (status = 401, description = "`unauthorized`.", body = ErrorBody),
+        (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
+        (status = 404, description = "No such workspace or operator endpoint (`not_found`); a subscription's id is not an operator endpoint's.", body = ErrorBody),
+        CommonErrors,
+    ),
+    security(("bearer" = ["webhooks:write"]))
+)]
+pub async fn send_operator_webhook_test(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((workspace_id, endpoint_id)): ApiPath<(String, String)>,
+    body: Body,
+) -> ApiResult<(StatusCode, Json<TestEventQueued>)> {
+    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
+    load(&state, &workspace_id, &endpoint_id).await?;
+    let bytes = read_body(body, state.max_body_bytes).await?;
+    let message = parse_test_message(parse_json(&bytes)?.as_ref())?.unwrap_or_else(|| DEFAULT_TEST_MESSAGE.to_owned());
+    let event_id = queue_test(&state, &workspace_id, &endpoint_id, message).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(TestEventQueued {
+            event_id,
+            event_type: EventTypeName::WebhookTest,
+        }),
+    ))
+}
+
+/// Lists the deliveries of an operator endpoint (its notices and test events), newest
+/// first, paged like a subscription's deliveries.
+#[utoipa::path(
+    get,
+    path = "/public/v1/workspaces/{workspaceId}/operator-webhooks/{endpointId}/deliveries",
+    tag = "Operator endpoints",
+    operation_id = "listOperatorWebhookDeliveries",
+    params(
+        ("workspaceId" = String, Path, description = "Workspace id."),
+        ("endpointId" = String, Path, description = "Operator endpoint id."),
+        ("limit" = Option<u32>, Query, description = "Page size, 1 to 100 (default 20).", minimum = 1, maximum = 100),
+        ("cursor" = Option<String>, Query, description = "`nextCursor` of the previous page.", pattern = "^c_[1-9][0-9]{0,17}$", example = "c_42"),
+    ),
+    responses(
+        (status = 200, description = "A page of deliveries. Finished deliveries (delivered, failed, expired) are kept for the server's retention period (30 days by default, `--retention-days`), then removed with their attempts; pending and held ones are always listed.", body = OperatorDeliveryList),
+        (status = 400, description = "`invalid_request`: bad `limit` or `cursor`, an unknown or repeated parameter, or an invalid `endpointId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
+        (status = 401, description = "`unauthorized`.", body = ErrorBody),
+        (status = 403, description = "`insufficient_scope` (needs `webhooks:read`) or `forbidden`.", body = ErrorBody),
+        (status = 404, description = "No such workspace or operator endpoint (`not_found`); a subscription's id is not an operator endpoint's.", body = ErrorBody),
+        CommonErrors,
+    ),
+    security(("bearer" = ["webhooks:read"]))
+)]
+pub async fn list_operator_webhook_deliveries(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((workspace_id, endpoint_id)): ApiPath<(String, String)>,
+    uri: Uri,
+) -> ApiResult<Json<OperatorDeliveryList>> {
+    caller.authorize(&state, Scope::WebhooksRead, &workspace_id).await?;
+    load(&state, &workspace_id, &endpoint_id).await?;
+    let page = deliveries::page(&state, &endpoint_id, &uri).await?;
+    Ok(Json(OperatorDeliveryList {
+        data: page.data.into_iter().map(OperatorDelivery::from).collect(),
+        next_cursor: page.next_cursor,
+    }))
+}
+
+/// Resends one finished delivery of an operator endpoint (delivered, failed or expired):
+/// the same notice (same `webhook-id`, same body), signed afresh.
+#[utoipa::path(
+    post,
+    path = "/public/v1/workspaces/{workspaceId}/operator-webhooks/{endpointId}/deliveries/{deliveryId}/resend",
+    tag = "Operator endpoints",
+    operation_id = "resendOperatorWebhookDelivery",
+    params(
+        ("workspaceId" = String, Path, description = "Workspace id."),
+        ("endpointId" = String, Path, description = "Operator endpoint id."),
+        ("deliveryId" = String, Path, description = "A delivery id from the endpoint's deliveries list.", pattern = "^dlv_[1-9][0-9]{0,17}$", example = "dlv_42"),
+    ),
+    responses(
+        (status = 202, description = "A new delivery of the same notice (same `webhook-id`) is queued; it waits behind unfinished notices about the same subscription, and is held while the endpoint is paused.", body = ResentDelivery),
+        (status = 400, description = "`invalid_request`: `deliveryId` is not a delivery id, or an invalid `endpointId`.", body = ValidationErrorBody),
+        (status = 401, description = "`unauthorized`.", body = ErrorBody),
+        (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
+        (status = 404, description = "No such workspace, operator endpoint, or delivery of that endpoint (`not_found`).", body = ErrorBody),
+        (status = 409, description = "`delivery_unfinished`: the delivery is still pending, waiting for a retry or held; it will be attempted without a resend.", body = ErrorBody),
+        (status = 410, description = "`payload_erased`: the payload was erased; there is nothing to send, for good.", body = ErrorBody),
+        CommonErrors,
+    ),
+    security(("bearer" = ["webhooks:write"]))
+)]
+pub async fn resend_operator_webhook_delivery(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiPath((workspace_id, endpoint_id, delivery_id)): ApiPath<(String, String, String)>,
+) -> ApiResult<(StatusCode, Json<ResentDelivery>)> {
+    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
+    load(&state, &workspace_id, &endpoint_id).await?;
+    let delivery: DeliveryId = delivery_id.parse()?;
+    let new = state.sender.resend(&endpoint_id, delivery).await?;
+    tracing::info!(subscription_id = %endpoint_id, delivery = %delivery, resent_as = %new, token_id = %caller.0.id, "operator endpoint delivery resent");
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(ResentDelivery {
+            delivery_id: new.to_string(),
+            resent_from: delivery.to_string(),
+        }),
+    ))
 }
