@@ -1155,6 +1155,176 @@ async fn operator_endpoints_are_added_rotated_paused_and_deleted_on_their_own_pa
     h.stop().await;
 }
 
+/// The Settings page of operator endpoint `id` once `n` deliveries are listed and none is
+/// pending (at most 20 s).
+async fn settled_operator_page(h: &Harness, cookie: &str, id: &str, n: usize) -> Page {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let page = get(h, &format!("/settings/operator-endpoints/{id}"), Some(cookie)).await;
+        assert_eq!(page.status, 200, "{}", page.text);
+        let listed = page.text.matches("<li class=\"delivery\"").count();
+        if listed == n && !page.text.contains("data-state=\"pending\"") {
+            return page;
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", page.text);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn an_operator_endpoints_page_sends_a_test_notice_and_shows_its_deliveries() {
+    use postwire_core::{Secret, UnixTime, Verifier};
+    let h = Harness::start().await;
+    let t = h.writer().await;
+    let rx = Receiver::succeeding().await;
+    let api_ops = "/public/v1/workspaces/ws_a/operator-webhooks";
+    let created = h.json("POST", api_ops, &t, json!({"name": "ops", "url": rx.url})).await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    let id = created.json["id"].as_str().unwrap().to_owned();
+    let op_secret = Secret::parse(created.json["secret"].as_str().unwrap()).unwrap();
+    let sub = h.subscribe(&t, "https://93.184.216.34/hooks").await;
+    let sub_id = sub["id"].as_str().unwrap().to_owned();
+    // A real notice first: a subscription's secret rotated.
+    let r = h
+        .send(
+            "POST",
+            &format!("/public/v1/workspaces/ws_a/webhooks/{sub_id}/rotate-secret"),
+            Some(&t),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert!(rx.wait_for_count(1, std::time::Duration::from_secs(20)).await);
+
+    let (url, _) = link(&h, &t, "ws_a").await;
+    let (cookie, _) = sign_in(&url).await;
+    let origin = h.base.clone();
+    let ops = "/settings/operator-endpoints";
+    let list = get(&h, ops, Some(&cookie)).await;
+    assert!(
+        list.text.contains(&format!("href=\"{ops}/{id}\"")),
+        "the list links to the endpoint's page: {}",
+        list.text
+    );
+    assert!(
+        list.text.contains(&format!("action=\"{ops}/{id}/test\"")),
+        "{}",
+        list.text
+    );
+    let csrf = csrf_of(&list.text);
+
+    // "Send test": CSRF-checked like every post; then the endpoint's page.
+    let refused = post(&h, &format!("{ops}/{id}/test"), &cookie, Some(&origin), &[]).await;
+    assert_eq!(refused.status, 403);
+    let sent = post(
+        &h,
+        &format!("{ops}/{id}/test"),
+        &cookie,
+        Some(&origin),
+        &[("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(sent.status, 303, "{}", sent.text);
+    assert_eq!(sent.headers["location"], format!("{ops}/{id}?done=test").as_str());
+    assert!(
+        rx.wait_for_count(2, std::time::Duration::from_secs(20)).await,
+        "the test notice arrives"
+    );
+    let req = &rx.requests()[1];
+    Verifier::with_secrets([op_secret])
+        .unwrap()
+        .verify(&req.headers, &req.body, UnixTime::from_secs(req.timestamp()))
+        .expect("signed with the endpoint's own secret");
+    assert_eq!(req.json()["type"], "webhook.test");
+
+    // Its page: both deliveries with their state, type, attempts and body; no secret.
+    let page = settled_operator_page(&h, &cookie, &id, 2).await;
+    let text = &page.text;
+    assert!(text.contains("<code>endpoint.secret_rotated</code>"), "{text}");
+    assert!(text.contains("<code>webhook.test</code>"), "{text}");
+    assert_eq!(text.matches("data-state=\"delivered\"").count(), 2, "{text}");
+    assert_eq!(text.matches("HTTP 200").count(), 2, "{text}");
+    assert!(text.contains("This is a test event from postwire."), "the body: {text}");
+    assert!(
+        text.contains(&sub_id),
+        "the notice's body names the subscription: {text}"
+    );
+    assert!(!text.contains("whsec_"), "{text}");
+    // Filtered by the operational types; a spec event's type is not one of this log's.
+    let filtered = get(&h, &format!("{ops}/{id}?type=endpoint.secret_rotated"), Some(&cookie)).await;
+    assert_eq!(filtered.status, 200, "{}", filtered.text);
+    assert_eq!(filtered.text.matches("<li class=\"delivery\"").count(), 1);
+    assert!(
+        filtered.text.contains("<option value=\"signing_key.rotated\">"),
+        "{}",
+        filtered.text
+    );
+    let wrong = get(&h, &format!("{ops}/{id}?type=post.published"), Some(&cookie)).await;
+    assert_eq!(wrong.status, 400, "{}", wrong.text);
+
+    // Resend the notice from the page.
+    let api = h
+        .send("GET", &format!("{api_ops}/{id}/deliveries"), Some(&t), None)
+        .await;
+    let notice = api.json["data"][1]["id"].as_str().unwrap().to_owned();
+    let resent = post(
+        &h,
+        &format!("{ops}/{id}/deliveries/{notice}/resend"),
+        &cookie,
+        Some(&origin),
+        &[("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(resent.status, 303, "{}", resent.text);
+    assert!(
+        rx.wait_for_count(3, std::time::Duration::from_secs(20)).await,
+        "the resend arrives"
+    );
+    assert_eq!(rx.requests()[2].id(), rx.requests()[0].id());
+    settled_operator_page(&h, &cookie, &id, 3).await;
+    let location = resent.headers["location"].to_str().unwrap().to_owned();
+    assert!(location.starts_with(&format!("{ops}/{id}?done=resent")), "{location}");
+    let page = get(&h, &location, Some(&cookie)).await;
+    assert!(page.text.contains("Resent: the new delivery is"), "{}", page.text);
+
+    // A subscription is not an operator endpoint here.
+    assert_eq!(get(&h, &format!("{ops}/{sub_id}"), Some(&cookie)).await.status, 404);
+    let r = post(
+        &h,
+        &format!("{ops}/{sub_id}/test"),
+        &cookie,
+        Some(&origin),
+        &[("csrf", &csrf)],
+    )
+    .await;
+    assert_eq!(r.status, 404, "{}", r.text);
+
+    // Notifications link to each endpoint's page while it exists, and to no page once
+    // it is deleted.
+    let r = h
+        .send("POST", &format!("{api_ops}/{id}/rotate-secret"), Some(&t), None)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let notes = get(&h, "/settings/notifications", Some(&cookie)).await;
+    assert!(
+        notes.text.contains(&format!("href=\"/settings/webhooks/{sub_id}\"")),
+        "{}",
+        notes.text
+    );
+    assert!(notes.text.contains(&format!("href=\"{ops}/{id}\"")), "{}", notes.text);
+    let r = h.send("DELETE", &format!("{api_ops}/{id}"), Some(&t), None).await;
+    assert_eq!(r.status, 204);
+    let notes = get(&h, "/settings/notifications", Some(&cookie)).await;
+    assert!(
+        !notes.text.contains(&format!("/{id}\"")),
+        "no link to a deleted endpoint: {}",
+        notes.text
+    );
+    assert!(notes.text.contains("has been deleted since"), "{}", notes.text);
+    assert!(notes.text.contains(&format!("href=\"/settings/webhooks/{sub_id}\"")));
+    h.stop().await;
+}
+
 #[tokio::test]
 async fn a_banner_shows_while_an_endpoint_is_paused_or_failing_and_not_when_all_are_healthy() {
     let h = Harness::start().await;

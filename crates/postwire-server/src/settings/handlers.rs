@@ -9,7 +9,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{Html, IntoResponse, Response};
 use postwire_core::{CreatedByKind, EventType, SigningMode, Timestamp};
 use postwire_sender::{
-    DeliveryCursor, DeliveryId, DeliveryRecord, DeliveryState, NewSubscription, SubscriptionUpdate, TestEvent,
+    DeliveryCursor, DeliveryEventType, DeliveryId, DeliveryRecord, DeliveryState, NewSubscription, SubscriptionUpdate,
+    TestEvent,
 };
 
 use super::assets;
@@ -242,8 +243,12 @@ fn invalid_form(session: &Session, id: Option<&str>, values: &pages::FormValues,
     (StatusCode::BAD_REQUEST, Html(page.into_string())).into_response()
 }
 
-/// The optional filters, cursor and outcome notices of the detail page's query.
-fn detail_query(uri: &Uri) -> Result<(DeliveryFilter, Option<DeliveryCursor>, Flash), ApiError> {
+/// The optional filters, cursor and outcome notices of a page with a delivery log (a
+/// subscription's, or an operator endpoint's), whose log shows deliveries of `types`.
+pub(super) fn detail_query(
+    uri: &Uri,
+    types: &[DeliveryEventType],
+) -> Result<(DeliveryFilter, Option<DeliveryCursor>, Flash), ApiError> {
     let q = QueryParams::parse(
         uri.query(),
         &[
@@ -270,11 +275,11 @@ fn detail_query(uri: &Uri) -> Result<(DeliveryFilter, Option<DeliveryCursor>, Fl
     let event_type = match q.get("type").filter(|s| !s.is_empty()) {
         None => None,
         Some(s) => Some(
-            EventType::ALL
+            types
                 .iter()
                 .copied()
                 .find(|t| t.as_str() == s)
-                .ok_or_else(|| ApiError::invalid("`type` is not an event type"))?,
+                .ok_or_else(|| ApiError::invalid("`type` is not an event type of this log"))?,
         ),
     };
     let cursor = q.get("cursor").map(str::parse::<DeliveryCursor>).transpose()?;
@@ -299,7 +304,7 @@ fn detail_query(uri: &Uri) -> Result<(DeliveryFilter, Option<DeliveryCursor>, Fl
 
 /// One page of the delivery log, filtered: reads at most [`LOG_SCAN`] deliveries to
 /// find [`LOG_PAGE`] that match; the cursor continues from the last one read.
-async fn log_page(
+pub(super) async fn log_page(
     state: &AppState,
     subscription_id: &str,
     filter: &DeliveryFilter,
@@ -346,7 +351,7 @@ pub async fn detail(
     uri: Uri,
 ) -> PageResult {
     let record = load(&state, &session.portal.workspace_id, &id).await?;
-    let (filter, cursor, flash) = detail_query(&uri)?;
+    let (filter, cursor, flash) = detail_query(&uri, &pages::subscription_types())?;
     let (deliveries, next) = log_page(&state, &id, &filter, cursor).await?;
     let counts = day_counts(&state, &id).await?;
     Ok(html(pages::detail(
@@ -529,14 +534,20 @@ pub async fn notifications(State(state): State<AppState>, session: Session) -> P
         .sender
         .notifications(&session.portal.workspace_id, postwire_sender::MAX_PAGE_SIZE)
         .await?;
-    let operator_ids: Vec<String> = state
+    let ids = |records: Vec<postwire_sender::SubscriptionRecord>| -> Vec<String> {
+        records.into_iter().map(|r| r.subscription.id).collect()
+    };
+    let subscription_ids = ids(state.sender.list_subscriptions(&session.portal.workspace_id).await?);
+    let operator_ids = ids(state
         .sender
         .list_operator_endpoints(&session.portal.workspace_id)
-        .await?
-        .into_iter()
-        .map(|r| r.subscription.id)
-        .collect();
-    Ok(html(pages::notifications(&session, &list, &operator_ids)))
+        .await?);
+    Ok(html(pages::notifications(
+        &session,
+        &list,
+        &subscription_ids,
+        &operator_ids,
+    )))
 }
 
 /// The message of the Settings screen's signed sample delivery.

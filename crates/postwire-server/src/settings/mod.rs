@@ -87,6 +87,12 @@ pub fn router(state: AppState) -> Router<AppState> {
             "/settings/operator-endpoints",
             get(operator::list).post(operator::create),
         )
+        .route("/settings/operator-endpoints/{id}", get(operator::detail))
+        .route("/settings/operator-endpoints/{id}/test", post(operator::send_test))
+        .route(
+            "/settings/operator-endpoints/{id}/deliveries/{delivery}/resend",
+            post(operator::resend),
+        )
         .route("/settings/operator-endpoints/{id}/rotate", post(operator::rotate))
         .route("/settings/operator-endpoints/{id}/pause", post(operator::pause))
         .route("/settings/operator-endpoints/{id}/resume", post(operator::resume))

@@ -1,21 +1,24 @@
-//! The Settings screen's operator endpoints page: list, add (the secret shown once),
-//! pause or resume, rotate the secret (shown once), delete. Each handler checks the
+//! The Settings screen's operator endpoints pages: list, add (the secret shown once),
+//! pause or resume, rotate the secret (shown once), delete, send a test notice, and one
+//! endpoint's delivery log (with resend), rendered like a subscription's. Each handler checks the
 //! session (a post also the CSRF rules, through [`Posted`]) and calls the same
 //! [`Sender`](postwire_sender::Sender) methods as the API's handlers
 //! ([`crate::routes::operator_webhooks`]), after the same ownership check
 //! ([`load`]): a subscriber's subscription id is `not_found` here.
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{StatusCode, Uri};
 use axum::response::{Html, IntoResponse, Response};
 use postwire_core::CreatedByKind;
-use postwire_sender::{MAX_OPERATOR_ENDPOINTS, SenderError, SenderErrorCode};
+use postwire_sender::{DeliveryId, MAX_OPERATOR_ENDPOINTS, SenderError, SenderErrorCode};
 
 use super::forms::Posted;
+use super::handlers::{detail_query, log_page};
 use super::pages::{self, OperatorFormValues};
 use super::{PageResult, Session, see_other};
 use crate::errors::ApiError;
-use crate::routes::operator_webhooks::{create as create_endpoint, load};
+use crate::routes::operator_webhooks::{create as create_endpoint, load, queue_test};
+use crate::routes::webhooks::DEFAULT_TEST_MESSAGE;
 use crate::state::AppState;
 use crate::validation::ApiPath;
 
@@ -142,4 +145,54 @@ pub async fn delete(
     state.sender.delete_subscription(&id).await?;
     tracing::info!(subscription_id = %id, portal_session = %session.portal.id, "operator endpoint deleted on the settings screen");
     Ok(see_other(PAGE))
+}
+
+/// `GET /settings/operator-endpoints/{id}`: one operator endpoint and its delivery log.
+pub async fn detail(
+    State(state): State<AppState>,
+    session: Session,
+    ApiPath(id): ApiPath<String>,
+    uri: Uri,
+) -> PageResult {
+    let record = load(&state, &session.portal.workspace_id, &id).await?;
+    let (filter, cursor, flash) = detail_query(&uri, &pages::operator_types())?;
+    let (deliveries, next) = log_page(&state, &id, &filter, cursor).await?;
+    Ok(html(pages::operator_detail(
+        &session,
+        &record,
+        &filter,
+        &deliveries,
+        next,
+        &flash,
+    )))
+}
+
+/// `POST /settings/operator-endpoints/{id}/test`: a `webhook.test` event to this
+/// endpoint only; then its page, where the log shows it arrive.
+pub async fn send_test(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+    Posted { session, .. }: Posted,
+) -> PageResult {
+    load(&state, &session.portal.workspace_id, &id).await?;
+    queue_test(
+        &state,
+        &session.portal.workspace_id,
+        &id,
+        DEFAULT_TEST_MESSAGE.to_owned(),
+    )
+    .await?;
+    Ok(see_other(&format!("{PAGE}/{id}?done=test")))
+}
+
+/// `POST /settings/operator-endpoints/{id}/deliveries/{delivery}/resend`.
+pub async fn resend(
+    State(state): State<AppState>,
+    ApiPath((id, delivery)): ApiPath<(String, String)>,
+    Posted { session, .. }: Posted,
+) -> PageResult {
+    load(&state, &session.portal.workspace_id, &id).await?;
+    let delivery: DeliveryId = delivery.parse()?;
+    let new = state.sender.resend(&id, delivery).await?;
+    Ok(see_other(&format!("{PAGE}/{id}?done=resent&resent={new}")))
 }

@@ -6,10 +6,10 @@
 
 use axum::http::StatusCode;
 use maud::{DOCTYPE, Markup, html};
-use postwire_core::{EventType, SigningMode, Timestamp};
+use postwire_core::{EventType, OperationalEventType, SigningMode, Timestamp};
 use postwire_sender::{
-    AttemptOutcome, DeliveryCursor, DeliveryId, DeliveryRecord, DeliveryState, Notification, SubscriptionRecord,
-    SubscriptionStatus,
+    AttemptOutcome, DeliveryCursor, DeliveryEventType, DeliveryId, DeliveryRecord, DeliveryState, Notification,
+    SubscriptionRecord, SubscriptionStatus,
 };
 
 use super::assets;
@@ -42,13 +42,28 @@ pub struct DayCounts {
     pub truncated: bool,
 }
 
+/// The types a subscription's delivery log can be filtered by: the spec's events.
+pub fn subscription_types() -> Vec<DeliveryEventType> {
+    EventType::ALL.iter().map(|t| DeliveryEventType::Event(*t)).collect()
+}
+
+/// The types an operator endpoint's delivery log can be filtered by: the operational
+/// notices, and the test event.
+pub fn operator_types() -> Vec<DeliveryEventType> {
+    OperationalEventType::ALL
+        .iter()
+        .map(|t| DeliveryEventType::Notice(*t))
+        .chain([DeliveryEventType::Event(EventType::WebhookTest)])
+        .collect()
+}
+
 /// The delivery log's filters.
 #[derive(Debug, Clone, Default)]
 pub struct DeliveryFilter {
     /// Only this state.
     pub state: Option<DeliveryState>,
-    /// Only this event type.
-    pub event_type: Option<EventType>,
+    /// Only this type (a spec event's, or a notice's on an operator endpoint's log).
+    pub event_type: Option<DeliveryEventType>,
 }
 
 impl DeliveryFilter {
@@ -538,8 +553,6 @@ pub fn detail(
 ) -> Markup {
     let s = &r.subscription;
     let base = format!("/settings/webhooks/{}", s.id);
-    // Something may still change on its own: the script refreshes the log while so.
-    let live = deliveries.iter().any(|d| d.state == DeliveryState::Pending);
     let day_ago = now.add_millis(-24 * 3_600_000).to_string();
     let since_default: String = day_ago.chars().take(16).collect();
     layout(
@@ -583,69 +596,87 @@ pub fn detail(
                     button type="submit" { "Recover" }
                 }
             }
-            section #log aria-labelledby="log-h" data-live=[live.then_some("true")] {
-                h2 #log-h { "Delivery log" }
-                p.muted #log-status aria-live="polite" {}
-                form.filters method="get" action=(base) {
-                    label for="f-state" { "State" }
-                    select #f-state name="state" {
-                        option value="" { "any" }
-                        @for st in DELIVERY_STATES {
-                            option value=(st.as_str()) selected[filter.state == Some(st)] { (st.as_str()) }
-                        }
+            (delivery_log(session, &base, filter, &subscription_types(), deliveries, next))
+        },
+    )
+}
+
+/// A delivery log (a subscription's or an operator endpoint's page, at `base`): the
+/// filters (by state, and by one of `types`), each delivery with its state, type,
+/// payload, attempts and a resend button once finished, and the link to older ones.
+fn delivery_log(
+    session: &Session,
+    base: &str,
+    filter: &DeliveryFilter,
+    types: &[DeliveryEventType],
+    deliveries: &[DeliveryRecord],
+    next: Option<DeliveryCursor>,
+) -> Markup {
+    // Something may still change on its own: the script refreshes the log while so.
+    let live = deliveries.iter().any(|d| d.state == DeliveryState::Pending);
+    html! {
+        section #log aria-labelledby="log-h" data-live=[live.then_some("true")] {
+            h2 #log-h { "Delivery log" }
+            p.muted #log-status aria-live="polite" {}
+            form.filters method="get" action=(base) {
+                label for="f-state" { "State" }
+                select #f-state name="state" {
+                    option value="" { "any" }
+                    @for st in DELIVERY_STATES {
+                        option value=(st.as_str()) selected[filter.state == Some(st)] { (st.as_str()) }
                     }
-                    label for="f-type" { "Event type" }
-                    select #f-type name="type" {
-                        option value="" { "any" }
-                        @for t in EventType::ALL {
-                            option value=(t.as_str()) selected[filter.event_type == Some(*t)] { (t.as_str()) }
-                        }
+                }
+                label for="f-type" { "Event type" }
+                select #f-type name="type" {
+                    option value="" { "any" }
+                    @for t in types {
+                        option value=(t.as_str()) selected[filter.event_type == Some(*t)] { (t.as_str()) }
                     }
-                    button type="submit" { "Filter" }
                 }
-                @if deliveries.is_empty() {
-                    p #no-deliveries { "No deliveries match." }
-                }
-                ol.log {
-                    @for d in deliveries {
-                        li.delivery data-state=(d.state.as_str()) data-event=(d.event_id) {
-                            div.head {
-                                span class={ "badge state-" (d.state.as_str()) } { (d.state.as_str()) }
-                                " " code { (d.event_type.as_str()) }
-                                " " span.muted { (d.id.to_string()) " · " (d.event_id) " · " (time(d.created_at)) }
-                                @if d.payload_erased {
-                                    " " span.badge.erased { "payload erased" }
-                                } @else if d.state.is_final() {
-                                    (action(session, &format!("{base}/deliveries/{}/resend", d.id), "Resend", "small"))
-                                }
-                            }
-                            @if let Some(next) = d.next_attempt_at {
-                                p.muted { "Next attempt at " (time(next)) }
-                            }
+                button type="submit" { "Filter" }
+            }
+            @if deliveries.is_empty() {
+                p #no-deliveries { "No deliveries match." }
+            }
+            ol.log {
+                @for d in deliveries {
+                    li.delivery data-state=(d.state.as_str()) data-event=(d.event_id) {
+                        div.head {
+                            span class={ "badge state-" (d.state.as_str()) } { (d.state.as_str()) }
+                            " " code { (d.event_type.as_str()) }
+                            " " span.muted { (d.id.to_string()) " · " (d.event_id) " · " (time(d.created_at)) }
                             @if d.payload_erased {
-                                p.muted.erased { "Payload erased: the event's body is no longer stored." }
-                            } @else {
-                                details.payload {
-                                    summary { "Payload" }
-                                    pre.body { (pretty(&d.payload)) }
-                                }
+                                " " span.badge.erased { "payload erased" }
+                            } @else if d.state.is_final() {
+                                (action(session, &format!("{base}/deliveries/{}/resend", d.id), "Resend", "small"))
                             }
-                            @if d.attempts.is_empty() {
-                                p.muted { "No attempt yet." }
-                            } @else {
-                                table.attempts {
-                                    caption.visually-hidden { "Attempts of " (d.id.to_string()) }
-                                    thead { tr { th scope="col" { "#" } th scope="col" { "Sent" } th scope="col" { "Duration" } th scope="col" { "Outcome" } } }
-                                    tbody {
-                                        @for a in &d.attempts {
-                                            // `data-label`: the column's name, shown beside
-                                            // each cell where narrow screens stack the row.
-                                            tr.attempt {
-                                                td data-label="#" { (a.number) }
-                                                td data-label="Sent" { (time(a.started_at)) }
-                                                td data-label="Duration" { (a.duration_ms) " ms" }
-                                                td data-label="Outcome" { (outcome(&a.outcome)) }
-                                            }
+                        }
+                        @if let Some(next) = d.next_attempt_at {
+                            p.muted { "Next attempt at " (time(next)) }
+                        }
+                        @if d.payload_erased {
+                            p.muted.erased { "Payload erased: the event's body is no longer stored." }
+                        } @else {
+                            details.payload {
+                                summary { "Payload" }
+                                pre.body { (pretty(&d.payload)) }
+                            }
+                        }
+                        @if d.attempts.is_empty() {
+                            p.muted { "No attempt yet." }
+                        } @else {
+                            table.attempts {
+                                caption.visually-hidden { "Attempts of " (d.id.to_string()) }
+                                thead { tr { th scope="col" { "#" } th scope="col" { "Sent" } th scope="col" { "Duration" } th scope="col" { "Outcome" } } }
+                                tbody {
+                                    @for a in &d.attempts {
+                                        // `data-label`: the column's name, shown beside
+                                        // each cell where narrow screens stack the row.
+                                        tr.attempt {
+                                            td data-label="#" { (a.number) }
+                                            td data-label="Sent" { (time(a.started_at)) }
+                                            td data-label="Duration" { (a.duration_ms) " ms" }
+                                            td data-label="Outcome" { (outcome(&a.outcome)) }
                                         }
                                     }
                                 }
@@ -653,14 +684,14 @@ pub fn detail(
                         }
                     }
                 }
-                nav.pager aria-label="Delivery log pages" {
-                    @if let Some(c) = next {
-                        a href={ (base) "?cursor=" (c.to_string()) (filter.query()) } rel="next" { "Older deliveries" }
-                    }
+            }
+            nav.pager aria-label="Delivery log pages" {
+                @if let Some(c) = next {
+                    a href={ (base) "?cursor=" (c.to_string()) (filter.query()) } rel="next" { "Older deliveries" }
                 }
             }
-        },
-    )
+        }
+    }
 }
 
 /// Asks before deleting.
@@ -679,9 +710,16 @@ pub fn confirm_delete(session: &Session, r: &SubscriptionRecord) -> Markup {
     )
 }
 
-/// The workspace's admin notifications; `operator_ids` are the workspace's operator
-/// endpoints, whose notices link to their page instead of a subscription's.
-pub fn notifications(session: &Session, list: &[Notification], operator_ids: &[String]) -> Markup {
+/// The workspace's admin notifications, each linked to the page of the endpoint it is
+/// about: `subscription_ids` are the workspace's subscriptions, `operator_ids` its
+/// operator endpoints; a notice about an endpoint that is neither (deleted since) says so
+/// instead of linking to a page that no longer exists.
+pub fn notifications(
+    session: &Session,
+    list: &[Notification],
+    subscription_ids: &[String],
+    operator_ids: &[String],
+) -> Markup {
     layout(
         "Notifications",
         Some(session),
@@ -696,9 +734,11 @@ pub fn notifications(session: &Session, list: &[Notification], operator_ids: &[S
                             p { (n.message) }
                             @if let Some(id) = &n.subscription_id {
                                 @if operator_ids.contains(id) {
-                                    p { a href="/settings/operator-endpoints" { "Open the operator endpoints" } }
-                                } @else {
+                                    p { a href={ "/settings/operator-endpoints/" (id) } { "Open the operator endpoint" } }
+                                } @else if subscription_ids.contains(id) {
                                     p { a href={ "/settings/webhooks/" (id) } { "Open the subscription" } }
+                                } @else {
+                                    p.muted.gone { "This endpoint has been deleted since. " a href="/settings/operator-endpoints" { "Operator endpoints" } " · " a href="/settings/" { "Subscriptions" } }
                                 }
                             }
                         }
@@ -739,7 +779,7 @@ pub fn operator_endpoints(
                     @for r in list {
                         @let s = &r.subscription;
                         li.card #{ "op-" (s.id) } {
-                            h2 { (s.name) }
+                            h2 { a href={ "/settings/operator-endpoints/" (s.id) } { (s.name) } }
                             p.url { code { (s.url) } }
                             dl {
                                 dt { "State" } dd { (state_badge(&s.status)) }
@@ -752,6 +792,8 @@ pub fn operator_endpoints(
                                 }
                             }
                             div.actions {
+                                a.button href={ "/settings/operator-endpoints/" (s.id) } { "Deliveries" }
+                                (action(session, &format!("/settings/operator-endpoints/{}/test", s.id), "Send test", ""))
                                 @if s.status.is_paused() {
                                     (action(session, &format!("/settings/operator-endpoints/{}/resume", s.id), "Resume", ""))
                                 } @else {
@@ -785,6 +827,48 @@ pub fn operator_endpoints(
                     }
                 }
             }
+        },
+    )
+}
+
+/// One operator endpoint: its state, a button that sends it a test notice, and its
+/// delivery log (its notices and test notices, with the same filters, payloads, attempts
+/// and resend as a subscription's log).
+pub fn operator_detail(
+    session: &Session,
+    r: &SubscriptionRecord,
+    filter: &DeliveryFilter,
+    deliveries: &[DeliveryRecord],
+    next: Option<DeliveryCursor>,
+    f: &Flash,
+) -> Markup {
+    let s = &r.subscription;
+    let base = format!("/settings/operator-endpoints/{}", s.id);
+    layout(
+        &s.name,
+        Some(session),
+        html! {
+            (flash(f))
+            p { a href="/settings/operator-endpoints" { "All operator endpoints" } }
+            dl.facts {
+                dt { "Kind" } dd { "Operator endpoint: receives this workspace's operational notices" }
+                dt { "Endpoint" } dd { code { (s.url) } }
+                dt { "State" } dd #state { (state_badge(&s.status)) }
+                dt { "Failing since" } dd {
+                    @match r.failing_since { Some(t) => (time(t)), None => "not failing" }
+                }
+                dt { "Failed deliveries in a row" } dd { (failures_in_a_row(s.consecutive_failures)) }
+                dt { "Last success" } dd { @match s.last_success_at { Some(t) => (time(t)), None => "never" } }
+                dt { "Created" } dd { (time(s.created_at)) }
+                @if let Some(until) = r.previous_secret_valid_until {
+                    dt { "Previous secret" } dd { "also signs until " (time(until)) }
+                }
+            }
+            div.actions {
+                (action(session, &format!("{base}/test"), "Send test", "primary"))
+            }
+            p.muted { "A test notice is a " code { "webhook.test" } " event, signed with this endpoint's secret and delivered like a notice: use it to check that your endpoint receives and verifies them. Pause, resume, rotate and delete are on the " a href="/settings/operator-endpoints" { "list" } "." }
+            (delivery_log(session, &base, filter, &operator_types(), deliveries, next))
         },
     )
 }
