@@ -383,6 +383,17 @@ test("the Settings screen, end to end in Chromium", { timeout: 240_000 }, async 
   assert.doesNotMatch(await page.content(), /whsec_/);
   await check(page, "16-operator-endpoints");
 
+  // ---- "Send test" on the card: the endpoint's own page, whose delivery log shows the
+  // test notice arrive (the log refreshes itself while it is pending)
+  await page.click("li.card button:has-text('Send test')");
+  await page.waitForURL(/\/settings\/operator-endpoints\/wh_[^/?]+\?done=test$/);
+  assert.match(await page.locator("#flash").textContent(), /Test event queued/);
+  await until("the test notice delivered", async () =>
+    (await page.locator('li.delivery[data-state="delivered"] code', { hasText: "webhook.test" }).count()) > 0);
+  assert.ok(rx.state.requests.some((r) => r.body.includes('"type":"webhook.test"') && r.body.includes("This is a test event from postwire.")));
+  assert.doesNotMatch(await page.content(), /whsec_/);
+  await check(page, "17-operator-deliveries");
+
   // ---- the verify box without JavaScript: the form goes to the server, which checks it
   // with postwire-core; so it works in a build without the npm package (cargo install)
   const noScript = await browser.newContext({ javaScriptEnabled: false });
