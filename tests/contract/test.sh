@@ -100,14 +100,15 @@ run() { # name config document-url token document not-tested-operations...
   python3 tests/contract/reached.py "$doc" "$work/$name.yaml" "${not_tested[@]}" || failed=1
 }
 # resendDelivery needs a finished delivery, and in this network namespace every delivery
-# waits for its next retry (hours away): its 2xx is tested in crates/postwire-server/tests/replay_api.rs.
+# waits for its next retry (hours away): its 2xx is tested in crates/postwire-server/tests/replay_api.rs,
+# and resendOperatorWebhookDelivery's (the same reason) in operator_webhooks_api.rs.
 # sendTestEvent is reached only through two of the document's 22 links (from createWebhook
 # and listWebhooks), and Schemathesis' random walk skipped it in 2 of 6 runs even with 400
 # scenarios; its 2xx, signed and delivered, is tested in crates/postwire-server/tests/deliveries_api.rs.
 for seed in "${seeds[@]}"; do
   seed_args=()
   [ "$seed" = random ] || seed_args=(--seed "$seed")
-  run "public-seed-$seed" tests/contract/public.toml "$base/public/v1/openapi.json" "$token" docs/openapi.json getOpenApiDocument resendDelivery sendTestEvent
+  run "public-seed-$seed" tests/contract/public.toml "$base/public/v1/openapi.json" "$token" docs/openapi.json getOpenApiDocument resendDelivery resendOperatorWebhookDelivery sendTestEvent
   run "ingest-seed-$seed" tests/contract/ingest.toml "$base/internal/v1/openapi.json" "$ingest_token" docs/ingest-openapi.json getIngestOpenApiDocument
 done
 
