@@ -439,7 +439,10 @@ async fn run(inner: Arc<Dispatcher>) {
     }
     drop(tx);
     let _ = writer.await;
+    // Awaited, not only aborted: the task holds the store, which must be gone (its file
+    // lock released) when the dispatcher's shutdown returns.
     relay.abort();
+    let _ = relay.await;
     // Every attempt of this run has ended and been recorded, or never started: release
     // what it still holds (claimed, not started; or an outcome that could not be
     // written), so another process, or the next start, claims it without waiting for the
