@@ -72,6 +72,43 @@ pub struct PendingNotice {
     pub body: String,
 }
 
+impl NewNotice {
+    /// The notification as stored under row `id`.
+    pub fn stored(self, id: i64) -> Notification {
+        Notification {
+            id,
+            workspace_id: self.workspace_id,
+            kind: self.kind,
+            subscription_id: self.subscription_id,
+            cause: self.cause,
+            message: self.message,
+            event_id: self.event_id,
+            created_at: self.created_at,
+        }
+    }
+}
+
+/// The notices of one attempt's outcome for `subscription`, in order: its health
+/// `changes` ([`Health::apply_noting`]), then `paused_now`, the cause when the backend
+/// paused the subscription with this outcome (not when it was paused already).
+pub fn after_attempt(
+    workspace_id: &str,
+    subscription: SubscriptionRef,
+    changes: Vec<HealthChange>,
+    paused_now: Option<PauseCause>,
+    health: &Health,
+    now: Timestamp,
+) -> Result<Vec<NewNotice>, SenderError> {
+    let mut data: Vec<OperationalData> = changes
+        .into_iter()
+        .map(|change| health_data(subscription.clone(), change, health, now))
+        .collect();
+    if let Some(cause) = paused_now {
+        data.push(paused_data(subscription, cause, health, now));
+    }
+    data.into_iter().map(|d| new_notice(workspace_id, d, now)).collect()
+}
+
 /// The notice of `data` in `workspace_id` at `now`, with a fresh `webhook-id`.
 pub fn new_notice(workspace_id: &str, data: OperationalData, now: Timestamp) -> Result<NewNotice, SenderError> {
     let event_id = Event::generate_id(now).map_err(|_| SenderError::storage("no secure random source is available"))?;
@@ -162,7 +199,7 @@ fn message(data: &OperationalData) -> String {
 }
 
 /// The `data` of a health change of `subscription`, whose health is now `health`.
-pub fn health_data(
+fn health_data(
     subscription: SubscriptionRef,
     change: HealthChange,
     health: &Health,
@@ -194,12 +231,7 @@ pub fn health_data(
 }
 
 /// The `data` of an automatic pause of `subscription`.
-pub fn paused_data(
-    subscription: SubscriptionRef,
-    cause: PauseCause,
-    health: &Health,
-    now: Timestamp,
-) -> OperationalData {
+fn paused_data(subscription: SubscriptionRef, cause: PauseCause, health: &Health, now: Timestamp) -> OperationalData {
     OperationalData::EndpointPaused {
         subscription,
         cause: match cause {
@@ -260,24 +292,12 @@ mod tests {
             failing_since: Some(now),
             ..Health::default()
         };
-        let n = new_notice(
-            "ws_1",
-            health_data(sub("wh_op1"), HealthChange::Failing, &health, now),
-            now,
-        )
-        .unwrap();
-        let stored = Notification {
-            id: 7,
-            workspace_id: n.workspace_id,
-            kind: n.kind,
-            subscription_id: n.subscription_id,
-            cause: n.cause,
-            message: n.message,
-            event_id: n.event_id.clone(),
-            created_at: n.created_at,
+        let notes = after_attempt("ws_1", sub("wh_op1"), vec![HealthChange::Failing], None, &health, now).unwrap();
+        let [n] = notes.as_slice() else {
+            panic!("one notice: {notes:?}")
         };
         let built = relay_event(PendingNotice {
-            notification: stored,
+            notification: n.clone().stored(7),
             body: n.body.clone(),
         });
         assert_eq!(built.id(), n.event_id);

@@ -6,13 +6,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use postwire_core::{CreatedByKind, Event, Secret, SubscriptionStatus, Timestamp};
+use postwire_core::{CreatedByKind, Event, Secret, Subscription, SubscriptionStatus, Timestamp};
 
 use super::postgres::PostgresStore;
 use super::sqlite::SqliteStore;
 use super::{ClaimRequest, DeliveryCounts, FinishedAttempt, NextState, Store};
 use crate::events::BuiltEvent;
-use crate::model::{AttemptErrorKind, AttemptOutcome, StoredSubscription, Workspace};
+use crate::model::{AttemptErrorKind, AttemptOutcome, Purpose, StoredSubscription, Workspace};
 
 /// Which backend a test runs against.
 #[derive(Debug, Clone, Copy)]
@@ -66,7 +66,6 @@ macro_rules! conformance {
 
 /// A store with workspace `ws` and one subscription, and the time of the tests.
 pub(crate) async fn store_with_a_subscription(backend: Backend) -> (Guard, Arc<dyn Store>, Timestamp) {
-    use postwire_core::Subscription;
     let (dir, store) = backend.open().await;
     let t0 = Timestamp::from_unix_millis(1_800_000_000_000);
     store
@@ -77,33 +76,34 @@ pub(crate) async fn store_with_a_subscription(backend: Backend) -> (Guard, Arc<d
         .await
         .unwrap();
     store
-        .insert_subscription(
-            StoredSubscription {
-                workspace_id: "ws".into(),
-                subscription: Subscription {
-                    id: "wh_1".into(),
-                    name: "s".into(),
-                    url: "https://example.com/hook".into(),
-                    events: vec![],
-                    integrations: vec![],
-                    status: SubscriptionStatus::Enabled,
-                    created_by_kind: CreatedByKind::ApiToken,
-                    consecutive_failures: 0,
-                    last_success_at: None,
-                    created_at: t0,
-                    signing: Default::default(),
-                },
-                secret: Secret::generate().unwrap(),
-                previous_secret: None,
-                failing_since: None,
-                purpose: Default::default(),
-            },
-            None,
-            None,
-        )
+        .insert_subscription(stored_subscription("wh_1", Purpose::Events, t0), None, None)
         .await
         .unwrap();
     (dir, store, t0)
+}
+
+/// A new enabled subscription `id` of workspace `ws` for `purpose`, made at `t0`.
+fn stored_subscription(id: &str, purpose: Purpose, t0: Timestamp) -> StoredSubscription {
+    StoredSubscription {
+        workspace_id: "ws".into(),
+        subscription: Subscription {
+            id: id.into(),
+            name: "s".into(),
+            url: "https://example.com/hook".into(),
+            events: vec![],
+            integrations: vec![],
+            status: SubscriptionStatus::Enabled,
+            created_by_kind: CreatedByKind::ApiToken,
+            consecutive_failures: 0,
+            last_success_at: None,
+            created_at: t0,
+            signing: Default::default(),
+        },
+        secret: Secret::generate().unwrap(),
+        previous_secret: None,
+        failing_since: None,
+        purpose,
+    }
 }
 
 pub(crate) fn test_event(at: Timestamp) -> BuiltEvent {
@@ -817,34 +817,10 @@ fn p2_id(list: &[crate::model::DeliveryRecord]) -> &str {
 /// is about, however many relays run at once (processes sharing a database), and a relay
 /// after that finds nothing to do. A stored notice survives the store being reopened.
 async fn a_stored_notice_is_relayed_once_by_concurrent_relays(backend: Backend) {
-    use postwire_core::Subscription;
     let (_guard, store, t0) = store_with_a_subscription(backend).await;
     for id in ["wh_op1", "wh_op2"] {
         let ok = store
-            .insert_subscription(
-                StoredSubscription {
-                    workspace_id: "ws".into(),
-                    subscription: Subscription {
-                        id: id.into(),
-                        name: "ops".into(),
-                        url: "https://example.com/ops".into(),
-                        events: vec![],
-                        integrations: vec![],
-                        status: SubscriptionStatus::Enabled,
-                        created_by_kind: CreatedByKind::ApiToken,
-                        consecutive_failures: 0,
-                        last_success_at: None,
-                        created_at: t0,
-                        signing: Default::default(),
-                    },
-                    secret: Secret::generate().unwrap(),
-                    previous_secret: None,
-                    failing_since: None,
-                    purpose: crate::model::Purpose::Operator,
-                },
-                None,
-                Some(2),
-            )
+            .insert_subscription(stored_subscription(id, Purpose::Operator, t0), None, Some(2))
             .await
             .unwrap();
         assert!(ok, "operator endpoints are counted apart from the subscriptions");

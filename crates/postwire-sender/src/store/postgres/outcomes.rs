@@ -20,7 +20,7 @@ use postwire_core::SubscriptionRef;
 
 use crate::health::{Health, Verdict};
 use crate::model::{AttemptOutcome, Notification};
-use crate::notices::{self, NewNotice};
+use crate::notices;
 use crate::ordering;
 use crate::store::NextState;
 
@@ -276,18 +276,8 @@ pub(super) async fn record_attempts(
                     continue;
                 }
                 let (pause, changes) = health.apply_noting(Verdict::of(a.next), a.started_at);
-                let about = || SubscriptionRef {
-                    id: a.subscription_id.clone(),
-                    name: name.clone(),
-                };
-                let mut notes: Vec<NewNotice> = Vec::new();
-                for change in changes {
-                    let d = notices::health_data(about(), change, health, now);
-                    notes.push(notices::new_notice(workspace_id, d, now).map_err(data)?);
-                }
-                if let Some(cause) = pause
-                    && !*paused
-                {
+                let paused_now = pause.filter(|_| !*paused);
+                if let Some(cause) = paused_now {
                     *paused = true;
                     tx.client()
                         .execute(
@@ -296,21 +286,16 @@ pub(super) async fn record_attempts(
                         )
                         .await?;
                     hold_unfinished(tx.client(), *seq).await?;
-                    let d = notices::paused_data(about(), cause, health, now);
-                    notes.push(notices::new_notice(workspace_id, d, now).map_err(data)?);
                 }
+                let about = SubscriptionRef {
+                    id: a.subscription_id.clone(),
+                    name: name.clone(),
+                };
+                let notes =
+                    notices::after_attempt(workspace_id, about, changes, paused_now, health, now).map_err(data)?;
                 for n in notes {
                     let id = super::notices::insert(tx.client(), &n).await?;
-                    noticed.push(Notification {
-                        id,
-                        workspace_id: n.workspace_id,
-                        kind: n.kind,
-                        subscription_id: n.subscription_id,
-                        cause: n.cause,
-                        message: n.message,
-                        event_id: n.event_id,
-                        created_at: n.created_at,
-                    });
+                    noticed.push(n.stored(id));
                 }
             }
             let (mut h_seq, mut h_failures, mut h_success, mut h_failing, mut h_warned) =

@@ -11,7 +11,7 @@ use super::queue::{PROMOTE_SQL, hold_unfinished};
 use super::*;
 use crate::health::{Health, Verdict};
 use crate::model::{AttemptOutcome, Notification};
-use crate::notices::{self, NewNotice};
+use crate::notices;
 use crate::ordering;
 use crate::store::{BoxFuture, FinishedAttempt, NextState, StoreResult};
 
@@ -145,39 +145,22 @@ pub(super) fn record(
         }
         let verdict = Verdict::of(a.next);
         let (pause, changes) = health.apply_noting(verdict, a.started_at);
-        let about = || SubscriptionRef {
-            id: a.subscription_id.clone(),
-            name: name.clone(),
-        };
-        let mut notes: Vec<NewNotice> = Vec::new();
-        for change in changes {
-            let data = notices::health_data(about(), change, health, now);
-            notes.push(notices::new_notice(workspace_id, data, now).map_err(conversion)?);
-        }
-        if let Some(cause) = pause
-            && !*paused
-        {
+        let paused_now = pause.filter(|_| !*paused);
+        if let Some(cause) = paused_now {
             *paused = true;
             tx.execute(
                 "UPDATE subscriptions SET paused_reason = ?2 WHERE seq = ?1",
                 params![*seq, cause.reason()],
             )?;
             hold_unfinished(tx, *seq)?;
-            let data = notices::paused_data(about(), cause, health, now);
-            notes.push(notices::new_notice(workspace_id, data, now).map_err(conversion)?);
         }
-        for n in notes {
+        let about = SubscriptionRef {
+            id: a.subscription_id.clone(),
+            name: name.clone(),
+        };
+        for n in notices::after_attempt(workspace_id, about, changes, paused_now, health, now).map_err(conversion)? {
             let id = super::notices::insert(tx, &n)?;
-            noticed.push(Notification {
-                id,
-                workspace_id: n.workspace_id,
-                kind: n.kind,
-                subscription_id: n.subscription_id,
-                cause: n.cause,
-                message: n.message,
-                event_id: n.event_id,
-                created_at: n.created_at,
-            });
+            noticed.push(n.stored(id));
         }
     }
     let mut save = tx.prepare_cached(
