@@ -563,7 +563,9 @@ impl Sender {
         self.list_of(workspace_id, Purpose::Operator).await
     }
 
-    async fn list_of(&self, workspace_id: &str, purpose: Purpose) -> Result<Vec<SubscriptionRecord>, SenderError> {
+    /// Every subscription of a workspace, subscribers' and operator endpoints alike,
+    /// oldest first, in one read (for a view of the whole workspace's health).
+    pub async fn list_all_endpoints(&self, workspace_id: &str) -> Result<Vec<SubscriptionRecord>, SenderError> {
         let mut v = Violations::default();
         check_id(&mut v, "workspaceId", workspace_id);
         v.into_result()?;
@@ -574,9 +576,14 @@ impl Sender {
             .list_subscriptions(workspace_id.to_owned())
             .await?
             .iter()
-            .filter(|s| s.purpose == purpose)
             .map(|s| s.record())
             .collect())
+    }
+
+    async fn list_of(&self, workspace_id: &str, purpose: Purpose) -> Result<Vec<SubscriptionRecord>, SenderError> {
+        let mut all = self.list_all_endpoints(workspace_id).await?;
+        all.retain(|s| s.purpose == purpose);
+        Ok(all)
     }
 
     /// Changes name, URL, event types or account restriction, checked like at creation.

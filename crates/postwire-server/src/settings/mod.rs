@@ -241,12 +241,11 @@ impl FromRequestParts<AppState> for Session {
                 "Your session has ended or was revoked: open a new link to the Settings screen.",
             )))?;
         let workspace = state.require_workspace(&portal.workspace_id).await?;
-        let subscriptions = state.sender.list_subscriptions(&portal.workspace_id).await?;
-        let operator = state.sender.list_operator_endpoints(&portal.workspace_id).await?;
+        let endpoints = state.sender.list_all_endpoints(&portal.workspace_id).await?;
         Ok(Session {
             portal,
             workspace_name: workspace.name,
-            attention: Attention::of(subscriptions.iter().chain(&operator)),
+            attention: Attention::of(endpoints.iter()),
         })
     }
 }
