@@ -4,8 +4,16 @@
 //! `postwire/v1a` web build, for `whpk_` public keys) with `cfg(postwire_verifier_v1a)`.
 //! Without them the server builds as usual and the verify box says the verifier is not
 //! in this build.
+//!
+//! Cargo runs this script again, and so compiles the crate again, when a path it was told
+//! to watch changes, when such a path does not exist (every build), and, for a directory,
+//! when anything anywhere under it changes. So it watches each copied file when it
+//! exists, and otherwise the deepest folder of its path that exists (`npm/dist/browser`,
+//! `npm/dist` or `npm`), whose contents change when `npm/build.sh` writes the file. `npm`
+//! itself, which holds the package's sources, is watched only while `npm/dist` is absent.
+//! A build with nothing changed does nothing (`scripts/test-noop-build.sh` checks it).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(postwire_verifier)");
@@ -13,13 +21,19 @@ fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     let manifest = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
     let npm = Path::new(&manifest).join("../../npm");
-    // The directory's own time changes when `npm/build.sh` replaces `dist`.
-    println!("cargo::rerun-if-changed={}", npm.display());
     let dist = npm.join("dist/browser");
-    println!("cargo::rerun-if-changed={}", dist.display());
-    let out = Path::new(&std::env::var("OUT_DIR").unwrap_or_default()).join("verifier");
+    let (js, wasm) = (dist.join("index.js"), dist.join("postwire_wasm_bg.wasm"));
     let v1a = npm.join("dist/web/v1a.js");
-    println!("cargo::rerun-if-changed={}", v1a.display());
+    let mut watched = Vec::new();
+    for file in [&js, &wasm, &v1a] {
+        if let Some(path) = watch_path(&npm, file)
+            && !watched.contains(&path)
+        {
+            println!("cargo::rerun-if-changed={}", path.display());
+            watched.push(path);
+        }
+    }
+    let out = Path::new(&std::env::var("OUT_DIR").unwrap_or_default()).join("verifier");
     if v1a.is_file()
         && std::fs::create_dir_all(&out)
             .and_then(|_| std::fs::copy(&v1a, out.join("v1a.js")))
@@ -27,7 +41,6 @@ fn main() {
     {
         println!("cargo::rustc-cfg=postwire_verifier_v1a");
     }
-    let (js, wasm) = (dist.join("index.js"), dist.join("postwire_wasm_bg.wasm"));
     if !(js.is_file() && wasm.is_file()) {
         return;
     }
@@ -37,4 +50,18 @@ fn main() {
     if copied.is_ok() {
         println!("cargo::rustc-cfg=postwire_verifier");
     }
+}
+
+/// What to watch for `file` (under `npm`): the file itself when it exists, else the deepest
+/// existing folder on its way from `npm`. None when there is no `npm` folder at all (the
+/// crate built from its published package): nothing there can ever appear.
+fn watch_path(npm: &Path, file: &Path) -> Option<PathBuf> {
+    if file.is_file() {
+        return Some(file.to_path_buf());
+    }
+    file.ancestors()
+        .skip(1)
+        .take_while(|dir| dir.starts_with(npm))
+        .find(|dir| dir.is_dir())
+        .map(Path::to_path_buf)
 }
