@@ -21,7 +21,9 @@ MSRV=1.89                      # must equal `rust-version` in Cargo.toml (script
 CARGO_FUZZ_VERSION=0.13.2
 CARGO_DENY_VERSION=0.20.2
 
-log() { printf '\033[1;34m[setup]\033[0m %s\n' "$*"; }
+# Each line with the time and the seconds since setup started: a step took until the next line.
+SETUP_START=$SECONDS
+log() { printf '\033[1;34m[setup %s +%ss]\033[0m %s\n' "$(date -u +%H:%M:%S)" "$((SECONDS - SETUP_START))" "$*"; }
 have_version() { command -v "$1" >/dev/null 2>&1 && "$1" --version 2>/dev/null | grep -q "$2"; }
 
 export PATH="$HOME/.cargo/bin:$PATH"

@@ -90,9 +90,13 @@ for p in "${parts[@]}"; do
 done
 
 timings=()
+# scripts/test-all.sh passes the time its scripts/setup.sh took.
+[ -z "${POSTWIRE_SETUP_SECONDS:-}" ] || timings+=("$(printf '%-9s %5ds' setup "$POSTWIRE_SETUP_SECONDS")")
+all_start=$SECONDS
 report() {
   printf '\n\033[1;34m==> timings\033[0m\n'
   printf '%s\n' "${timings[@]}"
+  printf '%-9s %5ds\n' total $((SECONDS - all_start + ${POSTWIRE_SETUP_SECONDS:-0}))
 }
 trap report EXIT
 for p in "${parts[@]}"; do
