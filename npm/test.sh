@@ -2,7 +2,7 @@
 # Builds the `postwire` npm package and runs every test of it; exits non-zero on failure.
 #   1. the bindings' own Rust tests (native)
 #   2. wasm-bindgen-test in Node, then in real headless Chromium (Debian's chromium and
-#      chromium-driver; nothing downloaded)
+#      chromium-driver; nothing downloaded), run by the wasm-bindgen CLI's test runner
 #   3. `node --test` against the built package: every tests/vectors file, the drop-in API,
 #      hostile inputs, both module systems, the exports map, Bun and Deno, the types (tsc),
 #      workerd through Miniflare, edge-light in the edge-runtime package, Hono in every
@@ -15,14 +15,17 @@ set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$(cd .. && pwd)
 export PATH="$ROOT/node_modules/.bin:$HOME/.cargo/bin:$PATH"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target/npm}"
+# The wasm builds in a target dir of their own (as npm/build.sh's), so they never wait on
+# the workspace's native builds; the native tests in the workspace's, which built most of
+# what they need already.
+WASM_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target/npm}"
 
 step() { printf '\n\033[1;34m==> npm: %s\033[0m\n' "$*"; }
 LOG=$(mktemp -d)
 trap 'rm -rf "$LOG"' EXIT
 
-# wasm-pack would download a chromedriver if none were on PATH: refuse instead.
 command -v chromedriver >/dev/null || { echo "chromedriver missing: run scripts/setup.sh" >&2; exit 1; }
+command -v wasm-bindgen-test-runner >/dev/null || { echo "wasm-bindgen-test-runner missing: run scripts/setup.sh npm" >&2; exit 1; }
 
 step "build"
 bash build.sh
@@ -31,7 +34,16 @@ step "cargo test -p postwire-wasm (native)"
 cargo test -p postwire-wasm --locked
 cargo test -p postwire-wasm --locked --features ed25519   # the postwire/v1a module's functions
 
-# wasm-pack prints a summary per test binary; require that the integration tests ran.
+# The wasm tests: cargo builds them for wasm32 and runs each binary with the runner of the
+# wasm-bindgen CLI scripts/setup.sh installed (its version is the crate's), in Node, then in
+# Chromium through Debian's chromedriver. Each binary prints a summary; require that the
+# integration tests ran.
+export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner
+wasm_test() { # log, environment...
+  local log=$1
+  shift
+  env CARGO_TARGET_DIR="$WASM_TARGET_DIR" "$@" cargo test -p postwire-wasm --target wasm32-unknown-unknown --locked 2>&1 | tee "$log"
+}
 expect_ran() {
   if ! grep -qE 'test result: ok\. [1-9][0-9]* passed' "$1"; then
     echo "no wasm-bindgen test ran in $2" >&2
@@ -40,12 +52,12 @@ expect_ran() {
 }
 
 step "wasm-bindgen-test in Node"
-wasm-pack test --node ../crates/postwire-wasm 2>&1 | tee "$LOG/node.txt"
+wasm_test "$LOG/node.txt" WASM_BINDGEN_TEST_ONLY_NODE=1
 expect_ran "$LOG/node.txt" Node
 
 step "wasm-bindgen-test in headless Chromium (chromedriver $(chromedriver --version | awk '{print $2}'))"
 # The tests are not tied to a runner, so ask for the browser explicitly.
-WASM_BINDGEN_USE_BROWSER=1 wasm-pack test --headless --chrome ../crates/postwire-wasm 2>&1 | tee "$LOG/chrome.txt"
+wasm_test "$LOG/chrome.txt" WASM_BINDGEN_USE_BROWSER=1 WASM_BINDGEN_TEST_ONLY_WEB=1 CHROMEDRIVER="$(command -v chromedriver)"
 expect_ran "$LOG/chrome.txt" Chromium
 
 step "node --test (built package)"

@@ -14,7 +14,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-WASM_PACK_VERSION=0.15.1
 WASM_BINDGEN_VERSION=0.2.130   # must equal the `wasm-bindgen = "=…"` pin in Cargo.toml
 WORKER_BUILD_VERSION=0.8.7
 MSRV=1.89                      # must equal `rust-version` in Cargo.toml (scripts/test.sh msrv)
@@ -120,10 +119,7 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || apt_pkgs+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || apt_pkgs+=(redis-server)   # npm and Rust receiver stores: throwaway Redis per test run
 apt_install ${apt_pkgs[@]+"${apt_pkgs[@]}"}
 
-if ! have_version wasm-pack "$WASM_PACK_VERSION"; then
-  log "cargo install wasm-pack $WASM_PACK_VERSION"
-  cargo install wasm-pack --version "$WASM_PACK_VERSION" --locked
-fi
+# wasm-bindgen-cli also brings wasm-bindgen-test-runner, which runs npm/test.sh's wasm tests.
 need_wasm_bindgen
 need_worker_build
 
