@@ -9,12 +9,24 @@
 //!   inserts nothing and is answered `200 duplicate`), the object's alarm is set, and only
 //!   then is it answered `202 accepted`; the runtime's output gate holds the answer until
 //!   the write is durable. A storage failure is `503 inbox_unavailable` + `retry-after`.
+//!   A copy of a *dead* delivery (the sender's operator resent it) revives it: it goes back
+//!   in line as a new acceptance (`202`), with the copy's timestamp and signature.
 //! - **Deliver.** The alarm runs the pump: it starts requests for the *due heads* (per
 //!   ordering key the open delivery accepted first, when its next attempt is due; every open
-//!   delivery without a key) in acceptance order, within the caps, records each outcome, and
+//!   delivery without a key), oldest due first, within the caps, records each outcome, and
 //!   finally sets the alarm to the next due head or the next expiry. Alarms are durable, so
 //!   delivery resumes after a restart or an idle spell by itself. A run lasts at most
-//!   [`RUN_BUDGET_MS`], then the next one starts at once.
+//!   [`RUN_BUDGET_MS`], then the next one starts at once. The per-second window is the
+//!   object's, kept across runs ([`crate::inbox::pacing`]).
+//! - **What a poll reads.** A delivery waiting behind an earlier open one of its key has
+//!   the next attempt time [`WAITING`], and is given a real one (now) when the key's head
+//!   finishes; so the index `open_by_due`, whose leading column is that time, holds the
+//!   due heads first, and a poll reads the heads it may start (and those in flight), not
+//!   the backlog of retrying or waiting deliveries. `GET /_postwire/poll-cost` shows the
+//!   plans and rows read.
+//! - **Erase.** The body (and signature) of a delivery leaves its row, which becomes
+//!   `erased`: an open one is cancelled and its key's next delivery goes; the row keeps
+//!   its id for the retention, so copies are still duplicates.
 //! - **Outcomes.** `2xx` → `delivered`; anything else → `retrying` with backoff
 //!   ([`crate::inbox::retry`]) or, past the horizon, `dead`. Delivered and dead deliveries
 //!   free their key and are kept for `INBOX_RETENTION_SECS` (and de-duplicate until then).
@@ -23,7 +35,7 @@
 //! - **Admin.** `/_postwire/…` requests, already authorized by the Worker
 //!   ([`crate::inbox::admin`]).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -43,7 +55,8 @@ use super::inbox_origin::{self, OriginAnswer};
 use super::{Answer, env_string, log_warnings, misconfigured, now_ms, to_response};
 use crate::config::{Config, INBOX_BINDING};
 use crate::forward::{OriginOutcome, build_request};
-use crate::inbox::admin::{self, AdminRoute, DeliveryState};
+use crate::inbox::admin::{self, AdminRoute, DeliveryState, EraseTarget};
+use crate::inbox::ordering::{Subjects, subjects};
 use crate::inbox::pacing::RateWindow;
 use crate::inbox::retry::{Next, after_failure};
 use crate::inspect::{DeliveryHeaders, VerifiedDelivery, read_headers};
@@ -53,6 +66,12 @@ use crate::reply::{Reply, ReplyCode};
 const INBOX_NAME: &str = "inbox";
 /// Internal header: the delivery's ordering key, when it has one.
 const ORDERING_KEY_HEADER: &str = "x-postwire-ordering-key";
+/// Internal headers: the post and account the delivery is about, percent-encoded.
+const POST_HEADER: &str = "x-postwire-post";
+const ACCOUNT_HEADER: &str = "x-postwire-account";
+/// The next attempt time of a delivery waiting behind an earlier open one of its key: past
+/// every real time (the largest integer JavaScript holds exactly), so never due.
+pub(crate) const WAITING: i64 = 9_007_199_254_740_991;
 /// The URL of the internal requests (the object reads only the path).
 const INBOX_URL: &str = "https://inbox.internal";
 /// The longest one alarm run starts requests; then it lets the next run take over.
@@ -83,7 +102,8 @@ CREATE TABLE IF NOT EXISTS deliveries (
   content_type TEXT,
   body BLOB NOT NULL
 );
-CREATE INDEX IF NOT EXISTS open_by_seq ON deliveries(seq) WHERE open = 1;
+CREATE INDEX IF NOT EXISTS open_by_due ON deliveries(next_attempt_ms, seq) WHERE open = 1;
+DROP INDEX IF EXISTS open_by_seq;
 CREATE INDEX IF NOT EXISTS open_by_key ON deliveries(ordering_key, seq) WHERE open = 1;
 CREATE INDEX IF NOT EXISTS by_state ON deliveries(state, seq);
 CREATE INDEX IF NOT EXISTS finished ON deliveries(finished_ms) WHERE open = 0;
@@ -100,19 +120,42 @@ CREATE TABLE IF NOT EXISTS attempts (
 CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 ";
 
-/// Open deliveries that are first of their key (or have none), due at `?1`: their ids only
-/// (the rows in flight come back too, so a wide result must stay cheap).
+/// The columns a delivery gets after `ALTER TABLE` (version 2 of the schema): the post and
+/// account its event is about, which erasure by subject matches.
+const SUBJECT_COLUMNS: [&str; 2] = [
+    "ALTER TABLE deliveries ADD COLUMN post_id TEXT",
+    "ALTER TABLE deliveries ADD COLUMN account_id TEXT",
+];
+/// The schema version the `settings` row `schema` holds once [`SUBJECT_COLUMNS`] exist and
+/// are filled.
+const SCHEMA_VERSION: &str = "2";
+
+/// Open deliveries that are first of their key (or have none), due at `?1`, oldest due
+/// first: their ids only (the rows in flight come back too). Read through `open_by_due`
+/// from its start, so a poll stops after the rows it may start.
 const DUE_HEADS: &str = "SELECT id, attempts, accepted_ms
-FROM deliveries AS d
+FROM deliveries AS d INDEXED BY open_by_due
 WHERE open = 1 AND next_attempt_ms <= ?1
   AND (ordering_key IS NULL
        OR seq = (SELECT MIN(seq) FROM deliveries WHERE open = 1 AND ordering_key = d.ordering_key))
-ORDER BY seq LIMIT ";
+ORDER BY next_attempt_ms, seq LIMIT ";
 
-const NEXT_HEAD_DUE: &str = "SELECT MIN(next_attempt_ms) FROM deliveries AS d
-WHERE open = 1
+/// The earliest next attempt of a head (`?1` is [`WAITING`]): the first head of
+/// `open_by_due`.
+const NEXT_HEAD_DUE: &str = "SELECT next_attempt_ms FROM deliveries AS d INDEXED BY open_by_due
+WHERE open = 1 AND next_attempt_ms < ?1
   AND (ordering_key IS NULL
-       OR seq = (SELECT MIN(seq) FROM deliveries WHERE open = 1 AND ordering_key = d.ordering_key))";
+       OR seq = (SELECT MIN(seq) FROM deliveries WHERE open = 1 AND ordering_key = d.ordering_key))
+ORDER BY next_attempt_ms, seq LIMIT 1";
+
+/// Gives key ?1's head a real next attempt time (?2) if it was waiting: after the delivery
+/// before it finished or was erased.
+const PROMOTE_HEAD: &str = "UPDATE deliveries SET next_attempt_ms = ?2
+WHERE id = (SELECT id FROM deliveries WHERE open = 1 AND ordering_key = ?1 ORDER BY seq LIMIT 1)
+  AND next_attempt_ms > ?2";
+
+/// The page size of the one-time filling of [`SUBJECT_COLUMNS`].
+const BACKFILL_PAGE: i64 = 200;
 
 const SUMMARY_COLUMNS: &str = "id, seq, state, ordering_key, accepted_ms, attempts, next_attempt_ms, last_status, \
                                last_error, finished_ms, length(body)";
@@ -132,6 +175,14 @@ pub(super) async fn accept_through_inbox(
         let mut req = object_request(delivery, received_ms)?;
         if let Some(key) = ordering_key {
             req.headers_mut()?.set(ORDERING_KEY_HEADER, key)?;
+        }
+        // Read here, in whichever isolate took the request, not in the one object.
+        let about = subjects(&delivery.body);
+        for (name, value) in [(POST_HEADER, &about.post), (ACCOUNT_HEADER, &about.account)] {
+            if let Some(v) = value {
+                let encoded = percent_encoding::utf8_percent_encode(v, percent_encoding::NON_ALPHANUMERIC);
+                req.headers_mut()?.set(name, &encoded.to_string())?;
+            }
         }
         stub.fetch_with_request(req).await
     };
@@ -185,6 +236,11 @@ pub struct InboxObject {
     alarm_at: Cell<Option<f64>>,
     /// Whether delivery is paused, once read.
     paused: Cell<Option<bool>>,
+    /// When this instance was created (ms): what came before is unknown to it.
+    created_ms: f64,
+    /// The starts of the last `ORIGIN_MAX_PER_SECOND` window, across runs; `None` until
+    /// the first run of this instance.
+    window: RefCell<Option<RateWindow>>,
 }
 
 impl DurableObject for InboxObject {
@@ -196,6 +252,8 @@ impl DurableObject for InboxObject {
             pumping: Cell::new(false),
             alarm_at: Cell::new(None),
             paused: Cell::new(None),
+            created_ms: now_ms(),
+            window: RefCell::new(None),
         }
     }
 
@@ -225,7 +283,15 @@ impl DurableObject for InboxObject {
         };
         self.set_alarm_at(now_ms() + SAFETY_ALARM_MS).await?;
         self.pumping.set(true);
-        let run = self.pump(&config).await;
+        // Taken for the run and put back whatever its outcome, so the next run counts the
+        // starts of this one.
+        let mut window = self
+            .window
+            .take()
+            .unwrap_or_else(|| RateWindow::after_unknown(config.inbox.max_per_second, self.created_ms));
+        window.set_cap(config.inbox.max_per_second);
+        let run = self.pump(&config, &mut window).await;
+        self.window.replace(Some(window));
         self.pumping.set(false);
         let next = match run {
             Ok(true) => Ok(Some(now_ms())),
@@ -275,6 +341,7 @@ impl InboxObject {
         let sql = self.state.storage().sql();
         if !self.ready.get() {
             sql.exec(SCHEMA, None)?;
+            migrate(&sql)?;
             self.ready.set(true);
         }
         Ok(sql)
@@ -312,10 +379,20 @@ impl InboxObject {
             Ok(h) => h,
             Err(reply) => return reply,
         };
-        let key = headers
-            .iter()
-            .find(|(k, _)| k == ORDERING_KEY_HEADER)
-            .map(|(_, v)| v.clone());
+        let header = |name: &str| headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+        let key = header(ORDERING_KEY_HEADER);
+        let decoded = |name: &str| {
+            header(name).and_then(|v| {
+                percent_encoding::percent_decode_str(&v)
+                    .decode_utf8()
+                    .ok()
+                    .map(|d| d.into_owned())
+            })
+        };
+        let about = Subjects {
+            post: decoded(POST_HEADER),
+            account: decoded(ACCOUNT_HEADER),
+        };
         let body = match req.bytes().await {
             Ok(b) => b,
             Err(_) => {
@@ -326,65 +403,96 @@ impl InboxObject {
             }
         };
         let id = delivery_headers.id.clone();
-        match self.insert(&delivery_headers, key, body) {
+        let stored = match self.insert(&delivery_headers, key, &about, body) {
             Err(e) => return unavailable(format!("webhook-id {id}: storing it failed: {e}")),
-            Ok(false) => {
+            Ok(Stored::Duplicate) => {
                 return Reply::new(
                     ReplyCode::Duplicate,
-                    "this webhook-id was accepted before; not stored again",
+                    "this webhook-id was accepted before and is pending, retrying, delivered or erased; not stored again",
                 )
                 .with_header(crate::reply::DUPLICATE_HEADER, "true");
             }
-            Ok(true) => {}
-        }
+            Ok(stored) => stored,
+        };
         if let Err(e) = self.wake().await {
             // Without its alarm the delivery could wait for the next one: take it back, so
-            // the sender retries.
-            let removed = self
-                .sql()
-                .and_then(|sql| sql.exec("DELETE FROM deliveries WHERE id = ?", vec![id.as_str().into()]));
+            // the sender retries (a revived one is dead again, as before this copy).
+            let undone = self.sql().and_then(|sql| match stored {
+                Stored::Revived => sql.exec(
+                    "UPDATE deliveries SET state = 'dead', open = 0, finished_ms = ? WHERE id = ?",
+                    vec![(now_ms().round() as i64).into(), id.as_str().into()],
+                ),
+                _ => sql.exec("DELETE FROM deliveries WHERE id = ?", vec![id.as_str().into()]),
+            });
             return unavailable(format!(
-                "webhook-id {id}: setting the alarm failed: {e}; removed again: {}",
-                removed.is_ok()
+                "webhook-id {id}: setting the alarm failed: {e}; taken back: {}",
+                undone.is_ok()
             ));
         }
-        Reply::new(
-            ReplyCode::Accepted,
-            "verified and stored at the edge; it will be delivered to the origin",
-        )
+        match stored {
+            Stored::Revived => Reply::new(
+                ReplyCode::Accepted,
+                "this webhook-id was dead at the edge; this copy puts it back in line, it will be delivered to the origin",
+            ),
+            _ => Reply::new(
+                ReplyCode::Accepted,
+                "verified and stored at the edge; it will be delivered to the origin",
+            ),
+        }
     }
 
-    /// Inserts a delivery; `false` when its id is there already.
-    fn insert(&self, h: &DeliveryHeaders, key: Option<String>, body: Vec<u8>) -> worker::Result<bool> {
+    /// Inserts a delivery, or revives it when its id is there as `dead`: behind everything
+    /// accepted so far, waiting behind an open delivery of its key if there is one.
+    fn insert(
+        &self,
+        h: &DeliveryHeaders,
+        key: Option<String>,
+        about: &Subjects,
+        body: Vec<u8>,
+    ) -> worker::Result<Stored> {
         let now = now_ms().round() as i64;
         let cursor = self.sql()?.exec(
             "INSERT INTO deliveries (id, seq, ordering_key, state, open, accepted_ms, next_attempt_ms, \
-             timestamp_raw, signature, content_type, body)
-             VALUES (?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM deliveries), ?, 'pending', 1, ?, ?, ?, ?, ?, ?)
-             ON CONFLICT(id) DO NOTHING RETURNING seq",
+             timestamp_raw, signature, content_type, body, post_id, account_id)
+             VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM deliveries), ?2, 'pending', 1, ?3,
+                     CASE WHEN ?2 IS NOT NULL AND EXISTS
+                            (SELECT 1 FROM deliveries WHERE open = 1 AND ordering_key = ?2)
+                          THEN ?10 ELSE ?3 END,
+                     ?4, ?5, ?6, ?7, ?8, ?9)
+             ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, state = 'pending', open = 1,
+               accepted_ms = excluded.accepted_ms, next_attempt_ms = excluded.next_attempt_ms,
+               finished_ms = NULL, timestamp_raw = excluded.timestamp_raw, signature = excluded.signature,
+               content_type = excluded.content_type, body = excluded.body
+             WHERE deliveries.state = 'dead'
+             RETURNING attempts",
             vec![
                 h.id.as_str().into(),
                 key.into(),
-                now.into(),
                 now.into(),
                 h.timestamp_raw.as_str().into(),
                 h.signature.as_str().into(),
                 h.content_type.clone().into(),
                 SqlStorageValue::Blob(body),
+                about.post.clone().into(),
+                about.account.clone().into(),
+                WAITING.into(),
             ],
         )?;
-        Ok(!rows(cursor)?.is_empty())
+        Ok(match rows(cursor)?.first().and_then(|r| int(r, 0)) {
+            None => Stored::Duplicate,
+            Some(0) => Stored::New,
+            Some(_) => Stored::Revived,
+        })
     }
 
     /// One alarm run: starts requests within the caps until nothing is due (or paused, or
     /// the budget is spent) and every request has finished. `true` when it stopped for the
     /// budget and the next run should start at once.
-    async fn pump(&self, config: &Config) -> worker::Result<bool> {
+    async fn pump(&self, config: &Config, window: &mut RateWindow) -> worker::Result<bool> {
         let sql = self.sql()?;
         let started = now_ms();
         self.forget_expired(&sql, config, started)?;
         let max = config.inbox.max_in_flight as usize;
-        let mut window = RateWindow::new(config.inbox.max_per_second);
         let mut flying: FuturesUnordered<LocalBoxFuture<'static, Finished>> = FuturesUnordered::new();
         let mut flying_ids: HashSet<String> = HashSet::new();
         // Listen mode: the listener stands in for the origin (the Worker refuses deliveries
@@ -495,7 +603,9 @@ impl InboxObject {
         }))
     }
 
-    /// Writes an attempt's outcome: delivered, retrying at its next time, or dead.
+    /// Writes an attempt's outcome: delivered, retrying at its next time, or dead; a
+    /// delivery that finished lets the next of its key go. A delivery erased while its
+    /// request was out stays erased (only the attempt is recorded).
     fn record(&self, sql: &SqlStorage, config: &Config, f: Finished) -> worker::Result<()> {
         let now = now_ms();
         let (outcome, status, error) = describe(&f.answer.outcome, config.forward_timeout_ms);
@@ -528,9 +638,9 @@ impl InboxObject {
             ],
         )?;
         let open = state.is_open();
-        sql.exec(
+        let updated = rows(sql.exec(
             "UPDATE deliveries SET state = ?, open = ?, attempts = ?, last_status = ?, last_error = ?, \
-             next_attempt_ms = ?, finished_ms = ? WHERE id = ?",
+             next_attempt_ms = ?, finished_ms = ? WHERE id = ? AND open = 1 RETURNING ordering_key",
             vec![
                 state.as_str().into(),
                 i64::from(open).into(),
@@ -541,7 +651,10 @@ impl InboxObject {
                 (if open { None } else { Some(now_i) }).into(),
                 f.id.as_str().into(),
             ],
-        )?;
+        )?)?;
+        if !open && let Some(key) = updated.first().and_then(|r| text(r, 0)) {
+            sql.exec(PROMOTE_HEAD, vec![key.into(), now_i.into()])?;
+        }
         Ok(())
     }
 
@@ -566,7 +679,10 @@ impl InboxObject {
         let head = if self.is_paused(&sql)? {
             None
         } else {
-            first_int(&sql, NEXT_HEAD_DUE)?.map(|t| t as f64)
+            rows(sql.exec(NEXT_HEAD_DUE, vec![WAITING.into()])?)?
+                .first()
+                .and_then(|r| int(r, 0))
+                .map(|t| t as f64)
         };
         let expiry = first_int(&sql, "SELECT MIN(finished_ms) FROM deliveries WHERE open = 0")?
             .map(|t| t as f64 + config.inbox.retention_secs as f64 * 1000.0 + 1.0);
@@ -650,7 +766,16 @@ impl InboxObject {
                 (200, out)
             }
             AdminRoute::Replay { id } => {
-                let found = rows(sql.exec("SELECT open FROM deliveries WHERE id = ?", vec![id.as_str().into()])?)?;
+                let found = rows(sql.exec(
+                    "SELECT open, state = 'erased' FROM deliveries WHERE id = ?",
+                    vec![id.as_str().into()],
+                )?)?;
+                if found.first().and_then(|r| int(r, 1)) == Some(1) {
+                    return Ok(Err(Reply::new(
+                        ReplyCode::NotFound,
+                        "this delivery's body was erased; there is nothing to replay",
+                    )));
+                }
                 match found.first().and_then(|r| int(r, 0)) {
                     None => return Ok(Err(no_delivery())),
                     Some(1) => {
@@ -695,6 +820,54 @@ impl InboxObject {
                 self.set_alarm_at(now_ms()).await?;
                 (200, json!({ "paused": false }))
             }
+            AdminRoute::Erase { what } => {
+                let (column, value) = match &what {
+                    EraseTarget::Id(id) => ("id", id),
+                    EraseTarget::Post(post) => ("post_id", post),
+                    EraseTarget::Account(account) => ("account_id", account),
+                };
+                if let EraseTarget::Id(id) = &what {
+                    let found = rows(sql.exec("SELECT 1 FROM deliveries WHERE id = ?", vec![id.as_str().into()])?)?;
+                    if found.is_empty() {
+                        return Ok(Err(no_delivery()));
+                    }
+                }
+                let erasure = erase(&sql, column, value, now)?;
+                if erasure.cancelled > 0 {
+                    // The next delivery of a cancelled one's key may be due now.
+                    self.wake().await?;
+                }
+                (200, json!({ "erased": erasure.erased, "cancelled": erasure.cancelled }))
+            }
+            AdminRoute::PollCost { repeat } => {
+                let page = self.config().map_or(10, |c| c.inbox.max_in_flight);
+                let due = format!("{DUE_HEADS}{page}");
+                let polls: [(&str, &str, Vec<SqlStorageValue>); 2] = [
+                    ("due_heads", due.as_str(), vec![now.into()]),
+                    ("next_head_due", NEXT_HEAD_DUE, vec![WAITING.into()]),
+                ];
+                let mut out = Vec::new();
+                for (name, query, bindings) in polls {
+                    let plan: Vec<String> = rows(sql.exec(&format!("EXPLAIN QUERY PLAN {query}"), bindings.clone())?)?
+                        .iter()
+                        .filter_map(|r| text(r, 3))
+                        .collect();
+                    let mut rows_read = 0;
+                    let mut returned = 0;
+                    for _ in 0..repeat {
+                        let cursor = sql.exec(query, bindings.clone())?;
+                        returned = cursor.raw().collect::<worker::Result<Vec<_>>>()?.len();
+                        rows_read = cursor.rows_read();
+                    }
+                    out.push(json!({
+                        "name": name,
+                        "plan": plan,
+                        "rows_read": rows_read,
+                        "rows_returned": returned,
+                    }));
+                }
+                (200, json!({ "repeat": repeat, "polls": out }))
+            }
         }))
     }
 }
@@ -724,6 +897,97 @@ fn attempt_request(
     }) as Pin<Box<_>>
 }
 
+/// What one erasure did.
+struct Erasure {
+    /// Deliveries whose body was erased.
+    erased: usize,
+    /// Of those, the open ones (cancelled: never sent again).
+    cancelled: usize,
+}
+
+/// Erases the body and signature of every delivery whose `column` is `value` (and is not
+/// erased yet): each becomes `erased`, closed, kept from `now` for the retention; the next
+/// delivery of a cancelled one's key gets its turn. A request already out for one of them
+/// finishes, and its outcome is recorded as an attempt only.
+fn erase(sql: &SqlStorage, column: &str, value: &str, now: i64) -> worker::Result<Erasure> {
+    let matching = rows(sql.exec(
+        &format!("SELECT open, ordering_key FROM deliveries WHERE {column} = ? AND state != 'erased'"),
+        vec![value.into()],
+    )?)?;
+    sql.exec(
+        &format!(
+            "UPDATE deliveries SET body = X'', signature = '', state = 'erased', open = 0, finished_ms = ?2 \
+             WHERE {column} = ?1 AND state != 'erased'"
+        ),
+        vec![value.into(), now.into()],
+    )?;
+    let open: Vec<&Vec<SqlStorageValue>> = matching.iter().filter(|r| int(r, 0) == Some(1)).collect();
+    let keys: HashSet<String> = open.iter().filter_map(|r| text(r, 1)).collect();
+    for key in keys {
+        sql.exec(PROMOTE_HEAD, vec![key.into(), now.into()])?;
+    }
+    Ok(Erasure {
+        erased: matching.len(),
+        cancelled: open.len(),
+    })
+}
+
+/// How an accepted copy was stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stored {
+    /// A new delivery.
+    New,
+    /// A dead delivery, back in line.
+    Revived,
+    /// Nothing: its id is pending, retrying, delivered or erased.
+    Duplicate,
+}
+
+/// Brings a schema of version 1 (without [`SUBJECT_COLUMNS`]) to [`SCHEMA_VERSION`]: adds
+/// the columns and fills them from the stored bodies, once. Each step can run again after
+/// a failure half-way.
+fn migrate(sql: &SqlStorage) -> worker::Result<()> {
+    let version = rows(sql.exec("SELECT value FROM settings WHERE name = 'schema'", None)?)?
+        .first()
+        .and_then(|r| text(r, 0));
+    if version.as_deref() == Some(SCHEMA_VERSION) {
+        return Ok(());
+    }
+    for statement in SUBJECT_COLUMNS {
+        if let Err(e) = sql.exec(statement, None)
+            && !e.to_string().contains("duplicate column")
+        {
+            return Err(e);
+        }
+    }
+    let mut after = 0i64;
+    loop {
+        let page = rows(sql.exec(
+            "SELECT seq, body FROM deliveries WHERE seq > ? AND post_id IS NULL AND account_id IS NULL \
+             AND length(body) > 0 ORDER BY seq LIMIT ?",
+            vec![after.into(), BACKFILL_PAGE.into()],
+        )?)?;
+        let Some(last) = page.last().and_then(|r| int(r, 0)) else {
+            break;
+        };
+        for r in &page {
+            let about = blob(r, 1).map(|b| subjects(&b)).unwrap_or_default();
+            if about.post.is_some() || about.account.is_some() {
+                sql.exec(
+                    "UPDATE deliveries SET post_id = ?, account_id = ? WHERE seq = ?",
+                    vec![about.post.into(), about.account.into(), int(r, 0).into()],
+                )?;
+            }
+        }
+        after = last;
+    }
+    sql.exec(
+        "INSERT OR REPLACE INTO settings (name, value) VALUES ('schema', ?)",
+        vec![SCHEMA_VERSION.into()],
+    )?;
+    Ok(())
+}
+
 /// Puts finished deliveries matching `condition` back in line, behind everything accepted
 /// so far, keeping their relative order; their horizon starts again now.
 fn reopen(
@@ -739,7 +1003,15 @@ fn reopen(
     );
     let mut all = vec![max_seq.into(), now.into(), now.into()];
     all.append(&mut bindings);
-    Ok(rows(sql.exec(&query, all)?)?.len())
+    let reopened = rows(sql.exec(&query, all)?)?.len();
+    // Those behind an open delivery of their key wait for it (they are behind every
+    // delivery accepted before: their new numbers are above `max_seq`).
+    sql.exec(
+        "UPDATE deliveries SET next_attempt_ms = ?2 WHERE open = 1 AND seq > ?1 AND ordering_key IS NOT NULL \
+         AND seq > (SELECT MIN(seq) FROM deliveries AS h WHERE h.open = 1 AND h.ordering_key = deliveries.ordering_key)",
+        vec![max_seq.into(), WAITING.into()],
+    )?;
+    Ok(reopened)
 }
 
 /// The outcome's name, the origin's status, and the text of `last_error`.
@@ -773,7 +1045,8 @@ fn summary(r: &[SqlStorageValue]) -> Value {
         "ordering_key": text(r, 3),
         "accepted_at_ms": int(r, 4),
         "attempts": int(r, 5),
-        "next_attempt_at_ms": if open { int(r, 6) } else { None },
+        // A delivery waiting behind an earlier one of its key has no time of its own yet.
+        "next_attempt_at_ms": if open { int(r, 6).filter(|t| *t < WAITING) } else { None },
         "last_status": int(r, 7),
         "last_error": text(r, 8),
         "finished_at_ms": int(r, 9),

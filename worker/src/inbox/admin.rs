@@ -14,6 +14,9 @@
 //! | `POST /_postwire/deliveries/<webhook-id>/replay` | [`AdminRoute::Replay`] |
 //! | `POST /_postwire/replay-dead?since=<unix seconds>` | [`AdminRoute::ReplayDead`] |
 //! | `POST /_postwire/pause`, `POST /_postwire/resume` | [`AdminRoute::Pause`], [`AdminRoute::Resume`] |
+//! | `POST /_postwire/deliveries/<webhook-id>/erase` | [`AdminRoute::Erase`] by id |
+//! | `POST /_postwire/erase?post=<post id>` or `?account=<account id>` | [`AdminRoute::Erase`] by subject |
+//! | `GET /_postwire/poll-cost[?repeat=<0..=1000>]` | [`AdminRoute::PollCost`] |
 
 use subtle::ConstantTimeEq;
 
@@ -27,7 +30,7 @@ pub const DEFAULT_PAGE: u32 = 100;
 /// Largest page size of a list.
 pub const MAX_PAGE: u32 = 500;
 
-/// The four states of a delivery in the inbox.
+/// The states of a delivery in the inbox.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeliveryState {
     /// Accepted, not tried yet (or waiting behind an earlier delivery of its key, or paused).
@@ -36,17 +39,22 @@ pub enum DeliveryState {
     Retrying,
     /// The origin answered `2xx`.
     Delivered,
-    /// Not accepted within the retry horizon; kept for the retention, replayable.
+    /// Not accepted within the retry horizon; kept for the retention, replayable, and
+    /// delivered again when the sender sends a new copy of it.
     Dead,
+    /// Its body was erased on request ([`AdminRoute::Erase`]): never sent (again); the row
+    /// keeps its id, key, times and attempts for the retention, so copies stay duplicates.
+    Erased,
 }
 
 impl DeliveryState {
     /// Every state, in the order of a delivery's life.
-    pub const ALL: [DeliveryState; 4] = [
+    pub const ALL: [DeliveryState; 5] = [
         DeliveryState::Pending,
         DeliveryState::Retrying,
         DeliveryState::Delivered,
         DeliveryState::Dead,
+        DeliveryState::Erased,
     ];
 
     /// The name used in storage and in the API.
@@ -56,6 +64,7 @@ impl DeliveryState {
             DeliveryState::Retrying => "retrying",
             DeliveryState::Delivered => "delivered",
             DeliveryState::Dead => "dead",
+            DeliveryState::Erased => "erased",
         }
     }
 
@@ -103,6 +112,35 @@ pub enum AdminRoute {
     Pause,
     /// Start again.
     Resume,
+    /// Erase the bodies of the matching deliveries (a data-protection request that reached
+    /// the sender): each becomes [`DeliveryState::Erased`]; an open one is cancelled.
+    Erase {
+        /// Which deliveries.
+        what: EraseTarget,
+    },
+    /// Runs the pump's two polls (the due heads, the next due time) `repeat` times and
+    /// answers their SQLite query plans and rows read: what one poll costs at the current
+    /// backlog.
+    PollCost {
+        /// How many times each poll runs (0 to [`MAX_POLL_REPEAT`]), so that a caller can
+        /// time them from outside (the runtime's clock stands still while code runs).
+        repeat: u32,
+    },
+}
+
+/// Most runs of each poll in one [`AdminRoute::PollCost`].
+pub const MAX_POLL_REPEAT: u32 = 1_000;
+
+/// The deliveries an [`AdminRoute::Erase`] erases.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EraseTarget {
+    /// The delivery with this `webhook-id`.
+    Id(String),
+    /// Every delivery of a postwire event about this post (its ordering key `post:<id>`).
+    Post(String),
+    /// Every delivery of a postwire event about this connected account: its own events
+    /// (ordering key `account:<id>`) and its posts' events, as the sender's account erasure.
+    Account(String),
 }
 
 /// Whether `authorization` (the request's header) carries the configured token. `false`
@@ -153,9 +191,9 @@ pub fn route(method: &str, path: &str, query: Option<&str>) -> Result<AdminRoute
         ["deliveries"] => {
             want(get, "GET")?;
             let state = param(&params, "state")
-                .ok_or_else(|| bad("`state` is required: pending, retrying, delivered or dead"))?;
+                .ok_or_else(|| bad("`state` is required: pending, retrying, delivered, dead or erased"))?;
             let state = DeliveryState::parse(state)
-                .ok_or_else(|| bad("`state` must be pending, retrying, delivered or dead"))?;
+                .ok_or_else(|| bad("`state` must be pending, retrying, delivered, dead or erased"))?;
             let after = match param(&params, "cursor") {
                 None => None,
                 Some(c) => Some(
@@ -179,6 +217,32 @@ pub fn route(method: &str, path: &str, query: Option<&str>) -> Result<AdminRoute
         ["deliveries", id, "replay"] => {
             want(post, "POST")?;
             Ok(AdminRoute::Replay { id: decode_id(id)? })
+        }
+        ["deliveries", id, "erase"] => {
+            want(post, "POST")?;
+            Ok(AdminRoute::Erase {
+                what: EraseTarget::Id(decode_id(id)?),
+            })
+        }
+        ["erase"] => {
+            want(post, "POST")?;
+            let what = match (param(&params, "post"), param(&params, "account")) {
+                (Some(p), None) => EraseTarget::Post(subject_id(p)?),
+                (None, Some(a)) => EraseTarget::Account(subject_id(a)?),
+                _ => return Err(bad("give exactly one of `post` and `account`")),
+            };
+            Ok(AdminRoute::Erase { what })
+        }
+        ["poll-cost"] => {
+            want(get, "GET")?;
+            let repeat = match param(&params, "repeat") {
+                None => 1,
+                Some(r) => digits(r, 4)
+                    .filter(|n| (0..=i64::from(MAX_POLL_REPEAT)).contains(n))
+                    .map(|n| n as u32)
+                    .ok_or_else(|| bad("`repeat` must be a whole number from 0 to 1000"))?,
+            };
+            Ok(AdminRoute::PollCost { repeat })
         }
         ["replay-dead"] => {
             want(post, "POST")?;
@@ -240,6 +304,15 @@ fn decode_id(segment: &str) -> Result<String, Reply> {
         .into_owned();
     postwire_core::WebhookHeaders::new(&id, "1", "").map_err(|_| malformed())?;
     Ok(id)
+}
+
+/// A post or account id to erase by: 1 to 256 visible ASCII characters, as the ids in
+/// ordering keys.
+fn subject_id(value: &str) -> Result<String, Reply> {
+    if value.is_empty() || value.len() > 256 || !value.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(bad("a post or account id is 1 to 256 visible ASCII characters"));
+    }
+    Ok(value.to_owned())
 }
 
 #[cfg(test)]
@@ -313,6 +386,38 @@ mod tests {
             })
         );
         assert_eq!(cursor_after(42), "s42");
+        assert_eq!(
+            route("POST", "/_postwire/deliveries/msg%2F1/erase", None),
+            Ok(AdminRoute::Erase {
+                what: EraseTarget::Id("msg/1".into())
+            })
+        );
+        assert_eq!(
+            route("POST", "/_postwire/erase", Some("post=p%201x")),
+            Err(bad("a post or account id is 1 to 256 visible ASCII characters"))
+        );
+        assert_eq!(
+            route("POST", "/_postwire/erase", Some("post=p1")),
+            Ok(AdminRoute::Erase {
+                what: EraseTarget::Post("p1".into())
+            })
+        );
+        assert_eq!(
+            route("POST", "/_postwire/erase", Some("account=acc1")),
+            Ok(AdminRoute::Erase {
+                what: EraseTarget::Account("acc1".into())
+            })
+        );
+        assert_eq!(
+            route("GET", "/_postwire/poll-cost", Some("repeat=100")),
+            Ok(AdminRoute::PollCost { repeat: 100 })
+        );
+        assert_eq!(
+            route("GET", "/_postwire/poll-cost", None),
+            Ok(AdminRoute::PollCost { repeat: 1 })
+        );
+        assert_eq!(DeliveryState::parse("erased"), Some(DeliveryState::Erased));
+        assert!(!DeliveryState::Erased.is_open());
     }
 
     #[test]
@@ -330,6 +435,11 @@ mod tests {
             ("GET", "/_postwire/deliveries/%ff", None),
             ("POST", "/_postwire/replay-dead", Some("since=yesterday")),
             ("POST", "/_postwire/replay-dead", None),
+            ("POST", "/_postwire/erase", None),
+            ("POST", "/_postwire/erase", Some("post=p1&account=a1")),
+            ("POST", "/_postwire/erase", Some("post=")),
+            ("GET", "/_postwire/poll-cost", Some("repeat=1001")),
+            ("GET", "/_postwire/poll-cost", Some("repeat=-1")),
         ] {
             let r = route(method, path, query).unwrap_err();
             assert_eq!(
@@ -350,5 +460,15 @@ mod tests {
         }
         assert_eq!(route("POST", "/_postwire/counts", None).unwrap_err().status(), 405);
         assert_eq!(route("GET", "/_postwire/pause", None).unwrap_err().status(), 405);
+        assert_eq!(
+            route("GET", "/_postwire/erase", Some("post=p1")).unwrap_err().status(),
+            405
+        );
+        assert_eq!(
+            route("GET", "/_postwire/deliveries/m/erase", None)
+                .unwrap_err()
+                .status(),
+            405
+        );
     }
 }

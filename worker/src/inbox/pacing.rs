@@ -6,6 +6,14 @@
 //! network, the runtime's scheduling); the margin keeps any one second at the origin within
 //! the cap when two requests' delays differ by up to 200 ms, at the price of about 17 % of
 //! the rate (a cap of 200 sends at most 200 per 1.2 s, about 167 per second).
+//!
+//! The window outlives one alarm run: the `InboxObject` keeps it in memory for as long as
+//! its instance lives, so a run that starts right after another counts the other's starts.
+//! A new instance cannot know what the one before it started just before it went away (a
+//! deploy, a reset, an eviction), and counts it as a full window ending when it was created
+//! ([`RateWindow::after_unknown`]): its first start waits at most [`WINDOW_MS`]. Storing
+//! the start times instead would cost a storage write per batch of requests, and each
+//! request would then wait for that write's commit before it leaves.
 
 use std::collections::VecDeque;
 
@@ -32,6 +40,31 @@ impl RateWindow {
         while self.starts.front().is_some_and(|t| *t <= now_ms - WINDOW_MS) {
             self.starts.pop_front();
         }
+    }
+
+    /// A window whose past is unknown up to `at_ms`: it counts `cap` starts at `at_ms`, so
+    /// that no start happens within [`WINDOW_MS`] of them.
+    ///
+    /// ```
+    /// use postwire_worker::inbox::pacing::RateWindow;
+    /// let mut w = RateWindow::after_unknown(5, 1_000.0);
+    /// assert_eq!(w.room(1_500.0), 0);
+    /// assert_eq!(w.room(2_200.0), 5);
+    /// ```
+    pub fn after_unknown(cap: u32, at_ms: f64) -> Self {
+        let mut w = RateWindow::new(cap);
+        w.starts.extend(std::iter::repeat_n(at_ms, cap as usize));
+        w
+    }
+
+    /// Changes the cap (the settings changed), keeping the starts counted so far.
+    pub fn set_cap(&mut self, cap: u32) {
+        self.cap = cap;
+    }
+
+    /// The cap (0: none).
+    pub fn cap(&self) -> u32 {
+        self.cap
     }
 
     /// How many requests may start at `now_ms` (`usize::MAX` without a cap).

@@ -2,7 +2,9 @@
 // the SQLite-backed InboxObject class) in workerd through Miniflare, against a real origin
 // on loopback that counts what it receives: the outage, the paced burst, simultaneous
 // copies, a restart mid-request on persisted storage, the horizon and replay, pause and
-// resume, the admin API's authentication and input checks, and a 1 MiB body.
+// resume, the admin API's authentication and input checks, and a 1 MiB body; the rate cap
+// across alarm runs, what a poll reads with a backlog (query plans and rows read), erasure,
+// and a dead delivery revived by a new copy from the sender.
 //
 // POSTWIRE_INBOX_BURST overrides the burst's size (default 5000 deliveries over 200 keys).
 import { describe, it, before, after } from "node:test";
@@ -178,7 +180,7 @@ describe("inbox: accept, then deliver through an outage, in order", () => {
     assert.ok(origin.received.length >= ds.length + 10, "the failed attempts happened");
     assertKeyOrder(origin, ds, keyOfId);
     const got = (await call(worker, "/_postwire/counts")).json;
-    assert.deepEqual(got, { counts: { pending: 0, retrying: 0, delivered: 30, dead: 0 }, paused: false });
+    assert.deepEqual(got, { counts: { pending: 0, retrying: 0, delivered: 30, dead: 0, erased: 0 }, paused: false });
   });
 
   it("20 simultaneous copies of one id: stored once (one 202, the rest 200 duplicate), delivered once", async () => {
@@ -380,7 +382,7 @@ describe("inbox: pause and resume", () => {
     await sleep(1000);
     assert.equal(origin.received.length, 0, "nothing delivered while paused");
     assert.deepEqual((await call(worker, "/_postwire/counts")).json, {
-      counts: { pending: 100, retrying: 0, delivered: 0, dead: 0 },
+      counts: { pending: 100, retrying: 0, delivered: 0, dead: 0, erased: 0 },
       paused: true,
     });
     const page = (await call(worker, "/_postwire/deliveries?state=pending&limit=60")).json;
@@ -452,5 +454,232 @@ describe("inbox: the admin API's door", () => {
     assertErrorBody(assert, await send(worker, delivery({ secrets: [secret], id, body: postEvent(id, "p") })), 500, "worker_misconfigured");
     await worker.reconfigure(base(origin), { store: false });
     assertErrorBody(assert, await send(worker, delivery({ secrets: [secret], id, body: postEvent(id, "p") })), 500, "worker_misconfigured");
+  });
+});
+
+describe("inbox: ORIGIN_MAX_PER_SECOND across alarm runs", () => {
+  let origin, worker;
+  before(async () => {
+    origin = await startCountingOrigin();
+    worker = await startWorker(base(origin, { ORIGIN_MAX_PER_SECOND: "20", ORDERING: "none" }), { file: FILE });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+
+  it("15 sent, the run ends, 20 more accepted at once: a new run counts the 15, so never more than 20 within any 1000 ms", async (t) => {
+    await call(worker, "/_postwire/pause", { method: "POST" });
+    const first = makeDeliveries(15, 15, "runA");
+    assert.ok((await sendAll(worker, first, 8)).every((a) => a.status === 202));
+    await call(worker, "/_postwire/resume", { method: "POST" });
+    await until(() => origin.accepted().length >= 15, 10_000, "the first 15");
+    // Their outcomes recorded, nothing due, room left in the window: the run ends here.
+    await until(async () => (await call(worker, "/_postwire/counts")).json.counts.delivered === 15, 10_000, "the 15 recorded");
+    const second = makeDeliveries(20, 20, "runB");
+    assert.ok((await sendAll(worker, second, 20)).every((a) => a.status === 202));
+    await until(() => origin.accepted().length >= 35, 20_000, "all 35");
+    t.diagnostic(`max in any 1000 ms ${origin.maxWithin(1000)}`);
+    assert.ok(origin.maxWithin(1000) <= 20, `max per second across two runs ${origin.maxWithin(1000)}`);
+  });
+
+  it("a new instance knows nothing of the starts before it: its first request waits one window (1.2 s)", async () => {
+    // A new Miniflare instance: a new object, created by this delivery's accept.
+    await worker.dispose();
+    worker = await startWorker(base(origin, { ORIGIN_MAX_PER_SECOND: "20", ORDERING: "none" }), { file: FILE });
+    const [d] = makeDeliveries(1, 1, "fresh");
+    const sent = Date.now();
+    assert.equal((await send(worker, d)).status, 202);
+    await until(() => origin.accepted().some((r) => r.id === d.id), 10_000, "the delivery");
+    const waited = origin.accepted().find((r) => r.id === d.id).at - sent;
+    assert.ok(waited >= 1_100, `the first start came ${waited} ms after the accept`);
+  });
+});
+
+describe("inbox: a poll reads what is due, not the backlog", () => {
+  let origin, worker;
+  before(async () => {
+    origin = await startCountingOrigin();
+    worker = await startWorker(base(origin, { ORIGIN_MAX_IN_FLIGHT: "50" }), { file: FILE });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+
+  const assertIndexed = (poll) => {
+    assert.ok(poll.plan.some((line) => line.includes("open_by_due")), `${poll.name} uses open_by_due: ${poll.plan.join(" | ")}`);
+    assert.deepEqual(poll.plan.filter((line) => /^SCAN\b/.test(line)), [], `${poll.name}: no full scan`);
+    assert.deepEqual(poll.plan.filter((line) => /TEMP B-TREE/.test(line)), [], `${poll.name}: no sort`);
+  };
+
+  it("EXPLAIN QUERY PLAN of both polls (the due heads, the next due time): the due index, no scan, no sort", async () => {
+    const cost = (await call(worker, "/_postwire/poll-cost")).json;
+    assert.deepEqual(cost.polls.map((p) => p.name), ["due_heads", "next_head_due"]);
+    for (const poll of cost.polls) assertIndexed(poll);
+  });
+
+  it("20 retrying heads with 180 waiting behind them: a poll reads a handful of rows, not 200", async (t) => {
+    // Every attempt refused with retry-after of an hour: each head retries in an hour.
+    origin.answerWith(() => ({ status: 503, headers: { "retry-after": "3600" } }));
+    const ds = makeDeliveries(200, 20, "backlog");
+    assert.ok((await sendAll(worker, ds, 16)).every((a) => a.status === 202));
+    await until(async () => (await call(worker, "/_postwire/counts")).json.counts.retrying === 20, 20_000, "20 retrying heads");
+    const cost = (await call(worker, "/_postwire/poll-cost?repeat=3")).json;
+    t.diagnostic(JSON.stringify(cost.polls.map(({ name, rows_read, rows_returned }) => ({ name, rows_read, rows_returned }))));
+    const [due, next] = cost.polls;
+    assert.equal(due.rows_returned, 0, "nothing is due");
+    assert.ok(due.rows_read <= 5, `due heads read ${due.rows_read} rows`);
+    assert.equal(next.rows_returned, 1);
+    assert.ok(next.rows_read <= 5, `next due read ${next.rows_read} rows`);
+    for (const poll of cost.polls) assertIndexed(poll);
+    // Waiting ones show no time of their own; a head shows its retry time.
+    const pending = (await call(worker, "/_postwire/deliveries?state=pending&limit=1")).json.deliveries[0];
+    assert.equal(pending.next_attempt_at_ms, null);
+    const retrying = (await call(worker, "/_postwire/deliveries?state=retrying&limit=1")).json.deliveries[0];
+    assert.ok(retrying.next_attempt_at_ms > Date.now() + 3_000_000, JSON.stringify(retrying));
+  });
+});
+
+/** A signed postwire event about `post` of `account`, or (no post) an account event. */
+function subjectDelivery(prefix, { post, account }) {
+  const id = newId(prefix);
+  const event = post
+    ? JSON.parse(postEvent(id, post))
+    : {
+        id,
+        type: "integration.disconnected",
+        createdAt: "2026-11-22T09:00:00.000Z",
+        workspaceId: "ws1",
+        data: { integration: { id: account, name: "A", providerIdentifier: "x" }, reason: "reconnect_required" },
+      };
+  if (post) event.data.post.integration.id = account;
+  return delivery({ secrets: [secret], id, body: JSON.stringify(event) });
+}
+
+describe("inbox: erasure of a delivery's body, by id, post and account", () => {
+  let origin, worker;
+  before(async () => {
+    origin = await startCountingOrigin();
+    worker = await startWorker(base(origin), { file: FILE });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+
+  const show = async (id) => (await call(worker, `/_postwire/deliveries/${encodeURIComponent(id)}`)).json;
+  const erase = (p) => call(worker, p, { method: "POST" });
+
+  it("held deliveries erased by id, post and account are cancelled (never sent), keep their id and answer copies as duplicates; the rest are delivered", async () => {
+    await call(worker, "/_postwire/pause", { method: "POST" });
+    const a1 = subjectDelivery("eraseA", { post: "pA", account: "accX" });
+    const a2 = subjectDelivery("eraseA", { post: "pA", account: "accX" });
+    const b1 = subjectDelivery("eraseB", { post: "pB", account: "accX" });
+    const c1 = subjectDelivery("eraseC", { post: "pC", account: "accY" });
+    const dx = subjectDelivery("eraseD", { account: "accX" });
+    const keep = subjectDelivery("keep", { post: "pK", account: "accZ" });
+    const all = [a1, a2, b1, c1, dx, keep];
+    for (const d of all) assert.equal((await send(worker, d)).status, 202);
+
+    assert.deepEqual((await erase(`/_postwire/deliveries/${encodeURIComponent(c1.id)}/erase`)).json, { erased: 1, cancelled: 1 });
+    assert.deepEqual((await erase("/_postwire/erase?post=pA")).json, { erased: 2, cancelled: 2 });
+    // The account's own event and its posts' events (a1 and a2 are erased already).
+    assert.deepEqual((await erase("/_postwire/erase?account=accX")).json, { erased: 2, cancelled: 2 });
+    assert.deepEqual((await erase("/_postwire/erase?account=accX")).json, { erased: 0, cancelled: 0 });
+    assertErrorBody(assert, await erase("/_postwire/deliveries/msg_unknown/erase"), 404, "not_found");
+    assertErrorBody(assert, await erase("/_postwire/erase?post=p1&account=a1"), 400, "invalid_request");
+
+    const one = await show(a1.id);
+    assert.equal(one.state, "erased");
+    assert.equal(one.body_bytes, 0);
+    assert.equal(one.ordering_key, "post:pA");
+    assert.equal(one.next_attempt_at_ms, null);
+    assert.ok(one.finished_at_ms > 0);
+    const counts = (await call(worker, "/_postwire/counts")).json.counts;
+    assert.deepEqual(counts, { pending: 1, retrying: 0, delivered: 0, dead: 0, erased: 5 });
+    const listed = (await call(worker, "/_postwire/deliveries?state=erased")).json.deliveries.map((d) => d.id);
+    assert.deepEqual(listed, [a1, a2, b1, c1, dx].map((d) => d.id), "listed in acceptance order");
+
+    await call(worker, "/_postwire/resume", { method: "POST" });
+    await until(() => origin.accepted().some((r) => r.id === keep.id), 10_000, "the one kept");
+    await sleep(500);
+    assert.deepEqual(origin.received.map((r) => r.id), [keep.id], "no erased delivery reached the origin");
+    // A copy of an erased one is a duplicate: not stored, not sent.
+    const copy = await send(worker, delivery({ secrets: [secret], id: a1.id, body: a1.body }));
+    assert.equal(copy.json.code, "duplicate");
+    assertErrorBody(assert, await erase(`/_postwire/deliveries/${encodeURIComponent(a1.id)}/replay`), 404, "not_found");
+  });
+
+  it("erasing a retrying head lets the next delivery of its key go at once; a delivered one keeps its attempts", async () => {
+    const head = subjectDelivery("eraseHead", { post: "pH", account: "accH" });
+    const next = subjectDelivery("eraseNext", { post: "pH", account: "accH" });
+    origin.answerWith((r) => (r.id === head.id ? { status: 503, headers: { "retry-after": "3600" } } : { status: 200 }));
+    assert.equal((await send(worker, head)).status, 202);
+    assert.equal((await send(worker, next)).status, 202);
+    await until(async () => (await show(head.id)).state === "retrying", 10_000, "the head retrying");
+    await sleep(300);
+    assert.ok(!origin.received.some((r) => r.id === next.id), "the next one waits behind the head");
+    assert.deepEqual((await erase(`/_postwire/deliveries/${encodeURIComponent(head.id)}/erase`)).json, { erased: 1, cancelled: 1 });
+    await until(() => origin.accepted().some((r) => r.id === next.id), 5_000, "the next one after the erasure");
+    await until(async () => (await show(next.id)).state === "delivered", 5_000, "the next one recorded");
+    assert.deepEqual((await erase("/_postwire/erase?post=pH")).json, { erased: 1, cancelled: 0 });
+    const delivered = await show(next.id);
+    assert.equal(delivered.state, "erased");
+    assert.equal(delivered.body_bytes, 0);
+    assert.equal(delivered.attempt_log.length, 1);
+    assert.equal(delivered.attempt_log[0].outcome, "accepted");
+  });
+});
+
+describe("inbox: a new copy of a dead delivery from the sender revives it", () => {
+  let origin, worker;
+  before(async () => {
+    origin = await startCountingOrigin();
+    worker = await startWorker(base(origin, { ORIGIN_RETRY_HORIZON_SECS: "4" }), { file: FILE });
+  });
+  after(async () => {
+    await worker?.dispose();
+    await origin?.close();
+  });
+
+  const show = async (id) => (await call(worker, `/_postwire/deliveries/${encodeURIComponent(id)}`)).json;
+
+  it("dead, then resent: 202 and delivered, behind the open delivery of its key accepted before it; a copy of a delivered one stays a duplicate", async () => {
+    const first = subjectDelivery("revive", { post: "pR", account: "accR" });
+    const later = subjectDelivery("reviveLater", { post: "pR", account: "accR" });
+    const refused = new Set([first.id]);
+    origin.answerWith((r) => (refused.has(r.id) ? { status: 503, headers: { "retry-after": "1" } } : { status: 200 }));
+    assert.equal((await send(worker, first)).status, 202);
+    await until(async () => (await show(first.id)).state === "dead", 15_000, "the first one dead");
+    // The next of its key is held at the origin for now (retrying).
+    refused.add(later.id);
+    assert.equal((await send(worker, later)).status, 202);
+    await until(async () => (await show(later.id)).state === "retrying", 10_000, "the later one retrying");
+
+    // The sender's operator resends: the same webhook-id and body, a new timestamp and signature.
+    const ts = Math.floor(Date.now() / 1000) + 1;
+    const resent = delivery({ secrets: [secret], id: first.id, body: first.body, timestamp: ts });
+    const answer = await send(worker, resent);
+    assert.equal(answer.status, 202, answer.text);
+    assert.equal(answer.json.code, "accepted");
+    const revived = await show(first.id);
+    assert.equal(revived.state, "pending");
+    assert.equal(revived.next_attempt_at_ms, null, "it waits behind the later one, accepted before its revival");
+
+    refused.clear();
+    await until(() => origin.accepted().some((r) => r.id === first.id), 10_000, "the revived one delivered");
+    const order = origin.accepted().map((r) => r.id).filter((id) => id === first.id || id === later.id);
+    assert.deepEqual(order, [later.id, first.id], "per key in (re)acceptance order");
+    const got = origin.accepted().find((r) => r.id === first.id);
+    assert.equal(got.headers["webhook-timestamp"], String(ts), "sent with the new copy's timestamp");
+    assert.doesNotThrow(() => new Webhook(secret).verify(got.body.toString(), got.headers));
+    await until(async () => (await show(first.id)).state === "delivered", 5_000, "recorded as delivered");
+    assert.ok((await show(first.id)).attempt_log.length >= 2, "the earlier attempts are kept");
+
+    const again = await send(worker, delivery({ secrets: [secret], id: first.id, body: first.body }));
+    assert.equal(again.json.code, "duplicate");
+    await sleep(300);
+    assert.equal(origin.accepted().filter((r) => r.id === first.id).length, 1, "delivered once");
   });
 });
