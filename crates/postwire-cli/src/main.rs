@@ -58,7 +58,7 @@ enum Command {
     Sign(commands::sign::SignArgs),
     /// Verify a delivery: prints `ok` and exits 0, or prints the error code and exits 1.
     Verify(commands::verify::VerifyArgs),
-    /// The edge inbox (the Worker in inbox mode): status, list, show, replay, pause, resume.
+    /// The edge inbox (the Worker in inbox mode): status, list, show, replay, pause, resume, erase.
     Edge(commands::edge::EdgeArgs),
 }
 

@@ -1,7 +1,8 @@
 // `postwire edge` (the CLI, POSTWIRE_CLI) against the built Worker in inbox mode, in workerd
 // through Miniflare on loopback: what an on-call engineer runs during an origin outage.
 // status, list (one page, --all, --json), show, pause and resume, replay of one delivery and
-// of every dead one; a wrong token and a pending delivery's replay fail with the Worker's code.
+// of every dead one, erase by id, post and account; a wrong token and a pending delivery's
+// replay fail with the Worker's code.
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
@@ -164,6 +165,50 @@ describe("postwire edge drives the inbox's admin API", () => {
     assert.equal((await edge(worker, ["resume"])).code, 0);
     await until(() => held.every((d) => origin.accepted.includes(d.id)), 10_000, "the held ones");
     assert.deepEqual(origin.accepted.filter((id) => held.some((d) => d.id === id)), held.map((d) => d.id));
+  });
+
+  it("erase by id, --post and --account: held deliveries are never sent, listed as erased; a replay of one fails", async () => {
+    assert.equal((await edge(worker, ["pause"])).code, 0);
+    const byId = postDelivery("p_erase_id");
+    const byPost = [postDelivery("p_erase_post"), postDelivery("p_erase_post")];
+    const account = `acc_erase_${Date.now()}`;
+    const accountEvent = (() => {
+      const id = newId("edge_acc");
+      const body = JSON.stringify({
+        id,
+        type: "integration.disconnected",
+        createdAt: "2026-11-22T09:00:00.000Z",
+        workspaceId: "ws1",
+        data: { integration: { id: account, name: "A", providerIdentifier: "x" }, reason: "reconnect_required" },
+      });
+      return delivery({ secrets: [secret], id, body });
+    })();
+    const kept = postDelivery("p_erase_kept");
+    for (const d of [byId, ...byPost, accountEvent, kept]) {
+      assert.equal((await worker.send({ headers: d.headers, body: d.body })).status, 202);
+    }
+    const one = await edge(worker, ["erase", byId.id]);
+    assert.equal(one.code, 0, one.stderr);
+    assert.equal(one.stdout.trim(), "erased 1 delivery (1 of them not delivered yet, now never sent)");
+    const post = await edge(worker, ["erase", "--post", "p_erase_post"]);
+    assert.equal(post.stdout.trim(), "erased 2 deliveries (2 of them not delivered yet, now never sent)", post.stderr);
+    assert.deepEqual(await edgeJson(worker, ["erase", "--account", account]), { erased: 1, cancelled: 1 });
+    const none = await edge(worker, ["erase"]);
+    assert.equal(none.code, 2);
+
+    const status = await edge(worker, ["status"]);
+    assert.match(status.stdout, /^erased\s+4$/m);
+    const erased = await edgeJson(worker, ["list", "--state", "erased"]);
+    assert.deepEqual(erased.deliveries.map((d) => d.id), [byId, ...byPost, accountEvent].map((d) => d.id));
+    assert.ok(erased.deliveries.every((d) => d.body_bytes === 0));
+    const replay = await edge(worker, ["replay", byId.id]);
+    assert.equal(replay.code, 2);
+    assert.match(replay.stderr, /404 not_found: this delivery's body was erased/);
+
+    assert.equal((await edge(worker, ["resume"])).code, 0);
+    await until(() => origin.accepted.includes(kept.id), 10_000, "the one kept");
+    await sleep(300);
+    for (const d of [byId, ...byPost, accountEvent]) assert.ok(!origin.accepted.includes(d.id), `${d.id} never sent`);
   });
 
   it("a wrong token or none fails with a hint and prints no token; the token file works", async () => {

@@ -4,8 +4,9 @@
 //! Each subcommand is one request to the Worker's admin API under `/_postwire/`
 //! (`worker/README.md`, "Admin API"), authenticated with the Worker's `ADMIN_TOKEN`:
 //! `status` (counts per state, paused or not), `list`, `show`, `replay` (one delivery, or
-//! every dead one since a time), `pause` and `resume`. Answers are printed for people, or as
-//! the Worker's JSON with `--json`.
+//! every dead one since a time), `pause`, `resume`, and `erase` (a delivery's body, by id or
+//! every delivery about a post or an account, when the sender erased them). Answers are
+//! printed for people, or as the Worker's JSON with `--json`.
 //!
 //! The token is read from `POSTWIRE_EDGE_TOKEN` or from a file (`--token-file`), never from
 //! the command line (where `ps` and shell history would keep it), and is never printed. It is
@@ -71,6 +72,24 @@ pub enum EdgeCommand {
     Pause,
     /// Deliver again, in order, at the paced rate.
     Resume,
+    /// Erase bodies held at the edge: one delivery by id, or every delivery about a post or
+    /// a connected account (run it when the sender erases them). An erased delivery is never
+    /// sent (again); its id stays until the retention ends, so copies are still duplicates.
+    Erase(EraseArgs),
+}
+
+/// Arguments of `postwire edge erase`.
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("which").required(true).args(["id", "post", "account"]))]
+pub struct EraseArgs {
+    /// The webhook-id of one delivery.
+    id: Option<String>,
+    /// Every delivery of an event about this post.
+    #[arg(long)]
+    post: Option<String>,
+    /// Every delivery of an event about this connected account (its own events and its posts').
+    #[arg(long)]
+    account: Option<String>,
 }
 
 /// Arguments of `postwire edge list`.
@@ -112,6 +131,8 @@ pub enum State {
     Delivered,
     /// Not accepted within the retry horizon; kept, replayable.
     Dead,
+    /// Its body was erased; never sent (again).
+    Erased,
 }
 
 impl State {
@@ -121,6 +142,7 @@ impl State {
             State::Retrying => "retrying",
             State::Delivered => "delivered",
             State::Dead => "dead",
+            State::Erased => "erased",
         }
     }
 }
@@ -153,6 +175,15 @@ pub fn run(args: EdgeArgs) -> Result<ExitCode, String> {
                 )
             }
             EdgeCommand::List(list) => list_pages(&client, &list, json).await,
+            EdgeCommand::Erase(EraseArgs { id: Some(id), .. }) => print(client.erase(&id).await?, json, erased_text),
+            EdgeCommand::Erase(EraseArgs { post, account, .. }) => {
+                let query = match (&post, &account) {
+                    (Some(p), _) => ("post", p.as_str()),
+                    (None, Some(a)) => ("account", a.as_str()),
+                    (None, None) => return Err("give a webhook-id, --post or --account".to_owned()),
+                };
+                print(client.post("erase", &[query]).await?, json, erased_text)
+            }
         }
     })?;
     Ok(ExitCode::SUCCESS)
@@ -330,6 +361,11 @@ impl AdminClient {
             .await
     }
 
+    async fn erase(&self, id: &str) -> Result<Value, String> {
+        self.send(reqwest::Method::POST, self.url(&["deliveries", id, "erase"], &[]))
+            .await
+    }
+
     async fn replay(&self, id: &str) -> Result<Value, String> {
         self.send(reqwest::Method::POST, self.url(&["deliveries", id, "replay"], &[]))
             .await
@@ -423,6 +459,15 @@ fn paused_text(answer: &Value) -> String {
 fn replayed_text(answer: &Value) -> String {
     let n = answer["replayed"].as_u64().unwrap_or(0);
     format!("replayed {n} {}\n", if n == 1 { "delivery" } else { "deliveries" })
+}
+
+fn erased_text(answer: &Value) -> String {
+    let n = answer["erased"].as_u64().unwrap_or(0);
+    let cancelled = answer["cancelled"].as_u64().unwrap_or(0);
+    format!(
+        "erased {n} {} ({cancelled} of them not delivered yet, now never sent)\n",
+        if n == 1 { "delivery" } else { "deliveries" }
+    )
 }
 
 fn list_header() -> String {
@@ -559,13 +604,16 @@ mod tests {
 
     #[test]
     fn summaries_show_what_the_worker_said() {
-        let counts =
-            serde_json::json!({"counts": {"pending": 3, "retrying": 1, "delivered": 940, "dead": 2}, "paused": true});
+        let counts = serde_json::json!({"counts": {"pending": 3, "retrying": 1, "delivered": 940, "dead": 2, "erased": 4}, "paused": true});
         let text = status_text(&counts);
         assert!(text.contains("PAUSED"), "{text}");
         assert!(
-            text.contains("delivered  940") && text.contains("dead       2"),
+            text.contains("delivered  940") && text.contains("dead       2") && text.contains("erased     4"),
             "{text}"
+        );
+        assert_eq!(
+            erased_text(&serde_json::json!({"erased": 3, "cancelled": 1})),
+            "erased 3 deliveries (1 of them not delivered yet, now never sent)\n"
         );
         let row = list_row(&serde_json::json!({
             "id": "msg_1", "state": "dead", "ordering_key": "post:p1", "accepted_at_ms": 1_700_000_000_000_i64,
