@@ -97,9 +97,9 @@ pub use events::{
 };
 pub use model::{
     AttemptErrorKind, AttemptOutcome, AttemptRecord, DeliveryCursor, DeliveryEventType, DeliveryId, DeliveryRecord,
-    DeliveryState, Erased, ErasureSubject, NewSubscription, Notification, PAUSED_BY_REQUEST, Page, PauseCause,
-    Published, Purpose, ResumeSummary, RotatedSecret, RotatedSigningKey, SignedSample, SigningKeyInfo,
-    SubscriptionRecord, SubscriptionUpdate, Workspace,
+    DeliveryState, Erased, ErasureSubject, InconsistentEndpoint, NewSubscription, Notification, PAUSED_BY_REQUEST,
+    Page, PauseCause, Published, Purpose, ResumeSummary, RotatedSecret, RotatedSigningKey, SignedSample,
+    SigningKeyInfo, SubscriptionRecord, SubscriptionUpdate, Workspace,
 };
 pub use notify::{LogNotifier, Notifier};
 pub use sender::{

@@ -607,12 +607,47 @@ impl Purpose {
         }
     }
 
-    /// The purpose whose [`as_str`](Self::as_str) is `s`; anything else is a subscriber's.
-    pub fn parse(s: &str) -> Purpose {
-        if s == "operator" {
-            Purpose::Operator
-        } else {
-            Purpose::Events
+    /// The purpose of a stored endpoint whose `purpose` column is `stored` and whose
+    /// subscriber filters (event types, accounts) are `filtered` (not empty): the stores
+    /// read every endpoint through this, so a row that makes no endpoint is refused
+    /// rather than read as another kind.
+    ///
+    /// ```
+    /// use postwire_sender::Purpose;
+    /// assert_eq!(Purpose::from_stored("events", true), Ok(Purpose::Events));
+    /// assert_eq!(Purpose::from_stored("operator", false), Ok(Purpose::Operator));
+    /// assert_eq!(Purpose::from_stored("operator", true).unwrap_err().code(), "operator_with_filters");
+    /// assert_eq!(Purpose::from_stored("operatr", false).unwrap_err().code(), "unknown_purpose");
+    /// ```
+    pub fn from_stored(stored: &str, filtered: bool) -> Result<Purpose, InconsistentEndpoint> {
+        match stored {
+            "events" => Ok(Purpose::Events),
+            "operator" if filtered => Err(InconsistentEndpoint::OperatorWithFilters),
+            "operator" => Ok(Purpose::Operator),
+            other => Err(InconsistentEndpoint::UnknownPurpose(other.chars().take(64).collect())),
+        }
+    }
+}
+
+/// A stored endpoint whose columns make no endpoint: the stores refuse to read it (an
+/// [`internal_error`](crate::SenderErrorCode::Internal), the store's, not the caller's).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InconsistentEndpoint {
+    /// The `purpose` column holds neither `events` nor `operator`.
+    #[error("a stored endpoint has the unknown purpose `{0}`")]
+    UnknownPurpose(String),
+    /// An operator endpoint has event types or accounts to filter by, which only a
+    /// subscriber's subscription has.
+    #[error("a stored operator endpoint has subscriber filters (event types or accounts)")]
+    OperatorWithFilters,
+}
+
+impl InconsistentEndpoint {
+    /// The stable code: `unknown_purpose` or `operator_with_filters`.
+    pub const fn code(&self) -> &'static str {
+        match self {
+            InconsistentEndpoint::UnknownPurpose(_) => "unknown_purpose",
+            InconsistentEndpoint::OperatorWithFilters => "operator_with_filters",
         }
     }
 }

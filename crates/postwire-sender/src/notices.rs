@@ -275,7 +275,7 @@ pub fn relay_event(pending: PendingNotice) -> BuiltEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::routing::{Route, Routed, route};
+    use crate::routing::{EndpointRole, Route, Routed, route};
 
     fn sub(id: &str) -> SubscriptionRef {
         SubscriptionRef {
@@ -304,16 +304,14 @@ mod tests {
         assert_eq!(built.ordering_key, Some(OrderingKey::Subscription("wh_op1".into())));
         let op = |id: &str, paused| Route {
             id: id.into(),
-            events: vec![],
-            integration_ids: vec![],
             paused,
-            operator: true,
+            role: EndpointRole::Operator,
         };
         assert_eq!(route(&built, &op("wh_op1", false)), None);
         assert_eq!(route(&built, &op("wh_op2", false)), Some(Routed::Deliver));
         assert_eq!(route(&built, &op("wh_op3", true)), Some(Routed::Hold));
         let subscriber = Route {
-            operator: false,
+            role: EndpointRole::Subscriber(Default::default()),
             ..op("wh_2", false)
         };
         assert_eq!(route(&built, &subscriber), None);

@@ -427,9 +427,7 @@ impl Sender {
     /// any endpoint (SSRF rules); at most [`MAX_OPERATOR_ENDPOINTS`] per workspace.
     pub async fn create_operator_endpoint(&self, new: NewSubscription) -> Result<CreatedSubscription, SenderError> {
         if !new.events.is_empty() || !new.integration_ids.is_empty() {
-            return Err(SenderError::invalid(
-                "an operator endpoint receives every operational notice: `events` and `integrationIds` must be empty",
-            ));
+            return Err(operator_filters_refused());
         }
         self.create_keyed(new, None, Purpose::Operator)
             .await
@@ -555,12 +553,12 @@ impl Sender {
     /// The subscriptions of a workspace, oldest first (its subscribers' endpoints; the
     /// operator endpoints are [`list_operator_endpoints`](Self::list_operator_endpoints)).
     pub async fn list_subscriptions(&self, workspace_id: &str) -> Result<Vec<SubscriptionRecord>, SenderError> {
-        self.list_of(workspace_id, Purpose::Events).await
+        self.list_endpoints(workspace_id, Purpose::Events).await
     }
 
     /// The operator endpoints of a workspace, oldest first.
     pub async fn list_operator_endpoints(&self, workspace_id: &str) -> Result<Vec<SubscriptionRecord>, SenderError> {
-        self.list_of(workspace_id, Purpose::Operator).await
+        self.list_endpoints(workspace_id, Purpose::Operator).await
     }
 
     /// Every subscription of a workspace, subscribers' and operator endpoints alike,
@@ -580,19 +578,31 @@ impl Sender {
             .collect())
     }
 
-    async fn list_of(&self, workspace_id: &str, purpose: Purpose) -> Result<Vec<SubscriptionRecord>, SenderError> {
+    /// The endpoints of a workspace of one `purpose` (its subscribers' subscriptions, or
+    /// its operator endpoints), oldest first.
+    pub async fn list_endpoints(
+        &self,
+        workspace_id: &str,
+        purpose: Purpose,
+    ) -> Result<Vec<SubscriptionRecord>, SenderError> {
         let mut all = self.list_all_endpoints(workspace_id).await?;
         all.retain(|s| s.purpose == purpose);
         Ok(all)
     }
 
     /// Changes name, URL, event types or account restriction, checked like at creation.
+    /// An operator endpoint takes no event types or accounts (`invalid_request`).
     pub async fn update_subscription(
         &self,
         id: &str,
         update: SubscriptionUpdate,
     ) -> Result<SubscriptionRecord, SenderError> {
         let current = self.load(id).await?;
+        let filtered = update.events.as_ref().is_some_and(|e| !e.is_empty())
+            || update.integration_ids.as_ref().is_some_and(|i| !i.is_empty());
+        if current.purpose == Purpose::Operator && filtered {
+            return Err(operator_filters_refused());
+        }
         let mut v = Violations::default();
         if let Some(name) = &update.name {
             Self::check_name(&mut v, name);
@@ -1174,6 +1184,15 @@ fn check_limit(v: &mut Violations, limit: usize) {
     if !(1..=MAX_PAGE_SIZE).contains(&limit) {
         v.push(format!("`limit` must be between 1 and {MAX_PAGE_SIZE}"));
     }
+}
+
+/// An operator endpoint given subscriber filters: it receives every operational notice
+/// of its workspace, and routing has no place for its filters
+/// ([`EndpointRole`](crate::routing::EndpointRole)).
+fn operator_filters_refused() -> SenderError {
+    SenderError::invalid(
+        "an operator endpoint receives every operational notice: `events` and `integrationIds` must be empty",
+    )
 }
 
 fn dedup_events(events: Vec<EventType>) -> Vec<EventType> {

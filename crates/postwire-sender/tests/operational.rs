@@ -323,3 +323,131 @@ async fn a_notice_stored_by_a_process_that_stopped_before_queuing_it_is_sent_by_
     op.check(&[]);
     dispatcher.shutdown().await;
 }
+
+/// An operator endpoint made by `h`, at a receiver that accepts everything.
+async fn plain_operator(h: &Harness, rx: &Receiver) -> String {
+    h.sender
+        .create_operator_endpoint(NewSubscription {
+            workspace_id: WS.into(),
+            name: "Ops".into(),
+            url: rx.url.clone(),
+            events: vec![],
+            integration_ids: vec![],
+            created_by_kind: CreatedByKind::ApiToken,
+            signing: Default::default(),
+        })
+        .await
+        .unwrap()
+        .subscription
+        .id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_endpoint_takes_no_subscriber_filters_on_update() {
+    let h = Harness::stopped(test_config()).await;
+    let rx = Receiver::start(|_, _| Reply::ok()).await;
+    let op = plain_operator(&h, &rx).await;
+    for update in [
+        postwire_sender::SubscriptionUpdate {
+            events: Some(vec![postwire_core::EventType::PostPublished]),
+            ..Default::default()
+        },
+        postwire_sender::SubscriptionUpdate {
+            integration_ids: Some(vec!["acc-1".into()]),
+            ..Default::default()
+        },
+    ] {
+        let err = h.sender.update_subscription(&op, update).await.unwrap_err();
+        assert_eq!(err.code(), postwire_sender::SenderErrorCode::InvalidRequest, "{err}");
+        assert!(
+            err.to_string().contains("`events` and `integrationIds` must be empty"),
+            "{err}"
+        );
+    }
+    // Its name and URL still change, and empty filters are no filters.
+    let renamed = h
+        .sender
+        .update_subscription(
+            &op,
+            postwire_sender::SubscriptionUpdate {
+                name: Some("Ops 2".into()),
+                events: Some(vec![]),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(renamed.subscription.name, "Ops 2");
+    let stored = h.sender.subscription(&op).await.unwrap();
+    assert!(stored.subscription.events.is_empty() && stored.subscription.integrations.is_empty());
+    assert_eq!(stored.purpose, postwire_sender::Purpose::Operator);
+}
+
+/// Runs `sql` (one statement with the subscription id as its only parameter) on the
+/// harness's database, behind the store's back.
+async fn write_behind(h: &Harness, sql: &str, id: &str) {
+    match &h.db {
+        Db::Sqlite(_) => {
+            let conn = rusqlite::Connection::open(h.db.sqlite_path()).unwrap();
+            assert_eq!(conn.execute(sql, [id]).unwrap(), 1);
+        }
+        Db::Postgres(db) => {
+            let (client, connection) = tokio_postgres::connect(db.url(), tokio_postgres::NoTls).await.unwrap();
+            let task = tokio::spawn(connection);
+            let pg_sql = sql.replace("?1", "$1");
+            assert_eq!(client.execute(pg_sql.as_str(), &[&id]).await.unwrap(), 1);
+            drop(client);
+            let _ = task.await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_endpoint_that_makes_no_role_is_refused_at_read_with_a_typed_error() {
+    let h = Harness::stopped(test_config()).await;
+    let rx = Receiver::start(|_, _| Reply::ok()).await;
+    let op = plain_operator(&h, &rx).await;
+    let (sub, _) = h.subscribe(&rx.url).await;
+    assert!(h.sender.publish(scheduled("p1")).await.unwrap().event_id().is_some());
+
+    // An operator endpoint with subscriber filters: neither read nor routed.
+    write_behind(
+        &h,
+        r#"UPDATE subscriptions SET events = '["post.published"]' WHERE id = ?1"#,
+        &op,
+    )
+    .await;
+    let refused = |e: postwire_sender::SenderError, what: &str| {
+        assert_eq!(e.code(), postwire_sender::SenderErrorCode::Internal, "{e}");
+        assert!(e.to_string().contains(what), "{e}");
+    };
+    refused(h.sender.subscription(&op).await.unwrap_err(), "subscriber filters");
+    refused(h.sender.list_all_endpoints(WS).await.unwrap_err(), "subscriber filters");
+    refused(
+        h.sender.publish(scheduled("p2")).await.unwrap_err(),
+        "subscriber filters",
+    );
+    // The subscriber's own row still reads.
+    assert_eq!(h.sender.subscription(&sub).await.unwrap().subscription.id, sub);
+
+    // A purpose that is neither kind is not read as a subscriber's.
+    write_behind(
+        &h,
+        r#"UPDATE subscriptions SET events = '[]', purpose = 'operatr' WHERE id = ?1"#,
+        &op,
+    )
+    .await;
+    refused(
+        h.sender.subscription(&op).await.unwrap_err(),
+        "unknown purpose `operatr`",
+    );
+    refused(h.sender.publish(scheduled("p3")).await.unwrap_err(), "unknown purpose");
+
+    // Repaired, everything reads and routes again.
+    write_behind(&h, "UPDATE subscriptions SET purpose = 'operator' WHERE id = ?1", &op).await;
+    assert_eq!(
+        h.sender.subscription(&op).await.unwrap().purpose,
+        postwire_sender::Purpose::Operator
+    );
+    assert!(h.sender.publish(scheduled("p4")).await.unwrap().event_id().is_some());
+}

@@ -14,7 +14,7 @@ use postwire_core::{EventType, Integration, Signer, SigningMode, SubscriptionRef
 use super::*;
 use crate::model::DeliveryId;
 use crate::ordering::{self, Placement, ordering_hash};
-use crate::routing::{self, Route, Routed};
+use crate::routing::{self, EndpointRole, Route, Routed};
 use crate::secret_box::{SecretCipher, StoredSecret};
 use crate::signing::{SigningMaterial, signer_at};
 
@@ -343,11 +343,11 @@ async fn lock_routes(
     let st = tx
         .prepare_cached(match locking {
             QueueLocking::PerQueue => {
-                "SELECT id, events, integrations, paused_reason IS NOT NULL, seq, workspace_id, purpose = 'operator'
+                "SELECT id, events, integrations, paused_reason IS NOT NULL, seq, workspace_id, purpose
                  FROM subscriptions WHERE workspace_id = ANY($1) ORDER BY seq FOR SHARE"
             }
             QueueLocking::WholeSubscriptions => {
-                "SELECT id, events, integrations, paused_reason IS NOT NULL, seq, workspace_id, purpose = 'operator'
+                "SELECT id, events, integrations, paused_reason IS NOT NULL, seq, workspace_id, purpose
                  FROM subscriptions WHERE workspace_id = ANY($1) ORDER BY seq FOR UPDATE"
             }
         })
@@ -356,12 +356,11 @@ async fn lock_routes(
     for r in tx.query(&st, &[&workspaces]).await? {
         let events: Vec<EventType> = serde_json::from_str(r.try_get::<_, &str>(1)?).map_err(data)?;
         let integrations: Vec<Integration> = serde_json::from_str(r.try_get::<_, &str>(2)?).map_err(data)?;
+        let ids = integrations.into_iter().map(|i| i.id).collect();
         let route = Route {
             id: r.try_get(0)?,
-            events,
-            integration_ids: integrations.into_iter().map(|i| i.id).collect(),
             paused: r.try_get(3)?,
-            operator: r.try_get(6)?,
+            role: EndpointRole::from_stored(r.try_get::<_, &str>(6)?, events, ids).map_err(data)?,
         };
         routes.entry(r.try_get(5)?).or_default().push((r.try_get(4)?, route));
     }

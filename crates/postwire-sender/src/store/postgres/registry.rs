@@ -26,6 +26,8 @@ pub(super) fn subscription_from_row(r: &Row, cipher: Option<&SecretCipher>) -> R
     let created_by_kind: CreatedByKind = r.try_get::<_, &str>(7)?.parse().map_err(data)?;
     let signing: SigningMode = r.try_get::<_, &str>(15)?.parse().map_err(data)?;
     let secret = StoredSecret::open(cipher, r.try_get::<_, &str>(12)?).map_err(data)?;
+    let filtered = !events.is_empty() || !integrations.is_empty();
+    let purpose = Purpose::from_stored(r.try_get::<_, &str>(16)?, filtered).map_err(data)?;
     let previous_secret = match (r.try_get::<_, Option<&str>>(13)?, r.try_get::<_, Option<i64>>(14)?) {
         (Some(s), Some(until)) => Some((StoredSecret::open(cipher, s).map_err(data)?, ts(until))),
         _ => None,
@@ -48,7 +50,7 @@ pub(super) fn subscription_from_row(r: &Row, cipher: Option<&SecretCipher>) -> R
         secret,
         previous_secret,
         failing_since: opt_ts(r.try_get(10)?),
-        purpose: Purpose::parse(r.try_get::<_, &str>(16)?),
+        purpose,
     })
 }
 

@@ -18,7 +18,7 @@ use crate::idempotency::Completion;
 use crate::model::{DeliveryId, ResumeSummary};
 use crate::notices;
 use crate::ordering::{self, Placement, ordering_hash};
-use crate::routing::{self, Route, Routed};
+use crate::routing::{self, EndpointRole, Route, Routed};
 use crate::store::{BoxFuture, ClaimRequest, ClaimedDelivery, StoreResult};
 
 // The queries that must be served by a partial index spell their states as literals:
@@ -65,18 +65,17 @@ pub(super) const RELEASE_HELD_SQL: &str =
 /// The routes of a workspace's subscriptions, with their row numbers.
 fn routes_of(tx: &Connection, workspace_id: &str) -> rusqlite::Result<Vec<(i64, Route)>> {
     let mut stmt = tx.prepare_cached(
-        "SELECT id, events, integrations, paused_reason IS NOT NULL, seq, purpose = 'operator' FROM subscriptions
+        "SELECT id, events, integrations, paused_reason IS NOT NULL, seq, purpose FROM subscriptions
          WHERE workspace_id = ?1 ORDER BY seq",
     )?;
     let rows = stmt.query_map([workspace_id], |r| {
         let events: Vec<EventType> = serde_json::from_str(&r.get::<_, String>(1)?).map_err(conversion)?;
         let integrations: Vec<Integration> = serde_json::from_str(&r.get::<_, String>(2)?).map_err(conversion)?;
+        let ids = integrations.into_iter().map(|i| i.id).collect();
         let route = Route {
             id: r.get(0)?,
-            events,
-            integration_ids: integrations.into_iter().map(|i| i.id).collect(),
             paused: r.get(3)?,
-            operator: r.get(5)?,
+            role: EndpointRole::from_stored(&r.get::<_, String>(5)?, events, ids).map_err(conversion)?,
         };
         Ok((r.get(4)?, route))
     })?;

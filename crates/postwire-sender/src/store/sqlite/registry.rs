@@ -33,6 +33,8 @@ pub(super) fn subscription_from_row(
     let created_by_kind: CreatedByKind = r.get::<_, String>(7)?.parse().map_err(conversion)?;
     let signing: SigningMode = r.get::<_, String>(15)?.parse().map_err(conversion)?;
     let secret = StoredSecret::open(cipher, &r.get::<_, String>(12)?).map_err(conversion)?;
+    let filtered = !events.is_empty() || !integrations.is_empty();
+    let purpose = Purpose::from_stored(&r.get::<_, String>(16)?, filtered).map_err(conversion)?;
     let previous_secret = match (r.get::<_, Option<String>>(13)?, r.get::<_, Option<i64>>(14)?) {
         (Some(s), Some(until)) => Some((StoredSecret::open(cipher, &s).map_err(conversion)?, ts(until))),
         _ => None,
@@ -55,7 +57,7 @@ pub(super) fn subscription_from_row(
         secret,
         previous_secret,
         failing_since: opt_ts(r.get(10)?),
-        purpose: Purpose::parse(&r.get::<_, String>(16)?),
+        purpose,
     })
 }
 
