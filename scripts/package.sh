@@ -24,7 +24,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 log() { printf '\033[1;34m[package]\033[0m %s\n' "$*"; }
 die() { echo "package: $*" >&2; exit 1; }
 
-PUBLISHED=(postwire-core postwire-sender postwire-server postwire-cli postwire-receiver)
+PUBLISHED=(postwire-core postwire-edge-wire postwire-sender postwire-server postwire-cli postwire-receiver)
 quick=0 npm=1
 for arg in "$@"; do
   case "$arg" in

@@ -8,7 +8,7 @@
 //! | store unreadable | `503 dedup_unavailable` + `retry-after`, not forwarded | unchanged |
 //! | claimed; origin `2xx` | `200 delivered` | delivered (long TTL) |
 //! | claimed; origin non-`2xx` | `502 origin_rejected` + `x-postwire-origin-status` | released |
-//! | claimed; origin unreachable | `502 origin_unavailable` | released |
+//! | claimed; origin unreachable (listen mode: the listener's local endpoint gave no answer) | `502 origin_unavailable` | released |
 //! | claimed; origin timeout | `504 origin_timeout` | released |
 //!
 //! If recording "delivered" fails after the origin accepted, the answer is still `200`: the
@@ -85,6 +85,12 @@ pub async fn deliver<S: DedupStore, O: Origin>(
             "no listener is connected to this relay; not acknowledged, retry later",
         )
         .with_header("retry-after", crate::listen::RETRY_AFTER_SECS.to_string()),
+        // Listen mode: the listener reported that its local endpoint gave no answer (refused,
+        // or slower than the listener's share of the wait).
+        _ if config.listen_token.is_some() => Reply::new(
+            ReplyCode::OriginUnavailable,
+            "the listener's local endpoint gave no answer (refused, or not in time); not acknowledged, retry later",
+        ),
         _ => Reply::new(
             ReplyCode::OriginUnavailable,
             "the origin could not be reached; not acknowledged, retry later",

@@ -203,3 +203,77 @@ fn the_inspector_refuses_to_start_without_a_key_and_never_echoes_a_bad_one() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("notbase64!!secretish"), "{err}");
 }
+
+/// Runs `postwire listen` with `args` for at most 10 s: its exit code (`None`: still
+/// running, then killed) and standard error.
+fn relay_exit(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_postwire"));
+    command
+        .args([
+            "listen",
+            "--worker",
+            "http://127.0.0.1:9",
+            "--forward",
+            "http://127.0.0.1:9/webhooks",
+        ])
+        .args(args)
+        .env_remove("POSTWIRE_SECRET")
+        .env_remove("POSTWIRE_LISTEN_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().unwrap();
+    let started = std::time::Instant::now();
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if started.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    (code, stderr)
+}
+
+#[test]
+fn the_relay_refuses_a_listen_token_on_the_command_line_and_never_echoes_it() {
+    const ON_ARGV: &str = "listen-token-on-argv-0123456789";
+    let joined = format!("--token={ON_ARGV}");
+    for args in [vec!["--token", ON_ARGV], vec![joined.as_str()]] {
+        let (code, stderr) = relay_exit(&args, &[]);
+        assert_eq!(code, Some(2), "refused at once, not run: {stderr}");
+        assert!(
+            stderr.contains("POSTWIRE_LISTEN_TOKEN") && stderr.contains("--token-file"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains(ON_ARGV), "the token is never printed: {stderr}");
+    }
+}
+
+#[test]
+fn the_relay_reads_its_token_from_a_file_or_the_environment_and_refuses_an_empty_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, "\n").unwrap();
+    let (code, stderr) = relay_exit(&["--token-file", empty.to_str().unwrap()], &[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("empty"), "{stderr}");
+    let missing = dir.path().join("missing");
+    let (code, stderr) = relay_exit(&["--token-file", missing.to_str().unwrap()], &[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--token-file"), "{stderr}");
+    // Neither: told where to put it.
+    let (code, stderr) = relay_exit(&[], &[]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("POSTWIRE_LISTEN_TOKEN") && stderr.contains("--token-file"),
+        "{stderr}"
+    );
+}

@@ -7,7 +7,10 @@
 //! request to the object: it pushes a `delivery` frame down the socket and waits (at most
 //! the forward timeout, never more than 10 s) for the `answer` frame with the same
 //! correlation id; the socket closing or failing ends every wait on it at once (`absent`).
-//! A new connection closes the older socket (code 4001): the newest listener wins.
+//! The Worker passes that wait to the object with each request (the upgrade included), and
+//! the object greets each new listener with it (the `hello` frame), so the listener's own
+//! timeout is derived from the one number. A new connection closes the older socket (code
+//! 4001): the newest listener wins.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
@@ -21,18 +24,19 @@ use worker::{
     WebSocketPair, durable_object,
 };
 
+use postwire_edge_wire::listen::{Delivery, Hello, ListenerFrame, LocalOutcome, MAX_WAIT_MS, WorkerFrame};
+
 use super::fetch_origin::to_request;
 use super::{Answer, misconfigured, now_ms};
 use crate::config::Config;
 use crate::forward::{ForwardRequest, OriginOutcome};
-use crate::listen::{
-    DeliveryFrame, LISTEN_BINDING, ListenerAnswer, REPLACED_CLOSE_CODE, RelayResult, parse_answer, wait_ms,
-};
+use crate::listen::{LISTEN_BINDING, REPLACED_CLOSE_CODE, RelayResult, wait_ms};
 use crate::reply::{Reply, ReplyCode};
 
 /// The name of the one listen object.
 const LISTENER_NAME: &str = "listener";
-/// Internal: how long the object may wait for the listener, in ms.
+/// Internal: how long the object waits for the listener's answers, in ms ([`wait_ms`] of
+/// the forward timeout), on every request the Worker makes to it.
 const WAIT_HEADER: &str = "x-postwire-listen-wait-ms";
 /// The URL of a relayed delivery (the object reads only the path).
 const DELIVER_URL: &str = "https://listen.internal/deliver";
@@ -73,6 +77,17 @@ pub(super) async fn connect_listener(req: Request, env: &Env, config: &Config) -
         Ok(None) => return crate::inbox::admin::not_found().into(),
         Err(reply) => return reply.into(),
     };
+    // The object greets the listener with the wait; the incoming request's headers are
+    // immutable, so it goes on a copy.
+    let with_wait = req.clone_mut().and_then(|req| {
+        req.headers()
+            .set(WAIT_HEADER, &wait_ms(config.forward_timeout_ms).to_string())?;
+        Ok(req)
+    });
+    let req = match with_wait {
+        Ok(req) => req,
+        Err(e) => return misconfigured(format!("the listen request could not be copied: {e}")).into(),
+    };
     match stub.fetch_with_request(req).await {
         Ok(response) => Answer::Response(response),
         Err(e) => misconfigured(format!("the listen object could not be reached: {e}")).into(),
@@ -107,12 +122,22 @@ fn deliver_request(request: &ForwardRequest<'_>) -> worker::Result<Request> {
     Ok(req)
 }
 
+/// The wait the Worker set on `req` ([`WAIT_HEADER`]), at most [`MAX_WAIT_MS`]; the most
+/// when it is missing.
+fn wait_of(req: &Request) -> worker::Result<u64> {
+    Ok(req
+        .headers()
+        .get(WAIT_HEADER)?
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(MAX_WAIT_MS, wait_ms))
+}
+
 /// A delivery waiting for the listener's answer.
 struct Waiter {
     /// The socket it went down (its tag).
     socket: String,
     /// Where its answer goes; dropped (→ absent) when the socket goes.
-    answer: oneshot::Sender<ListenerAnswer>,
+    answer: oneshot::Sender<LocalOutcome>,
 }
 
 /// Holds the listener's socket and relays deliveries to it.
@@ -136,7 +161,7 @@ impl DurableObject for ListenObject {
 
     async fn fetch(&self, req: Request) -> worker::Result<Response> {
         if req.path() == crate::listen::LISTEN_PATH {
-            return self.accept_listener();
+            return self.accept_listener(wait_of(&req)?);
         }
         if req.method() == Method::Post {
             return self.deliver(req).await;
@@ -145,12 +170,13 @@ impl DurableObject for ListenObject {
     }
 
     async fn websocket_message(&self, _ws: WebSocket, message: WebSocketIncomingMessage) -> worker::Result<()> {
+        // Anything but a well-formed answer is ignored: a listener cannot make the Worker fail.
         if let WebSocketIncomingMessage::String(text) = message
-            && let Some((correlation_id, answer)) = parse_answer(&text)
+            && let Ok(ListenerFrame::Answer(answer)) = ListenerFrame::parse(&text)
         {
-            let waiter = self.waiting.borrow_mut().remove(&correlation_id);
+            let waiter = self.waiting.borrow_mut().remove(&answer.correlation_id);
             if let Some(waiter) = waiter {
-                let _ = waiter.answer.send(answer);
+                let _ = waiter.answer.send(answer.outcome());
             }
         }
         Ok(())
@@ -176,8 +202,9 @@ impl ListenObject {
         format!("{:015}-{:06}", now_ms() as u64, n % 1_000_000)
     }
 
-    /// Accepts a new listener; an older one is closed (code 4001) and its waits end.
-    fn accept_listener(&self) -> worker::Result<Response> {
+    /// Accepts a new listener and greets it with the wait; an older one is closed (code
+    /// 4001) and its waits end.
+    fn accept_listener(&self, wait_ms: u64) -> worker::Result<Response> {
         let pair = WebSocketPair::new()?;
         for old in self.state.get_websockets() {
             self.forget(&old);
@@ -185,6 +212,8 @@ impl ListenObject {
         }
         let tag = self.next_name();
         self.state.accept_websocket_with_tags(&pair.server, &[tag.as_str()]);
+        pair.server
+            .send_with_str(WorkerFrame::Hello(Hello { wait_ms }).to_text())?;
         Response::from_websocket(pair.client)
     }
 
@@ -208,11 +237,7 @@ impl ListenObject {
 
     /// One delivery: down the socket, then wait for its answer.
     async fn deliver(&self, mut req: Request) -> worker::Result<Response> {
-        let wait = req
-            .headers()
-            .get(WAIT_HEADER)?
-            .and_then(|v| v.parse::<u64>().ok())
-            .map_or(crate::listen::MAX_WAIT_MS, wait_ms);
+        let wait = wait_of(&req)?;
         let mut headers = BTreeMap::new();
         for name in PASSED_HEADERS {
             if let Some(value) = req.headers().get(name)? {
@@ -230,10 +255,7 @@ impl ListenObject {
             return RelayResult::Absent;
         };
         let correlation_id = format!("{socket}.{}", self.next_name());
-        let frame = DeliveryFrame::new(correlation_id.clone(), id, headers, body);
-        let Ok(text) = serde_json::to_string(&frame) else {
-            return RelayResult::Absent;
-        };
+        let text = WorkerFrame::Delivery(Delivery::new(correlation_id.clone(), id, headers, body)).to_text();
         let (answer, answered) = oneshot::channel();
         self.waiting
             .borrow_mut()
@@ -244,8 +266,7 @@ impl ListenObject {
         }
         let timeout = pin!(Delay::from(Duration::from_millis(wait)));
         match select(answered, timeout).await {
-            Either::Left((Ok(ListenerAnswer::Status(status)), _)) => RelayResult::Answered { status },
-            Either::Left((Ok(ListenerAnswer::NoAnswer), _)) => RelayResult::NoAnswer,
+            Either::Left((Ok(outcome), _)) => RelayResult::from(outcome),
             Either::Left((Err(_), _)) => RelayResult::Absent,
             Either::Right(((), _)) => {
                 self.waiting.borrow_mut().remove(&correlation_id);

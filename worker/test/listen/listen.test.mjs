@@ -11,6 +11,9 @@ import http from "node:http";
 import net from "node:net";
 import crypto from "node:crypto";
 import { spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { Webhook } from "standardwebhooks";
 import WebSocket from "ws";
 import { startWorker, delivery, newSecret, newId, sampleBody, assertErrorBody, sleep } from "../support/worker.mjs";
@@ -23,7 +26,8 @@ const localSecret = newSecret();
 
 /**
  * The developer's local endpoint: verifies with `localSecret`, records each request it
- * answered, answers `plan(record)` ({status, hang}); a hung request is never answered.
+ * answered, answers `plan(record)` ({status, hang, delayMs}); a hung request is never
+ * answered, a delayed one after `delayMs`.
  */
 async function startLocalEndpoint() {
   const wh = new Webhook(localSecret);
@@ -45,9 +49,13 @@ async function startLocalEndpoint() {
       const p = plan(record) ?? { status: 204 };
       if (p.hang) return; // never answered; the connection drops when the CLI dies
       const status = verified ? p.status : 400;
-      res.writeHead(status, { "content-type": "text/plain" });
-      res.end("local");
-      answered.push({ ...record, status });
+      const answer = () => {
+        res.writeHead(status, { "content-type": "text/plain" });
+        res.end("local");
+        answered.push({ ...record, status });
+      };
+      if (p.delayMs) setTimeout(answer, p.delayMs);
+      else answer();
     });
   });
   await new Promise((r) => server.listen(0, "127.0.0.1", r));
@@ -60,12 +68,19 @@ async function startLocalEndpoint() {
   };
 }
 
-/** `postwire listen --worker … --forward …`; resolves once it printed "connected". */
-async function startListener(workerUrl, forward, { token = TOKEN, extra = [], env = {} } = {}) {
-  const child = spawn(CLI, ["listen", "--worker", workerUrl, "--forward", forward, "--secret", localSecret, "--json", ...extra], {
-    env: { ...process.env, POSTWIRE_LISTEN_TOKEN: token, POSTWIRE_SECRET: "", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+/**
+ * `postwire listen --worker … --forward …`; resolves once it printed "connected". The token
+ * goes in POSTWIRE_LISTEN_TOKEN, or with `tokenFile` in that file (--token-file) alone.
+ */
+async function startListener(workerUrl, forward, { token = TOKEN, tokenFile, extra = [], env = {} } = {}) {
+  const childEnv = { ...process.env, POSTWIRE_LISTEN_TOKEN: token, POSTWIRE_SECRET: "", ...env };
+  const args = ["listen", "--worker", workerUrl, "--forward", forward, "--secret", localSecret, "--json", ...extra];
+  if (tokenFile) {
+    writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
+    delete childEnv.POSTWIRE_LISTEN_TOKEN;
+    args.push("--token-file", tokenFile);
+  }
+  const child = spawn(CLI, args, { env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
   const lines = [];
   let stderr = "";
   let out = "";
@@ -240,7 +255,9 @@ describe("listen mode, forward (wrangler.toml)", { skip: !CLI && "POSTWIRE_CLI i
     const first = listeners.at(-1);
     const other = await startLocalEndpoint();
     try {
-      const second = await startListener(worker.url().toString(), other.url);
+      // This one reads its token from a file (--token-file), the other way to give it.
+      const tokenFile = path.join(mkdtempSync(path.join(os.tmpdir(), "postwire-listen-")), "token");
+      const second = await startListener(worker.url().toString(), other.url, { tokenFile });
       listeners.push(second);
       const { code } = await Promise.race([first.exited, sleep(10_000).then(() => ({ code: "still running" }))]);
       assert.equal(code, 2, first.stderr());
@@ -355,6 +372,31 @@ describe("listen mode under stress: dropped connections, a burst, a hostile list
     }
   });
 
+  it("a local endpoint slower than the Worker's wait: the listener gives up first, so the sender gets its verdict, not the Worker's timeout", async () => {
+    const listener = children.at(-1);
+    // The Worker waits 4 s (FORWARD_TIMEOUT_MS) and says so in its hello; the listener gives
+    // its local endpoint that less the margin (3 s). An answer after 4.5 s comes too late
+    // for the sender either way: the sender must hear the listener's "no answer", as the
+    // listener prints it, not a timeout of the Worker's while the listener still waits.
+    const slow = delivery({ secrets: [senderSecret] });
+    local.setPlan((r) => (r.id === slow.id ? { status: 204, delayMs: 4500 } : { status: 204 }));
+    const started = Date.now();
+    const res = await send(slow);
+    const elapsed = Date.now() - started;
+    assertErrorBody(assert, res, 502, "origin_unavailable");
+    assert.match(res.json.message, /listener/, res.text);
+    assert.ok(elapsed < 4000, `answered by the listener before the Worker's wait ran out (${elapsed} ms)`);
+    const line = await waitFor(() => listener.lines.find((l) => l.id === slow.id));
+    assert.equal(line.status ?? null, null, "the listener reports no status, to the Worker or on screen");
+    assert.match(line.error, /no answer within 3(\.0)? s/, JSON.stringify(line));
+    // An answer within the listener's time reaches the sender as the local status.
+    const prompt = delivery({ secrets: [senderSecret] });
+    local.setPlan((r) => (r.id === prompt.id ? { status: 204, delayMs: 2000 } : { status: 204 }));
+    const ok = await send(prompt);
+    assert.equal(ok.status, 200, ok.text);
+    local.setPlan(() => ({ status: 204 }));
+  });
+
   it("a hostile listener's junk frames are ignored; only a well-formed answer with the right correlation id counts", async () => {
     const ws = new WebSocket(new URL("/_postwire/listen", worker.url()).toString().replace(/^http/, "ws"), {
       headers: { authorization: `Bearer ${TOKEN}` },
@@ -379,6 +421,7 @@ describe("listen mode under stress: dropped connections, a burst, a hostile list
     const junked = await send(d);
     assertErrorBody(assert, junked, 504, "origin_timeout");
     assert.ok(Date.now() - started < 7000, "bounded by FORWARD_TIMEOUT_MS");
+    assert.deepEqual(frames[0], { type: "hello", wait_ms: 4000 }, "the first frame: the Worker's wait (FORWARD_TIMEOUT_MS)");
     const frame = frames.find((f) => f.id === d.id);
     assert.equal(frame.type, "delivery");
     assert.equal(frame.body, d.body);

@@ -12,6 +12,7 @@ mod print;
 mod relay;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
@@ -20,7 +21,7 @@ use url::Url;
 
 use crate::input;
 
-/// The variable holding the Worker's `LISTEN_TOKEN` (or `--token`).
+/// The variable holding the Worker's `LISTEN_TOKEN` (or `--token-file`).
 pub const TOKEN_ENV: &str = "POSTWIRE_LISTEN_TOKEN";
 /// The variable holding the Worker's `ADMIN_TOKEN`, for `--replay` (as `postwire edge`).
 pub const ADMIN_TOKEN_ENV: &str = "POSTWIRE_EDGE_TOKEN";
@@ -29,14 +30,17 @@ pub const ADMIN_TOKEN_ENV: &str = "POSTWIRE_EDGE_TOKEN";
 #[derive(Debug, Args)]
 #[command(
     after_help = "Either --port (the local inspector) or --worker with --forward (the relay). \
-The relay re-signs every delivery with the local secret, reconnects with back-off (0.5 s doubling to 30 s) \
-and exits when a newer listener takes its place; the local endpoint has 9 s to answer."
+The relay takes the Worker's LISTEN_TOKEN from POSTWIRE_LISTEN_TOKEN or --token-file, never from the command line. \
+It re-signs every delivery with the local secret, reconnects with back-off (0.5 s doubling to 30 s) \
+and exits when a newer listener takes its place. The local endpoint has the Worker's wait (its FORWARD_TIMEOUT_MS, \
+8 s by default, which the Worker announces when the relay connects) less 1 s to answer, so that the sender always \
+gets the relay's verdict."
 )]
 pub struct ListenArgs {
     /// Local inspector: receive deliveries on this port (any path), verify and print
     /// each, answer `204` when it verifies and `400` with the error code when not. `0`
     /// picks a free port (printed at start).
-    #[arg(long, required_unless_present = "worker", conflicts_with_all = ["worker", "forward", "token", "replay"])]
+    #[arg(long, required_unless_present = "worker", conflicts_with_all = ["worker", "forward", "token_file", "token", "replay"])]
     port: Option<u16>,
     /// Inspector: the address to listen on.
     #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
@@ -63,8 +67,12 @@ pub struct ListenArgs {
     /// Relay: the edge Worker's URL (`https://edge.example.com`), whose `LISTEN_TOKEN` is set.
     #[arg(long, requires = "forward")]
     worker: Option<Url>,
-    /// Relay: the Worker's `LISTEN_TOKEN` [default: the POSTWIRE_LISTEN_TOKEN variable]. Never printed.
-    #[arg(long, env = TOKEN_ENV, hide_env_values = true)]
+    /// Relay: a file whose first line is the Worker's `LISTEN_TOKEN` [default: the
+    /// POSTWIRE_LISTEN_TOKEN variable]. The token is never taken on the command line, never printed.
+    #[arg(long, value_name = "FILE", requires = "worker")]
+    token_file: Option<PathBuf>,
+    /// Refused: a token on the command line is kept by `ps` and the shell's history.
+    #[arg(long, hide = true)]
     token: Option<String>,
     /// Relay: the local endpoint each delivery is POSTed to, e.g. http://localhost:3000/webhooks.
     #[arg(long, requires = "worker")]
@@ -109,14 +117,17 @@ pub fn run(args: ListenArgs) -> Result<ExitCode, String> {
 
 /// The relay's settings, checked; prints the local secret when it was made here.
 fn relay_settings(args: ListenArgs, worker: Url, forward: Url) -> Result<relay::Relay, String> {
+    if args.token.is_some() {
+        return Err(format!(
+            "--token: the listen token is never taken on the command line (ps and shell history keep it); \
+set {TOKEN_ENV} or pass --token-file"
+        ));
+    }
     relay::listen_url(&worker)?;
     if !matches!(forward.scheme(), "http" | "https") {
         return Err("--forward: expected an http or https URL".to_owned());
     }
-    let token = args
-        .token
-        .filter(|t| !t.trim().is_empty())
-        .ok_or_else(|| format!("the relay needs the Worker's LISTEN_TOKEN: --token or {TOKEN_ENV}"))?;
+    let token = read_token(args.token_file.as_deref(), std::env::var(TOKEN_ENV).ok())?;
     let secret = match args.secrets.as_slice() {
         [] => {
             let secret = relay::fresh_secret()?;
@@ -150,4 +161,30 @@ fn relay_settings(args: ListenArgs, worker: Url, forward: Url) -> Result<relay::
         },
         replay,
     })
+}
+
+/// The Worker's `LISTEN_TOKEN`: the first line of `file`, or else `from_env` (the
+/// [`TOKEN_ENV`] variable); refused when empty or not visible ASCII. Errors never hold it.
+fn read_token(file: Option<&Path>, from_env: Option<String>) -> Result<String, String> {
+    let token = match file {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read --token-file {}: {e}", path.display()))?
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_owned(),
+        None => from_env.map(|t| t.trim().to_owned()).ok_or_else(|| {
+            format!("the relay needs the Worker's LISTEN_TOKEN: set {TOKEN_ENV}, or pass --token-file")
+        })?,
+    };
+    if token.is_empty() {
+        return Err(format!(
+            "the listen token is empty: set {TOKEN_ENV}, or put it on the first line of --token-file"
+        ));
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err("the listen token must be visible ASCII characters only".to_owned());
+    }
+    Ok(token)
 }

@@ -6,18 +6,24 @@
 //! socket (the Worker answers the sender with it) and prints it. It reconnects with
 //! back-off when the socket drops; it stops when a newer listener replaces it.
 //!
+//! The frames, the path and the close code are `postwire_edge_wire::listen`'s, the
+//! definitions the Worker is built on. The Worker's first frame is its hello, with how long
+//! it waits for each answer; the local endpoint gets that less the margin
+//! ([`local_timeout_ms`](postwire_edge_wire::listen::local_timeout_ms)), so the relay's answer, "no answer in time" included, reaches
+//! the Worker while it still waits, and the sender hears what the relay printed.
+//!
 //! The WebSocket is tokio-tungstenite over a plain TCP stream, or over tokio-rustls
 //! (aws-lc-rs, the platform's roots) for `https` Workers: the TLS stack the rest of the CLI
-//! uses. The frames are described in `worker/README.md` ("Develop locally").
+//! uses.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use futures_util::{SinkExt, StreamExt};
 use postwire_core::{Secret, Signer, UnixTime};
-use serde::Deserialize;
+use postwire_edge_wire::listen::{
+    Answer, Delivery, Hello, LISTEN_PATH, ListenerFrame, REPLACED_CLOSE_CODE, WorkerFrame,
+};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
@@ -27,17 +33,15 @@ use url::Url;
 
 use super::print::{DeliveryLine, Output};
 
-/// Where the Worker serves listeners.
-const LISTEN_PATH: &str = "/_postwire/listen";
-/// The close code of a listener replaced by a newer one.
-const REPLACED_CLOSE_CODE: u16 = 4001;
 /// First wait before reconnecting; doubles up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 /// Longest wait before reconnecting.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
-/// How long the local endpoint may take: below the Worker's wait (its forward timeout,
-/// 8 s by default, never more than the spec's 10 s).
-pub const LOCAL_TIMEOUT: Duration = Duration::from_secs(9);
+/// The longest the TCP connection, the WebSocket handshake, and then the Worker's hello,
+/// may each take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long `--replay`'s request to the admin API may take.
+const REPLAY_TIMEOUT: Duration = Duration::from_secs(30);
 /// A ping this often keeps the socket open through idle proxies and notices a dead one.
 const PING_EVERY: Duration = Duration::from_secs(20);
 
@@ -57,21 +61,6 @@ pub struct Relay {
     pub replay: Option<(String, String)>,
 }
 
-/// A delivery frame from the Worker.
-#[derive(Debug, Deserialize)]
-struct DeliveryFrame {
-    #[serde(rename = "type")]
-    kind: String,
-    correlation_id: String,
-    id: String,
-    #[serde(default)]
-    headers: BTreeMap<String, String>,
-    #[serde(default)]
-    body: Option<String>,
-    #[serde(default)]
-    body_base64: Option<String>,
-}
-
 /// Why one connection ended.
 enum Ended {
     /// A newer listener took over: stop.
@@ -87,8 +76,8 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 /// Runs until Ctrl-C, or until a newer listener replaces this one.
 pub async fn run(relay: Relay) -> Result<(), String> {
     let relay = Arc::new(relay);
+    // No client-wide timeout: each local request gets the one the Worker's hello implies.
     let http = reqwest::Client::builder()
-        .timeout(LOCAL_TIMEOUT)
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
@@ -96,20 +85,23 @@ pub async fn run(relay: Relay) -> Result<(), String> {
     let mut replayed = false;
     loop {
         let attempt = async {
-            let ws = connect(&relay.worker, &relay.token).await?;
+            let (ws, hello) = connect(&relay.worker, &relay.token).await?;
+            let local_timeout = Duration::from_millis(hello.local_timeout_ms());
             eprintln!(
-                "postwire listen: connected to {}; forwarding to {}",
+                "postwire listen: connected to {}; forwarding to {} (it has {} to answer: the Worker waits {})",
                 origin_of(&relay.worker),
-                relay.forward
+                relay.forward,
+                seconds(local_timeout),
+                seconds(Duration::from_millis(hello.wait_ms)),
             );
-            Ok::<_, ConnectError>(ws)
+            Ok::<_, ConnectError>((ws, local_timeout))
         };
         let outcome = tokio::select! {
             r = attempt => r,
             _ = tokio::signal::ctrl_c() => return Ok(()),
         };
         match outcome {
-            Ok(ws) => {
+            Ok((ws, local_timeout)) => {
                 backoff = FIRST_BACKOFF;
                 if !replayed && let Some((admin_token, id)) = relay.replay.clone() {
                     replayed = true;
@@ -117,7 +109,7 @@ pub async fn run(relay: Relay) -> Result<(), String> {
                     tokio::spawn(async move { replay(&client, &worker, &admin_token, &id).await });
                 }
                 let ended = tokio::select! {
-                    e = serve(ws, Arc::clone(&relay), http.clone()) => e,
+                    e = serve(ws, Arc::clone(&relay), http.clone(), local_timeout) => e,
                     _ = tokio::signal::ctrl_c() => return Ok(()),
                 };
                 match ended {
@@ -130,6 +122,13 @@ pub async fn run(relay: Relay) -> Result<(), String> {
             Err(ConnectError::Refused) => {
                 return Err(
                     "the Worker refused the connection: wrong token, or LISTEN_TOKEN is not set on it".to_owned(),
+                );
+            }
+            Err(ConnectError::NoHello) => {
+                return Err(
+                    "the Worker did not start with its hello frame: it runs another version of postwire's Worker; \
+deploy the Worker of this postwire version"
+                        .to_owned(),
                 );
             }
             Err(ConnectError::Failed(why)) => eprintln!("postwire listen: cannot connect: {why}"),
@@ -156,6 +155,8 @@ fn jittered(backoff: Duration) -> Duration {
 enum ConnectError {
     /// The Worker answered without upgrading (wrong token, listen mode off): do not retry.
     Refused,
+    /// The Worker's first frame was not its hello (another version of the Worker): do not retry.
+    NoHello,
     /// Network, TLS, or a Worker answering 5xx: retry.
     Failed(String),
 }
@@ -197,17 +198,20 @@ pub fn listen_url(worker: &Url) -> Result<Url, String> {
     Url::parse(&format!("{scheme}://{host}{port}{LISTEN_PATH}")).map_err(|e| format!("--worker: {e}"))
 }
 
-async fn connect(worker: &Url, token: &str) -> Result<Socket, ConnectError> {
+/// A duration for people: `7 s`, `0.5 s`.
+fn seconds(d: Duration) -> String {
+    format!("{} s", d.as_secs_f64())
+}
+
+/// Connects, authenticates and reads the Worker's hello.
+async fn connect(worker: &Url, token: &str) -> Result<(Socket, Hello), ConnectError> {
     let url = listen_url(worker).map_err(ConnectError::Failed)?;
     let host = url.host_str().unwrap_or_default().trim_matches(['[', ']']).to_owned();
     let port = url.port_or_known_default().unwrap_or(443);
-    let tcp = tokio::time::timeout(
-        Duration::from_secs(10),
-        tokio::net::TcpStream::connect((host.as_str(), port)),
-    )
-    .await
-    .map_err(|_| ConnectError::Failed("timed out connecting".to_owned()))?
-    .map_err(|e| ConnectError::Failed(e.to_string()))?;
+    let tcp = tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect((host.as_str(), port)))
+        .await
+        .map_err(|_| ConnectError::Failed("timed out connecting".to_owned()))?
+        .map_err(|e| ConnectError::Failed(e.to_string()))?;
     let _ = tcp.set_nodelay(true);
     let stream: Box<dyn Io> = if url.scheme() == "wss" {
         Box::new(tls(tcp, &host).await?)
@@ -223,18 +227,43 @@ async fn connect(worker: &Url, token: &str) -> Result<Socket, ConnectError> {
         .map_err(|_| ConnectError::Failed("the token is not a valid header value".to_owned()))?;
     request.headers_mut().insert("authorization", bearer);
     let handshake = tokio_tungstenite::client_async(request, stream);
-    match tokio::time::timeout(Duration::from_secs(15), handshake).await {
-        Err(_) => Err(ConnectError::Failed("timed out in the WebSocket handshake".to_owned())),
-        Ok(Ok((ws, _))) => Ok(ws),
+    let mut ws = match tokio::time::timeout(CONNECT_TIMEOUT, handshake).await {
+        Err(_) => return Err(ConnectError::Failed("timed out in the WebSocket handshake".to_owned())),
+        Ok(Ok((ws, _))) => ws,
         Ok(Err(tokio_tungstenite::tungstenite::Error::Http(response))) => {
             let status = response.status().as_u16();
-            if (400..500).contains(&status) {
-                Err(ConnectError::Refused)
+            return Err(if (400..500).contains(&status) {
+                ConnectError::Refused
             } else {
-                Err(ConnectError::Failed(format!("the Worker answered {status}")))
-            }
+                ConnectError::Failed(format!("the Worker answered {status}"))
+            });
         }
-        Ok(Err(e)) => Err(ConnectError::Failed(e.to_string())),
+        Ok(Err(e)) => return Err(ConnectError::Failed(e.to_string())),
+    };
+    match tokio::time::timeout(CONNECT_TIMEOUT, first_text(&mut ws)).await {
+        Err(_) => Err(ConnectError::Failed("the Worker sent no hello".to_owned())),
+        Ok(Err(e)) => Err(e),
+        Ok(Ok(text)) => match WorkerFrame::parse(&text) {
+            Ok(WorkerFrame::Hello(hello)) => Ok((ws, hello)),
+            _ => Err(ConnectError::NoHello),
+        },
+    }
+}
+
+/// The first text frame on a new socket (pings and pongs skipped).
+async fn first_text(ws: &mut Socket) -> Result<String, ConnectError> {
+    loop {
+        match ws.next().await {
+            Some(Ok(Message::Text(text))) => return Ok(text.as_str().to_owned()),
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+            Some(Ok(Message::Close(_))) | None => {
+                return Err(ConnectError::Failed(
+                    "the Worker closed the socket before its hello".to_owned(),
+                ));
+            }
+            Some(Ok(_)) => return Err(ConnectError::NoHello),
+            Some(Err(e)) => return Err(ConnectError::Failed(e.to_string())),
+        }
     }
 }
 
@@ -258,9 +287,9 @@ async fn tls(
         .map_err(|e| failed(e.to_string()))
 }
 
-/// One connection: each delivery frame is relayed in its own task; answers go back in
-/// whatever order the local endpoint gives them.
-async fn serve(ws: Socket, relay: Arc<Relay>, http: reqwest::Client) -> Ended {
+/// One connection: each delivery frame is relayed in its own task, the local endpoint
+/// given `local_timeout`; answers go back in whatever order the local endpoint gives them.
+async fn serve(ws: Socket, relay: Arc<Relay>, http: reqwest::Client, local_timeout: Duration) -> Ended {
     let (mut sink, mut stream) = ws.split();
     let (answers, mut to_send) = mpsc::unbounded_channel::<String>();
     let mut ping = tokio::time::interval(PING_EVERY);
@@ -278,12 +307,11 @@ async fn serve(ws: Socket, relay: Arc<Relay>, http: reqwest::Client) -> Ended {
                     return Ended::Lost(why.unwrap_or_else(|| "closed by the Worker".to_owned()));
                 }
                 Some(Ok(Message::Text(text))) => {
-                    if let Ok(frame) = serde_json::from_str::<DeliveryFrame>(&text)
-                        && frame.kind == "delivery"
-                    {
+                    // Anything but a delivery (a frame of a later version) is ignored.
+                    if let Ok(WorkerFrame::Delivery(frame)) = WorkerFrame::parse(&text) {
                         let (relay, http, answers) = (Arc::clone(&relay), http.clone(), answers.clone());
                         tokio::spawn(async move {
-                            let answer = deliver_locally(&relay, &http, frame).await;
+                            let answer = deliver_locally(&relay, &http, frame, local_timeout).await;
                             let _ = answers.send(answer);
                         });
                     }
@@ -304,35 +332,45 @@ async fn serve(ws: Socket, relay: Arc<Relay>, http: reqwest::Client) -> Ended {
     }
 }
 
-/// Re-signs, POSTs to the local endpoint, prints; the answer frame to send back.
-async fn deliver_locally(relay: &Relay, http: &reqwest::Client, frame: DeliveryFrame) -> String {
-    let body = match (&frame.body, &frame.body_base64) {
-        (Some(text), _) => text.clone().into_bytes(),
-        (None, Some(b64)) => base64::engine::general_purpose::STANDARD
-            .decode(b64)
-            .unwrap_or_default(),
-        (None, None) => Vec::new(),
+/// Re-signs, POSTs to the local endpoint (given `local_timeout`), prints; the answer
+/// frame to send back.
+async fn deliver_locally(relay: &Relay, http: &reqwest::Client, frame: Delivery, local_timeout: Duration) -> String {
+    let correlation_id = frame.correlation_id.clone();
+    let body = match frame.body_bytes() {
+        Ok(body) => body,
+        Err(e) => {
+            let mut line = DeliveryLine::new(&frame.id, &[], relay.output);
+            line.error = Some(e.to_string());
+            line.print(relay.output);
+            return ListenerFrame::Answer(Answer::no_answer(correlation_id, e.to_string())).to_text();
+        }
     };
     let mut line = DeliveryLine::new(&frame.id, &body, relay.output);
     let started = Instant::now();
-    let result = forward(relay, http, &frame, body).await;
+    let result = forward(relay, http, &frame, body, local_timeout).await;
     line.latency_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
     let answer = match result {
         Ok(status) => {
             line.status = Some(status);
-            serde_json::json!({"type": "answer", "correlation_id": frame.correlation_id, "status": status})
+            Answer::status(correlation_id, status)
         }
         Err(error) => {
             line.error = Some(error.clone());
-            serde_json::json!({"type": "answer", "correlation_id": frame.correlation_id, "status": null, "error": error})
+            Answer::no_answer(correlation_id, error)
         }
     };
     line.print(relay.output);
-    answer.to_string()
+    ListenerFrame::Answer(answer).to_text()
 }
 
-/// The local endpoint's status, or why there is none.
-async fn forward(relay: &Relay, http: &reqwest::Client, frame: &DeliveryFrame, body: Vec<u8>) -> Result<u16, String> {
+/// The local endpoint's status within `local_timeout`, or why there is none.
+async fn forward(
+    relay: &Relay,
+    http: &reqwest::Client,
+    frame: &Delivery,
+    body: Vec<u8>,
+    local_timeout: Duration,
+) -> Result<u16, String> {
     let timestamp = frame
         .headers
         .get(postwire_core::TIMESTAMP_HEADER)
@@ -344,6 +382,7 @@ async fn forward(relay: &Relay, http: &reqwest::Client, frame: &DeliveryFrame, b
         .map_err(|e| e.to_string())?;
     let mut request = http
         .post(relay.forward.clone())
+        .timeout(local_timeout)
         .header(postwire_core::ID_HEADER, &frame.id)
         .header(postwire_core::TIMESTAMP_HEADER, timestamp.to_string())
         .header(postwire_core::SIGNATURE_HEADER, signature.as_str());
@@ -352,7 +391,7 @@ async fn forward(relay: &Relay, http: &reqwest::Client, frame: &DeliveryFrame, b
     }
     match request.body(body).send().await {
         Ok(response) => Ok(response.status().as_u16()),
-        Err(e) if e.is_timeout() => Err(format!("no answer within {} s", LOCAL_TIMEOUT.as_secs())),
+        Err(e) if e.is_timeout() => Err(format!("no answer within {}", seconds(local_timeout))),
         Err(e) if e.is_connect() => Err(format!("cannot connect to {}", relay.forward)),
         Err(_) => Err("the local endpoint's answer could not be read".to_owned()),
     }
@@ -369,7 +408,12 @@ async fn replay(http: &reqwest::Client, worker: &Url, admin_token: &str, id: &st
     };
     segments.clear().extend(["_postwire", "deliveries", id, "replay"]);
     drop(segments);
-    let sent = http.post(url).bearer_auth(admin_token).send().await;
+    let sent = http
+        .post(url)
+        .timeout(REPLAY_TIMEOUT)
+        .bearer_auth(admin_token)
+        .send()
+        .await;
     match sent {
         Ok(r) if r.status().is_success() => eprintln!("postwire listen: replay of {id} requested"),
         Ok(r) if r.status().as_u16() == 404 => eprintln!(
