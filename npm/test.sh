@@ -16,8 +16,8 @@ cd "$(dirname "$0")"
 ROOT=$(cd .. && pwd)
 export PATH="$ROOT/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 # The wasm builds in a target dir of their own (as npm/build.sh's), so they never wait on
-# the workspace's native builds; the native tests in the workspace's, which built most of
-# what they need already.
+# the workspace's native builds; the native tests are the workspace's shared test build
+# (scripts/workspace-tests.sh).
 WASM_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target/npm}"
 
 step() { printf '\n\033[1;34m==> npm: %s\033[0m\n' "$*"; }
@@ -30,9 +30,8 @@ command -v wasm-bindgen-test-runner >/dev/null || { echo "wasm-bindgen-test-runn
 step "build"
 bash build.sh
 
-step "cargo test -p postwire-wasm (native)"
-cargo test -p postwire-wasm --locked
-cargo test -p postwire-wasm --locked --features ed25519   # the postwire/v1a module's functions
+step "postwire-wasm's native tests (with ed25519: the postwire/v1a module's functions too), from the workspace's test build"
+bash "$ROOT/scripts/workspace-tests.sh" run postwire-wasm
 
 # The wasm tests: cargo builds them for wasm32 and runs each binary with the runner of the
 # wasm-bindgen CLI scripts/setup.sh installed (its version is the crate's), in Node, then in

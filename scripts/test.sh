@@ -44,14 +44,19 @@ part_deny() { # cargo deny: licenses, banned and duplicate crates, crate sources
   cargo deny --locked check --hide-inclusion-graph licenses bans sources
 }
 part_rust() { # cargo test --workspace, postwire-core without and with every feature, trace export
-  cargo test --workspace --locked
+  # The build every later part's native tests, CLI and examples come from.
+  bash scripts/workspace-tests.sh test
   cargo test -p postwire-core --locked   # without `ed25519`: the v1-only build (the npm default module)
   cargo test -p postwire-core --all-features --locked
-  cargo test -p postwire-cli --features otel --locked --test otel
+  # In the workspace's feature set (as -p postwire-cli, it would build its own tokio, hyper, aws-lc, SQLite...)
+  bash scripts/workspace-tests.sh test --features postwire-cli/otel --test otel
 }
 part_postgres() { # the sender's tests again, on PostgreSQL (a throwaway cluster; fails if it cannot start); the receiver's stores on PostgreSQL and Redis (needs redis-server)
-  POSTWIRE_TEST_BACKEND=postgres cargo test -p postwire-sender --locked --test '*'
-  cargo test -p postwire-receiver --features redis,postgres --locked -- --include-ignored   # + with the npm stores: node, root node_modules
+  # The rust part's build, plus the receiver's store features (scripts/workspace-tests.sh).
+  POSTWIRE_TEST_BACKEND=postgres bash scripts/workspace-tests.sh --stores run postwire-sender --integration
+  # + the npm stores against the Rust ones (tests/npm_interop.rs: node, root node_modules;
+  # CI=true makes it fail rather than pass unrun where they are missing)
+  CI=true bash scripts/workspace-tests.sh --stores run postwire-receiver
 }
 part_fuzz() { # each cargo-fuzz target of fuzz/ for FUZZ_SECONDS seconds
   local target

@@ -21,8 +21,8 @@ export PATH="$ROOT/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 
 step() { printf '\n\033[1;36m[worker] %s\033[0m\n' "$*"; }
 
-step "native tests (cargo test -p postwire-worker)"
-cargo test -p postwire-worker --locked
+step "native tests (postwire-worker's, from the workspace's test build: scripts/workspace-tests.sh)"
+bash "$ROOT/scripts/workspace-tests.sh" run postwire-worker
 
 step "build with worker-build, through wrangler deploy --dry-run"
 out="$(mktemp -d)"
@@ -32,12 +32,9 @@ grep -q -- '--dry-run: exiting now' "$out/wrangler.log" || { echo "wrangler dry 
 if grep -qiE '\bdownloading\b' "$out/wrangler.log"; then echo "the build downloaded something" >&2; exit 1; fi
 [ -f build/index.js ] && [ -f build/index_bg.wasm ] || { echo "worker/build is incomplete" >&2; exit 1; }
 
-step "signers for the tests (sign_with_core example, postwire CLI)"
-executable() { # cargo build ... --message-format=json → the path of the built executable
-  cargo build --locked --message-format=json "$@" | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1
-}
-POSTWIRE_CORE_SIGNER="$(executable -p postwire-worker --example sign_with_core)"
-POSTWIRE_CLI="$(executable -p postwire-cli --bin postwire)"
+step "signers for the tests (sign_with_core example, postwire CLI), from the workspace's test build"
+POSTWIRE_CORE_SIGNER="$(bash "$ROOT/scripts/workspace-tests.sh" exe example sign_with_core)"
+POSTWIRE_CLI="$(bash "$ROOT/scripts/workspace-tests.sh" exe bin postwire)"
 [ -x "$POSTWIRE_CORE_SIGNER" ] && [ -x "$POSTWIRE_CLI" ] || { echo "could not build the signers" >&2; exit 1; }
 export POSTWIRE_CORE_SIGNER POSTWIRE_CLI
 

@@ -24,11 +24,8 @@ VENV="$PWD/.venv"
 [ -x "$VENV/bin/st" ] || { echo "tests/contract/test.sh: run scripts/setup.sh first (it makes .venv with Schemathesis)" >&2; exit 1; }
 
 if [ -z "${POSTWIRE_CONTRACT_IN_NETNS:-}" ]; then
-  step "building postwire-cli"
-  export PATH="$HOME/.cargo/bin:$PATH"
-  POSTWIRE_BIN="$(cargo build --locked -p postwire-cli --bin postwire --message-format=json |
-    sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)"
-  [ -x "$POSTWIRE_BIN" ] || { echo "could not build postwire-cli" >&2; exit 1; }
+  step "building postwire-cli (the workspace's test build: scripts/workspace-tests.sh)"
+  POSTWIRE_BIN="$(bash scripts/workspace-tests.sh exe bin postwire)"
   export POSTWIRE_BIN POSTWIRE_CONTRACT_IN_NETNS=1
   if [ "$(id -u)" = 0 ]; then
     exec unshare --net bash "$0" "$@"

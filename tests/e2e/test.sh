@@ -4,8 +4,9 @@
 # package, over real loopback HTTP, with origin failures and a SIGKILL of the sender.
 # Takes about 40 s (the sender's first retry comes 30 s after a failure).
 #
-# Needs scripts/setup.sh and `npm ci` at the root. Builds what is missing: postwire-cli
-# (always, incrementally), the npm package (npm/dist) and the Worker (worker/build).
+# Needs scripts/setup.sh and `npm ci` at the root. Builds what is missing or out of date:
+# postwire-cli (the workspace's shared test build), the Worker (worker/build), and the npm
+# package when npm/dist is missing.
 # Downloads nothing. POSTWIRE_E2E_KEEP=1 keeps the temporary folder (database, sender log).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,15 +18,12 @@ if [ ! -f npm/dist/node/index-import.cjs ]; then
   step "building the postwire npm package (npm/build.sh)"
   bash npm/build.sh
 fi
-if [ ! -f worker/build/index.js ] || [ ! -f worker/build/index_bg.wasm ]; then
-  step "building the Worker (worker/build.sh)"
-  bash worker/build.sh
-fi
+# Always: it leaves worker/build/ as it is when that is current (the worker part built it).
+step "the Worker's build (worker/build.sh)"
+bash worker/build.sh
 
-step "building postwire-cli"
-POSTWIRE_BIN="$(cargo build --locked -p postwire-cli --bin postwire --message-format=json |
-  sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)"
-[ -x "$POSTWIRE_BIN" ] || { echo "could not build postwire-cli" >&2; exit 1; }
+step "building postwire-cli (the workspace's test build: scripts/workspace-tests.sh)"
+POSTWIRE_BIN="$(bash scripts/workspace-tests.sh exe bin postwire)"
 export POSTWIRE_BIN
 
 step "sender → Worker → origin"

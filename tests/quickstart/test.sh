@@ -10,7 +10,7 @@
 #
 # What stands in for the registries until the packages are published (the only
 # substitutions): the `postwire` CLI is the one built from the workspace
-# (target/debug/postwire, as CI's other parts built it; `cargo install` from the packaged
+# (the workspace's test build, scripts/workspace-tests.sh, as CI's other parts built it; `cargo install` from the packaged
 # crate is checked by scripts/package.sh), and `npm install postwire` installs the tarball
 # npm/scripts/pack.sh makes (of CI's npm/dist when it is there). Toolchains stay shared: RUSTUP_HOME,
 # CARGO_HOME and npm's download cache point at the real ones.
@@ -32,11 +32,10 @@ WORK="$(mktemp -d /tmp/postwire-quickstart.XXXXXX)"
 cleanup() { [ -n "${KEEP_QUICKSTART:-}" ] || rm -rf "$WORK"; }
 trap cleanup EXIT
 
-# The CLI: the workspace's debug build (CI's e2e, settings and contract parts built it).
+# The CLI: the workspace's debug build (CI's rust part built it: scripts/workspace-tests.sh).
 # POSTWIRE_BIN=path uses that one instead.
 if [ -z "${POSTWIRE_BIN:-}" ]; then
-  POSTWIRE_BIN="$(cd "$ROOT" && cargo build --locked -p postwire-cli --bin postwire --message-format=json |
-    sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)"
+  POSTWIRE_BIN="$(bash "$ROOT/scripts/workspace-tests.sh" exe bin postwire)"
 fi
 [ -x "$POSTWIRE_BIN" ] || die "no postwire binary"
 mkdir -p "$WORK/bin" "$WORK/home"

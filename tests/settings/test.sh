@@ -20,10 +20,8 @@ if [ ! -f npm/dist/browser/index.js ]; then
   bash npm/build.sh
 fi
 
-step "building postwire-cli"
-POSTWIRE_BIN="$(cargo build --locked -p postwire-cli --bin postwire --message-format=json |
-  sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)"
-[ -x "$POSTWIRE_BIN" ] || { echo "could not build postwire-cli" >&2; exit 1; }
+step "building postwire-cli (the workspace's test build: scripts/workspace-tests.sh)"
+POSTWIRE_BIN="$(bash scripts/workspace-tests.sh exe bin postwire)"
 export POSTWIRE_BIN
 
 step "Chromium against postwire serve"

@@ -11,10 +11,8 @@ export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 step() { printf '\n\033[1;32m[client] %s\033[0m\n' "$*"; }
 [ -x node_modules/.bin/openapi-typescript ] || { echo "tests/contract/client/test.sh: run npm ci at the repository root first" >&2; exit 1; }
 
-step "building postwire-cli"
-bin="$(cargo build --locked -p postwire-cli --bin postwire --message-format=json |
-  sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)"
-[ -x "$bin" ] || { echo "could not build postwire-cli" >&2; exit 1; }
+step "building postwire-cli (the workspace's test build: scripts/workspace-tests.sh)"
+bin="$(bash scripts/workspace-tests.sh exe bin postwire)"
 
 work="$(mktemp -d)"
 server_pid=""
