@@ -7,6 +7,10 @@
 # build log shows any download. Missing tools: `bash scripts/setup.sh worker` installs them.
 #
 # Usage: worker/build.sh            (release build, wasm-opt -Oz)
+#
+# When the Worker's compiled wasm, this script, worker/Cargo.toml and the tools are what
+# they were at the last build, build/ is current and is left as it is (`wrangler dev` and
+# `wrangler deploy` run this script each time); cargo decides whether the wasm is.
 set -euo pipefail
 cd "$(dirname "$0")"
 WORKER_DIR="$PWD"
@@ -37,6 +41,22 @@ export ESBUILD_BIN="$NPM_BIN/esbuild"
 # A target dir of its own, so the wasm build never waits on the workspace's native builds.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target/worker}"
 
+# cargo's part first, exactly as worker-build runs it (same arguments, folder and
+# environment, so the two never rebuild for each other): then the rest is needed only when
+# its inputs changed.
+(cd "$WORKER_DIR" && WASM_BINDGEN_USE_JS_SYS=1 cargo build --lib --release --target wasm32-unknown-unknown --locked)
+raw_wasm="$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/postwire_worker.wasm"
+[ -f "$raw_wasm" ] || die "cargo did not produce $raw_wasm"
+inputs="$( (sha256sum "$raw_wasm" "$WORKER_DIR/build.sh" "$WORKER_DIR/Cargo.toml" | awk '{print $1}'
+  worker-build --version; wasm-bindgen --version; "$WASM_OPT_BIN" --version; "$ESBUILD_BIN" --version) | sha256sum | awk '{print $1}')"
+stamp="$WORKER_DIR/build/.inputs"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$inputs" ] &&
+  [ -f "$WORKER_DIR/build/index.js" ] && [ -f "$WORKER_DIR/build/index_bg.wasm" ]; then
+  echo "worker/build.sh: build/ is current ($(wc -c <"$WORKER_DIR/build/index_bg.wasm") bytes of wasm)"
+  exit 0
+fi
+
+rm -f "$stamp" # until this build has finished
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 if ! worker-build --release -- --locked 2>&1 | tee "$log"; then
@@ -47,4 +67,5 @@ if grep -qiE 'download(ing)?\b' "$log"; then
 fi
 [ -f "$WORKER_DIR/build/index.js" ] && [ -f "$WORKER_DIR/build/index_bg.wasm" ] ||
   die "worker-build did not produce build/index.js and build/index_bg.wasm"
+echo "$inputs" >"$stamp"
 echo "worker/build.sh: built $(wc -c <"$WORKER_DIR/build/index_bg.wasm") bytes of wasm in worker/build/"
