@@ -39,6 +39,9 @@ apt_install() { # Debian packages, installed only when asked for (callers check 
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
+# The tools' builds share one target dir instead of a temporary one each: they have many
+# dependencies in common (clap, serde, syn...), compiled once where version and features agree.
+cargo_install() { cargo install --target-dir "$PWD/target/tools" "$@"; }
 need_wasm_target() {
   if ! rustup target list --installed | grep -q '^wasm32-unknown-unknown$'; then
     log "rustup target add wasm32-unknown-unknown"
@@ -49,13 +52,13 @@ need_wasm_bindgen() {
   if ! have_version wasm-bindgen "$WASM_BINDGEN_VERSION"; then
     # Not --locked: the CLI's own lockfile pins a crate version this registry lacks.
     log "cargo install wasm-bindgen-cli $WASM_BINDGEN_VERSION"
-    cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+    cargo_install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
   fi
 }
 need_worker_build() {
   if ! have_version worker-build "$WORKER_BUILD_VERSION"; then
     log "cargo install worker-build $WORKER_BUILD_VERSION"
-    cargo install worker-build --version "$WORKER_BUILD_VERSION" --locked
+    cargo_install worker-build --version "$WORKER_BUILD_VERSION" --locked
   fi
 }
 npm_tools() { # npm packages, at the exact versions of the root package.json, into .tools/
@@ -119,19 +122,7 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || apt_pkgs+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || apt_pkgs+=(redis-server)   # npm and Rust receiver stores: throwaway Redis per test run
 apt_install ${apt_pkgs[@]+"${apt_pkgs[@]}"}
 
-# wasm-bindgen-cli also brings wasm-bindgen-test-runner, which runs npm/test.sh's wasm tests.
-need_wasm_bindgen
-need_worker_build
-
-if ! have_version cargo-fuzz "$CARGO_FUZZ_VERSION"; then
-  log "cargo install cargo-fuzz $CARGO_FUZZ_VERSION"
-  cargo install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked
-fi
-if ! have_version cargo-deny "$CARGO_DENY_VERSION"; then
-  log "cargo install cargo-deny $CARGO_DENY_VERSION"
-  cargo install cargo-deny --version "$CARGO_DENY_VERSION" --locked
-fi
-
+js_py_tools() { # the root node_modules (npm ci) and the Python venv
 # JavaScript tooling (miniflare/workerd, wrangler, binaryen's wasm-opt, peers for benchmarks)
 # lives in the root node_modules, pinned by package-lock.json.
 if [ -f package.json ]; then
@@ -154,6 +145,34 @@ if [ ! -x .venv/bin/st ] || ! cat "${PY_REQUIREMENTS[@]}" | cmp -s - .venv/postw
   .venv/bin/pip check
   cat "${PY_REQUIREMENTS[@]}" > .venv/postwire-requirements.txt
 fi
+}
+# They mostly download, while the cargo installs below keep both cores busy: they run beside
+# them, their output kept until the installs are done.
+mkdir -p target
+js_py_tools > target/setup-js-py.log 2>&1 &
+js_py_pid=$!
+trap 'kill "$js_py_pid" 2>/dev/null || true' EXIT # a failed install stops it too
+
+# wasm-bindgen-cli also brings wasm-bindgen-test-runner, which runs npm/test.sh's wasm tests.
+need_wasm_bindgen
+need_worker_build
+
+if ! have_version cargo-fuzz "$CARGO_FUZZ_VERSION"; then
+  log "cargo install cargo-fuzz $CARGO_FUZZ_VERSION"
+  cargo_install cargo-fuzz --version "$CARGO_FUZZ_VERSION" --locked
+fi
+if ! have_version cargo-deny "$CARGO_DENY_VERSION"; then
+  log "cargo install cargo-deny $CARGO_DENY_VERSION"
+  cargo_install cargo-deny --version "$CARGO_DENY_VERSION" --locked
+fi
+
+# npm ci and the Python venv (above) ran beside the cargo installs: their output now.
+if ! wait "$js_py_pid"; then
+  cat target/setup-js-py.log >&2
+  echo "setup: npm ci or the Python venv failed (above)" >&2
+  exit 1
+fi
+cat target/setup-js-py.log
 }
 
 parts=("$@")
