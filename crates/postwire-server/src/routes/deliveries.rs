@@ -9,10 +9,9 @@ use postwire_sender::MAX_PAGE_SIZE;
 
 use crate::auth::Caller;
 use crate::errors::{ApiResult, CommonErrors, ErrorBody, ValidationErrorBody};
-use crate::routes::webhooks::load;
+use crate::routes::endpoints::{self, Subscriptions};
 use crate::schemas::{Delivery, DeliveryList};
 use crate::state::AppState;
-use crate::tokens::Scope;
 use crate::validation::{ApiPath, QueryParams};
 
 /// Default page size.
@@ -41,19 +40,17 @@ pub const DEFAULT_PAGE_SIZE: usize = 20;
     security(("bearer" = ["webhooks:read"]))
 )]
 pub async fn list_deliveries(
-    State(state): State<AppState>,
+    state: State<AppState>,
     caller: Caller,
-    ApiPath((workspace_id, webhook_id)): ApiPath<(String, String)>,
+    path: ApiPath<(String, String)>,
     uri: Uri,
 ) -> ApiResult<Json<DeliveryList>> {
-    caller.authorize(&state, Scope::WebhooksRead, &workspace_id).await?;
-    load(&state, &workspace_id, &webhook_id).await?;
-    Ok(Json(page(&state, &webhook_id, &uri).await?))
+    endpoints::list_deliveries::<Subscriptions>(state, caller, path, uri).await
 }
 
 /// The page of `id`'s deliveries that the query of `uri` asks for (`limit`, `cursor`;
-/// anything else is refused). Shared with an operator endpoint's deliveries
-/// (`routes::operator_webhooks`), after the caller's ownership check.
+/// anything else is refused), for either kind of endpoint
+/// ([`endpoints::list_deliveries`]), after the caller's ownership check.
 pub(crate) async fn page(state: &AppState, id: &str, uri: &Uri) -> ApiResult<DeliveryList> {
     let query = QueryParams::parse(uri.query(), &["limit", "cursor"])?;
     let limit = query.int("limit", DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE)?;

@@ -10,6 +10,7 @@
 
 pub mod deliveries;
 pub mod docs;
+pub mod endpoints;
 pub mod erasure;
 pub mod operator_webhooks;
 pub mod portal_sessions;

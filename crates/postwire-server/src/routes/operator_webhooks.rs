@@ -10,43 +10,27 @@
 //! [`postwire_sender::MAX_OPERATOR_ENDPOINTS`] per workspace.
 //!
 //! The two kinds share one id space and one table in the sender, so each side checks the
-//! purpose: an operator endpoint's id is `not_found` under `…/webhooks/{webhookId}`
-//! (`routes::webhooks::load`), and a subscription's id is `not_found` here (`load`).
+//! purpose: an operator endpoint's id is `not_found` under `…/webhooks/{webhookId}`, and
+//! a subscription's id is `not_found` here. Creation is an operator endpoint's own; the
+//! other operations are [`crate::routes::endpoints`]' over [`OperatorEndpoints`].
 
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{StatusCode, Uri};
 use postwire_core::{CreatedByKind, SigningMode};
-use postwire_sender::{DeliveryId, NewSubscription, Published, Purpose, SenderError, SubscriptionRecord, TestEvent};
+use postwire_sender::{NewSubscription, SenderError};
 
 use crate::auth::Caller;
 use crate::errors::{ApiError, ApiResult, CommonErrors, ErrorBody, ValidationErrorBody};
-use crate::routes::deliveries;
-use crate::routes::webhooks::DEFAULT_TEST_MESSAGE;
+use crate::routes::endpoints::{self, OperatorEndpoints};
 use crate::schemas::{
-    CreateOperatorEndpointRequest, CreatedOperatorEndpoint, EventTypeName, OperatorDelivery, OperatorDeliveryList,
-    OperatorEndpoint, OperatorEndpointList, ResentDelivery, RotatedSecret, SendTestRequest, SetEnabledRequest,
-    TestEventQueued,
+    CreateOperatorEndpointRequest, CreatedOperatorEndpoint, OperatorDeliveryList, OperatorEndpoint,
+    OperatorEndpointList, ResentDelivery, RotatedSecret, SendTestRequest, SetEnabledRequest, TestEventQueued,
 };
 use crate::state::AppState;
 use crate::tokens::Scope;
-use crate::validation::{
-    ApiPath, check_id_param, parse_enabled, parse_json, parse_operator_create, parse_test_message, read_body,
-};
-
-/// The operator endpoint `id` of `workspace_id`: 400 `invalid_request` when `id` breaks
-/// the id rule, `not_found` when there is no such operator endpoint in that workspace
-/// (also when `id` is a subscriber's subscription).
-pub(crate) async fn load(state: &AppState, workspace_id: &str, id: &str) -> ApiResult<SubscriptionRecord> {
-    check_id_param("endpointId", id)?;
-    let record = state.sender.subscription(id).await?;
-    if record.workspace_id != workspace_id || record.purpose != Purpose::Operator {
-        let shown: String = id.chars().take(64).collect();
-        return Err(ApiError::NotFound(format!("operator endpoint `{shown}` not found")));
-    }
-    Ok(record)
-}
+use crate::validation::{ApiPath, parse_json, parse_operator_create, read_body};
 
 /// Creates an operator endpoint of `workspace_id` named `name` at `url`, with
 /// [`SenderError::PlanLimit`] as [`ApiError::OperatorEndpointLimit`]. Shared with the
@@ -139,15 +123,11 @@ pub async fn create_operator_webhook(
     security(("bearer" = ["webhooks:read"]))
 )]
 pub async fn list_operator_webhooks(
-    State(state): State<AppState>,
+    state: State<AppState>,
     caller: Caller,
-    ApiPath(workspace_id): ApiPath<String>,
+    path: ApiPath<String>,
 ) -> ApiResult<Json<OperatorEndpointList>> {
-    caller.authorize(&state, Scope::WebhooksRead, &workspace_id).await?;
-    let list = state.sender.list_operator_endpoints(&workspace_id).await?;
-    Ok(Json(OperatorEndpointList {
-        data: list.iter().map(OperatorEndpoint::from).collect(),
-    }))
+    endpoints::list::<OperatorEndpoints>(state, caller, path).await
 }
 
 /// Deletes an operator endpoint, with its deliveries; its notices not yet delivered are
@@ -169,15 +149,11 @@ pub async fn list_operator_webhooks(
     security(("bearer" = ["webhooks:write"]))
 )]
 pub async fn delete_operator_webhook(
-    State(state): State<AppState>,
+    state: State<AppState>,
     caller: Caller,
-    ApiPath((workspace_id, endpoint_id)): ApiPath<(String, String)>,
+    path: ApiPath<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
-    load(&state, &workspace_id, &endpoint_id).await?;
-    state.sender.delete_subscription(&endpoint_id).await?;
-    tracing::info!(subscription_id = %endpoint_id, token_id = %caller.0.id, "operator endpoint deleted");
-    Ok(StatusCode::NO_CONTENT)
+    endpoints::delete::<OperatorEndpoints>(state, caller, path).await
 }
 
 /// Pauses (`{"enabled": false}`) or resumes (`{"enabled": true}`) an operator endpoint,
@@ -202,18 +178,12 @@ pub async fn delete_operator_webhook(
     security(("bearer" = ["webhooks:write"]))
 )]
 pub async fn set_operator_webhook_enabled(
-    State(state): State<AppState>,
+    state: State<AppState>,
     caller: Caller,
-    ApiPath((workspace_id, endpoint_id)): ApiPath<(String, String)>,
+    path: ApiPath<(String, String)>,
     body: Body,
 ) -> ApiResult<Json<OperatorEndpoint>> {
-    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
-    load(&state, &workspace_id, &endpoint_id).await?;
-    let bytes = read_body(body, state.max_body_bytes).await?;
-    let enabled = parse_enabled(parse_json(&bytes)?.as_ref())?;
-    let record = state.sender.set_enabled(&endpoint_id, enabled).await?;
-    tracing::info!(subscription_id = %endpoint_id, enabled, token_id = %caller.0.id, "operator endpoint enabled state set");
-    Ok(Json(OperatorEndpoint::from(&record)))
+    endpoints::set_enabled::<OperatorEndpoints>(state, caller, path, body).await
 }
 
 /// Replaces an operator endpoint's signing secret. The new secret is returned this once;
@@ -237,43 +207,11 @@ pub async fn set_operator_webhook_enabled(
     security(("bearer" = ["webhooks:write"]))
 )]
 pub async fn rotate_operator_webhook_secret(
-    State(state): State<AppState>,
+    state: State<AppState>,
     caller: Caller,
-    ApiPath((workspace_id, endpoint_id)): ApiPath<(String, String)>,
+    path: ApiPath<(String, String)>,
 ) -> ApiResult<Json<RotatedSecret>> {
-    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
-    load(&state, &workspace_id, &endpoint_id).await?;
-    let rotated = state.sender.rotate_secret(&endpoint_id).await?;
-    tracing::info!(subscription_id = %endpoint_id, token_id = %caller.0.id, "operator endpoint secret rotated");
-    Ok(Json(RotatedSecret {
-        secret: rotated.secret.expose(),
-        previous_secret_expires_at: rotated.previous_valid_until.to_string(),
-    }))
-}
-
-/// Queues a `webhook.test` event (`data.message`) to `endpoint_id` of `workspace_id`
-/// only, and returns its event id. Shared with the Settings screen.
-pub(crate) async fn queue_test(
-    state: &AppState,
-    workspace_id: &str,
-    endpoint_id: &str,
-    message: String,
-) -> ApiResult<String> {
-    let published = state
-        .sender
-        .publish(TestEvent {
-            workspace_id: workspace_id.to_owned(),
-            subscription_id: Some(endpoint_id.to_owned()),
-            message,
-        })
-        .await?;
-    match published {
-        Published::Event { event_id, .. } => {
-            tracing::info!(subscription_id = %endpoint_id, event_id = %event_id, "test notice queued to an operator endpoint");
-            Ok(event_id)
-        }
-        Published::NoEvent(_) => Err(ApiError::Internal("a test event produced no event".into())),
-    }
+    endpoints::rotate_secret::<OperatorEndpoints>(state, caller, path).await
 }
 
 /// Sends a `webhook.test` event to this operator endpoint only, so an operator can check
@@ -298,23 +236,12 @@ pub(crate) async fn queue_test(
     security(("bearer" = ["webhooks:write"]))
 )]
 pub async fn send_operator_webhook_test(
-    State(state): State<AppState>,
+    state: State<AppState>,
     caller: Caller,
-    ApiPath((workspace_id, endpoint_id)): ApiPath<(String, String)>,
+    path: ApiPath<(String, String)>,
     body: Body,
 ) -> ApiResult<(StatusCode, Json<TestEventQueued>)> {
-    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
-    load(&state, &workspace_id, &endpoint_id).await?;
-    let bytes = read_body(body, state.max_body_bytes).await?;
-    let message = parse_test_message(parse_json(&bytes)?.as_ref())?.unwrap_or_else(|| DEFAULT_TEST_MESSAGE.to_owned());
-    let event_id = queue_test(&state, &workspace_id, &endpoint_id, message).await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(TestEventQueued {
-            event_id,
-            event_type: EventTypeName::WebhookTest,
-        }),
-    ))
+    endpoints::send_test::<OperatorEndpoints>(state, caller, path, body).await
 }
 
 /// Lists the deliveries of an operator endpoint (its notices and test events), newest
@@ -341,18 +268,12 @@ pub async fn send_operator_webhook_test(
     security(("bearer" = ["webhooks:read"]))
 )]
 pub async fn list_operator_webhook_deliveries(
-    State(state): State<AppState>,
+    state: State<AppState>,
     caller: Caller,
-    ApiPath((workspace_id, endpoint_id)): ApiPath<(String, String)>,
+    path: ApiPath<(String, String)>,
     uri: Uri,
 ) -> ApiResult<Json<OperatorDeliveryList>> {
-    caller.authorize(&state, Scope::WebhooksRead, &workspace_id).await?;
-    load(&state, &workspace_id, &endpoint_id).await?;
-    let page = deliveries::page(&state, &endpoint_id, &uri).await?;
-    Ok(Json(OperatorDeliveryList {
-        data: page.data.into_iter().map(OperatorDelivery::from).collect(),
-        next_cursor: page.next_cursor,
-    }))
+    endpoints::list_deliveries::<OperatorEndpoints>(state, caller, path, uri).await
 }
 
 /// Resends one finished delivery of an operator endpoint (delivered, failed or expired):
@@ -380,20 +301,9 @@ pub async fn list_operator_webhook_deliveries(
     security(("bearer" = ["webhooks:write"]))
 )]
 pub async fn resend_operator_webhook_delivery(
-    State(state): State<AppState>,
+    state: State<AppState>,
     caller: Caller,
-    ApiPath((workspace_id, endpoint_id, delivery_id)): ApiPath<(String, String, String)>,
+    path: ApiPath<(String, String, String)>,
 ) -> ApiResult<(StatusCode, Json<ResentDelivery>)> {
-    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
-    load(&state, &workspace_id, &endpoint_id).await?;
-    let delivery: DeliveryId = delivery_id.parse()?;
-    let new = state.sender.resend(&endpoint_id, delivery).await?;
-    tracing::info!(subscription_id = %endpoint_id, delivery = %delivery, resent_as = %new, token_id = %caller.0.id, "operator endpoint delivery resent");
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(ResentDelivery {
-            delivery_id: new.to_string(),
-            resent_from: delivery.to_string(),
-        }),
-    ))
+    endpoints::resend::<OperatorEndpoints>(state, caller, path).await
 }

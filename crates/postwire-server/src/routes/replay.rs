@@ -12,11 +12,11 @@ use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::StatusCode;
-use postwire_sender::{DeliveryId, MAX_RECOVER};
+use postwire_sender::MAX_RECOVER;
 
 use crate::auth::Caller;
 use crate::errors::{ApiResult, CommonErrors, ErrorBody, ValidationErrorBody};
-use crate::routes::webhooks::load;
+use crate::routes::endpoints::{self, Subscriptions, load};
 use crate::schemas::{RecoverRequest, RecoverResult, ResentDelivery};
 use crate::state::AppState;
 use crate::tokens::Scope;
@@ -46,22 +46,11 @@ use crate::validation::{ApiPath, parse_json, parse_recover, read_body};
     security(("bearer" = ["webhooks:write"]))
 )]
 pub async fn resend_delivery(
-    State(state): State<AppState>,
+    state: State<AppState>,
     caller: Caller,
-    ApiPath((workspace_id, webhook_id, delivery_id)): ApiPath<(String, String, String)>,
+    path: ApiPath<(String, String, String)>,
 ) -> ApiResult<(StatusCode, Json<ResentDelivery>)> {
-    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
-    load(&state, &workspace_id, &webhook_id).await?;
-    let delivery: DeliveryId = delivery_id.parse()?;
-    let new = state.sender.resend(&webhook_id, delivery).await?;
-    tracing::info!(subscription_id = %webhook_id, delivery = %delivery, resent_as = %new, token_id = %caller.0.id, "delivery resent");
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(ResentDelivery {
-            delivery_id: new.to_string(),
-            resent_from: delivery.to_string(),
-        }),
-    ))
+    endpoints::resend::<Subscriptions>(state, caller, path).await
 }
 
 /// Resends every delivery of the subscription that failed for good since a time.
@@ -89,7 +78,7 @@ pub async fn recover_failed(
     body: Body,
 ) -> ApiResult<(StatusCode, Json<RecoverResult>)> {
     caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
-    load(&state, &workspace_id, &webhook_id).await?;
+    load::<Subscriptions>(&state, &workspace_id, &webhook_id).await?;
     let bytes = read_body(body, state.max_body_bytes).await?;
     let since = parse_recover(parse_json(&bytes)?.as_ref())?;
     let queued = state.sender.recover(&webhook_id, since).await?;

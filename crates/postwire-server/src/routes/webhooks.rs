@@ -4,45 +4,29 @@
 //! Paths follow the spec's `POST /public/v1/workspaces/{workspaceId}/webhooks` and the
 //! resource style of Svix and Stripe: the collection, then `/{webhookId}` for one
 //! subscription, then a sub-resource (`/enabled`) or an action (`/test`,
-//! `/rotate-secret`) below it. A subscription of another workspace is `not_found`.
+//! `/rotate-secret`) below it. A subscription of another workspace is `not_found`, and
+//! so is an operator endpoint's id. Creation and update are a subscription's own; the
+//! other operations are [`crate::routes::endpoints`]' over [`Subscriptions`].
 
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
-use postwire_core::{CreatedByKind, CreatedSubscription, EventType, Subscription};
+use postwire_core::{CreatedByKind, CreatedSubscription, Subscription};
+use postwire_sender::NewSubscription;
 use postwire_sender::idempotency::Idempotent;
-use postwire_sender::{NewSubscription, Published, Purpose, SubscriptionRecord, TestEvent};
 
 use crate::auth::Caller;
 use crate::errors::{ApiError, ApiResult, CommonErrors, ErrorBody, ValidationErrorBody};
 use crate::idempotency;
+use crate::routes::endpoints::{self, Subscriptions, load};
 use crate::schemas::{
-    CreateWebhookRequest, CreatedWebhookSubscription, EventTypeName, RotatedSecret, SendTestRequest, SetEnabledRequest,
+    CreateWebhookRequest, CreatedWebhookSubscription, RotatedSecret, SendTestRequest, SetEnabledRequest,
     TestEventQueued, UpdateWebhookRequest, WebhookList, WebhookSubscription,
 };
 use crate::state::AppState;
 use crate::tokens::Scope;
-use crate::validation::{
-    ApiPath, check_id_param, parse_create, parse_enabled, parse_json, parse_test_message, parse_update, read_body,
-};
-
-/// The `data.message` of a test event when the request gives none.
-pub const DEFAULT_TEST_MESSAGE: &str = "This is a test event from postwire.";
-
-/// The subscription `id` of `workspace_id`: 400 `invalid_request` when `id` breaks the
-/// documented rule of `webhookId` ([`check_id_param`]), `not_found` when there is no
-/// such subscription in that workspace, or when `id` is an operator endpoint's (those
-/// are managed under `…/operator-webhooks`, see [`crate::routes::operator_webhooks`]).
-pub(crate) async fn load(state: &AppState, workspace_id: &str, id: &str) -> ApiResult<SubscriptionRecord> {
-    check_id_param("webhookId", id)?;
-    let record = state.sender.subscription(id).await?;
-    if record.workspace_id != workspace_id || record.purpose != Purpose::Events {
-        let shown: String = id.chars().take(64).collect();
-        return Err(ApiError::NotFound(format!("webhook subscription `{shown}` not found")));
-    }
-    Ok(record)
-}
+use crate::validation::{ApiPath, parse_create, parse_json, parse_update, read_body};
 
 /// Creates a subscription. The response is the only one that ever carries its `secret`.
 #[utoipa::path(
@@ -126,14 +110,11 @@ pub async fn create_webhook(
     security(("bearer" = ["webhooks:read"]))
 )]
 pub async fn list_webhooks(
-    State(state): State<AppState>,
+    state: State<AppState>,
     caller: Caller,
-    ApiPath(workspace_id): ApiPath<String>,
+    path: ApiPath<String>,
 ) -> ApiResult<Json<serde_json::Value>> {
-    caller.authorize(&state, Scope::WebhooksRead, &workspace_id).await?;
-    let list = state.sender.list_subscriptions(&workspace_id).await?;
-    let data: Vec<Subscription> = list.into_iter().map(|r| r.subscription).collect();
-    Ok(Json(serde_json::json!({ "data": data })))
+    endpoints::list::<Subscriptions>(state, caller, path).await
 }
 
 /// Reads one subscription.
@@ -154,12 +135,11 @@ pub async fn list_webhooks(
     security(("bearer" = ["webhooks:read"]))
 )]
 pub async fn get_webhook(
-    State(state): State<AppState>,
+    state: State<AppState>,
     caller: Caller,
-    ApiPath((workspace_id, webhook_id)): ApiPath<(String, String)>,
+    path: ApiPath<(String, String)>,
 ) -> ApiResult<Json<Subscription>> {
-    caller.authorize(&state, Scope::WebhooksRead, &workspace_id).await?;
-    Ok(Json(load(&state, &workspace_id, &webhook_id).await?.subscription))
+    endpoints::get::<Subscriptions>(state, caller, path).await
 }
 
 /// Changes a subscription's name, URL, event types, account restriction or `signing`
@@ -188,7 +168,7 @@ pub async fn update_webhook(
     body: Body,
 ) -> ApiResult<Json<Subscription>> {
     caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
-    load(&state, &workspace_id, &webhook_id).await?;
+    load::<Subscriptions>(&state, &workspace_id, &webhook_id).await?;
     let bytes = read_body(body, state.max_body_bytes).await?;
     let update = parse_update(parse_json(&bytes)?.as_ref())?;
     let record = state.sender.update_subscription(&webhook_id, update).await?;
@@ -214,15 +194,11 @@ pub async fn update_webhook(
     security(("bearer" = ["webhooks:write"]))
 )]
 pub async fn delete_webhook(
-    State(state): State<AppState>,
+    state: State<AppState>,
     caller: Caller,
-    ApiPath((workspace_id, webhook_id)): ApiPath<(String, String)>,
+    path: ApiPath<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
-    load(&state, &workspace_id, &webhook_id).await?;
-    state.sender.delete_subscription(&webhook_id).await?;
-    tracing::info!(subscription_id = %webhook_id, token_id = %caller.0.id, "subscription deleted");
-    Ok(StatusCode::NO_CONTENT)
+    endpoints::delete::<Subscriptions>(state, caller, path).await
 }
 
 /// Pauses (`{"enabled": false}`) or resumes (`{"enabled": true}`) a subscription.
@@ -247,18 +223,12 @@ pub async fn delete_webhook(
     security(("bearer" = ["webhooks:write"]))
 )]
 pub async fn set_webhook_enabled(
-    State(state): State<AppState>,
+    state: State<AppState>,
     caller: Caller,
-    ApiPath((workspace_id, webhook_id)): ApiPath<(String, String)>,
+    path: ApiPath<(String, String)>,
     body: Body,
 ) -> ApiResult<Json<Subscription>> {
-    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
-    load(&state, &workspace_id, &webhook_id).await?;
-    let bytes = read_body(body, state.max_body_bytes).await?;
-    let enabled = parse_enabled(parse_json(&bytes)?.as_ref())?;
-    let record = state.sender.set_enabled(&webhook_id, enabled).await?;
-    tracing::info!(subscription_id = %webhook_id, enabled, token_id = %caller.0.id, "subscription enabled state set");
-    Ok(Json(record.subscription))
+    endpoints::set_enabled::<Subscriptions>(state, caller, path, body).await
 }
 
 /// Sends a `webhook.test` event to this subscription only, whatever its event filter.
@@ -281,37 +251,12 @@ pub async fn set_webhook_enabled(
     security(("bearer" = ["webhooks:write"]))
 )]
 pub async fn send_test_event(
-    State(state): State<AppState>,
+    state: State<AppState>,
     caller: Caller,
-    ApiPath((workspace_id, webhook_id)): ApiPath<(String, String)>,
+    path: ApiPath<(String, String)>,
     body: Body,
 ) -> ApiResult<(StatusCode, Json<TestEventQueued>)> {
-    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
-    load(&state, &workspace_id, &webhook_id).await?;
-    let bytes = read_body(body, state.max_body_bytes).await?;
-    let message = parse_test_message(parse_json(&bytes)?.as_ref())?.unwrap_or_else(|| DEFAULT_TEST_MESSAGE.to_owned());
-    let published = state
-        .sender
-        .publish(TestEvent {
-            workspace_id,
-            subscription_id: Some(webhook_id.clone()),
-            message,
-        })
-        .await?;
-    match published {
-        Published::Event { event_id, .. } => {
-            tracing::info!(subscription_id = %webhook_id, event_id = %event_id, "test event queued");
-            debug_assert_eq!(EventType::WebhookTest.as_str(), "webhook.test");
-            Ok((
-                StatusCode::ACCEPTED,
-                Json(TestEventQueued {
-                    event_id,
-                    event_type: EventTypeName::WebhookTest,
-                }),
-            ))
-        }
-        Published::NoEvent(_) => Err(ApiError::Internal("a test event produced no event".into())),
-    }
+    endpoints::send_test::<Subscriptions>(state, caller, path, body).await
 }
 
 /// Replaces the signing secret. The new secret is returned this once; for the next 24
@@ -334,16 +279,9 @@ pub async fn send_test_event(
     security(("bearer" = ["webhooks:write"]))
 )]
 pub async fn rotate_webhook_secret(
-    State(state): State<AppState>,
+    state: State<AppState>,
     caller: Caller,
-    ApiPath((workspace_id, webhook_id)): ApiPath<(String, String)>,
+    path: ApiPath<(String, String)>,
 ) -> ApiResult<Json<RotatedSecret>> {
-    caller.authorize(&state, Scope::WebhooksWrite, &workspace_id).await?;
-    load(&state, &workspace_id, &webhook_id).await?;
-    let rotated = state.sender.rotate_secret(&webhook_id).await?;
-    tracing::info!(subscription_id = %webhook_id, token_id = %caller.0.id, "signing secret rotated");
-    Ok(Json(RotatedSecret {
-        secret: rotated.secret.expose(),
-        previous_secret_expires_at: rotated.previous_valid_until.to_string(),
-    }))
+    endpoints::rotate_secret::<Subscriptions>(state, caller, path).await
 }

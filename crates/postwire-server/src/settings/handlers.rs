@@ -1,7 +1,11 @@
-//! The Settings screen's handlers: each checks the session (and, for a post, the CSRF
-//! rules in [`forms`], through its [`Posted`] extractor), calls the same [`Sender`](postwire_sender::Sender) method as the
-//! API's handler after the same ownership check ([`load`]), and renders a page from
-//! [`pages`] or redirects (303) to one.
+//! The Settings screen's handlers of sign-in, the subscriptions' own pages (the list,
+//! the create and edit forms, recovery), notifications and the event catalogue, and the
+//! delivery log's reading, which both kinds of endpoint's page use
+//! ([`super::endpoints`] has the rest of an endpoint's actions). Each checks the session
+//! (and, for a post, the CSRF rules in [`forms`], through its [`Posted`] extractor),
+//! calls the same [`Sender`](postwire_sender::Sender) method as the API's handler after
+//! the same ownership check ([`load`]), and renders a page from [`pages`] or redirects
+//! (303) to one.
 
 use axum::body::Body;
 use axum::extract::State;
@@ -10,15 +14,15 @@ use axum::response::{Html, IntoResponse, Response};
 use postwire_core::{CreatedByKind, EventType, SigningMode, Timestamp};
 use postwire_sender::{
     DeliveryCursor, DeliveryEventType, DeliveryId, DeliveryRecord, DeliveryState, NewSubscription, SubscriptionUpdate,
-    TestEvent,
 };
 
 use super::assets;
+use super::endpoints::secret_page;
 use super::forms::{self, Form, Posted};
 use super::pages::{self, DayCounts, DeliveryFilter, Flash};
 use super::{COOKIE, PageError, PageResult, Session, see_other};
 use crate::errors::ApiError;
-use crate::routes::webhooks::{DEFAULT_TEST_MESSAGE, load};
+use crate::routes::endpoints::{Subscriptions, load};
 use crate::state::AppState;
 use crate::validation::{ApiPath, QueryParams};
 
@@ -30,7 +34,8 @@ pub const LOG_SCAN: usize = 500;
 /// Most deliveries the 24-hour summary of a subscription reads.
 pub const DAY_SCAN: usize = 1000;
 
-fn html(markup: maud::Markup) -> Response {
+/// `markup` as an HTML response.
+pub(super) fn html(markup: maud::Markup) -> Response {
     Html(markup.into_string()).into_response()
 }
 
@@ -100,7 +105,7 @@ pub async fn logout(State(state): State<AppState>, Posted { session, .. }: Poste
 
 /// What the last 24 hours of deliveries of `subscription_id` look like (at most
 /// [`DAY_SCAN`] read, newest first).
-async fn day_counts(state: &AppState, subscription_id: &str) -> Result<DayCounts, PageError> {
+pub(super) async fn day_counts(state: &AppState, subscription_id: &str) -> Result<DayCounts, PageError> {
     let since = state.sender.clock().now().add_millis(-24 * 3_600_000);
     let mut counts = DayCounts::default();
     let mut cursor: Option<DeliveryCursor> = None;
@@ -223,7 +228,7 @@ pub async fn create(State(state): State<AppState>, Posted { session, form }: Pos
     match created {
         Ok(c) => {
             tracing::info!(subscription_id = %c.subscription.id, portal_session = %session.portal.id, "subscription created on the settings screen");
-            Ok(html(pages::secret_shown(
+            Ok(html(secret_page::<Subscriptions>(
                 &session,
                 &c.subscription.id,
                 &c.subscription.name,
@@ -343,32 +348,9 @@ pub(super) async fn log_page(
     }
 }
 
-/// `GET /settings/webhooks/{id}`: one subscription, its actions and its delivery log.
-pub async fn detail(
-    State(state): State<AppState>,
-    session: Session,
-    ApiPath(id): ApiPath<String>,
-    uri: Uri,
-) -> PageResult {
-    let record = load(&state, &session.portal.workspace_id, &id).await?;
-    let (filter, cursor, flash) = detail_query(&uri, &pages::subscription_types())?;
-    let (deliveries, next) = log_page(&state, &id, &filter, cursor).await?;
-    let counts = day_counts(&state, &id).await?;
-    Ok(html(pages::detail(
-        &session,
-        &record,
-        &counts,
-        &filter,
-        &deliveries,
-        next,
-        &flash,
-        state.sender.clock().now(),
-    )))
-}
-
 /// `GET /settings/webhooks/{id}/edit`.
 pub async fn edit_form(State(state): State<AppState>, session: Session, ApiPath(id): ApiPath<String>) -> PageResult {
-    let record = load(&state, &session.portal.workspace_id, &id).await?;
+    let record = load::<Subscriptions>(&state, &session.portal.workspace_id, &id).await?;
     let s = &record.subscription;
     let values = pages::FormValues {
         name: s.name.clone(),
@@ -386,7 +368,7 @@ pub async fn edit(
     ApiPath(id): ApiPath<String>,
     Posted { session, form }: Posted,
 ) -> PageResult {
-    load(&state, &session.portal.workspace_id, &id).await?;
+    load::<Subscriptions>(&state, &session.portal.workspace_id, &id).await?;
     let values = form_values(&form);
     let (events, signing) = match (event_types(&values), signing_mode(&form)) {
         (Ok(e), Ok(s)) => (e, s),
@@ -411,98 +393,6 @@ pub async fn edit(
     }
 }
 
-/// `GET /settings/webhooks/{id}/delete`: asks for confirmation.
-pub async fn delete_form(State(state): State<AppState>, session: Session, ApiPath(id): ApiPath<String>) -> PageResult {
-    let record = load(&state, &session.portal.workspace_id, &id).await?;
-    Ok(html(pages::confirm_delete(&session, &record)))
-}
-
-/// `POST /settings/webhooks/{id}/delete`.
-pub async fn delete(
-    State(state): State<AppState>,
-    ApiPath(id): ApiPath<String>,
-    Posted { session, .. }: Posted,
-) -> PageResult {
-    load(&state, &session.portal.workspace_id, &id).await?;
-    state.sender.delete_subscription(&id).await?;
-    tracing::info!(subscription_id = %id, portal_session = %session.portal.id, "subscription deleted on the settings screen");
-    Ok(see_other("/settings/"))
-}
-
-/// `POST /settings/webhooks/{id}/pause`.
-pub async fn pause(
-    State(state): State<AppState>,
-    ApiPath(id): ApiPath<String>,
-    Posted { session, .. }: Posted,
-) -> PageResult {
-    load(&state, &session.portal.workspace_id, &id).await?;
-    state.sender.pause(&id).await?;
-    Ok(see_other(&format!("/settings/webhooks/{id}?done=paused")))
-}
-
-/// `POST /settings/webhooks/{id}/resume`: shows how many held events go out and how
-/// many expired.
-pub async fn resume(
-    State(state): State<AppState>,
-    ApiPath(id): ApiPath<String>,
-    Posted { session, .. }: Posted,
-) -> PageResult {
-    load(&state, &session.portal.workspace_id, &id).await?;
-    let (_, summary) = state.sender.resume(&id).await?;
-    Ok(see_other(&format!(
-        "/settings/webhooks/{id}?done=resumed&released={}&expired={}",
-        summary.released, summary.expired
-    )))
-}
-
-/// `POST /settings/webhooks/{id}/rotate`: the new secret, shown this once.
-pub async fn rotate(
-    State(state): State<AppState>,
-    ApiPath(id): ApiPath<String>,
-    Posted { session, .. }: Posted,
-) -> PageResult {
-    let record = load(&state, &session.portal.workspace_id, &id).await?;
-    let rotated = state.sender.rotate_secret(&id).await?;
-    tracing::info!(subscription_id = %id, portal_session = %session.portal.id, "signing secret rotated on the settings screen");
-    Ok(html(pages::secret_shown(
-        &session,
-        &id,
-        &record.subscription.name,
-        &rotated.secret.expose(),
-        Some(rotated.previous_valid_until),
-    )))
-}
-
-/// `POST /settings/webhooks/{id}/test`: a `webhook.test` event to this subscription.
-pub async fn send_test(
-    State(state): State<AppState>,
-    ApiPath(id): ApiPath<String>,
-    Posted { session, .. }: Posted,
-) -> PageResult {
-    load(&state, &session.portal.workspace_id, &id).await?;
-    state
-        .sender
-        .publish(TestEvent {
-            workspace_id: session.portal.workspace_id.clone(),
-            subscription_id: Some(id.clone()),
-            message: DEFAULT_TEST_MESSAGE.to_owned(),
-        })
-        .await?;
-    Ok(see_other(&format!("/settings/webhooks/{id}?done=test")))
-}
-
-/// `POST /settings/webhooks/{id}/deliveries/{delivery}/resend`.
-pub async fn resend(
-    State(state): State<AppState>,
-    ApiPath((id, delivery)): ApiPath<(String, String)>,
-    Posted { session, .. }: Posted,
-) -> PageResult {
-    load(&state, &session.portal.workspace_id, &id).await?;
-    let delivery: DeliveryId = delivery.parse()?;
-    let new = state.sender.resend(&id, delivery).await?;
-    Ok(see_other(&format!("/settings/webhooks/{id}?done=resent&resent={new}")))
-}
-
 /// The `since` of the recover form: `YYYY-MM-DDTHH:MM` (a `datetime-local` input, read
 /// as UTC), with optional seconds, or a full RFC 3339 date-time.
 fn parse_since(value: &str) -> Result<Timestamp, ApiError> {
@@ -520,7 +410,7 @@ pub async fn recover(
     ApiPath(id): ApiPath<String>,
     Posted { session, form }: Posted,
 ) -> PageResult {
-    load(&state, &session.portal.workspace_id, &id).await?;
+    load::<Subscriptions>(&state, &session.portal.workspace_id, &id).await?;
     let since = parse_since(form.get("since").unwrap_or(""))?;
     let queued = state.sender.recover(&id, since).await?;
     Ok(see_other(&format!(

@@ -13,7 +13,8 @@
 //! pending, the verify box) and one stylesheet, all embedded in the binary ([`assets`]). Every page works without
 //! JavaScript. The handlers call the same [`Sender`](postwire_sender::Sender) methods
 //! as the API's handlers, after the same ownership check
-//! (`routes::webhooks::load`): there is no second path to the data.
+//! (`routes::endpoints::load`): there is no second path to the data. What both kinds of
+//! endpoint have is written once over the kind ([`endpoints`]).
 //!
 //! Security:
 //! * the session is a `Secure; HttpOnly; SameSite=Strict` cookie ([`COOKIE`]) bound
@@ -32,6 +33,7 @@
 
 pub mod assets;
 mod catalog;
+mod endpoints;
 mod forms;
 mod handlers;
 mod operator;
@@ -47,6 +49,7 @@ use axum::routing::{get, post};
 
 use crate::errors::ApiError;
 use crate::portal::PortalSession;
+use crate::routes::endpoints::{OperatorEndpoints, Subscriptions};
 use crate::state::AppState;
 
 /// The session cookie's name.
@@ -65,41 +68,17 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/settings/logout", post(handlers::logout))
         .route("/settings/new", get(handlers::new_form))
         .route("/settings/webhooks", post(handlers::create))
-        .route("/settings/webhooks/{id}", get(handlers::detail))
         .route(
             "/settings/webhooks/{id}/edit",
             get(handlers::edit_form).post(handlers::edit),
         )
-        .route(
-            "/settings/webhooks/{id}/delete",
-            get(handlers::delete_form).post(handlers::delete),
-        )
-        .route("/settings/webhooks/{id}/pause", post(handlers::pause))
-        .route("/settings/webhooks/{id}/resume", post(handlers::resume))
-        .route("/settings/webhooks/{id}/rotate", post(handlers::rotate))
-        .route("/settings/webhooks/{id}/test", post(handlers::send_test))
         .route("/settings/webhooks/{id}/recover", post(handlers::recover))
-        .route(
-            "/settings/webhooks/{id}/deliveries/{delivery}/resend",
-            post(handlers::resend),
-        )
+        .merge(endpoints::routes::<Subscriptions>())
         .route(
             "/settings/operator-endpoints",
             get(operator::list).post(operator::create),
         )
-        .route("/settings/operator-endpoints/{id}", get(operator::detail))
-        .route("/settings/operator-endpoints/{id}/test", post(operator::send_test))
-        .route(
-            "/settings/operator-endpoints/{id}/deliveries/{delivery}/resend",
-            post(operator::resend),
-        )
-        .route("/settings/operator-endpoints/{id}/rotate", post(operator::rotate))
-        .route("/settings/operator-endpoints/{id}/pause", post(operator::pause))
-        .route("/settings/operator-endpoints/{id}/resume", post(operator::resume))
-        .route(
-            "/settings/operator-endpoints/{id}/delete",
-            get(operator::delete_form).post(operator::delete),
-        )
+        .merge(endpoints::routes::<OperatorEndpoints>())
         .route("/settings/notifications", get(handlers::notifications))
         .route("/settings/events", get(handlers::events))
         .route("/settings/events/verify", post(handlers::verify))

@@ -428,56 +428,42 @@ fn signing_label(mode: SigningMode) -> &'static str {
     }
 }
 
-/// A new secret, shown this once (`rotated_until`: after a rotation).
-pub fn secret_shown(session: &Session, id: &str, name: &str, secret: &str, rotated_until: Option<Timestamp>) -> Markup {
-    let title = if rotated_until.is_some() {
-        "New signing secret"
-    } else {
-        "Subscription created"
-    };
-    secret_page(
-        session,
-        title,
-        "Subscription",
-        name,
-        secret,
-        rotated_until,
-        &format!("/settings/webhooks/{id}"),
-    )
+/// The words the Settings pages use for one kind of endpoint (a subscription, an
+/// operator endpoint); the pages themselves are the same.
+#[derive(Debug, Clone, Copy)]
+pub struct KindWords {
+    /// What one is called at the start of a sentence (`Subscription`).
+    pub noun: &'static str,
+    /// The title of the page that shows a new one's secret (`Subscription created`).
+    pub created_title: &'static str,
+    /// The title of the delete confirmation (`Delete subscription?`).
+    pub delete_title: &'static str,
+    /// The confirmation's words before the endpoint's name (`Delete `).
+    pub delete_lead: &'static str,
+    /// What a deletion takes with it, a sentence.
+    pub delete_consequence: &'static str,
 }
 
-/// An operator endpoint's new secret, shown this once (`rotated_until`: after a rotation).
-pub fn operator_secret_shown(session: &Session, name: &str, secret: &str, rotated_until: Option<Timestamp>) -> Markup {
-    let title = if rotated_until.is_some() {
-        "New signing secret"
-    } else {
-        "Operator endpoint created"
-    };
-    secret_page(
-        session,
-        title,
-        "Operator endpoint",
-        name,
-        secret,
-        rotated_until,
-        "/settings/operator-endpoints",
-    )
-}
-
-fn secret_page(
+/// A new secret of a `words` endpoint named `name`, shown this once (`rotated_until`:
+/// after a rotation); `done` is the page the Done button returns to.
+pub fn secret_shown(
     session: &Session,
-    title: &str,
-    kind: &str,
+    words: &KindWords,
     name: &str,
     secret: &str,
     rotated_until: Option<Timestamp>,
     done: &str,
 ) -> Markup {
+    let title = if rotated_until.is_some() {
+        "New signing secret"
+    } else {
+        words.created_title
+    };
     layout(
         title,
         Some(session),
         html! {
-            p { (kind) " " strong { (name) } ": its signing secret is below." }
+            p { (words.noun) " " strong { (name) } ": its signing secret is below." }
             div.notice.warn role="alert" {
                 p { strong { "Copy it now: it will not be shown again." } }
                 @if let Some(until) = rotated_until {
@@ -694,17 +680,18 @@ fn delivery_log(
     }
 }
 
-/// Asks before deleting.
-pub fn confirm_delete(session: &Session, r: &SubscriptionRecord) -> Markup {
+/// Asks before deleting the `words` endpoint `r`, whose page is at `base`; `back` is
+/// where Cancel goes.
+pub fn confirm_delete(session: &Session, words: &KindWords, r: &SubscriptionRecord, base: &str, back: &str) -> Markup {
     let s = &r.subscription;
     layout(
-        "Delete subscription?",
+        words.delete_title,
         Some(session),
         html! {
-            p { "Delete " strong { (s.name) } " (" code { (s.url) } ")? Its deliveries and their records go with it. This cannot be undone." }
+            p { (words.delete_lead) strong { (s.name) } " (" code { (s.url) } ")? " (words.delete_consequence) " This cannot be undone." }
             div.actions {
-                (action(session, &format!("/settings/webhooks/{}/delete", s.id), "Delete for good", "danger"))
-                a href={ "/settings/webhooks/" (s.id) } { "Cancel" }
+                (action(session, &format!("{base}/{}/delete", s.id), "Delete for good", "danger"))
+                a href=(back) { "Cancel" }
             }
         },
     )
@@ -869,22 +856,6 @@ pub fn operator_detail(
             }
             p.muted { "A test notice is a " code { "webhook.test" } " event, signed with this endpoint's secret and delivered like a notice: use it to check that your endpoint receives and verifies them. Pause, resume, rotate and delete are on the " a href="/settings/operator-endpoints" { "list" } "." }
             (delivery_log(session, &base, filter, &operator_types(), deliveries, next))
-        },
-    )
-}
-
-/// Asks before deleting an operator endpoint.
-pub fn confirm_operator_delete(session: &Session, r: &SubscriptionRecord) -> Markup {
-    let s = &r.subscription;
-    layout(
-        "Delete operator endpoint?",
-        Some(session),
-        html! {
-            p { "Delete the operator endpoint " strong { (s.name) } " (" code { (s.url) } ")? Its notices not yet delivered are dropped. This cannot be undone." }
-            div.actions {
-                (action(session, &format!("/settings/operator-endpoints/{}/delete", s.id), "Delete for good", "danger"))
-                a href="/settings/operator-endpoints" { "Cancel" }
-            }
         },
     )
 }
