@@ -6,6 +6,7 @@
 //!
 //! | module | what |
 //! | --- | --- |
+//! | [`admin`] | the inbox admin API: its paths, the delivery states, the JSON answers |
 //! | [`listen`] | listen mode: the WebSocket path, the frames each way, the close code of a replaced listener, and how long the listener may wait for its local endpoint |
 //!
 //! Only data and the rules of the formats: no I/O, no clock, nothing of the Workers
@@ -20,4 +21,5 @@
 )]
 #![deny(missing_docs)]
 
+pub mod admin;
 pub mod listen;
