@@ -2,10 +2,15 @@
 //! each request it reads the raw body (up to `max_body_bytes`), verifies the Standard
 //! Webhooks headers and signature, parses the typed [`Event`](postwire_core::Event), claims its `webhook-id`
 //! in the [`Store`], and only then calls the route's handler with the event in the request
-//! extensions (`Extension<Event>`). A 2xx answer from the handler marks the id done; any
-//! other answer, an error or a dropped request (the client went away mid-handler) releases
-//! the claim, so the sender's retry runs the handler again.
+//! extensions (`Extension<Event>`). While the handler runs, the claim's lease is renewed
+//! every third of the lease, so a handler slower than its lease keeps its claim (copies
+//! meanwhile are answered 409) and a dead process, which renews nothing, loses it after one
+//! lease. A 2xx answer from the handler marks the id done; any other answer, an error or a
+//! dropped request (the client went away mid-handler) releases the claim, so the sender's
+//! retry runs the handler again. A claim lost all the same (renewals that did not reach the
+//! store in time) is logged at `warn` and counted in [`OnceMetrics`].
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -20,6 +25,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::answer;
+use crate::metrics::OnceMetrics;
 use crate::store::{Claim, ClaimToken, Store, StoreError};
 
 /// How long a claim holds an id before another copy may take it over: 30 s.
@@ -81,6 +87,7 @@ struct Shared<St> {
     keep: Duration,
     store_timeout: Duration,
     max_body_bytes: usize,
+    metrics: Arc<OnceMetrics>,
 }
 
 impl<St: Store> OnceLayer<St> {
@@ -97,6 +104,7 @@ impl<St: Store> OnceLayer<St> {
                 keep: DEFAULT_KEEP,
                 store_timeout: DEFAULT_STORE_TIMEOUT,
                 max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+                metrics: Arc::new(OnceMetrics::default()),
             }),
         }
     }
@@ -112,6 +120,7 @@ impl<St: Store> OnceLayer<St> {
                 keep: arc.keep,
                 store_timeout: arc.store_timeout,
                 max_body_bytes: arc.max_body_bytes,
+                metrics: Arc::clone(&arc.metrics),
             },
         };
         f(&mut shared);
@@ -121,8 +130,10 @@ impl<St: Store> OnceLayer<St> {
     }
 
     /// How long a claim holds an id before another copy may take it over (default 30 s; at
-    /// least 1 ms). Choose it above your handler's longest run: a handler still running
-    /// when its lease ends may run twice.
+    /// least 1 ms). The layer renews it every third of the lease while the handler runs, so
+    /// it bounds how long a copy waits after its process died, not how long a handler may
+    /// run; keep it well above `store_timeout`, so a renewal that fails once is tried again
+    /// in time.
     pub fn lease(self, lease: Duration) -> Self {
         self.map(|s| s.lease = lease.max(Duration::from_millis(1)))
     }
@@ -151,6 +162,11 @@ impl<St: Store> OnceLayer<St> {
     /// The store.
     pub fn store(&self) -> &St {
         &self.shared.store
+    }
+
+    /// The counters of claims lost (see [`OnceMetrics`]), shared by the layer's clones.
+    pub fn metrics(&self) -> &OnceMetrics {
+        &self.shared.metrics
     }
 }
 
@@ -273,20 +289,53 @@ where
         armed: true,
     };
     parts.extensions.insert(event);
-    let result = inner.call(Request::from_parts(parts, Body::from(bytes))).await;
+    let handler = inner.call(Request::from_parts(parts, Body::from(bytes)));
+    let result = tokio::select! {
+        result = handler => result,
+        never = keep_claim(&shared, &guard.id, &guard.token) => match never {},
+    };
     guard.armed = false;
     match result {
         Ok(response) if response.status().is_success() => {
             let complete = shared.store.complete(&guard.id, &guard.token, shared.keep);
-            if let Err(e) = timed(shared.store_timeout, complete).await {
-                // The work is done: answering an error would make the sender retry it after the lease.
-                tracing::warn!(webhook_id = %guard.id, code = %e.code(), error = %e, "once-store complete failed; the id may run again after its lease");
+            match timed(shared.store_timeout, complete).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    shared.metrics.complete_refused();
+                    tracing::warn!(webhook_id = %guard.id, "the handler finished after its claim was lost: the lease ran out and another copy holds the id, whose handler may run too");
+                }
+                Err(e) => {
+                    // The work is done: answering an error would make the sender retry it after the lease.
+                    tracing::warn!(webhook_id = %guard.id, code = %e.code(), error = %e, "once-store complete failed; the id may run again after its lease");
+                }
             }
             Ok(response)
         }
         other => {
             release(&shared, &guard.id, &guard.token).await;
             other
+        }
+    }
+}
+
+/// Renews the claim every third of the lease while the handler runs (this future is
+/// dropped when the handler returns). A renewal the store fails is tried again at the next
+/// tick; one that finds the claim gone stops renewing.
+async fn keep_claim<St: Store>(shared: &Shared<St>, id: &str, token: &ClaimToken) -> Infallible {
+    let every = (shared.lease / 3).max(Duration::from_millis(1));
+    loop {
+        tokio::time::sleep(every).await;
+        match timed(shared.store_timeout, shared.store.renew(id, token, shared.lease)).await {
+            Ok(true) => {}
+            Ok(false) => {
+                shared.metrics.lease_lost();
+                tracing::warn!(webhook_id = %id, "the claim was lost while the handler ran: its lease ran out before a renewal reached the store, and another copy may run the handler too");
+                return std::future::pending().await;
+            }
+            Err(e) => {
+                shared.metrics.renewal_failed();
+                tracing::warn!(webhook_id = %id, code = %e.code(), error = %e, "once-store renew failed; tried again at the next third of the lease");
+            }
         }
     }
 }

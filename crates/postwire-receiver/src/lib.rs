@@ -39,8 +39,10 @@
 //! without the claim); `400 {code, message}` for a delivery that does not verify. See
 //! [`answer`] for the table.
 //!
-//! Guarantee: once, unless a process dies mid-handler; then the lease expires and the
-//! next retry runs it again (at least once across a crash).
+//! Guarantee: once, unless a process dies mid-handler; then its lease, renewed while the
+//! handler runs, is no longer renewed and expires, and the next retry runs it again (at
+//! least once across a crash). What breaks it (a claim lost to a store too slow to renew
+//! it) is logged at `warn` and counted in [`OnceMetrics`].
 
 #![forbid(unsafe_code)]
 // Peer input never panics this crate.
@@ -52,9 +54,11 @@
 
 pub mod answer;
 pub mod layer;
+pub mod metrics;
 pub mod store;
 
 pub use layer::{DEFAULT_KEEP, DEFAULT_LEASE, DEFAULT_MAX_BODY_BYTES, DEFAULT_STORE_TIMEOUT, OnceLayer, OnceService};
+pub use metrics::OnceMetrics;
 pub use store::memory::{DEFAULT_MEMORY_CAPACITY, MemoryStore};
 #[cfg(feature = "postgres")]
 pub use store::postgres::PostgresStore;

@@ -134,6 +134,31 @@ async fn done_ids_expire_after_keep<S: Store>(h: Harness<S>) {
     assert_eq!(h.store.claim("msg_k", &token(), LONG).await.unwrap(), Claim::Claimed);
 }
 
+/// A renewal extends only the holder's claim, and only while it holds it; a claim not
+/// renewed (its process died) expires after one lease.
+async fn renew_extends_only_the_holders_claim<S: Store>(h: Harness<S>) {
+    let (a, b) = (token(), token());
+    assert_eq!(h.store.claim("msg_n", &a, LEASE).await.unwrap(), Claim::Claimed);
+    h.wait(LEASE.as_millis() as u64 * 2 / 3).await;
+    assert!(h.store.renew("msg_n", &a, LEASE).await.unwrap());
+    assert!(!h.store.renew("msg_n", &b, LEASE).await.unwrap(), "not b's claim");
+    // Past the first lease's end: the renewed claim still holds.
+    h.wait(LEASE.as_millis() as u64 * 2 / 3).await;
+    assert!(matches!(
+        h.store.claim("msg_n", &b, LEASE).await.unwrap(),
+        Claim::InFlight { .. }
+    ));
+    // Not renewed any more: taken over after the lease.
+    h.wait(LEASE.as_millis() as u64 + 200).await;
+    assert_eq!(h.store.claim("msg_n", &b, LONG).await.unwrap(), Claim::Claimed);
+    assert!(!h.store.renew("msg_n", &a, LONG).await.unwrap(), "a lost it to b");
+    assert!(h.store.renew("msg_n", &b, LONG).await.unwrap());
+    // A done id is not a claim: nothing to renew.
+    assert!(h.store.complete("msg_n", &b, LONG).await.unwrap());
+    assert!(!h.store.renew("msg_n", &b, LONG).await.unwrap());
+    assert!(!h.store.renew("msg_none", &b, LONG).await.unwrap(), "never claimed");
+}
+
 async fn fifty_concurrent_claims_one_winner<S: Store>(h: Harness<S>) {
     let mut tasks = Vec::new();
     for _ in 0..50 {
@@ -208,6 +233,7 @@ conformance!(
     done_ids_expire_after_keep,
     fifty_concurrent_claims_one_winner,
     ids_are_independent,
+    renew_extends_only_the_holders_claim,
 );
 
 #[test]
@@ -225,6 +251,60 @@ fn memory_store_is_bounded_by_capacity() {
         clock.advance_millis(61_000);
         store.claim("fresh", &token(), LONG).await.unwrap();
         assert_eq!(store.len(), 1, "expired ids are swept on claim");
+    });
+}
+
+/// Full, the memory store drops the oldest done mark, never a live claim: with the lease
+/// shorter than the keep, a fresh claim is the entry that expires soonest, and dropping it
+/// would let a second copy claim and run at once. Full of live claims only, it takes no
+/// new claim (`store_full`: the layer answers 503) until one ends.
+#[test]
+fn memory_store_full_drops_done_marks_never_live_claims() {
+    let clock = Arc::new(ManualClock::new(Timestamp::from_unix_millis(0)));
+    let store = MemoryStore::with_clock(clock.clone()).with_capacity(3);
+    let lease = Duration::from_secs(30);
+    let keep = Duration::from_secs(3600);
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    rt.block_on(async {
+        for id in ["done_1", "done_2"] {
+            let t = token();
+            assert_eq!(store.claim(id, &t, lease).await.unwrap(), Claim::Claimed);
+            assert!(store.complete(id, &t, keep).await.unwrap());
+            clock.advance_millis(1);
+        }
+        let live = token();
+        assert_eq!(store.claim("live_1", &live, lease).await.unwrap(), Claim::Claimed);
+        // Full: room for live_2 is made by dropping the oldest done mark.
+        assert_eq!(store.claim("live_2", &token(), lease).await.unwrap(), Claim::Claimed);
+        assert_eq!(store.len(), 3);
+        assert!(
+            matches!(
+                store.claim("live_1", &token(), lease).await.unwrap(),
+                Claim::InFlight { .. }
+            ),
+            "a live claim was dropped to make room: a second copy claimed it"
+        );
+        assert_eq!(store.claim("done_2", &token(), lease).await.unwrap(), Claim::Done);
+        assert_eq!(
+            store.claim("done_1", &token(), lease).await.unwrap(),
+            Claim::Claimed,
+            "the oldest done mark went first"
+        );
+        // Now three live claims: a new id is refused, the live ones still hold.
+        let err = store.claim("live_3", &token(), lease).await.unwrap_err();
+        assert_eq!(err.code().as_str(), "store_full");
+        assert!(matches!(
+            store.claim("live_1", &token(), lease).await.unwrap(),
+            Claim::InFlight { .. }
+        ));
+        // A claim that becomes done takes no more room; its mark makes room for the next.
+        assert!(store.complete("live_1", &live, keep).await.unwrap());
+        assert_eq!(store.claim("live_3", &token(), lease).await.unwrap(), Claim::Claimed);
+        assert_eq!(store.len(), 3);
+        // Leases that end free their room.
+        clock.advance_millis(31_000);
+        assert_eq!(store.claim("live_4", &token(), lease).await.unwrap(), Claim::Claimed);
+        assert_eq!(store.len(), 1, "the expired claims were swept");
     });
 }
 
@@ -325,4 +405,74 @@ async fn postgres_layout_is_the_npm_stores() {
         .unwrap();
     assert_eq!(store.sweep(1000).await.unwrap(), 1);
     assert!(store.with_table("Bad-Name").is_err());
+}
+
+/// A sweep that read a row as expired, and a claim that takes that row over before the
+/// sweep deletes it: the sweep must keep the live claim, or a second copy claims the id
+/// while the first runs. The claim runs in a transaction of its own, left open until the
+/// sweep waits for its row lock, so the two interleave the same way every run. The lease
+/// is shorter than the keep, as in use (a done mark beside it is kept).
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_sweep_keeps_a_claim_that_takes_an_expired_row_over_meanwhile() {
+    let db = postwire_testpg::database();
+    let pool = common::pg_pool(db.url());
+    let store = postwire_receiver::PostgresStore::new(pool.clone());
+    let (a, b) = (token(), token());
+    assert_eq!(
+        store.claim("msg_s", &a, Duration::from_millis(50)).await.unwrap(),
+        Claim::Claimed
+    );
+    let kept = token();
+    assert_eq!(store.claim("msg_kept", &kept, LONG).await.unwrap(), Claim::Claimed);
+    assert!(store.complete("msg_kept", &kept, LONG).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(200)).await; // a's lease ran out (a died)
+
+    // b takes the expired row over with the store's own claim statement, not yet committed.
+    let mut claimer = pool.get().await.unwrap();
+    let claim = include_str!("../protocol/postgres/claim.sql").replace("{table}", "postwire_once");
+    let tx = claimer.transaction().await.unwrap();
+    let row = tx
+        .query_one(&claim, &[&"msg_s", &b.as_str(), &60_000f64])
+        .await
+        .unwrap();
+    assert!(row.get::<_, bool>(0), "b took the expired row over");
+
+    let sweep = tokio::spawn({
+        let store = store.clone();
+        async move { store.sweep(1000).await }
+    });
+    // The sweep's sub-select saw the row expired; its delete now waits for b's row lock.
+    let watcher = pool.get().await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let waiting: i64 = watcher
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%DELETE FROM postwire_once%'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if waiting == 1 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the sweep never waited for the claim's row"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tx.commit().await.unwrap();
+
+    assert_eq!(sweep.await.unwrap().unwrap(), 0, "the sweep deleted b's live claim");
+    assert!(
+        matches!(
+            store.claim("msg_s", &token(), LONG).await.unwrap(),
+            Claim::InFlight { .. }
+        ),
+        "a second copy claimed the id while b held it"
+    );
+    assert!(store.complete("msg_s", &b, LONG).await.unwrap());
+    assert_eq!(store.claim("msg_kept", &token(), LONG).await.unwrap(), Claim::Done);
 }

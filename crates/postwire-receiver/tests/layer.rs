@@ -23,6 +23,8 @@ enum Plan {
     Fail,
     /// Sleeps this long, then fails.
     SlowThenFail(u64),
+    /// Sleeps this long, then succeeds.
+    SlowThenSucceed(u64),
     /// Never returns.
     Hang,
 }
@@ -68,6 +70,10 @@ impl Probe {
             Plan::SlowThenFail(ms) => {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
                 StatusCode::INTERNAL_SERVER_ERROR
+            }
+            Plan::SlowThenSucceed(ms) => {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                StatusCode::NO_CONTENT
             }
             Plan::Hang => {
                 std::future::pending::<()>().await;
@@ -226,8 +232,109 @@ async fn a_dropped_request_releases_its_claim<S: Store>(store: S) {
     assert_eq!(probe.runs(), 2);
 }
 
+/// A handler that runs three leases long keeps its claim (the layer renews it): it runs
+/// once, every copy meanwhile is answered 409, and the copy after it 200 duplicate.
+async fn a_handler_three_leases_long_runs_once<S: Store>(store: S) {
+    let lease = Duration::from_millis(500);
+    let probe = Probe::new(Plan::SlowThenSucceed(3 * lease.as_millis() as u64));
+    let layer = layer(store).lease(lease).store_timeout(Duration::from_millis(150));
+    let url = start(layer.clone(), &probe).await;
+    let client = reqwest::Client::new();
+    let delivery = Delivery::new(&unique_id("renewed"));
+
+    let first = tokio::spawn({
+        let (client, url, delivery) = (client.clone(), url.clone(), delivery.clone());
+        async move { delivery.post(&client, &url).await }
+    });
+    probe.wait_for_runs(1).await;
+    let mut copies = 0;
+    while !first.is_finished() {
+        let (status, _, body) = delivery.post(&client, &url).await;
+        if first.is_finished() && status == 200 {
+            break; // the first finished while this copy was on its way
+        }
+        assert_eq!(status, 409, "a copy while the first runs: {body}");
+        copies += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(copies >= 5, "copies were sent all along the three leases ({copies})");
+    assert_eq!(first.await.unwrap().0, 204);
+    let (status, _, body) = delivery.post(&client, &url).await;
+    assert_eq!((status, json(&body)), (200, serde_json::json!({ "duplicate": true })));
+    assert_eq!(probe.runs(), 1);
+    assert_eq!(layer.metrics().leases_lost(), 0);
+    assert_eq!(layer.metrics().completes_refused(), 0);
+}
+
 mod memory {
     use super::*;
+    use postwire_core::{ManualClock, Timestamp};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_handler_three_leases_long_runs_once() {
+        super::a_handler_three_leases_long_runs_once(MemoryStore::new()).await
+    }
+
+    /// A memory store full of live claims takes no new id: 503 with retry-after, the
+    /// handler not run; the claims it holds are not dropped for the newcomer.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn full_of_live_claims_answers_503() {
+        let probe = Probe::new(Plan::Hang);
+        let url = start(layer(MemoryStore::new().with_capacity(1)), &probe).await;
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(3))
+            .build()
+            .unwrap();
+        let held = Delivery::new(&unique_id("full"));
+        let hanging = tokio::spawn({
+            let (client, url, held) = (client.clone(), url.clone(), held.clone());
+            async move { held.post(&client, &url).await }
+        });
+        probe.wait_for_runs(1).await;
+        let (status, retry_after, body) = Delivery::new(&unique_id("full")).post(&client, &url).await;
+        assert_eq!((status, json(&body)["code"].as_str()), (503, Some("store_unavailable")));
+        assert_eq!(retry_after.as_deref(), Some("5"));
+        let (status, _, _) = held.post(&client, &url).await;
+        assert_eq!(status, 409, "the live claim is still held");
+        assert_eq!(probe.runs(), 1);
+        hanging.abort();
+    }
+
+    /// The handler returns after its lease ran out and another copy took the id over
+    /// (here the store's clock jumps past the lease, before the first renewal): complete
+    /// answers false, which the layer counts and logs; the answer is still the handler's.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_complete_refused_after_a_takeover_is_counted() {
+        let clock = Arc::new(ManualClock::new(Timestamp::from_unix_millis(1_800_000_000_000)));
+        let store = Arc::new(MemoryStore::with_clock(clock.clone()));
+        let probe = Probe::new(Plan::SlowThenSucceed(800));
+        let layer = layer(Arc::clone(&store)).lease(Duration::from_secs(30));
+        let url = start(layer.clone(), &probe).await;
+        let client = reqwest::Client::new();
+        let delivery = Delivery::new(&unique_id("lost"));
+        let first = tokio::spawn({
+            let (client, url, delivery) = (client.clone(), url.clone(), delivery.clone());
+            async move { delivery.post(&client, &url).await }
+        });
+        probe.wait_for_runs(1).await;
+        clock.advance_millis(31_000);
+        let other = postwire_receiver::ClaimToken::generate();
+        assert_eq!(
+            store
+                .claim(&delivery.id, &other, Duration::from_secs(30))
+                .await
+                .unwrap(),
+            postwire_receiver::Claim::Claimed
+        );
+        assert_eq!(first.await.unwrap().0, 204);
+        assert_eq!(layer.metrics().completes_refused(), 1);
+        assert!(
+            store
+                .complete(&delivery.id, &other, Duration::from_secs(60))
+                .await
+                .unwrap()
+        );
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn slow_handler_then_failure_then_success() {
@@ -249,6 +356,13 @@ mod memory {
 mod redis_store {
     use super::*;
     use postwire_receiver::RedisStore;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_handler_three_leases_long_runs_once() {
+        let server = common::RedisServer::start();
+        let store = RedisStore::new(common::redis_manager(&server.url()).await);
+        super::a_handler_three_leases_long_runs_once(store).await
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn slow_handler_then_failure_then_success() {
@@ -339,6 +453,12 @@ mod redis_hanging {
 mod postgres_store {
     use super::*;
     use postwire_receiver::PostgresStore;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_handler_three_leases_long_runs_once() {
+        let db = postwire_testpg::database();
+        super::a_handler_three_leases_long_runs_once(PostgresStore::new(common::pg_pool(db.url()))).await
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn slow_handler_then_failure_then_success() {

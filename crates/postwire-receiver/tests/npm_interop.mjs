@@ -1,10 +1,13 @@
 // The npm package's stores (npm/src/stores/*.js) acting on the store a Rust test uses:
-// `node npm_interop.mjs <redis|postgres> <redis URL | pg config JSON> <claim|complete|release> <id> <token>`
+// `node npm_interop.mjs <redis|postgres> <redis URL | pg config JSON> <claim|complete|release|renew> <id> <token>`
 // prints the store's answer as JSON. Run by tests/npm_interop.rs; needs the root node_modules (npm ci).
+import { register } from "node:module";
 import { createClient } from "redis";
 import pg from "pg";
-import { redisStore } from "../../../npm/src/stores/redis.js";
-import { postgresStore } from "../../../npm/src/stores/postgres.js";
+
+register("./npm_protocol_loader.mjs", import.meta.url); // the shared .lua/.sql files as text
+const { redisStore } = await import("../../../npm/src/stores/redis.js");
+const { postgresStore } = await import("../../../npm/src/stores/postgres.js");
 
 const [kind, target, op, id, token] = process.argv.slice(2);
 let store;

@@ -7,12 +7,18 @@
 //!    [`Claim::Claimed`] (run the handler), [`Claim::Done`] (already handled) or
 //!    [`Claim::InFlight`] (another copy holds a live lease);
 //! 2. the handler succeeded: [`Store::complete`] marks the id done for `keep`;
-//! 3. the handler failed: [`Store::release`] forgets the claim, so the sender's retry runs it.
+//! 3. the handler failed: [`Store::release`] forgets the claim, so the sender's retry runs it;
+//! 4. while the handler runs, [`Store::renew`] extends the lease, so a slow handler keeps
+//!    its claim.
 //!
-//! `complete` and `release` act only while the id holds the caller's token (or its lease
-//! has run out), so a copy whose lease expired cannot undo the claim another copy took over.
-//! A claim that is neither completed nor released (the process died) expires with its
-//! lease: at least once across a crash, once otherwise.
+//! `complete`, `release` and `renew` act only while the id holds the caller's token (or,
+//! for `complete`, its lease has run out and nobody took it over), so a copy whose lease
+//! expired cannot undo the claim another copy took over. A claim that is neither completed
+//! nor released (the process died) is no longer renewed and expires with its lease: at
+//! least once across a crash, once otherwise.
+//!
+//! No store drops a live claim to make room: a store that is full of live claims answers
+//! [`StoreError::Full`], and the delivery is answered 503 (the handler is not run).
 
 use std::fmt::Write as _;
 use std::future::Future;
@@ -89,6 +95,8 @@ pub enum StoreErrorCode {
     Timeout,
     /// The store answered something this protocol does not expect (`store_protocol`).
     Protocol,
+    /// The store is full of live claims and takes no new one until some end (`store_full`).
+    Full,
 }
 
 impl StoreErrorCode {
@@ -98,6 +106,7 @@ impl StoreErrorCode {
             StoreErrorCode::Unavailable => "store_unavailable",
             StoreErrorCode::Timeout => "store_timeout",
             StoreErrorCode::Protocol => "store_protocol",
+            StoreErrorCode::Full => "store_full",
         }
     }
 }
@@ -122,6 +131,10 @@ pub enum StoreError {
     /// The store answered something the protocol does not expect.
     #[error("the idempotency store answered unexpectedly: {0}")]
     Protocol(String),
+    /// The store holds its capacity in live claims: it takes no new id until one ends
+    /// (a live claim is never dropped to make room).
+    #[error("the idempotency store is full: its {0} ids are all live claims")]
+    Full(usize),
 }
 
 impl StoreError {
@@ -131,6 +144,7 @@ impl StoreError {
             StoreError::Unavailable(_) => StoreErrorCode::Unavailable,
             StoreError::Timeout(_) => StoreErrorCode::Timeout,
             StoreError::Protocol(_) => StoreErrorCode::Protocol,
+            StoreError::Full(_) => StoreErrorCode::Full,
         }
     }
 
@@ -178,6 +192,17 @@ pub trait Store: Send + Sync + 'static {
 
     /// Forgets `id`'s claim if it still holds `token`; `Ok(false)` otherwise.
     fn release(&self, id: &str, token: &ClaimToken) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Extends `id`'s claim to `lease` from now if it still holds `token`; `Ok(false)` when
+    /// the claim is gone (released, done, or expired and dropped) or another copy's. The
+    /// layer calls it while the handler runs, so a live process keeps its claim and a dead
+    /// one (which renews nothing) loses it after one lease.
+    fn renew(
+        &self,
+        id: &str,
+        token: &ClaimToken,
+        lease: Duration,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 }
 
 impl<S: Store> Store for Arc<S> {
@@ -201,6 +226,15 @@ impl<S: Store> Store for Arc<S> {
 
     fn release(&self, id: &str, token: &ClaimToken) -> impl Future<Output = Result<bool, StoreError>> + Send {
         (**self).release(id, token)
+    }
+
+    fn renew(
+        &self,
+        id: &str,
+        token: &ClaimToken,
+        lease: Duration,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send {
+        (**self).renew(id, token, lease)
     }
 }
 
@@ -230,5 +264,6 @@ mod tests {
             "store_timeout"
         );
         assert_eq!(StoreError::Protocol("x".into()).code().as_str(), "store_protocol");
+        assert_eq!(StoreError::Full(3).code().as_str(), "store_full");
     }
 }

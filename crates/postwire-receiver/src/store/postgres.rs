@@ -1,7 +1,8 @@
 //! [`PostgresStore`]: the once-store in a PostgreSQL table, over the application's own
 //! `deadpool_postgres::Pool` (this store never configures, opens or closes it). The table
-//! is the npm package's (`postwire/stores/postgres`), so Rust and Node receivers can share
-//! it. One row per `webhook-id`, created on first use:
+//! and the statements are the npm package's (`postwire/stores/postgres`): both load them
+//! from the crate's `protocol/postgres/` (see its README), so Rust and Node receivers can
+//! share the table. One row per `webhook-id`, created on first use:
 //!
 //! ```sql
 //! CREATE TABLE IF NOT EXISTS postwire_once (
@@ -13,11 +14,12 @@
 //! ```
 //!
 //! `claim` is one `INSERT … ON CONFLICT` that takes the row over only when it has expired,
-//! then reads the row in the same statement; `complete` and `release` act only on the
-//! caller's token. Times are the database's clock (`clock_timestamp()`), so instances with
-//! skewed clocks agree. Every `sweep_every` claims, up to `sweep_limit` expired rows are
-//! deleted beside the claim (in a task of its own), so the table holds about the ids of the
-//! last `keep`.
+//! then reads the row in the same statement; `complete`, `release` and `renew` act only on
+//! the caller's token. Times are the database's clock (`clock_timestamp()`), so instances
+//! with skewed clocks agree. Every `sweep_every` claims, up to `sweep_limit` expired rows
+//! are deleted beside the claim (in a task of its own), so the table holds about the ids of
+//! the last `keep`; the sweep checks expiry again on each row it deletes, so a claim that
+//! takes an expired row over while the sweep runs is kept.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -51,13 +53,27 @@ impl InvalidTableName {
     }
 }
 
+/// The statements, as the shared protocol files hold them (`{table}` for the table's name).
+mod statements {
+    pub(super) const CREATE_TABLE: &str = include_str!("../../protocol/postgres/create_table.sql");
+    pub(super) const CREATE_INDEX: &str = include_str!("../../protocol/postgres/create_index.sql");
+    pub(super) const CLAIM: &str = include_str!("../../protocol/postgres/claim.sql");
+    pub(super) const COMPLETE: &str = include_str!("../../protocol/postgres/complete.sql");
+    pub(super) const RELEASE: &str = include_str!("../../protocol/postgres/release.sql");
+    pub(super) const RENEW: &str = include_str!("../../protocol/postgres/renew.sql");
+    pub(super) const SWEEP: &str = include_str!("../../protocol/postgres/sweep.sql");
+}
+
+/// A shared statement for the table `table` (a name [`valid_table`] accepted).
+fn for_table(statement: &str, table: &str) -> String {
+    statement.replace("{table}", table)
+}
+
 /// The DDL of the store's table `table` (run once, on first use; shown for your migrations).
 pub fn postgres_schema(table: &str) -> [String; 2] {
     [
-        format!(
-            "CREATE TABLE IF NOT EXISTS {table} (id text PRIMARY KEY, token text, expires_at timestamptz NOT NULL)"
-        ),
-        format!("CREATE INDEX IF NOT EXISTS {table}_expires_at ON {table} (expires_at)"),
+        for_table(statements::CREATE_TABLE, table),
+        for_table(statements::CREATE_INDEX, table),
     ]
 }
 
@@ -81,6 +97,7 @@ struct Sql {
     claim: String,
     complete: String,
     release: String,
+    renew: String,
     sweep: String,
 }
 
@@ -101,31 +118,11 @@ fn valid_table(name: &str) -> bool {
 
 fn sql(table: &str) -> Sql {
     Sql {
-        // The row after the insert: the CTE's when it inserted or took over, otherwise the
-        // existing one (NULL only while a concurrent insert is not yet visible: busy, briefly).
-        claim: format!(
-            "WITH taken AS (
-               INSERT INTO {table} AS t (id, token, expires_at)
-               VALUES ($1, $2, clock_timestamp() + $3::float8 * interval '1 millisecond')
-               ON CONFLICT (id) DO UPDATE SET token = EXCLUDED.token, expires_at = EXCLUDED.expires_at
-                 WHERE t.expires_at <= clock_timestamp()
-               RETURNING 1
-             )
-             SELECT EXISTS (SELECT 1 FROM taken) AS claimed,
-               (SELECT token IS NULL FROM {table} WHERE id = $1) AS done,
-               (SELECT ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::bigint
-                  FROM {table} WHERE id = $1) AS ms_left"
-        ),
-        complete: format!(
-            "INSERT INTO {table} AS t (id, token, expires_at)
-             VALUES ($1, NULL, clock_timestamp() + $3::float8 * interval '1 millisecond')
-             ON CONFLICT (id) DO UPDATE SET token = NULL, expires_at = EXCLUDED.expires_at
-               WHERE t.token = $2 OR t.expires_at <= clock_timestamp()"
-        ),
-        release: format!("DELETE FROM {table} WHERE id = $1 AND token = $2"),
-        sweep: format!(
-            "DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE expires_at < clock_timestamp() LIMIT $1)"
-        ),
+        claim: for_table(statements::CLAIM, table),
+        complete: for_table(statements::COMPLETE, table),
+        release: for_table(statements::RELEASE, table),
+        renew: for_table(statements::RENEW, table),
+        sweep: for_table(statements::SWEEP, table),
     }
 }
 
@@ -278,6 +275,16 @@ impl Store for PostgresStore {
         let statement = client.prepare_cached(&self.inner.sql.release).await.map_err(pg_error)?;
         let n = client
             .execute(&statement, &[&id, &token.as_str()])
+            .await
+            .map_err(pg_error)?;
+        Ok(n == 1)
+    }
+
+    async fn renew(&self, id: &str, token: &ClaimToken, lease: Duration) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(&self.inner.sql.renew).await.map_err(pg_error)?;
+        let n = client
+            .execute(&statement, &[&id, &token.as_str(), &as_float_millis(lease)])
             .await
             .map_err(pg_error)?;
         Ok(n == 1)

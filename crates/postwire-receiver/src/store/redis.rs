@@ -2,13 +2,14 @@
 //! `redis::aio::ConnectionManager`, a `MultiplexedConnection`, or anything
 //! `ConnectionLike + Clone`): this store never opens, reconnects or closes it.
 //!
-//! The key layout is the npm package's (`postwire/stores/redis`), so Rust and Node
-//! receivers can share one Redis: one key per `webhook-id`, `<prefix><id>`, holding
+//! The key layout and the Lua scripts are the npm package's (`postwire/stores/redis`): both
+//! load the scripts from the crate's `protocol/redis/` (see its README), so Rust and Node
+//! receivers can share one Redis. One key per `webhook-id`, `<prefix><id>`, holding
 //! `c:<token>` with a PX of the lease while a copy holds the claim, and `d` with a PX of
 //! `keep` once done. `claim` is one `SET key c:<token> NX PX <lease>` (atomic); only when
 //! the key exists, a read-only script says whether it is done or claimed and for how long.
-//! `complete` and `release` are Lua scripts that act only while the key holds the caller's
-//! token. Redis expires every key itself: memory holds only the ids of the last `keep`.
+//! `complete`, `release` and `renew` are Lua scripts that act only while the key holds the
+//! caller's token. Redis expires every key itself: memory holds only the ids of the last `keep`.
 
 use std::time::Duration;
 
@@ -21,19 +22,13 @@ use super::{Claim, ClaimToken, Store, StoreError, millis};
 pub const DEFAULT_REDIS_PREFIX: &str = "postwire:once:";
 
 /// The key's state and time left: {1, ms} claimed, {2, ms} done, {0, 0} gone.
-const PEEK: &str = "local v = redis.call('GET', KEYS[1])
-if not v then return {0, 0} end
-local ms = redis.call('PTTL', KEYS[1])
-if v == 'd' then return {2, ms} end
-return {1, ms}";
+const PEEK: &str = include_str!("../../protocol/redis/peek.lua");
 /// Done for ARGV[2] ms, unless another copy's claim or a done mark holds the key.
-const COMPLETE: &str = "local v = redis.call('GET', KEYS[1])
-if v and v ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], 'd', 'PX', ARGV[2])
-return 1";
+const COMPLETE: &str = include_str!("../../protocol/redis/complete.lua");
 /// Deletes the key only while it holds the caller's claim.
-const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0";
+const RELEASE: &str = include_str!("../../protocol/redis/release.lua");
+/// Extends the caller's claim by ARGV[2] ms from now, only while the key holds it.
+const RENEW: &str = include_str!("../../protocol/redis/renew.lua");
 
 /// The once-store in Redis (see the [module docs](self)). Clones share nothing but the
 /// connection's clone (for a `ConnectionManager`, the same connection).
@@ -44,6 +39,7 @@ pub struct RedisStore<C> {
     peek: Script,
     complete: Script,
     release: Script,
+    renew: Script,
 }
 
 impl<C> std::fmt::Debug for RedisStore<C> {
@@ -66,6 +62,7 @@ where
             peek: Script::new(PEEK),
             complete: Script::new(COMPLETE),
             release: Script::new(RELEASE),
+            renew: Script::new(RENEW),
         }
     }
 
@@ -158,5 +155,18 @@ where
             .await
             .map_err(redis_error)?;
         Ok(deleted == 1)
+    }
+
+    async fn renew(&self, id: &str, token: &ClaimToken, lease: Duration) -> Result<bool, StoreError> {
+        let mut conn = self.conn.clone();
+        let extended: i64 = self
+            .renew
+            .key(self.key(id))
+            .arg(format!("c:{}", token.as_str()))
+            .arg(millis(lease))
+            .invoke_async(&mut conn)
+            .await
+            .map_err(redis_error)?;
+        Ok(extended == 1)
     }
 }
