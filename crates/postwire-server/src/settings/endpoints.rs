@@ -133,7 +133,7 @@ fn after_control<K: SettingsKind>(id: &str, done: &str) -> String {
 
 /// The page that shows a new secret of endpoint `id` named `name`, this once
 /// (`rotated_until`: after a rotation).
-pub(super) fn secret_page<K: SettingsKind>(
+fn secret_page<K: SettingsKind>(
     session: &Session,
     id: &str,
     name: &str,
@@ -141,6 +141,22 @@ pub(super) fn secret_page<K: SettingsKind>(
     rotated_until: Option<postwire_core::Timestamp>,
 ) -> maud::Markup {
     pages::secret_shown(session, &K::WORDS, name, secret, rotated_until, &controls::<K>(id))
+}
+
+/// The answer to a create form that made `created`: its secret, shown this once.
+pub(super) fn show_created<K: SettingsKind>(
+    session: &Session,
+    created: &postwire_core::CreatedSubscription,
+) -> PageResult {
+    let s = &created.subscription;
+    tracing::info!(subscription_id = %s.id, portal_session = %session.portal.id, "{} created on the settings screen", K::LOG_NOUN);
+    Ok(html(secret_page::<K>(
+        session,
+        &s.id,
+        &s.name,
+        &created.secret.expose(),
+        None,
+    )))
 }
 
 /// `GET {BASE}/{id}`: one endpoint, its actions and its delivery log.

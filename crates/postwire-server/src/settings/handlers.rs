@@ -17,7 +17,7 @@ use postwire_sender::{
 };
 
 use super::assets;
-use super::endpoints::secret_page;
+use super::endpoints::show_created;
 use super::forms::{self, Form, Posted};
 use super::pages::{self, DayCounts, DeliveryFilter, Flash};
 use super::{COOKIE, PageError, PageResult, Session, see_other};
@@ -226,16 +226,7 @@ pub async fn create(State(state): State<AppState>, Posted { session, form }: Pos
         })
         .await;
     match created {
-        Ok(c) => {
-            tracing::info!(subscription_id = %c.subscription.id, portal_session = %session.portal.id, "subscription created on the settings screen");
-            Ok(html(secret_page::<Subscriptions>(
-                &session,
-                &c.subscription.id,
-                &c.subscription.name,
-                &c.secret.expose(),
-                None,
-            )))
-        }
+        Ok(c) => show_created::<Subscriptions>(&session, &c),
         Err(e) if e.code() == postwire_sender::SenderErrorCode::InvalidRequest => {
             Ok(invalid_form(&session, None, &values, &e.messages()))
         }

@@ -12,7 +12,7 @@ use axum::response::{Html, IntoResponse};
 use postwire_core::CreatedByKind;
 use postwire_sender::{MAX_OPERATOR_ENDPOINTS, SenderError, SenderErrorCode};
 
-use super::endpoints::secret_page;
+use super::endpoints::show_created;
 use super::forms::Posted;
 use super::handlers::html;
 use super::pages::{self, OperatorFormValues};
@@ -65,16 +65,7 @@ pub async fn create(State(state): State<AppState>, Posted { session, form }: Pos
     )
     .await;
     match created {
-        Ok(c) => {
-            tracing::info!(subscription_id = %c.subscription.id, portal_session = %session.portal.id, "operator endpoint created on the settings screen");
-            Ok(html(secret_page::<OperatorEndpoints>(
-                &session,
-                &c.subscription.id,
-                &c.subscription.name,
-                &c.secret.expose(),
-                None,
-            )))
-        }
+        Ok(c) => show_created::<OperatorEndpoints>(&session, &c),
         Err(e) if e.code() == SenderErrorCode::InvalidRequest => {
             let page = list_page(&state, &session, &values, &e.messages()).await?;
             Ok((StatusCode::BAD_REQUEST, Html(page.into_string())).into_response())
