@@ -11,13 +11,23 @@
 // 2. Deliveries per second through the inbox to an instant origin: the inbox paused, M
 //    deliveries accepted, resumed; the time until the origin has all of them. With no caps
 //    (ORIGIN_MAX_IN_FLIGHT = 1000, ORIGIN_MAX_PER_SECOND = 0) and with the defaults (10, 0).
+// 3. What one poll of the delivery loop costs with a backlog of R retrying deliveries (an
+//    origin that answers 503 with retry-after: 3600, so after one attempt each waits an
+//    hour): the rows one run of each poll query reads (`cursor.rowsRead`, through
+//    GET /_postwire/poll-cost) and its time: the wall and workerd CPU time of a request
+//    running it 10 times, less those of one running it 0 times, over 10 (the runtime's
+//    clock stands still inside the object, so it is timed from outside).
 //
-// Usage: node worker/bench/inbox.mjs [N, default 500] [M, default 2000]
+// Usage: node worker/bench/inbox.mjs [N, default 500] [M, default 2000] [R, default 10000]
+//        node worker/bench/inbox.mjs --poll-only [R]   (part 3 only)
 import { readdirSync, readFileSync } from "node:fs";
 import http from "node:http";
 import { startWorker, delivery, newSecret, newId, sampleBody } from "../test/support/worker.mjs";
 
-const [N = 500, M = 2000] = process.argv.slice(2).filter((a) => /^\d+$/.test(a)).map(Number);
+const POLL_ONLY = process.argv.includes("--poll-only");
+const numbers = process.argv.slice(2).filter((a) => /^\d+$/.test(a)).map(Number);
+const [N = 500, M = 2000, R = 10_000] = POLL_ONLY ? [0, 0, numbers[0]] : numbers;
+const REPEAT = 10;
 const TOKEN = "bench-admin-token-0123456789abcdef";
 
 /** The workerd process Miniflare started last (a descendant of this process). */
@@ -56,13 +66,14 @@ const pct = (values, p) => {
   return s[Math.min(s.length - 1, Math.floor(p * s.length))];
 };
 
-async function startInstantOrigin() {
+/** An origin that answers `status` at once (with `headers`), counting the requests. */
+async function startInstantOrigin(status = 200, headers = {}) {
   let count = 0;
   const server = http.createServer((req, res) => {
     req.resume();
     req.on("end", () => {
       count += 1;
-      res.writeHead(200, { "content-type": "text/plain" });
+      res.writeHead(status, { "content-type": "text/plain", ...headers });
       res.end("ok");
     });
   });
@@ -137,7 +148,59 @@ async function throughput(origin, secret, inFlight, perSecond) {
   }
 }
 
+/** Part 3: the poll queries' rows read and time with R retrying deliveries. */
+async function pollCost(secret) {
+  const origin = await startInstantOrigin(503, { "retry-after": "3600" });
+  const worker = await startWorker(
+    { WEBHOOK_SECRETS: secret, ORIGIN_URL: origin.url, ADMIN_TOKEN: TOKEN, ORIGIN_MAX_IN_FLIGHT: "1000" },
+    { file: "wrangler.inbox.toml" },
+  );
+  const admin = async (p, method = "GET") => {
+    const res = await fetch(new URL(p, worker.url()), { method, headers: { authorization: `Bearer ${TOKEN}` } });
+    if (!res.ok) throw new Error(`${p}: ${res.status} ${await res.text()}`);
+    return res.json();
+  };
+  try {
+    const pid = findWorkerd();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next < R) {
+          next++;
+          const id = newId("poll");
+          const d = delivery({ secrets: [secret], id, body: sampleBody(id, 1024) });
+          const res = await worker.send({ headers: d.headers, body: d.body });
+          if (res.status !== 202) throw new Error(`not accepted: ${res.text}`);
+        }
+      }),
+    );
+    while ((await admin("/_postwire/counts")).counts.retrying < R) await new Promise((r) => setTimeout(r, 500));
+    const timed = async (repeat) => {
+      const c0 = cpuNs(pid);
+      const t0 = process.hrtime.bigint();
+      const answer = await admin(`/_postwire/poll-cost?repeat=${repeat}`);
+      return { answer, wall: Number(process.hrtime.bigint() - t0) / 1e6, cpu: (cpuNs(pid) - c0) / 1e6 };
+    };
+    const rounds = [];
+    for (let i = 0; i < 5; i++) rounds.push({ zero: await timed(0), many: await timed(REPEAT) });
+    const per = (f) => pct(rounds.map((r) => (f(r.many) - f(r.zero)) / REPEAT), 0.5);
+    return {
+      polls: rounds[0].many.answer.polls,
+      wallMs: per((x) => x.wall),
+      cpuMs: per((x) => x.cpu),
+    };
+  } finally {
+    await worker.dispose();
+    await origin.close();
+  }
+}
+
 async function main() {
+  if (POLL_ONLY) {
+    const cost = await pollCost(newSecret());
+    printPollCost(cost);
+    return;
+  }
   const secret = newSecret();
   const origin = await startInstantOrigin();
   const common = { WEBHOOK_SECRETS: secret, ORIGIN_URL: origin.url, VALIDATE_EVENTS: "postwire" };
@@ -155,7 +218,15 @@ async function main() {
     console.log(`| ${label} | ${Math.round(await throughput(origin, secret, inFlight, perSecond))} |`);
   }
   await origin.close();
+  printPollCost(await pollCost(secret));
   console.log(`\nMachine: ${process.platform} ${process.arch}, Node ${process.version}, ${(await import("node:os")).cpus().length} cores (shared).`);
+}
+
+function printPollCost({ polls, wallMs, cpuMs }) {
+  console.log(`\n## One poll of the delivery loop with ${R} retrying deliveries (none due)\n`);
+  console.log("| query | rows read | rows returned | plan |\n| --- | ---: | ---: | --- |");
+  for (const p of polls) console.log(`| ${p.name} | ${p.rows_read} | ${p.rows_returned} | ${p.plan.join("; ")} |`);
+  console.log(`\nBoth queries once (one poll and the next-due read): ${wallMs.toFixed(3)} ms wall, ${cpuMs.toFixed(3)} ms workerd CPU (median of 5 rounds of ${REPEAT}).`);
 }
 
 main().catch((e) => {
