@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
 use postwire_core::{Secret, Signer, UnixTime};
+use postwire_edge_wire::admin;
 use postwire_edge_wire::listen::{
     Answer, Delivery, Hello, LISTEN_PATH, ListenerFrame, REPLACED_CLOSE_CODE, WorkerFrame,
 };
@@ -406,7 +407,10 @@ async fn replay(http: &reqwest::Client, worker: &Url, admin_token: &str, id: &st
         eprintln!("postwire listen: --replay: the Worker URL cannot take a path");
         return;
     };
-    segments.clear().extend(["_postwire", "deliveries", id, "replay"]);
+    let prefix = admin::ADMIN_PREFIX.trim_matches('/');
+    segments
+        .clear()
+        .extend([prefix, admin::path::DELIVERIES, id, admin::path::REPLAY]);
     drop(segments);
     let sent = http
         .post(url)
@@ -423,9 +427,8 @@ async fn replay(http: &reqwest::Client, worker: &Url, admin_token: &str, id: &st
             let status = r.status().as_u16();
             // The Worker's stable code (`delivery_in_progress` for one still on its way).
             let body = r.bytes().await.unwrap_or_default();
-            let code = serde_json::from_slice::<serde_json::Value>(&body)
-                .ok()
-                .and_then(|v| v.get("code").and_then(|c| c.as_str()).map(str::to_owned))
+            let code = serde_json::from_slice::<admin::ErrorBody>(&body)
+                .map(|e| e.code)
                 .unwrap_or_default();
             eprintln!("postwire listen: --replay {id}: the Worker answered {status} {code}");
         }
