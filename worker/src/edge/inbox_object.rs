@@ -44,7 +44,11 @@ use std::time::Duration;
 use futures_util::future::{Either, LocalBoxFuture, select};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use postwire_core::UnixTime;
-use serde_json::{Value, json};
+use postwire_edge_wire::admin::{
+    Attempt, CountsAnswer, DeliveryDetail, DeliveryPage, DeliverySummary, EraseAnswer, PauseAnswer, PollCost,
+    PollCostAnswer, ReplayAnswer, StateCounts,
+};
+use serde_json::Value;
 use worker::{
     Delay, DurableObject, Env, Method, Request, Response, ScheduledTime, SqlStorage, SqlStorageValue, State, Stub,
     durable_object,
@@ -713,16 +717,15 @@ impl InboxObject {
         let now = now_ms().round() as i64;
         Ok(Ok(match route {
             AdminRoute::Counts => {
-                let mut counts = serde_json::Map::new();
-                for s in DeliveryState::ALL {
-                    counts.insert(s.as_str().into(), json!(0));
-                }
+                let mut counts = StateCounts::default();
                 for r in rows(sql.exec("SELECT state, COUNT(*) FROM deliveries GROUP BY state", None)?)? {
-                    if let (Some(state), Some(n)) = (text(&r, 0), int(&r, 1)) {
-                        counts.insert(state, json!(n));
+                    if let (Some(state), Some(n)) = (text(&r, 0).as_deref().and_then(DeliveryState::parse), int(&r, 1))
+                    {
+                        counts.set(state, u64::try_from(n).unwrap_or(0));
                     }
                 }
-                (200, json!({ "counts": counts, "paused": self.is_paused(&sql)? }))
+                let paused = self.is_paused(&sql)?;
+                (200, answer(&CountsAnswer { counts, paused }))
             }
             AdminRoute::List { state, after, limit } => {
                 let query = format!(
@@ -734,36 +737,37 @@ impl InboxObject {
                 } else {
                     None
                 };
-                let deliveries: Vec<Value> = found.iter().map(|r| summary(r)).collect();
-                (200, json!({ "deliveries": deliveries, "next_cursor": next_cursor }))
+                let deliveries = found.iter().filter_map(|r| summary(r)).collect();
+                (
+                    200,
+                    answer(&DeliveryPage {
+                        deliveries,
+                        next_cursor,
+                    }),
+                )
             }
             AdminRoute::Show { id } => {
                 let query = format!("SELECT {SUMMARY_COLUMNS} FROM deliveries WHERE id = ?");
-                let Some(row) = rows(sql.exec(&query, vec![id.as_str().into()])?)?.into_iter().next() else {
+                let found = rows(sql.exec(&query, vec![id.as_str().into()])?)?;
+                let Some(summary) = found.first().and_then(|r| summary(r)) else {
                     return Ok(Err(no_delivery()));
                 };
-                let attempts: Vec<Value> = rows(sql.exec(
+                let attempt_log = rows(sql.exec(
                     "SELECT n, started_ms, finished_ms, outcome, status, answer FROM attempts \
                      WHERE delivery_id = ? ORDER BY n",
                     vec![id.as_str().into()],
                 )?)?
                 .iter()
-                .map(|a| {
-                    json!({
-                        "n": int(a, 0),
-                        "started_at_ms": int(a, 1),
-                        "finished_at_ms": int(a, 2),
-                        "outcome": text(a, 3),
-                        "status": int(a, 4),
-                        "answer": text(a, 5),
-                    })
+                .map(|a| Attempt {
+                    n: int(a, 0).and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
+                    started_at_ms: int(a, 1).unwrap_or(0),
+                    finished_at_ms: int(a, 2),
+                    outcome: text(a, 3).unwrap_or_default(),
+                    status: int(a, 4).and_then(|n| u16::try_from(n).ok()),
+                    answer: text(a, 5),
                 })
                 .collect();
-                let mut out = summary(&row);
-                if let Value::Object(map) = &mut out {
-                    map.insert("attempt_log".into(), Value::Array(attempts));
-                }
-                (200, out)
+                (200, answer(&DeliveryDetail { summary, attempt_log }))
             }
             AdminRoute::Replay { id } => {
                 let found = rows(sql.exec(
@@ -789,7 +793,12 @@ impl InboxObject {
                 let max = first_int(&sql, "SELECT MAX(seq) FROM deliveries")?.unwrap_or(0);
                 let replayed = reopen(&sql, "id = ?", vec![id.as_str().into()], max, now)?;
                 self.wake().await?;
-                (200, json!({ "replayed": replayed }))
+                (
+                    200,
+                    answer(&ReplayAnswer {
+                        replayed: replayed as u64,
+                    }),
+                )
             }
             AdminRoute::ReplayDead { since_ms } => {
                 let max = first_int(&sql, "SELECT MAX(seq) FROM deliveries")?.unwrap_or(0);
@@ -803,7 +812,12 @@ impl InboxObject {
                 if replayed > 0 {
                     self.wake().await?;
                 }
-                (200, json!({ "replayed": replayed }))
+                (
+                    200,
+                    answer(&ReplayAnswer {
+                        replayed: replayed as u64,
+                    }),
+                )
             }
             AdminRoute::Pause => {
                 sql.exec(
@@ -811,14 +825,14 @@ impl InboxObject {
                     None,
                 )?;
                 self.paused.set(Some(true));
-                (200, json!({ "paused": true }))
+                (200, answer(&PauseAnswer { paused: true }))
             }
             AdminRoute::Resume => {
                 sql.exec("DELETE FROM settings WHERE name = 'paused'", None)?;
                 self.paused.set(Some(false));
                 // Unconditionally: a run that is ending may have scheduled nothing while paused.
                 self.set_alarm_at(now_ms()).await?;
-                (200, json!({ "paused": false }))
+                (200, answer(&PauseAnswer { paused: false }))
             }
             AdminRoute::Erase { what } => {
                 let (column, value) = match &what {
@@ -837,7 +851,11 @@ impl InboxObject {
                     // The next delivery of a cancelled one's key may be due now.
                     self.wake().await?;
                 }
-                (200, json!({ "erased": erasure.erased, "cancelled": erasure.cancelled }))
+                let erased = EraseAnswer {
+                    erased: erasure.erased as u64,
+                    cancelled: erasure.cancelled as u64,
+                };
+                (200, answer(&erased))
             }
             AdminRoute::PollCost { repeat } => {
                 let page = self.config().map_or(10, |c| c.inbox.max_in_flight);
@@ -859,14 +877,14 @@ impl InboxObject {
                         returned = cursor.raw().collect::<worker::Result<Vec<_>>>()?.len();
                         rows_read = cursor.rows_read();
                     }
-                    out.push(json!({
-                        "name": name,
-                        "plan": plan,
-                        "rows_read": rows_read,
-                        "rows_returned": returned,
-                    }));
+                    out.push(PollCost {
+                        name: name.to_owned(),
+                        plan,
+                        rows_read: rows_read as u64,
+                        rows_returned: returned as u64,
+                    });
                 }
-                (200, json!({ "repeat": repeat, "polls": out }))
+                (200, answer(&PollCostAnswer { repeat, polls: out }))
             }
         }))
     }
@@ -1032,26 +1050,32 @@ fn no_delivery() -> Reply {
     )
 }
 
-/// A delivery as the admin API shows it (never its body or signatures).
-fn summary(r: &[SqlStorageValue]) -> Value {
-    let state = text(r, 2);
-    let open = state
-        .as_deref()
-        .and_then(DeliveryState::parse)
-        .is_some_and(DeliveryState::is_open);
-    json!({
-        "id": text(r, 0),
-        "state": state,
-        "ordering_key": text(r, 3),
-        "accepted_at_ms": int(r, 4),
-        "attempts": int(r, 5),
+/// A delivery as the admin API shows it (never its body or signatures); `None` for a row
+/// whose state is not one of the API's.
+fn summary(r: &[SqlStorageValue]) -> Option<DeliverySummary> {
+    let state = text(r, 2).as_deref().and_then(DeliveryState::parse)?;
+    Some(DeliverySummary {
+        id: text(r, 0)?,
+        state,
+        ordering_key: text(r, 3),
+        accepted_at_ms: int(r, 4).unwrap_or(0),
+        attempts: int(r, 5).and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
         // A delivery waiting behind an earlier one of its key has no time of its own yet.
-        "next_attempt_at_ms": if open { int(r, 6).filter(|t| *t < WAITING) } else { None },
-        "last_status": int(r, 7),
-        "last_error": text(r, 8),
-        "finished_at_ms": int(r, 9),
-        "body_bytes": int(r, 10),
+        next_attempt_at_ms: if state.is_open() {
+            int(r, 6).filter(|t| *t < WAITING)
+        } else {
+            None
+        },
+        last_status: int(r, 7).and_then(|n| u16::try_from(n).ok()),
+        last_error: text(r, 8),
+        finished_at_ms: int(r, 9),
+        body_bytes: int(r, 10).and_then(|n| u64::try_from(n).ok()).unwrap_or(0),
     })
+}
+
+/// An admin answer as the JSON the object sends (`postwire-edge-wire`'s types).
+fn answer<T: serde::Serialize>(typed: &T) -> Value {
+    serde_json::to_value(typed).unwrap_or(Value::Null)
 }
 
 fn rows(cursor: worker::SqlCursor) -> worker::Result<Vec<Vec<SqlStorageValue>>> {

@@ -18,66 +18,13 @@
 //! | `POST /_postwire/erase?post=<post id>` or `?account=<account id>` | [`AdminRoute::Erase`] by subject |
 //! | `GET /_postwire/poll-cost[?repeat=<0..=1000>]` | [`AdminRoute::PollCost`] |
 
+use postwire_edge_wire::admin::path;
 use subtle::ConstantTimeEq;
 
 use crate::config::AdminToken;
 use crate::reply::{Reply, ReplyCode};
 
-/// Where the admin API lives.
-pub const ADMIN_PREFIX: &str = "/_postwire/";
-/// Default page size of a list.
-pub const DEFAULT_PAGE: u32 = 100;
-/// Largest page size of a list.
-pub const MAX_PAGE: u32 = 500;
-
-/// The states of a delivery in the inbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeliveryState {
-    /// Accepted, not tried yet (or waiting behind an earlier delivery of its key, or paused).
-    Pending,
-    /// Tried, not accepted by the origin yet; waiting for its next attempt.
-    Retrying,
-    /// The origin answered `2xx`.
-    Delivered,
-    /// Not accepted within the retry horizon; kept for the retention, replayable, and
-    /// delivered again when the sender sends a new copy of it.
-    Dead,
-    /// Its body was erased on request ([`AdminRoute::Erase`]): never sent (again); the row
-    /// keeps its id, key, times and attempts for the retention, so copies stay duplicates.
-    Erased,
-}
-
-impl DeliveryState {
-    /// Every state, in the order of a delivery's life.
-    pub const ALL: [DeliveryState; 5] = [
-        DeliveryState::Pending,
-        DeliveryState::Retrying,
-        DeliveryState::Delivered,
-        DeliveryState::Dead,
-        DeliveryState::Erased,
-    ];
-
-    /// The name used in storage and in the API.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            DeliveryState::Pending => "pending",
-            DeliveryState::Retrying => "retrying",
-            DeliveryState::Delivered => "delivered",
-            DeliveryState::Dead => "dead",
-            DeliveryState::Erased => "erased",
-        }
-    }
-
-    /// The state named `name`.
-    pub fn parse(name: &str) -> Option<DeliveryState> {
-        DeliveryState::ALL.into_iter().find(|s| s.as_str() == name)
-    }
-
-    /// Whether a delivery in this state still waits to reach the origin.
-    pub const fn is_open(self) -> bool {
-        matches!(self, DeliveryState::Pending | DeliveryState::Retrying)
-    }
-}
+pub use postwire_edge_wire::admin::{ADMIN_PREFIX, DEFAULT_PAGE, DeliveryState, MAX_PAGE};
 
 /// One admin request, understood.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -185,10 +132,10 @@ pub fn route(method: &str, path: &str, query: Option<&str>) -> Result<AdminRoute
         }
     };
     match segments.as_slice() {
-        ["counts"] => want(get, "GET").map(|()| AdminRoute::Counts),
-        ["pause"] => want(post, "POST").map(|()| AdminRoute::Pause),
-        ["resume"] => want(post, "POST").map(|()| AdminRoute::Resume),
-        ["deliveries"] => {
+        [path::COUNTS] => want(get, "GET").map(|()| AdminRoute::Counts),
+        [path::PAUSE] => want(post, "POST").map(|()| AdminRoute::Pause),
+        [path::RESUME] => want(post, "POST").map(|()| AdminRoute::Resume),
+        [path::DELIVERIES] => {
             want(get, "GET")?;
             let state = param(&params, "state")
                 .ok_or_else(|| bad("`state` is required: pending, retrying, delivered, dead or erased"))?;
@@ -210,21 +157,21 @@ pub fn route(method: &str, path: &str, query: Option<&str>) -> Result<AdminRoute
             };
             Ok(AdminRoute::List { state, after, limit })
         }
-        ["deliveries", id] => {
+        [path::DELIVERIES, id] => {
             want(get, "GET")?;
             Ok(AdminRoute::Show { id: decode_id(id)? })
         }
-        ["deliveries", id, "replay"] => {
+        [path::DELIVERIES, id, path::REPLAY] => {
             want(post, "POST")?;
             Ok(AdminRoute::Replay { id: decode_id(id)? })
         }
-        ["deliveries", id, "erase"] => {
+        [path::DELIVERIES, id, path::ERASE] => {
             want(post, "POST")?;
             Ok(AdminRoute::Erase {
                 what: EraseTarget::Id(decode_id(id)?),
             })
         }
-        ["erase"] => {
+        [path::ERASE] => {
             want(post, "POST")?;
             let what = match (param(&params, "post"), param(&params, "account")) {
                 (Some(p), None) => EraseTarget::Post(subject_id(p)?),
@@ -233,7 +180,7 @@ pub fn route(method: &str, path: &str, query: Option<&str>) -> Result<AdminRoute
             };
             Ok(AdminRoute::Erase { what })
         }
-        ["poll-cost"] => {
+        [path::POLL_COST] => {
             want(get, "GET")?;
             let repeat = match param(&params, "repeat") {
                 None => 1,
@@ -244,7 +191,7 @@ pub fn route(method: &str, path: &str, query: Option<&str>) -> Result<AdminRoute
             };
             Ok(AdminRoute::PollCost { repeat })
         }
-        ["replay-dead"] => {
+        [path::REPLAY_DEAD] => {
             want(post, "POST")?;
             let since = param(&params, "since").ok_or_else(|| bad("`since` (Unix seconds) is required"))?;
             let secs = digits(since, 12).ok_or_else(|| bad("`since` must be Unix seconds"))?;

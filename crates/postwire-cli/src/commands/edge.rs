@@ -19,17 +19,18 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand, ValueEnum};
 use postwire_core::{Clock, SystemClock, Timestamp};
-use serde_json::Value;
+use postwire_edge_wire::admin::{
+    ADMIN_PREFIX, CountsAnswer, DeliveryDetail, DeliveryPage, DeliveryState, DeliverySummary, EraseAnswer, ErrorBody,
+    MAX_PAGE, PauseAnswer, ReplayAnswer, path,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use url::Url;
 
 /// The environment variable holding the Worker's `ADMIN_TOKEN`.
 pub const TOKEN_ENV: &str = "POSTWIRE_EDGE_TOKEN";
 /// Default time to wait for the Worker's whole answer, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
-/// Where the admin API lives on the Worker's host.
-const ADMIN_PREFIX: &str = "/_postwire/";
-/// Largest page the Worker serves.
-const MAX_PAGE: u32 = 500;
 
 /// Arguments of `postwire edge`.
 #[derive(Debug, Args)]
@@ -136,13 +137,14 @@ pub enum State {
 }
 
 impl State {
-    fn as_str(self) -> &'static str {
+    /// The state as the admin API names it.
+    fn wire(self) -> DeliveryState {
         match self {
-            State::Pending => "pending",
-            State::Retrying => "retrying",
-            State::Delivered => "delivered",
-            State::Dead => "dead",
-            State::Erased => "erased",
+            State::Pending => DeliveryState::Pending,
+            State::Retrying => DeliveryState::Retrying,
+            State::Delivered => DeliveryState::Delivered,
+            State::Dead => DeliveryState::Dead,
+            State::Erased => DeliveryState::Erased,
         }
     }
 }
@@ -159,17 +161,19 @@ pub fn run(args: EdgeArgs) -> Result<ExitCode, String> {
     runtime.block_on(async move {
         let json = args.json;
         match args.command {
-            EdgeCommand::Status => print(client.get("counts", &[]).await?, json, status_text),
+            EdgeCommand::Status => print(client.get::<CountsAnswer>(path::COUNTS, &[]).await?, json, status_text),
             EdgeCommand::Show { id } => print(client.get_delivery(&id).await?, json, delivery_text),
-            EdgeCommand::Pause => print(client.post("pause", &[]).await?, json, paused_text),
-            EdgeCommand::Resume => print(client.post("resume", &[]).await?, json, paused_text),
+            EdgeCommand::Pause => print(client.post::<PauseAnswer>(path::PAUSE, &[]).await?, json, paused_text),
+            EdgeCommand::Resume => print(client.post::<PauseAnswer>(path::RESUME, &[]).await?, json, paused_text),
             EdgeCommand::Replay(ReplayArgs { id: Some(id), .. }) => {
                 print(client.replay(&id).await?, json, replayed_text)
             }
             EdgeCommand::Replay(ReplayArgs { dead_since, .. }) => {
                 let since = dead_since.ok_or("give a webhook-id or --dead-since")?.to_string();
                 print(
-                    client.post("replay-dead", &[("since", &since)]).await?,
+                    client
+                        .post::<ReplayAnswer>(path::REPLAY_DEAD, &[("since", &since)])
+                        .await?,
                     json,
                     replayed_text,
                 )
@@ -182,7 +186,11 @@ pub fn run(args: EdgeArgs) -> Result<ExitCode, String> {
                     (None, Some(a)) => ("account", a.as_str()),
                     (None, None) => return Err("give a webhook-id, --post or --account".to_owned()),
                 };
-                print(client.post("erase", &[query]).await?, json, erased_text)
+                print(
+                    client.post::<EraseAnswer>(path::ERASE, &[query]).await?,
+                    json,
+                    erased_text,
+                )
             }
         }
     })?;
@@ -190,9 +198,9 @@ pub fn run(args: EdgeArgs) -> Result<ExitCode, String> {
 }
 
 /// Prints the Worker's answer: as JSON, or through `text`.
-fn print(answer: Value, json: bool, text: fn(&Value) -> String) -> Result<(), String> {
+fn print<T: Serialize>(answer: T, json: bool, text: fn(&T) -> String) -> Result<(), String> {
     if json {
-        println!("{answer}");
+        println!("{}", to_json(&answer));
     } else {
         print!("{}", text(&answer));
     }
@@ -205,16 +213,16 @@ async fn list_pages(client: &AdminClient, args: &ListArgs, json: bool) -> Result
     let mut cursor = args.cursor.clone();
     let mut printed_header = false;
     loop {
-        let mut query = vec![("state", args.state.as_str()), ("limit", limit.as_str())];
+        let mut query = vec![("state", args.state.wire().as_str()), ("limit", limit.as_str())];
         if let Some(c) = &cursor {
             query.push(("cursor", c));
         }
-        let page = client.get("deliveries", &query).await?;
-        let next = page["next_cursor"].as_str().map(str::to_owned);
+        let page = client.get::<DeliveryPage>(path::DELIVERIES, &query).await?;
+        let next = page.next_cursor.clone();
         if json {
-            println!("{page}");
+            println!("{}", to_json(&page));
         } else {
-            let rows = page["deliveries"].as_array().map(Vec::as_slice).unwrap_or_default();
+            let rows = &page.deliveries;
             if !printed_header {
                 println!("{}", list_header());
                 printed_header = true;
@@ -264,6 +272,18 @@ fn admin_base(worker: &str) -> Result<Url, String> {
 
 /// The token: the first line of `file`, else `from_env`. Never echoed in an error.
 fn read_token(file: Option<&std::path::Path>, from_env: Option<String>) -> Result<String, String> {
+    read_worker_token(file, from_env, TOKEN_ENV, "ADMIN_TOKEN")
+}
+
+/// One of the Worker's tokens (`worker_var`, e.g. `ADMIN_TOKEN`), for `edge` and `listen`
+/// alike: the first line of `file`, or else `from_env` (the `env_name` variable); never
+/// from the command line. Refused when empty or not visible ASCII; errors never hold it.
+pub(crate) fn read_worker_token(
+    file: Option<&std::path::Path>,
+    from_env: Option<String>,
+    env_name: &str,
+    worker_var: &str,
+) -> Result<String, String> {
     let token = match file {
         Some(path) => std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read --token-file {}: {e}", path.display()))?
@@ -274,13 +294,13 @@ fn read_token(file: Option<&std::path::Path>, from_env: Option<String>) -> Resul
             .to_owned(),
         None => from_env
             .map(|t| t.trim().to_owned())
-            .ok_or_else(|| format!("set {TOKEN_ENV} to the Worker's ADMIN_TOKEN, or pass --token-file"))?,
+            .ok_or_else(|| format!("set {env_name} to the Worker's {worker_var}, or pass --token-file"))?,
     };
     if token.is_empty() {
-        return Err("the admin token is empty".into());
+        return Err(format!("the {worker_var} token is empty"));
     }
     if !token.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err("the admin token must be visible ASCII characters only".into());
+        return Err(format!("the {worker_var} token must be visible ASCII characters only"));
     }
     Ok(token)
 }
@@ -348,31 +368,38 @@ impl AdminClient {
         url
     }
 
-    async fn get(&self, path: &str, query: &[(&str, &str)]) -> Result<Value, String> {
+    async fn get<T: DeserializeOwned>(&self, path: &str, query: &[(&str, &str)]) -> Result<T, String> {
         self.send(reqwest::Method::GET, self.url(&[path], query)).await
     }
 
-    async fn post(&self, path: &str, query: &[(&str, &str)]) -> Result<Value, String> {
+    async fn post<T: DeserializeOwned>(&self, path: &str, query: &[(&str, &str)]) -> Result<T, String> {
         self.send(reqwest::Method::POST, self.url(&[path], query)).await
     }
 
-    async fn get_delivery(&self, id: &str) -> Result<Value, String> {
-        self.send(reqwest::Method::GET, self.url(&["deliveries", id], &[]))
+    async fn get_delivery(&self, id: &str) -> Result<DeliveryDetail, String> {
+        self.send(reqwest::Method::GET, self.url(&[path::DELIVERIES, id], &[]))
             .await
     }
 
-    async fn erase(&self, id: &str) -> Result<Value, String> {
-        self.send(reqwest::Method::POST, self.url(&["deliveries", id, "erase"], &[]))
-            .await
+    async fn erase(&self, id: &str) -> Result<EraseAnswer, String> {
+        self.send(
+            reqwest::Method::POST,
+            self.url(&[path::DELIVERIES, id, path::ERASE], &[]),
+        )
+        .await
     }
 
-    async fn replay(&self, id: &str) -> Result<Value, String> {
-        self.send(reqwest::Method::POST, self.url(&["deliveries", id, "replay"], &[]))
-            .await
+    async fn replay(&self, id: &str) -> Result<ReplayAnswer, String> {
+        self.send(
+            reqwest::Method::POST,
+            self.url(&[path::DELIVERIES, id, path::REPLAY], &[]),
+        )
+        .await
     }
 
-    /// One request; a non-2xx answer becomes an error naming the Worker's code and message.
-    async fn send(&self, method: reqwest::Method, url: Url) -> Result<Value, String> {
+    /// One request, its answer read as `T`; a non-2xx answer becomes an error naming the
+    /// Worker's code and message.
+    async fn send<T: DeserializeOwned>(&self, method: reqwest::Method, url: Url) -> Result<T, String> {
         let shown = format!("{method} {}", url.path());
         let response = self
             .http
@@ -386,12 +413,14 @@ impl AdminClient {
             .bytes()
             .await
             .map_err(|e| format!("{shown}: the answer broke off: {}", error_chain(&e)))?;
-        let json: Option<Value> = serde_json::from_slice(&body).ok();
         if status.is_success() {
-            return json.ok_or_else(|| format!("{shown}: the Worker answered {status} without JSON"));
+            return serde_json::from_slice(&body).map_err(|e| {
+                format!("{shown}: the Worker answered {status} with an answer this postwire cannot read: {e}")
+            });
         }
-        let code = json.as_ref().and_then(|j| j["code"].as_str()).unwrap_or("");
-        let message = json.as_ref().and_then(|j| j["message"].as_str()).unwrap_or("");
+        let refusal: Option<ErrorBody> = serde_json::from_slice(&body).ok();
+        let code = refusal.as_ref().map_or("", |e| e.code.as_str());
+        let message = refusal.as_ref().map_or("", |e| e.message.as_str());
         let mut error = format!("{shown}: the Worker answered {} {code}", status.as_u16());
         if !message.is_empty() {
             error.push_str(": ");
@@ -419,54 +448,53 @@ fn error_chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// The answer as JSON, as the Worker wrote it.
+fn to_json<T: Serialize>(answer: &T) -> String {
+    serde_json::to_string(answer).unwrap_or_default()
+}
+
 /// A time in Unix milliseconds, as the rest of postwire writes times; `-` when absent.
-fn time(value: &Value) -> String {
-    value
-        .as_i64()
-        .map_or_else(|| "-".to_owned(), |ms| Timestamp::from_unix_millis(ms).to_string())
+fn time(ms: Option<i64>) -> String {
+    ms.map_or_else(|| "-".to_owned(), |ms| Timestamp::from_unix_millis(ms).to_string())
 }
 
-/// A field as text; `-` when absent or null.
-fn field(value: &Value) -> String {
-    match value {
-        Value::Null => "-".to_owned(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+/// A field as text; `-` when absent.
+fn field<T: std::fmt::Display>(value: Option<T>) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| v.to_string())
 }
 
-fn status_text(answer: &Value) -> String {
+fn status_text(answer: &CountsAnswer) -> String {
     let mut out = String::new();
-    if answer["paused"].as_bool() == Some(true) {
+    if answer.paused {
         out.push_str("delivery to the origin: PAUSED (deliveries are accepted and held; `postwire edge resume`)\n");
     } else {
         out.push_str("delivery to the origin: running\n");
     }
-    for state in State::value_variants() {
-        let n = answer["counts"][state.as_str()].as_u64().unwrap_or(0);
-        out.push_str(&format!("{:<10} {n}\n", state.as_str()));
+    for state in DeliveryState::ALL {
+        out.push_str(&format!("{:<10} {}\n", state.as_str(), answer.counts.get(state)));
     }
     out
 }
 
-fn paused_text(answer: &Value) -> String {
-    match answer["paused"].as_bool() {
-        Some(true) => "paused: deliveries are accepted and held at the edge\n".to_owned(),
-        _ => "resumed: held deliveries go out in order at the paced rate\n".to_owned(),
+fn paused_text(answer: &PauseAnswer) -> String {
+    if answer.paused {
+        "paused: deliveries are accepted and held at the edge\n".to_owned()
+    } else {
+        "resumed: held deliveries go out in order at the paced rate\n".to_owned()
     }
 }
 
-fn replayed_text(answer: &Value) -> String {
-    let n = answer["replayed"].as_u64().unwrap_or(0);
+fn replayed_text(answer: &ReplayAnswer) -> String {
+    let n = answer.replayed;
     format!("replayed {n} {}\n", if n == 1 { "delivery" } else { "deliveries" })
 }
 
-fn erased_text(answer: &Value) -> String {
-    let n = answer["erased"].as_u64().unwrap_or(0);
-    let cancelled = answer["cancelled"].as_u64().unwrap_or(0);
+fn erased_text(answer: &EraseAnswer) -> String {
+    let n = answer.erased;
     format!(
-        "erased {n} {} ({cancelled} of them not delivered yet, now never sent)\n",
-        if n == 1 { "delivery" } else { "deliveries" }
+        "erased {n} {} ({} of them not delivered yet, now never sent)\n",
+        if n == 1 { "delivery" } else { "deliveries" },
+        answer.cancelled
     )
 }
 
@@ -477,54 +505,49 @@ fn list_header() -> String {
     )
 }
 
-fn list_row(d: &Value) -> String {
-    let last = if d["last_status"].is_null() {
-        field(&d["last_error"])
-    } else {
-        field(&d["last_status"])
-    };
-    let when = if d["next_attempt_at_ms"].is_null() {
-        &d["finished_at_ms"]
-    } else {
-        &d["next_attempt_at_ms"]
+fn list_row(d: &DeliverySummary) -> String {
+    let last = match d.last_status {
+        Some(status) => status.to_string(),
+        None => field(d.last_error.as_deref()),
     };
     format!(
         "{:<40} {:<9} {:<24} {:<24} {:>8} {:<6} {}",
-        field(&d["id"]),
-        field(&d["state"]),
-        field(&d["ordering_key"]),
-        time(&d["accepted_at_ms"]),
-        field(&d["attempts"]),
+        d.id,
+        d.state.as_str(),
+        field(d.ordering_key.as_deref()),
+        time(Some(d.accepted_at_ms)),
+        d.attempts,
         last,
-        time(when)
+        time(d.next_attempt_at_ms.or(d.finished_at_ms))
     )
 }
 
-fn delivery_text(d: &Value) -> String {
+fn delivery_text(detail: &DeliveryDetail) -> String {
+    let d = &detail.summary;
     let mut out = String::new();
     let mut line = |name: &str, value: String| out.push_str(&format!("{name:<13} {value}\n"));
-    line("id", field(&d["id"]));
-    line("state", field(&d["state"]));
-    line("ordering key", field(&d["ordering_key"]));
-    line("accepted", time(&d["accepted_at_ms"]));
-    line("attempts", field(&d["attempts"]));
-    line("next attempt", time(&d["next_attempt_at_ms"]));
-    line("finished", time(&d["finished_at_ms"]));
-    line("last status", field(&d["last_status"]));
-    line("last error", field(&d["last_error"]));
-    line("body bytes", field(&d["body_bytes"]));
-    for attempt in d["attempt_log"].as_array().map(Vec::as_slice).unwrap_or_default() {
-        let took = match (attempt["started_at_ms"].as_i64(), attempt["finished_at_ms"].as_i64()) {
-            (Some(s), Some(f)) => format!("{} ms", f.saturating_sub(s)),
-            _ => "-".to_owned(),
+    line("id", d.id.clone());
+    line("state", d.state.as_str().to_owned());
+    line("ordering key", field(d.ordering_key.as_deref()));
+    line("accepted", time(Some(d.accepted_at_ms)));
+    line("attempts", d.attempts.to_string());
+    line("next attempt", time(d.next_attempt_at_ms));
+    line("finished", time(d.finished_at_ms));
+    line("last status", field(d.last_status));
+    line("last error", field(d.last_error.as_deref()));
+    line("body bytes", d.body_bytes.to_string());
+    for attempt in &detail.attempt_log {
+        let took = match attempt.finished_at_ms {
+            Some(f) => format!("{} ms", f.saturating_sub(attempt.started_at_ms)),
+            None => "-".to_owned(),
         };
         out.push_str(&format!(
             "attempt {} at {}: {} {} in {took}: {}\n",
-            field(&attempt["n"]),
-            time(&attempt["started_at_ms"]),
-            field(&attempt["outcome"]),
-            field(&attempt["status"]),
-            field(&attempt["answer"]).escape_debug()
+            attempt.n,
+            time(Some(attempt.started_at_ms)),
+            attempt.outcome,
+            field(attempt.status),
+            field(attempt.answer.as_deref()).escape_debug()
         ));
     }
     out
@@ -604,7 +627,7 @@ mod tests {
 
     #[test]
     fn summaries_show_what_the_worker_said() {
-        let counts = serde_json::json!({"counts": {"pending": 3, "retrying": 1, "delivered": 940, "dead": 2, "erased": 4}, "paused": true});
+        let counts: CountsAnswer = serde_json::from_value(serde_json::json!({"counts": {"pending": 3, "retrying": 1, "delivered": 940, "dead": 2, "erased": 4}, "paused": true})).unwrap();
         let text = status_text(&counts);
         assert!(text.contains("PAUSED"), "{text}");
         assert!(
@@ -612,14 +635,20 @@ mod tests {
             "{text}"
         );
         assert_eq!(
-            erased_text(&serde_json::json!({"erased": 3, "cancelled": 1})),
+            erased_text(&EraseAnswer {
+                erased: 3,
+                cancelled: 1
+            }),
             "erased 3 deliveries (1 of them not delivered yet, now never sent)\n"
         );
-        let row = list_row(&serde_json::json!({
-            "id": "msg_1", "state": "dead", "ordering_key": "post:p1", "accepted_at_ms": 1_700_000_000_000_i64,
-            "attempts": 4, "next_attempt_at_ms": null, "last_status": null, "last_error": "timeout",
-            "finished_at_ms": 1_700_000_100_000_i64, "body_bytes": 10
-        }));
+        let row = list_row(
+            &serde_json::from_value(serde_json::json!({
+                "id": "msg_1", "state": "dead", "ordering_key": "post:p1", "accepted_at_ms": 1_700_000_000_000_i64,
+                "attempts": 4, "next_attempt_at_ms": null, "last_status": null, "last_error": "timeout",
+                "finished_at_ms": 1_700_000_100_000_i64, "body_bytes": 10
+            }))
+            .unwrap(),
+        );
         assert!(
             row.starts_with("msg_1 ") && row.contains("post:p1") && row.contains("timeout"),
             "{row}"

@@ -12,19 +12,20 @@ mod print;
 mod relay;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 use postwire_core::{DEFAULT_TOLERANCE_SECS, Secret, Signer, Verifier};
 use url::Url;
 
+use super::edge::read_worker_token;
 use crate::input;
 
 /// The variable holding the Worker's `LISTEN_TOKEN` (or `--token-file`).
 pub const TOKEN_ENV: &str = "POSTWIRE_LISTEN_TOKEN";
-/// The variable holding the Worker's `ADMIN_TOKEN`, for `--replay` (as `postwire edge`).
-pub const ADMIN_TOKEN_ENV: &str = "POSTWIRE_EDGE_TOKEN";
+/// The variable holding the Worker's `ADMIN_TOKEN`, for `--replay`: `postwire edge`'s.
+pub use super::edge::TOKEN_ENV as ADMIN_TOKEN_ENV;
 
 /// Arguments of `postwire listen`.
 #[derive(Debug, Args)]
@@ -127,7 +128,12 @@ set {TOKEN_ENV} or pass --token-file"
     if !matches!(forward.scheme(), "http" | "https") {
         return Err("--forward: expected an http or https URL".to_owned());
     }
-    let token = read_token(args.token_file.as_deref(), std::env::var(TOKEN_ENV).ok())?;
+    let token = read_worker_token(
+        args.token_file.as_deref(),
+        std::env::var(TOKEN_ENV).ok(),
+        TOKEN_ENV,
+        "LISTEN_TOKEN",
+    )?;
     let secret = match args.secrets.as_slice() {
         [] => {
             let secret = relay::fresh_secret()?;
@@ -161,30 +167,4 @@ set {TOKEN_ENV} or pass --token-file"
         },
         replay,
     })
-}
-
-/// The Worker's `LISTEN_TOKEN`: the first line of `file`, or else `from_env` (the
-/// [`TOKEN_ENV`] variable); refused when empty or not visible ASCII. Errors never hold it.
-fn read_token(file: Option<&Path>, from_env: Option<String>) -> Result<String, String> {
-    let token = match file {
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read --token-file {}: {e}", path.display()))?
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_owned(),
-        None => from_env.map(|t| t.trim().to_owned()).ok_or_else(|| {
-            format!("the relay needs the Worker's LISTEN_TOKEN: set {TOKEN_ENV}, or pass --token-file")
-        })?,
-    };
-    if token.is_empty() {
-        return Err(format!(
-            "the listen token is empty: set {TOKEN_ENV}, or put it on the first line of --token-file"
-        ));
-    }
-    if !token.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err("the listen token must be visible ASCII characters only".to_owned());
-    }
-    Ok(token)
 }
