@@ -167,12 +167,15 @@ for adapter in express hono next; do
 done
 # postwire/once (processOnce, memoryStore) and the stores (postwire/stores/redis, postgres,
 # cloudflare): plain JavaScript over the application's own clients, ESM and CommonJS.
+# The Redis scripts and PostgreSQL statements are the Rust receiver's files
+# (crates/postwire-receiver/protocol/), imported by the stores and inlined here as text.
 mkdir -p dist/stores
+PROTOCOL_LOADERS=(--loader:.lua=text --loader:.sql=text)
 for module in once stores/redis stores/postgres stores/cloudflare; do
   esbuild "src/$module.js" --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
-    --outfile="dist/$module.js" --log-level=warning
+    "${PROTOCOL_LOADERS[@]}" --outfile="dist/$module.js" --log-level=warning
   esbuild "src/$module.js" --bundle --platform=node --format=cjs --target=node18 --keep-names \
-    --outfile="dist/$module.cjs" --log-level=warning
+    "${PROTOCOL_LOADERS[@]}" --outfile="dist/$module.cjs" --log-level=warning
   cp "types/$module.d.ts" "dist/$module.d.ts"
   cp "types/$module.d.ts" "dist/$module.d.cts"
 done

@@ -7,13 +7,17 @@
 //   2. the store answers "claimed" (run the handler), "done" (already handled: 200
 //      {duplicate: true}) or "busy" (another copy holds a live lease: 409 with
 //      retry-after, never 2xx: that copy's handler may still fail);
-//   3. the handler returns: the id is marked done for `keepMs` (default 25 h, above the
+//   3. while the handler runs, the claim is renewed every third of the lease (stores with
+//      `renew` and `leaseMs`: every store of this package), so a slow handler keeps it;
+//   4. the handler returns: the id is marked done for `keepMs` (default 25 h, above the
 //      sender's retry span), 204; it throws: the claim is released, 500, and the sender's
 //      retry runs it again;
 //   a store that throws or does not answer within `storeTimeoutMs`: 503 with retry-after,
 //   and the handler is not run (never process without the claim).
-// A process that dies mid-handler leaves a claim whose lease expires; the next retry after
-// it runs the handler again: at least once across a crash, once otherwise.
+// A process that dies mid-handler renews nothing: its claim's lease expires and the next
+// retry after it runs the handler again: at least once across a crash, once otherwise. A
+// claim lost all the same (renewals that did not reach the store in time, so another copy
+// took the id over) is reported to `onClaimLost(event, {stage})`, by default console.warn.
 // Pure JavaScript, no imports: it runs wherever the adapters do (Node, Bun, Deno, workerd).
 
 /** How long a claim holds an id before another copy may take it over (ms). */
@@ -24,7 +28,7 @@ export const DEFAULT_KEEP_MS = 25 * 3600 * 1000;
 export const DEFAULT_STORE_TIMEOUT_MS = 5_000;
 /** The retry-after of a 503 (store unavailable), in seconds. */
 const STORE_DOWN_RETRY_AFTER_SECONDS = 5;
-/** The most ids the memory store holds; the oldest is dropped beyond it. */
+/** The most ids the memory store holds; the oldest done mark is dropped beyond it, never a live claim. */
 const DEFAULT_MEMORY_CAPACITY = 100_000;
 
 /** A random claim token: 128 bits, hex. Unique per claim; it is not a secret. */
@@ -53,12 +57,22 @@ export function storeTimes(options, name) {
   return { leaseMs, keepMs };
 }
 
+/** A claim refused by a store whose room is all taken by live claims: answered 503, the sender retries. */
+export class StoreFullError extends Error {
+  constructor(capacity) {
+    super(`the idempotency store is full: its ${capacity} ids are all live claims`);
+    this.name = "StoreFullError";
+    this.code = "store_full";
+  }
+}
+
 /**
  * The default store: ids in this process's (or isolate's) memory. Two processes, two
  * serverless instances or two Worker isolates each have their own, so each would run the
  * handler of the same delivery: use a shared store (postwire/stores/*) there.
- * Options: `leaseMs`, `keepMs` (or the former `ttlSeconds`), `capacity` (100 000 ids; the
- * oldest is dropped beyond it), `now` (a clock in ms, for tests).
+ * Options: `leaseMs`, `keepMs` (or the former `ttlSeconds`), `capacity` (100 000 ids: to
+ * make room the oldest done mark is dropped, never a live claim, whose copy would then run
+ * twice; a store full of live claims throws StoreFullError, a 503), `now` (a clock in ms, for tests).
  */
 export function memoryStore(options) {
   const { leaseMs, keepMs } = storeTimes(
@@ -68,46 +82,66 @@ export function memoryStore(options) {
   const capacity = options?.capacity ?? DEFAULT_MEMORY_CAPACITY;
   if (!Number.isSafeInteger(capacity) || capacity < 1) throw new TypeError("memoryStore: options.capacity must be a positive whole number");
   const now = options?.now ?? Date.now;
-  /** id → { token: the claim's, or null once done; until: when it is forgotten (ms) }, oldest first. */
-  const entries = new Map();
-  const put = (id, entry) => {
-    entries.delete(id); // to the end: the map stays in (roughly) expiry order
-    entries.set(id, entry);
-    if (entries.size > capacity) entries.delete(entries.keys().next().value);
+  // Claims (id → {token, until}) and done marks (id → until), each in insertion order:
+  // every claim has the same lease and every mark the same keep, so that is expiry order.
+  const claims = new Map();
+  const done = new Map();
+  /** Room for one more id: the oldest done mark goes; only live claims left, the store is full. */
+  const makeRoom = () => {
+    if (claims.size + done.size < capacity) return;
+    if (done.size === 0) throw new StoreFullError(capacity);
+    done.delete(done.keys().next().value);
   };
   const sweep = (t) => {
-    for (const [id, entry] of entries) {
+    for (const [id, entry] of claims) {
       if (entry.until > t) break;
-      entries.delete(id);
+      claims.delete(id);
+    }
+    for (const [id, until] of done) {
+      if (until > t) break;
+      done.delete(id);
     }
   };
   return {
+    leaseMs,
     claim(id, token) {
       const t = now();
       sweep(t);
-      const entry = entries.get(id);
-      if (entry !== undefined && entry.until > t) {
-        return entry.token === null ? { state: "done" } : { state: "busy", retryAfterMs: entry.until - t };
-      }
-      put(id, { token, until: t + leaseMs });
+      const until = done.get(id);
+      if (until !== undefined) return { state: "done" };
+      const entry = claims.get(id);
+      if (entry !== undefined) return { state: "busy", retryAfterMs: entry.until - t };
+      makeRoom();
+      claims.set(id, { token, until: t + leaseMs });
       return { state: "claimed" };
     },
     complete(id, token) {
       const t = now();
-      const entry = entries.get(id);
+      if (done.has(id) && done.get(id) > t) return false;
+      const entry = claims.get(id);
       if (entry !== undefined && entry.until > t && entry.token !== token) return false;
-      put(id, { token: null, until: t + keepMs });
+      if (entry !== undefined) claims.delete(id); // its room becomes the mark's
+      else if (!done.delete(id)) makeRoom();
+      done.set(id, t + keepMs);
       return true;
     },
     release(id, token) {
-      const entry = entries.get(id);
+      const entry = claims.get(id);
       if (entry === undefined || entry.token !== token) return false;
-      entries.delete(id);
+      claims.delete(id);
+      return true;
+    },
+    /** Extends `token`'s claim of `id` to leaseMs from now; `false` when it is not (or no longer) that token's. */
+    renew(id, token) {
+      const entry = claims.get(id);
+      if (entry === undefined || entry.token !== token) return false;
+      claims.delete(id); // to the end: the latest to expire
+      claims.set(id, { token, until: now() + leaseMs });
       return true;
     },
     /** How many ids are held (claimed or done, expired ones not yet swept included). */
     get size() {
-      return entries.size;
+      return claims.size + done.size;
     },
   };
 }
@@ -164,6 +198,15 @@ function defaultOnError(err, event) {
   console.error(`postwire: processing ${event?.id} failed:`, err);
 }
 
+/** The default `onClaimLost`: a warning, since the delivery's handler may have run twice. */
+export function defaultOnClaimLost(event, info) {
+  const when =
+    info.stage === "complete"
+      ? "the handler returned after its lease ran out and another copy took the id over"
+      : "a renewal found the claim gone while the handler ran (its lease ran out first)";
+  console.warn(`postwire: the claim of ${event?.id} was lost: ${when}; another copy may run its handler too`);
+}
+
 /**
  * Runs `handler(event)` at most once at a time per `event.id`, and once in all unless a
  * process dies mid-handler, through `store`; returns the HTTP answer as
@@ -174,16 +217,50 @@ function defaultOnError(err, event) {
  *   500 {code: "handler_failed"} the handler threw (the claim is released);
  *   503 {code: "store_unavailable"} + retry-after: the store threw or timed out.
  * Options: `storeTimeoutMs` (default 5000), `onError(error, event)` (handler and store
- * errors; default console.error).
+ * errors; default console.error), `onClaimLost(event, {stage: "renew" | "complete"})` (the
+ * claim was lost while the handler ran, so another copy may run it too; default console.warn).
  */
 export async function processOnce(event, handler, store, options) {
   if (typeof event?.id !== "string" || event.id === "") throw new TypeError("processOnce: the event must have a string id (a verified event)");
   if (typeof handler !== "function") throw new TypeError("processOnce: the handler must be a function");
-  return runOnce(event, handler, onceStore(store), options?.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS, options?.onError ?? defaultOnError);
+  return runOnce(event, handler, onceStore(store), options?.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS, options?.onError ?? defaultOnError, options?.onClaimLost ?? defaultOnClaimLost);
+}
+
+/**
+ * Renews `token`'s claim of the event's id every third of the store's lease until the
+ * returned function is called. A renewal that throws is tried again at the next tick (the
+ * claim holds until its lease ends); one that answers false reports the lost claim and stops.
+ * Stores without `renew` and `leaseMs` are not renewed.
+ */
+function keepClaim(event, token, store, storeTimeoutMs, onError, onClaimLost) {
+  if (typeof store.renew !== "function" || !Number.isSafeInteger(store.leaseMs) || store.leaseMs < 1) return () => {};
+  let stopped = false;
+  let timer;
+  const tick = async () => {
+    let renewed;
+    try {
+      renewed = await withTimeout(store.renew(event.id, token), storeTimeoutMs);
+    } catch (err) {
+      if (!stopped) onError(err, event);
+      renewed = true; // unknown: try again next time
+    }
+    if (stopped) return;
+    if (renewed === false) {
+      onClaimLost(event, { stage: "renew" });
+      return;
+    }
+    timer = setTimeout(tick, every);
+  };
+  const every = Math.max(1, Math.floor(store.leaseMs / 3));
+  timer = setTimeout(tick, every);
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
 }
 
 /** processOnce with its arguments checked once (the adapters check theirs at creation). */
-export async function runOnce(event, handler, store, storeTimeoutMs, onError) {
+export async function runOnce(event, handler, store, storeTimeoutMs, onError, onClaimLost = defaultOnClaimLost) {
   const token = newToken();
   let claimed;
   try {
@@ -207,9 +284,11 @@ export async function runOnce(event, handler, store, storeTimeoutMs, onError) {
       onError(new TypeError(`the store's claim answered ${JSON.stringify(claimed)}, not {state: "claimed" | "done" | "busy"}`), event);
       return storeDown();
   }
+  const stopRenewing = keepClaim(event, token, store, storeTimeoutMs, onError, onClaimLost);
   try {
     await handler(event);
   } catch (err) {
+    stopRenewing();
     onError(err, event);
     try {
       await withTimeout(store.release(event.id, token), storeTimeoutMs);
@@ -218,8 +297,10 @@ export async function runOnce(event, handler, store, storeTimeoutMs, onError) {
     }
     return { status: 500, json: { code: "handler_failed", message: `the handler of ${event.type ?? "the event"} failed; the sender will retry` } };
   }
+  stopRenewing();
   try {
-    await withTimeout(store.complete(event.id, token), storeTimeoutMs);
+    const completed = await withTimeout(store.complete(event.id, token), storeTimeoutMs);
+    if (completed === false) onClaimLost(event, { stage: "complete" });
   } catch (err) {
     // The work is done: answering an error would make the sender retry it after the lease.
     onError(err, event);

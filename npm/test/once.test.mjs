@@ -1,9 +1,12 @@
 // The once-processing protocol (postwire/once's processOnce, and through it every adapter):
 // each answer and what the store holds after it, with memoryStore and with stores that
-// fail, hang or answer nonsense; the former two-method store; and the 409 and 503 with
-// their retry-after over real HTTP through postwire/express, postwire/hono and postwire/next.
+// fail, hang or answer nonsense; the former two-method store; a handler slower than its
+// lease (renewed), a claim lost meanwhile (onClaimLost), a memory store full of live
+// claims; and the 409 and 503 with their retry-after over real HTTP through
+// postwire/express, postwire/hono and postwire/next.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
+import { setTimeout as sleep } from "node:timers/promises";
 import { createRequire } from "node:module";
 import { once } from "node:events";
 import { memoryStore, processOnce } from "postwire/once";
@@ -49,6 +52,70 @@ test("processOnce: the first copy runs, a copy while it runs is 409 with retry-a
   assert.deepEqual(await processOnce(event("msg_1"), handler, store, quiet), { status: 200, json: { duplicate: true } });
   assert.equal(runs, 1);
   assert.deepEqual(await nextProcessOnce(event("msg_1"), handler, store, quiet), { status: 200, json: { duplicate: true } }, "the adapters export processOnce too");
+});
+
+/** Copies of `id` every 40 ms while `first` runs: each must be 409. Returns how many. */
+async function copiesWhileRunning(first, id, handler, store) {
+  let done = false;
+  first.finally(() => (done = true));
+  let copies = 0;
+  while (!done) {
+    const answer = await processOnce(event(id), handler, store, quiet);
+    if (done && answer.status === 200) break; // the first finished meanwhile
+    assert.equal(answer.status, 409, JSON.stringify(answer));
+    copies++;
+    await sleep(40);
+  }
+  return copies;
+}
+
+test("processOnce: a handler three leases long keeps its claim (renewed): one run, every copy meanwhile 409", async () => {
+  const store = memoryStore({ leaseMs: 200 });
+  let runs = 0;
+  const handler = async () => {
+    runs++;
+    await sleep(600);
+  };
+  const lost = [];
+  const first = processOnce(event("msg_long"), handler, store, { ...quiet, onClaimLost: (e, info) => lost.push(info.stage) });
+  const copies = await copiesWhileRunning(first, "msg_long", handler, store);
+  assert.deepEqual(await first, { status: 204 });
+  assert.ok(copies >= 5, `copies all along the three leases (${copies})`);
+  assert.deepEqual(await processOnce(event("msg_long"), handler, store, quiet), { status: 200, json: { duplicate: true } });
+  assert.equal(runs, 1);
+  assert.deepEqual(lost, []);
+});
+
+test("processOnce: a claim lost while the handler runs is reported to onClaimLost (renew, then complete)", async () => {
+  let now = 1_000_000;
+  const store = memoryStore({ leaseMs: 300, now: () => now });
+  const held = gate();
+  const lost = [];
+  const first = processOnce(event("msg_lost"), () => held.promise, store, { ...quiet, onClaimLost: (e, info) => lost.push([e.id, info.stage]) });
+  // The store's clock jumps past the lease before the first renewal, and a copy takes over.
+  now += 301;
+  assert.deepEqual(store.claim("msg_lost", "other"), { state: "claimed" });
+  for (let i = 0; i < 100 && lost.length === 0; i++) await sleep(20);
+  assert.deepEqual(lost, [["msg_lost", "renew"]], "the renewal found the claim gone");
+  held.open();
+  assert.deepEqual(await first, { status: 204 }, "the handler's work is done: answered as such");
+  assert.deepEqual(lost, [["msg_lost", "renew"], ["msg_lost", "complete"]]);
+  assert.equal(store.complete("msg_lost", "other"), true, "the other copy's claim was left alone");
+});
+
+test("processOnce: a memory store full of live claims answers 503 (store_full), and keeps the claims it holds", async () => {
+  const store = memoryStore({ capacity: 1 });
+  const held = gate();
+  const errors = [];
+  const first = processOnce(event("msg_held"), () => held.promise, store, quiet);
+  const full = await processOnce(event("msg_new"), () => {}, store, { onError: (e) => errors.push(e.code) });
+  assert.equal(full.status, 503);
+  assert.equal(full.headers["retry-after"], "5");
+  assert.deepEqual(errors, ["store_full"]);
+  assert.equal((await processOnce(event("msg_held"), () => {}, store, quiet)).status, 409, "the live claim is kept");
+  held.open();
+  assert.deepEqual(await first, { status: 204 });
+  assert.deepEqual(await processOnce(event("msg_new"), () => {}, store, quiet), { status: 204 }, "the done mark makes room");
 });
 
 test("processOnce: a handler that throws releases the id (500); the retry runs it", async () => {

@@ -9,11 +9,11 @@ import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import { execFileSync } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Miniflare } from "miniflare";
-import { memoryStore } from "postwire/once";
+import { memoryStore, processOnce } from "postwire/once";
 import { redisStore } from "postwire/stores/redis";
 import { postgresStore, postgresSchema } from "postwire/stores/postgres";
 import { conformance } from "./stores/conformance.mjs";
@@ -33,6 +33,29 @@ after(async () => {
 
 test("memoryStore passes the conformance suite", async (t) => {
   await conformance(t, "memory", (times) => memoryStore(times));
+});
+
+test("memoryStore full: the oldest done mark goes, never a live claim; full of live claims, a claim throws store_full", () => {
+  let now = 1_000_000;
+  // The lease shorter than the keep, as in use: a fresh claim is the entry that expires soonest.
+  const store = memoryStore({ capacity: 3, leaseMs: 30_000, keepMs: 3_600_000, now: () => now });
+  assert.deepEqual(store.claim("live_1", "t1"), { state: "claimed" });
+  for (const id of ["done_1", "done_2"]) {
+    assert.deepEqual(store.claim(id, "t"), { state: "claimed" });
+    assert.equal(store.complete(id, "t"), true);
+    now += 1;
+  }
+  assert.deepEqual(store.claim("live_2", "t2"), { state: "claimed" }, "room made by the oldest done mark");
+  assert.equal(store.size, 3);
+  assert.equal(store.claim("live_1", "u").state, "busy", "the oldest entry, a live claim, was kept");
+  assert.deepEqual(store.claim("done_1", "u"), { state: "claimed" }, "done_1 (the oldest mark) was dropped");
+  assert.throws(() => store.claim("live_4", "u"), (err) => err.code === "store_full" && err.name === "StoreFullError");
+  assert.equal(store.claim("live_1", "u").state, "busy");
+  assert.equal(store.complete("live_1", "t1"), true, "a claim becoming done takes no more room");
+  assert.deepEqual(store.claim("live_4", "u"), { state: "claimed" }, "live_1's mark made room");
+  now += 31_000;
+  assert.deepEqual(store.claim("live_5", "u"), { state: "claimed" });
+  assert.equal(store.size, 1, "ended leases and nothing else: all swept");
 });
 
 test("memoryStore is bounded by capacity, and by keepMs on an injected clock", () => {
@@ -148,6 +171,81 @@ test("postgresStore creates its table on first use and sweeps expired rows in bo
   }
 });
 
+test("postgresStore: a sweep keeps a claim that takes an expired row over between its read and its delete", async () => {
+  const pool = new pg.Pool({ ...postgres.config, max: 4 });
+  const claimer = new pg.Client(postgres.config);
+  await claimer.connect();
+  try {
+    // The lease shorter than the keep, as in use; a done mark beside the claim is kept.
+    const store = postgresStore(pool, { table: "interleaved", leaseMs: 50, keepMs: 3_600_000, sweepEvery: 1_000_000 });
+    assert.deepEqual(await store.claim("msg_s", "tok_a"), { state: "claimed" });
+    assert.deepEqual(await store.claim("msg_kept", "tok_k"), { state: "claimed" });
+    assert.equal(await store.complete("msg_kept", "tok_k"), true);
+    await sleep(200); // tok_a's lease ran out (its process died)
+    // tok_b takes the row over with the store's own statement, in a transaction left open.
+    const claimSql = readFileSync(new URL("../../crates/postwire-receiver/protocol/postgres/claim.sql", import.meta.url), "utf8")
+      .replaceAll("{table}", "interleaved");
+    await claimer.query("BEGIN");
+    const taken = await claimer.query(claimSql, ["msg_s", "tok_b", 60_000]);
+    assert.equal(taken.rows[0].claimed, true);
+    const swept = store.sweep(1000);
+    // The sweep read the row as expired; its delete now waits for tok_b's row lock.
+    for (let i = 0; ; i++) {
+      const { rows } = await pool.query(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%DELETE FROM interleaved%'",
+      );
+      if (rows[0].n === 1) break;
+      assert.ok(i < 500, "the sweep never waited for the claim's row");
+      await sleep(20);
+    }
+    await claimer.query("COMMIT");
+    assert.equal(await swept, 0, "the sweep deleted tok_b's live claim");
+    assert.equal((await store.claim("msg_s", "tok_c")).state, "busy", "a second copy claimed the id while tok_b held it");
+    assert.equal(await store.complete("msg_s", "tok_b"), true);
+    assert.deepEqual(await store.claim("msg_kept", "tok_c"), { state: "done" });
+  } finally {
+    await claimer.end();
+    await pool.end();
+  }
+});
+
+test("redisStore and postgresStore: a handler three leases long keeps its claim (renewed): one run, copies meanwhile 409", async () => {
+  const client = createClient({ url: redis.url });
+  await client.connect();
+  const pool = new pg.Pool(postgres.config);
+  try {
+    for (const [name, store] of [
+      ["redis", redisStore(client, { prefix: "long:", leaseMs: 300 })],
+      ["postgres", postgresStore(pool, { table: "long_handler", leaseMs: 300 })],
+    ]) {
+      const id = `msg_long_${name}`;
+      let runs = 0;
+      const handler = async () => {
+        runs++;
+        await sleep(900);
+      };
+      const quiet = { onError: (e) => assert.fail(`${name}: ${e}`), onClaimLost: () => assert.fail(`${name}: claim lost`) };
+      let finished = false;
+      const first = processOnce({ id }, handler, store, quiet).finally(() => (finished = true));
+      let copies = 0;
+      while (!finished) {
+        const answer = await processOnce({ id }, handler, store, quiet);
+        if (finished && answer.status === 200) break;
+        assert.equal(answer.status, 409, `${name}: ${JSON.stringify(answer)}`);
+        copies++;
+        await sleep(50);
+      }
+      assert.deepEqual(await first, { status: 204 }, name);
+      assert.ok(copies >= 5, `${name}: copies all along (${copies})`);
+      assert.equal((await processOnce({ id }, handler, store, quiet)).status, 200, name);
+      assert.equal(runs, 1, name);
+    }
+  } finally {
+    await client.quit();
+    await pool.end();
+  }
+});
+
 test("postgresStore: eight processes' first deliveries create the table at once, and each gets an answer", async () => {
   const clients = await Promise.all(Array.from({ length: 8 }, async () => {
     const client = new pg.Client(postgres.config);
@@ -187,7 +285,13 @@ test("d1Store, durableObjectStore and kvStore in workerd (Miniflare) pass the co
       assert.equal(res.status, 200, body.error);
       return body.result;
     };
-    return { claim: (id, token) => call("claim", id, token), complete: (id, token) => call("complete", id, token), release: (id, token) => call("release", id, token) };
+    return {
+      leaseMs: times.leaseMs,
+      claim: (id, token) => call("claim", id, token),
+      complete: (id, token) => call("complete", id, token),
+      release: (id, token) => call("release", id, token),
+      renew: (id, token) => call("renew", id, token),
+    };
   };
   await conformance(t, "d1", (times) => remote("d1", times));
   await conformance(t, "durable-object", (times) => remote("do", times));

@@ -155,7 +155,10 @@ export declare class Webhook {
 export declare function generateSecret(): string;
 
 export interface ReplayGuardOptions {
-  /** The most ids held; the oldest is dropped beyond it. Default 100 000. */
+  /**
+   * The most ids held. Default 100 000. To make room the oldest done mark is dropped, never
+   * a live claim: full of live claims, a claim throws `StoreFullError` (the delivery is a 503).
+   */
   capacity?: number;
   /** How long an id is remembered. Default 25 hours (the sender retries for about 23). */
   ttlSeconds?: number;
@@ -344,6 +347,24 @@ export interface OnceStore {
   complete(id: string, token: string): boolean | Promise<boolean>;
   /** The handler threw: forget `id` if `token` still holds it (`true`), else change nothing. */
   release(id: string, token: string): boolean | Promise<boolean>;
+  /**
+   * Optional, with `leaseMs`: while the handler runs, called every third of `leaseMs` to
+   * extend `token`'s claim of `id` to `leaseMs` from now, if `token` still holds it (`true`);
+   * `false` when the claim is gone or another token's (reported to `onClaimLost`). Every
+   * store of this package has it; a store without it keeps its claim for one lease only.
+   */
+  renew?(id: string, token: string): boolean | Promise<boolean>;
+  /** The store's lease in ms: how often `renew` is called (every third of it). */
+  readonly leaseMs?: number;
+}
+
+/** Where a claim was found lost while its handler ran; another copy may run the handler too. */
+export interface ClaimLost {
+  /**
+   * `"renew"`: a renewal found the claim gone (its lease ran out before a renewal reached
+   * the store); `"complete"`: the handler returned, but another copy had taken the id over.
+   */
+  stage: "renew" | "complete";
 }
 
 /** The times every store factory takes. */
@@ -356,7 +377,10 @@ export interface StoreTimes {
 
 /** The in-memory store's options. */
 export interface MemoryStoreOptions extends StoreTimes {
-  /** The most ids held; the oldest is dropped beyond it. Default 100 000. */
+  /**
+   * The most ids held. Default 100 000. To make room the oldest done mark is dropped, never
+   * a live claim: full of live claims, a claim throws `StoreFullError` (the delivery is a 503).
+   */
   capacity?: number;
   /** The former name of `keepMs`, in seconds. */
   ttlSeconds?: number;
@@ -394,6 +418,8 @@ export interface ProcessOnceOptions {
   storeTimeoutMs?: number;
   /** Called with a handler's or the store's error; default `console.error`. */
   onError?: (error: unknown, event: { id: string; type?: string }) => void;
+  /** Called when the claim was lost while the handler ran (it may run twice); default `console.warn`. */
+  onClaimLost?: (event: { id: string; type?: string }, info: ClaimLost) => void;
 }
 
 export interface HandlerOptions {
@@ -412,6 +438,11 @@ export interface HandlerOptions {
   toleranceInSeconds?: number;
   /** Called with a handler's error before the 500, or the store's before the 503; default `console.error`. */
   onError?: (error: unknown, event: WebhookEvent) => void;
+  /**
+   * Called when a delivery's claim was lost while its handler ran (a store too slow to
+   * renew it, so another copy may run the handler too); default `console.warn`. Count it.
+   */
+  onClaimLost?: (event: WebhookEvent, info: ClaimLost) => void;
 }
 
 /**

@@ -1,7 +1,17 @@
 // postwire/once: process each delivery once (the protocol the adapters use), framework-free.
-import type { ClaimResult, MemoryStore, MemoryStoreOptions, OnceAnswer, OnceStore, DeliveryStore, ProcessOnceOptions, StoreTimes } from "postwire";
+import type { ClaimLost, ClaimResult, MemoryStore, MemoryStoreOptions, OnceAnswer, OnceStore, DeliveryStore, ProcessOnceOptions, StoreTimes } from "postwire";
 
-export type { ClaimResult, MemoryStore, MemoryStoreOptions, OnceAnswer, OnceStore, DeliveryStore, ProcessOnceOptions, StoreTimes };
+export type { ClaimLost, ClaimResult, MemoryStore, MemoryStoreOptions, OnceAnswer, OnceStore, DeliveryStore, ProcessOnceOptions, StoreTimes };
+
+/** A claim refused by a memory store whose room is all taken by live claims (a 503). */
+export declare class StoreFullError extends Error {
+  readonly name: "StoreFullError";
+  /** `"store_full"`. */
+  readonly code: "store_full";
+}
+
+/** The default `onClaimLost`: a `console.warn` naming the delivery's id and the stage. */
+export declare function defaultOnClaimLost(event: { id: string; type?: string }, info: ClaimLost): void;
 
 /** The default lease, in ms (30 s). */
 export declare const DEFAULT_LEASE_MS: number;

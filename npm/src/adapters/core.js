@@ -15,7 +15,7 @@
 //   503 {code: "store_unavailable"} + retry-after: the store could not be asked; the handler did not run
 // The package is imported by its own name, so each runtime's export condition picks the build.
 import { Webhook, WebhookVerificationError, EVENT_TYPES } from "postwire";
-import { memoryStore, onceStore, runOnce, DEFAULT_STORE_TIMEOUT_MS } from "../once.js";
+import { memoryStore, onceStore, runOnce, defaultOnClaimLost, DEFAULT_STORE_TIMEOUT_MS } from "../once.js";
 
 export { memoryStore };
 
@@ -33,7 +33,8 @@ export function createDispatcher(handlers, options) {
     if (!KNOWN_TYPES.has(type)) throw new TypeError(`createHandler: "${type}" is not an event type (${EVENT_TYPES.join(", ")})`);
     if (typeof fn !== "function") throw new TypeError(`createHandler: the handler of "${type}" is not a function`);
   }
-  const { secret, onError = defaultOnError, toleranceInSeconds, storeTimeoutMs = DEFAULT_STORE_TIMEOUT_MS } = options ?? {};
+  const { secret, onError = defaultOnError, onClaimLost = defaultOnClaimLost, toleranceInSeconds, storeTimeoutMs = DEFAULT_STORE_TIMEOUT_MS } = options ?? {};
+  if (typeof onClaimLost !== "function") throw new TypeError("createHandler: options.onClaimLost must be a function");
   const store = onceStore(options?.store ?? memoryStore(), "createHandler: options.store");
   if (!Number.isSafeInteger(storeTimeoutMs) || storeTimeoutMs < 1) {
     throw new TypeError("createHandler: options.storeTimeoutMs must be a positive whole number of milliseconds");
@@ -70,7 +71,7 @@ export function createDispatcher(handlers, options) {
     }
     const handler = handlers[event.type];
     if (handler === undefined) return { status: 202, json: { ignored: event.type } };
-    return runOnce(event, handler, store, storeTimeoutMs, onError);
+    return runOnce(event, handler, store, storeTimeoutMs, onError, onClaimLost);
   };
 }
 

@@ -51,7 +51,9 @@ export function d1Store(db, options) {
     ON CONFLICT (id) DO UPDATE SET token = NULL, expires_at = excluded.expires_at
     WHERE ${table}.token = ?2 OR ${table}.expires_at <= ?4`;
   const sweep = `DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE expires_at < ?1 LIMIT ?2)`;
+  const renew = `UPDATE ${table} SET expires_at = ?3 WHERE id = ?1 AND token = ?2`;
   return {
+    leaseMs,
     async claim(id, token) {
       await schema();
       const now = Date.now();
@@ -74,6 +76,11 @@ export function d1Store(db, options) {
       const result = await db.prepare(`DELETE FROM ${table} WHERE id = ?1 AND token = ?2`).bind(id, token).run();
       return result.meta.changes === 1;
     },
+    async renew(id, token) {
+      await schema();
+      const result = await db.prepare(renew).bind(id, token, Date.now() + leaseMs).run();
+      return result.meta.changes === 1;
+    },
   };
 }
 
@@ -88,7 +95,7 @@ export class PostwireOnceObject {
     this.storage = state.storage;
   }
 
-  /** POST {op: "claim" | "complete" | "release", token, ms} → {state, retryAfterMs} or {ok}. */
+  /** POST {op: "claim" | "complete" | "release" | "renew", token, ms} → {state, retryAfterMs} or {ok}. */
   async fetch(request) {
     const { op, token, ms } = await request.json();
     const now = Date.now();
@@ -107,6 +114,11 @@ export class PostwireOnceObject {
     if (op === "release") {
       if (entry === undefined || entry.token !== token) return Response.json({ ok: false });
       await this.storage.deleteAll();
+      return Response.json({ ok: true });
+    }
+    if (op === "renew") {
+      if (entry === undefined || entry.token !== token) return Response.json({ ok: false });
+      await this.put({ token, until: now + ms });
       return Response.json({ ok: true });
     }
     return Response.json({ error: "unknown op" }, { status: 400 });
@@ -143,9 +155,11 @@ export function durableObjectStore(namespace, options) {
     return res.json();
   };
   return {
+    leaseMs,
     claim: (id, token) => call(id, { op: "claim", token, ms: leaseMs }),
     complete: async (id, token) => (await call(id, { op: "complete", token, ms: keepMs })).ok,
     release: async (id, token) => (await call(id, { op: "release", token })).ok,
+    renew: async (id, token) => (await call(id, { op: "renew", token, ms: leaseMs })).ok,
   };
 }
 
@@ -167,6 +181,7 @@ export function kvStore(kv, options) {
     return entry !== null && entry.until > now ? entry : null;
   };
   return {
+    leaseMs,
     async claim(id, token) {
       const key = prefix + id;
       const now = Date.now();
@@ -188,6 +203,15 @@ export function kvStore(kv, options) {
       const entry = await kv.get(key, "json");
       if (entry === null || entry.token !== token) return false;
       await kv.delete(key);
+      return true;
+    },
+    /** Best effort, as the rest: the claim is read, then written again with a new lease. */
+    async renew(id, token) {
+      const key = prefix + id;
+      const now = Date.now();
+      const entry = await read(key, now);
+      if (entry === null || entry.token !== token) return false;
+      await kv.put(key, JSON.stringify({ token, until: now + leaseMs }), { expirationTtl: ttl(leaseMs) });
       return true;
     },
   };

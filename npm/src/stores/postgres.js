@@ -10,23 +10,35 @@
 //   CREATE INDEX IF NOT EXISTS postwire_once_expires_at ON postwire_once (expires_at);
 //
 // claim is one INSERT … ON CONFLICT that takes the row over only when it has expired, then
-// reads the row in the same statement; complete and release act only on the caller's
-// token. Times are the database's clock (`clock_timestamp()`), so instances with skewed
-// clocks agree. Every `sweepEvery` claims, up to `sweepLimit` expired rows are deleted
-// (the expires_at index finds them) beside the claim, not before it: room to delete ten
-// times the rows that claims add, so the table holds about the ids of the last keepMs.
+// reads the row in the same statement; complete, release and renew act only on the
+// caller's token. Times are the database's clock (`clock_timestamp()`), so instances with
+// skewed clocks agree. Every `sweepEvery` claims, up to `sweepLimit` expired rows are
+// deleted (the expires_at index finds them) beside the claim, not before it: room to
+// delete ten times the rows that claims add, so the table holds about the ids of the last
+// keepMs. The sweep checks expiry again on each row it deletes, so a claim that takes an
+// expired row over while the sweep runs is kept.
+// The statements are the Rust receiver's too: one file each in
+// crates/postwire-receiver/protocol/postgres/ (`{table}` for the table's name), inlined
+// into the package by npm/build.sh.
 import { storeTimes } from "../once.js";
+import CREATE_TABLE from "../../../crates/postwire-receiver/protocol/postgres/create_table.sql";
+import CREATE_INDEX from "../../../crates/postwire-receiver/protocol/postgres/create_index.sql";
+import CLAIM from "../../../crates/postwire-receiver/protocol/postgres/claim.sql";
+import COMPLETE from "../../../crates/postwire-receiver/protocol/postgres/complete.sql";
+import RELEASE from "../../../crates/postwire-receiver/protocol/postgres/release.sql";
+import RENEW from "../../../crates/postwire-receiver/protocol/postgres/renew.sql";
+import SWEEP from "../../../crates/postwire-receiver/protocol/postgres/sweep.sql";
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/;
 /** SQLSTATEs of a concurrent CREATE … IF NOT EXISTS: unique_violation, duplicate_table, duplicate_object. */
 const SCHEMA_RACE = new Set(["23505", "42P07", "42710"]);
 
+/** A shared statement for `table` (a name IDENTIFIER accepted). */
+const forTable = (statement, table) => statement.replaceAll("{table}", table);
+
 /** The table's DDL for `table` (run once, on first use). */
 export function postgresSchema(table) {
-  return [
-    `CREATE TABLE IF NOT EXISTS ${table} (id text PRIMARY KEY, token text, expires_at timestamptz NOT NULL)`,
-    `CREATE INDEX IF NOT EXISTS ${table}_expires_at ON ${table} (expires_at)`,
-  ];
+  return [forTable(CREATE_TABLE, table), forTable(CREATE_INDEX, table)];
 }
 
 /**
@@ -61,33 +73,14 @@ export function postgresStore(client, options) {
     });
     return ready;
   };
-  // The row after the insert: the CTE's row when it inserted or took over, otherwise the
-  // existing row (NULL only when a concurrent insert is not yet visible: busy, briefly).
-  const claimSql = {
-    name: `postwire_once_claim_${table}`,
-    text: `WITH taken AS (
-        INSERT INTO ${table} AS t (id, token, expires_at)
-        VALUES ($1, $2, clock_timestamp() + $3 * interval '1 millisecond')
-        ON CONFLICT (id) DO UPDATE SET token = EXCLUDED.token, expires_at = EXCLUDED.expires_at
-          WHERE t.expires_at <= clock_timestamp()
-        RETURNING 1
-      )
-      SELECT EXISTS (SELECT 1 FROM taken) AS claimed,
-        (SELECT token IS NULL FROM ${table} WHERE id = $1) AS done,
-        (SELECT ceil(extract(epoch FROM expires_at - clock_timestamp()) * 1000)::bigint FROM ${table} WHERE id = $1) AS ms_left`,
-  };
-  const completeSql = {
-    name: `postwire_once_complete_${table}`,
-    text: `INSERT INTO ${table} AS t (id, token, expires_at) VALUES ($1, NULL, clock_timestamp() + $3 * interval '1 millisecond')
-      ON CONFLICT (id) DO UPDATE SET token = NULL, expires_at = EXCLUDED.expires_at
-        WHERE t.token = $2 OR t.expires_at <= clock_timestamp()`,
-  };
-  const releaseSql = { name: `postwire_once_release_${table}`, text: `DELETE FROM ${table} WHERE id = $1 AND token = $2` };
-  const sweepSql = {
-    name: `postwire_once_sweep_${table}`,
-    text: `DELETE FROM ${table} WHERE id IN (SELECT id FROM ${table} WHERE expires_at < clock_timestamp() LIMIT $1)`,
-  };
+  const statement = (name, text) => ({ name: `postwire_once_${name}_${table}`, text: forTable(text, table) });
+  const claimSql = statement("claim", CLAIM);
+  const completeSql = statement("complete", COMPLETE);
+  const releaseSql = statement("release", RELEASE);
+  const renewSql = statement("renew", RENEW);
+  const sweepSql = statement("sweep", SWEEP);
   return {
+    leaseMs,
     async claim(id, token) {
       await schema();
       if (++claims % sweepEvery === 0) client.query({ ...sweepSql, values: [sweepLimit] }).catch(() => {});
@@ -104,6 +97,10 @@ export function postgresStore(client, options) {
     async release(id, token) {
       await schema();
       return (await client.query({ ...releaseSql, values: [id, token] })).rowCount === 1;
+    },
+    async renew(id, token) {
+      await schema();
+      return (await client.query({ ...renewSql, values: [id, token, leaseMs] })).rowCount === 1;
     },
     /** Deletes up to `limit` expired rows now; resolves to how many. */
     async sweep(limit = sweepLimit) {

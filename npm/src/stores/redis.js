@@ -3,26 +3,17 @@
 // the same Redis. One key per `webhook-id`, `<prefix><id>`:
 //   "c:<token>" with a PX of leaseMs while a copy holds the claim, "d" with a PX of keepMs once done.
 // claim is one `SET key c:<token> NX PX leaseMs` (atomic); only when the key exists, a
-// read-only script says whether it is done or claimed and for how long. complete and
-// release are Lua scripts that act only while the key holds the caller's token, so a
+// read-only script says whether it is done or claimed and for how long. complete, release
+// and renew are Lua scripts that act only while the key holds the caller's token, so a
 // copy whose lease ran out cannot release or complete the claim another copy took over.
 // Redis expires every key itself: memory holds only the ids of the last keepMs.
+// The scripts are the Rust receiver's too: one file each in
+// crates/postwire-receiver/protocol/redis/, inlined into the package by npm/build.sh.
 import { storeTimes } from "../once.js";
-
-/** The key's state and time left: {1, ms} claimed, {2, ms} done, {0} gone. */
-const PEEK = `local v = redis.call('GET', KEYS[1])
-if not v then return {0, 0} end
-local ms = redis.call('PTTL', KEYS[1])
-if v == 'd' then return {2, ms} end
-return {1, ms}`;
-/** Done for ARGV[2] ms, unless another copy's claim or a done mark holds the key. */
-const COMPLETE = `local v = redis.call('GET', KEYS[1])
-if v and v ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], 'd', 'PX', ARGV[2])
-return 1`;
-/** Deletes the key only while it holds the caller's claim. */
-const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
+import PEEK from "../../../crates/postwire-receiver/protocol/redis/peek.lua";
+import COMPLETE from "../../../crates/postwire-receiver/protocol/redis/complete.lua";
+import RELEASE from "../../../crates/postwire-receiver/protocol/redis/release.lua";
+import RENEW from "../../../crates/postwire-receiver/protocol/redis/renew.lua";
 
 /** Redis's command names and arguments as strings, through either client's raw-command call. */
 function rawCommand(client) {
@@ -62,7 +53,9 @@ export function redisStore(client, options) {
   const peek = script(command, PEEK);
   const complete = script(command, COMPLETE);
   const release = script(command, RELEASE);
+  const renew = script(command, RENEW);
   return {
+    leaseMs,
     async claim(id, token) {
       const key = prefix + id;
       // A key that expires between the SET and the peek is claimed again; twice at most.
@@ -79,6 +72,9 @@ export function redisStore(client, options) {
     },
     async release(id, token) {
       return Number(await release(prefix + id, "c:" + token)) === 1;
+    },
+    async renew(id, token) {
+      return Number(await renew(prefix + id, "c:" + token, lease)) === 1;
     },
   };
 }

@@ -1,7 +1,8 @@
 // The one suite every once-processing store passes (memoryStore, Redis with node-redis and
 // ioredis, PostgreSQL with a Pool and a Client, D1, Durable Objects and KV in workerd):
 // claim, duplicate, a live lease answered busy, an expired lease taken over, release,
-// complete, expiry after keepMs, and a stale token that can neither complete nor release.
+// complete, expiry after keepMs, a stale token that can neither complete nor release, and
+// renewal: only the holder's claim, which then outlives its first lease.
 // `make(times)` returns a store with those `{leaseMs, keepMs}`; expiry uses short real
 // times (the stores keep time in Redis, PostgreSQL or workerd, which no test clock reaches).
 import assert from "node:assert/strict";
@@ -81,6 +82,23 @@ export async function conformance(t, label, make, { atomic = true } = {}) {
     assert.equal((await short.claim(id, "tok_c")).state, "busy");
     assert.equal(await short.complete(id, "tok_b"), true);
     assert.deepEqual(await short.claim(id, "tok_c"), { state: "done" });
+  });
+
+  await t.test(`${label}: renew extends only the holder's claim; not renewed, it expires after one lease`, async () => {
+    const id = freshId(label);
+    assert.equal(short.leaseMs, SHORT.leaseMs, "the store says its lease (the renewal period)");
+    assert.deepEqual(await short.claim(id, "tok_a"), { state: "claimed" });
+    await sleep(SHORT.leaseMs * 0.6);
+    assert.equal(await short.renew(id, "tok_a"), true);
+    assert.equal(await short.renew(id, "tok_b"), false, "not tok_b's claim");
+    await sleep(SHORT.leaseMs * 0.6); // past the first lease's end
+    assert.equal((await short.claim(id, "tok_b")).state, "busy", "the renewed claim holds");
+    await sleep(SHORT.leaseMs + 300);
+    assert.deepEqual(await short.claim(id, "tok_b"), { state: "claimed" }, "not renewed: taken over");
+    assert.equal(await short.renew(id, "tok_a"), false, "tok_a lost it to tok_b");
+    assert.equal(await short.complete(id, "tok_b"), true);
+    assert.equal(await short.renew(id, "tok_b"), false, "a done id is no claim");
+    assert.equal(await short.renew(freshId(label), "tok_a"), false, "never claimed");
   });
 
   await t.test(`${label}: a done id is forgotten after keepMs`, async () => {
