@@ -13,7 +13,8 @@ use postwire_core::{
     TrustedKey, Verifier,
 };
 
-use crate::payload::PayloadPolicy;
+pub use crate::verify::bearer::AdminToken;
+use crate::verify::payload::PayloadPolicy;
 
 /// Worker secret: the sender's signing secret(s), `whsec_…`, separated by spaces or commas.
 /// Several during a rotation; a delivery signed with any of them is accepted. Optional when
@@ -160,23 +161,6 @@ pub struct InboxSettings {
     pub retention_secs: u64,
     /// `ORDERING`.
     pub ordering: Ordering,
-}
-
-/// A bearer token (`ADMIN_TOKEN`, `LISTEN_TOKEN`). Its `Debug` never shows it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct AdminToken(String);
-
-impl AdminToken {
-    /// The token's bytes, for the constant-time comparison.
-    pub fn as_bytes(&self) -> &[u8] {
-        self.0.as_bytes()
-    }
-}
-
-impl fmt::Debug for AdminToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("AdminToken(…)")
-    }
 }
 
 /// Where de-duplication records live.
@@ -441,7 +425,7 @@ fn parse_bearer_token(variable: &'static str, value: Option<&str>) -> Result<Opt
             reason: "must be at least 16 visible ASCII characters (e.g. `openssl rand -hex 32`)",
         });
     }
-    Ok(Some(AdminToken(value.to_owned())))
+    Ok(Some(AdminToken::new(value.to_owned())))
 }
 
 /// `ALLOW_NON_JSON` (`"true"` / `"false"`) and `VALIDATE_EVENTS` (`"postwire"` / `"none"`).

@@ -13,24 +13,23 @@
 //! `202`; the object delivers it to the origin afterwards, paced, in order per ordering key,
 //! with retries until a horizon, and serves an admin API under `/_postwire/` ([`inbox`]).
 //!
-//! The crate is split so that almost everything is plain Rust with native unit tests:
+//! The crate is laid out by mode, each with its own Durable Object, on a shared
+//! verification and hand-off; almost everything is plain Rust with native unit tests:
 //!
 //! | module | what |
 //! | --- | --- |
 //! | [`config`] | the Worker's settings, parsed and checked from its environment |
 //! | [`reply`] | every answer the Worker gives: status, stable code, JSON body |
-//! | [`inspect`] | the checks of one request: method, headers, size, signature, timestamp |
-//! | [`payload`] | which verified bodies may be forwarded (a JSON object by default) |
-//! | [`dedup`] | the de-duplication interface ([`dedup::DedupStore`]) and its record format |
-//! | [`in_flight`] | the ids this isolate is forwarding now, held off in memory (KV mode) |
-//! | [`forward`] | what is sent to the origin, including the origin signature |
-//! | [`flow`] | claim, forward, then confirm or release: the order that loses nothing |
-//! | [`inbox`] | inbox mode's logic: retry schedule, pacing, ordering keys, the admin API's routes |
-//! | [`listen`] | listen mode: deliveries relayed over a WebSocket to `postwire listen` |
+//! | [`verify`] | shared: the checks of one request ([`verify::inspect`]), which verified bodies pass ([`verify::payload`]), the admin paths' bearer tokens ([`verify::bearer`]) |
+//! | [`handoff`] | shared: what is sent to the origin (including the origin signature), and how its answer is classified |
+//! | [`forward`] | forward mode: de-duplication (KV or the `DedupObject`), claim → forward → confirm or release |
+//! | [`inbox`] | inbox mode: the `InboxObject`'s logic: retry schedule, pacing, ordering keys, the admin API's routes |
+//! | [`listen`] | listen mode: deliveries relayed over a WebSocket to `postwire listen` (the `ListenObject`) |
 //!
-//! The Workers bindings (KV, the `DedupObject` Durable Object, `fetch`, the `fetch` event)
-//! live in the `edge` module, which exists only when compiling for `wasm32`; they are tested
-//! in workerd through Miniflare (`worker/test.sh`).
+//! The Workers bindings (KV, the Durable Objects, `fetch`) sit in their mode behind
+//! `#[cfg(target_arch = "wasm32")]`, with the runtime they share in the `edge` module and the
+//! `fetch` event handler, which dispatches to the modes, in `handler`; they are tested in
+//! workerd through Miniflare (`worker/test.sh`).
 
 #![forbid(unsafe_code)]
 // Peer input never panics this crate: no unwrap, expect, panic! or unchecked indexing
@@ -42,24 +41,20 @@
 #![deny(missing_docs)]
 
 pub mod config;
-pub mod dedup;
-pub mod flow;
 pub mod forward;
-pub mod in_flight;
+pub mod handoff;
 pub mod inbox;
-pub mod inspect;
 pub mod listen;
-pub mod payload;
 pub mod reply;
+pub mod verify;
 
 #[cfg(target_arch = "wasm32")]
 mod edge;
+#[cfg(target_arch = "wasm32")]
+mod handler;
 
 pub use config::{AdminToken, Config, ConfigError, DedupBackend, DeliveryMode, InboxSettings, Ordering};
-pub use dedup::{Claim, DedupRecord, DedupStore, StoreError};
-pub use flow::deliver;
-pub use forward::{ForwardRequest, Origin, OriginOutcome};
-pub use in_flight::{InFlightSet, IsolateGuardedStore};
-pub use inspect::{DeliveryHeaders, VerifiedDelivery};
-pub use payload::{PayloadPolicy, check_payload};
+pub use forward::{Claim, DedupRecord, DedupStore, InFlightSet, IsolateGuardedStore, StoreError, deliver};
+pub use handoff::{ForwardRequest, Origin, OriginOutcome};
 pub use reply::{Reply, ReplyCode};
+pub use verify::{DeliveryHeaders, PayloadPolicy, VerifiedDelivery, check_payload};

@@ -7,7 +7,7 @@
 use postwire_core::{DEFAULT_TOLERANCE_SECS, Secret, UnixTime, Verifier};
 use postwire_testkit::vectors::{body as body_of, cases};
 use postwire_worker::config::DEFAULT_MAX_BODY_BYTES;
-use postwire_worker::inspect::check_request;
+use postwire_worker::verify::inspect::check_request;
 use serde_json::Value;
 
 fn load() -> Vec<Value> {

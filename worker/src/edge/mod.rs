@@ -1,41 +1,29 @@
-//! The Workers side: the `fetch` event handler and the bindings behind the crate's
-//! interfaces ([`KvDedupStore`] for [`DedupStore`](crate::DedupStore), [`FetchOrigin`] for
-//! [`Origin`](crate::Origin)), and the `DedupObject` Durable Object. Compiled only for
-//! `wasm32`; tested in workerd through Miniflare by `worker/test.sh`.
+//! The Workers runtime shared by the three modes (compiled only for `wasm32`; tested in
+//! workerd through Miniflare by `worker/test.sh`): the answer of a request ([`Answer`]) and
+//! its conversion to a `Response`, the settings read from `env`, JavaScript's clock, reading
+//! a body within its limit ([`body`]), and the requests the Worker makes: a
+//! [`ForwardRequest`] as a `fetch` request, and a verified delivery handed to a Durable
+//! Object.
 //!
-//! The handler reads the clock from JavaScript (`Date.now()`): postwire-core never reads a
-//! clock, and `SystemTime::now()` panics on `wasm32-unknown-unknown`.
+//! The clock is read from JavaScript (`Date.now()`): postwire-core never reads a clock, and
+//! `SystemTime::now()` panics on `wasm32-unknown-unknown`.
 
-mod body;
-mod dedup_object;
-mod do_store;
-mod fetch_origin;
-mod inbox_object;
-mod inbox_origin;
-mod kv_store;
-mod listen_object;
+pub(crate) mod body;
 
-use std::rc::Rc;
+use worker::{Env, Headers, Method, Request, RequestInit, RequestRedirect, Response};
 
-use worker::{Context, Env, Request, Response, event};
-
-use crate::config::{Config, DedupBackend, DeliveryMode, INBOX_BINDING, KV_BINDING};
-use crate::in_flight::{InFlightSet, IsolateGuardedStore};
-use crate::inspect::{body_too_large, precheck, verify_body};
-use crate::payload::check_payload;
+use crate::handoff::ForwardRequest;
 use crate::reply::{Reply, ReplyCode};
-use fetch_origin::FetchOrigin;
-use kv_store::KvDedupStore;
-use postwire_core::UnixTime;
+use crate::verify::VerifiedDelivery;
 
-thread_local! {
-    /// The ids this isolate is forwarding now (KV mode). One isolate runs on one thread, so
-    /// this is shared by every request the isolate serves.
-    static IN_FLIGHT: Rc<InFlightSet> = Rc::new(InFlightSet::new());
-}
+/// Internal header: when the Worker received the delivery (ms since the epoch), so the
+/// object knows how long the attempt waited for earlier ones.
+pub(crate) const RECEIVED_AT_HEADER: &str = "x-postwire-received-at";
+/// The URL of the internal request (any URL works; the object ignores it).
+const OBJECT_URL: &str = "https://dedup-object.internal/deliver";
 
 /// What the handler sends back: an answer of its own, or the one the Durable Object made.
-enum Answer {
+pub(crate) enum Answer {
     Reply(Reply),
     Response(Response),
 }
@@ -46,141 +34,51 @@ impl From<Reply> for Answer {
     }
 }
 
-#[event(fetch)]
-async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
-    match handle(req, &env).await {
-        Answer::Reply(reply) => {
-            log_warnings(&reply);
-            to_response(&reply)
-        }
-        Answer::Response(response) => Ok(response),
+/// The delivery as the object receives it: its `webhook-*` headers and raw body.
+pub(crate) fn object_request(delivery: &VerifiedDelivery, received_ms: f64) -> worker::Result<Request> {
+    let h = &delivery.headers;
+    let headers = worker::Headers::new();
+    headers.set(postwire_core::ID_HEADER, &h.id)?;
+    headers.set(postwire_core::TIMESTAMP_HEADER, &h.timestamp_raw)?;
+    headers.set(postwire_core::SIGNATURE_HEADER, &h.signature)?;
+    if let Some(ct) = &h.content_type {
+        headers.set("content-type", ct)?;
     }
+    headers.set(RECEIVED_AT_HEADER, &format!("{received_ms:.0}"))?;
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post)
+        .with_headers(headers)
+        .with_body(Some(js_sys::Uint8Array::from(delivery.body.as_slice()).into()));
+    Request::new_with_init(OBJECT_URL, &init)
 }
 
-/// One request, start to end. Every path returns an answer; nothing panics.
-async fn handle(mut req: Request, env: &Env) -> Answer {
-    let method = req.inner().method();
-    if let Ok(url) = req.url() {
-        if url.path() == crate::listen::LISTEN_PATH {
-            return listen(req, env).await;
-        }
-        if url.path().starts_with(crate::inbox::admin::ADMIN_PREFIX) {
-            return admin(&req, env, &url).await;
-        }
+/// A [`ForwardRequest`] as a Workers `POST`, redirects not followed.
+pub(crate) fn to_request(request: &ForwardRequest<'_>) -> worker::Result<Request> {
+    let headers = Headers::new();
+    for (name, value) in &request.headers {
+        headers.set(name, value)?;
     }
-    if let Err(reply) = crate::inspect::check_method(&method) {
-        return reply.into();
-    }
-    let config = match Config::from_lookup(|name| env_string(env, name)) {
-        Ok(c) => c,
-        Err(e) => return misconfigured(e.to_string()).into(),
-    };
-    let headers: Vec<(String, String)> = req.headers().entries().collect();
-    let delivery_headers = match precheck(&method, &headers, config.max_body_bytes) {
-        Ok(h) => h,
-        Err(reply) => return reply.into(),
-    };
-    let body = match body::read_limited(&mut req, config.max_body_bytes).await {
-        Ok(body::Body::Complete(bytes)) => bytes,
-        Ok(body::Body::TooLarge) => return body_too_large(config.max_body_bytes).into(),
-        Err(_) => {
-            return Reply::new(
-                ReplyCode::InvalidRequest,
-                "the request body could not be read to its end",
-            )
-            .into();
-        }
-    };
-    let received_ms = now_ms();
-    let now = UnixTime::from_secs((received_ms / 1000.0) as i64);
-    let delivery = match verify_body(&config.verifier, delivery_headers, body, now) {
-        Ok(d) => d,
-        Err(reply) => return reply.into(),
-    };
-    if let Err(reply) = check_payload(config.payload, &delivery.headers.id, &delivery.body) {
-        return reply.into();
-    }
-    let listen = match listen_object::listen_stub(env, &config) {
-        Ok(listen) => listen,
-        Err(reply) => return reply.into(),
-    };
-    if config.delivery_mode == DeliveryMode::Inbox {
-        if env.durable_object(INBOX_BINDING).is_err() {
-            return misconfigured(format!(
-                "DELIVERY_MODE is \"inbox\" but the Durable Object binding {INBOX_BINDING} is missing"
-            ))
-            .into();
-        }
-        let key = crate::inbox::ordering::ordering_key(config.inbox.ordering, &delivery.body);
-        return inbox_object::accept_through_inbox(env, &delivery, key.as_deref(), received_ms).await;
-    }
-    match config.dedup_store {
-        DedupBackend::Kv => {
-            let kv = match env.kv(KV_BINDING) {
-                Ok(kv) => kv,
-                Err(_) => {
-                    return misconfigured(format!("the KV namespace binding {KV_BINDING} is missing")).into();
-                }
-            };
-            let store = IsolateGuardedStore::new(
-                KvDedupStore::new(kv, config.dedup_ttl_secs, config.in_flight_ttl_secs),
-                IN_FLIGHT.with(Rc::clone),
-                now_ms,
-                (config.in_flight_ttl_secs * 1000) as f64,
-            );
-            crate::flow::deliver(&config, &delivery, &store, &FetchOrigin { listen }, now)
-                .await
-                .into()
-        }
-        DedupBackend::DurableObject => dedup_object::deliver_through_object(env, &delivery, received_ms).await,
-    }
-}
-
-/// An admin request (`/_postwire/…`): `404` unless inbox mode with an `ADMIN_TOKEN` and the
-/// request carries it; then the inbox answers.
-async fn admin(req: &Request, env: &Env, url: &url::Url) -> Answer {
-    let Ok(config) = Config::from_lookup(|name| env_string(env, name)) else {
-        return crate::inbox::admin::not_found().into();
-    };
-    let authorization = req.headers().get("authorization").ok().flatten();
-    if config.delivery_mode != DeliveryMode::Inbox
-        || !crate::inbox::admin::authorized(config.admin_token.as_ref(), authorization.as_deref())
-    {
-        return crate::inbox::admin::not_found().into();
-    }
-    let path_and_query = match url.query() {
-        Some(q) => format!("{}?{q}", url.path()),
-        None => url.path().to_owned(),
-    };
-    inbox_object::admin_through_inbox(env, req.method(), &path_and_query).await
-}
-
-/// `/_postwire/listen`: the WebSocket of `postwire listen`, when `LISTEN_TOKEN` is set and
-/// the request carries it (compared in constant time, before any upgrade). Otherwise the
-/// same `404` as any unknown admin path.
-async fn listen(req: Request, env: &Env) -> Answer {
-    let Ok(config) = Config::from_lookup(|name| env_string(env, name)) else {
-        return crate::inbox::admin::not_found().into();
-    };
-    let authorization = req.headers().get("authorization").ok().flatten();
-    if !crate::inbox::admin::authorized(config.listen_token.as_ref(), authorization.as_deref()) {
-        return crate::inbox::admin::not_found().into();
-    }
-    listen_object::connect_listener(req, env, &config).await
+    let body = js_sys::Uint8Array::from(request.body);
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post)
+        .with_headers(headers)
+        .with_redirect(RequestRedirect::Manual)
+        .with_body(Some(body.into()));
+    Request::new_with_init(request.url, &init)
 }
 
 /// JavaScript's clock, in milliseconds.
-fn now_ms() -> f64 {
+pub(crate) fn now_ms() -> f64 {
     js_sys::Date::now()
 }
 
 /// A string setting from `env` (a `[vars]` entry or a secret), `None` when unset.
-fn env_string(env: &Env, name: &str) -> Option<String> {
+pub(crate) fn env_string(env: &Env, name: &str) -> Option<String> {
     let value = js_sys::Reflect::get(env, &wasm_bindgen::JsValue::from_str(name)).ok()?;
     value.as_string()
 }
 
-fn misconfigured(detail: String) -> Reply {
+pub(crate) fn misconfigured(detail: String) -> Reply {
     Reply::new(
         ReplyCode::WorkerMisconfigured,
         "the verifier is not configured correctly; the delivery was not forwarded, retry later",
@@ -188,13 +86,13 @@ fn misconfigured(detail: String) -> Reply {
     .with_warning(detail)
 }
 
-fn log_warnings(reply: &Reply) {
+pub(crate) fn log_warnings(reply: &Reply) {
     for warning in &reply.warnings {
         worker::console_warn!("postwire-worker: {warning}");
     }
 }
 
-fn to_response(reply: &Reply) -> worker::Result<Response> {
+pub(crate) fn to_response(reply: &Reply) -> worker::Result<Response> {
     let headers = worker::Headers::new();
     headers.set("content-type", "application/json")?;
     headers.set("cache-control", "no-store")?;

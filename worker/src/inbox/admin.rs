@@ -19,9 +19,9 @@
 //! | `GET /_postwire/poll-cost[?repeat=<0..=1000>]` | [`AdminRoute::PollCost`] |
 
 use postwire_edge_wire::admin::path;
-use subtle::ConstantTimeEq;
 
-use crate::config::AdminToken;
+use crate::verify::not_found;
+
 use crate::reply::{Reply, ReplyCode};
 
 pub use postwire_edge_wire::admin::{ADMIN_PREFIX, DEFAULT_PAGE, DeliveryState, MAX_PAGE};
@@ -88,24 +88,6 @@ pub enum EraseTarget {
     /// Every delivery of a postwire event about this connected account: its own events
     /// (ordering key `account:<id>`) and its posts' events, as the sender's account erasure.
     Account(String),
-}
-
-/// Whether `authorization` (the request's header) carries the configured token. `false`
-/// without a configured token.
-pub fn authorized(token: Option<&AdminToken>, authorization: Option<&str>) -> bool {
-    let (Some(token), Some(header)) = (token, authorization) else {
-        return false;
-    };
-    let Some(given) = header.strip_prefix("Bearer ") else {
-        return false;
-    };
-    let expected = token.as_bytes();
-    given.len() == expected.len() && bool::from(given.as_bytes().ct_eq(expected))
-}
-
-/// `404 not_found`: what every admin path answers to an unauthorized request.
-pub fn not_found() -> Reply {
-    Reply::new(ReplyCode::NotFound, "no such path")
 }
 
 fn bad(message: impl Into<String>) -> Reply {
@@ -265,37 +247,6 @@ fn subject_id(value: &str) -> Result<String, Reply> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
-
-    fn token(value: &str) -> AdminToken {
-        let cfg = Config::from_lookup(|name| match name {
-            "WEBHOOK_SECRETS" => Some("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw".into()),
-            "ORIGIN_URL" => Some("https://o.example/".into()),
-            "ADMIN_TOKEN" => Some(value.into()),
-            _ => None,
-        })
-        .unwrap();
-        cfg.admin_token.unwrap()
-    }
-
-    #[test]
-    fn only_the_exact_bearer_token_passes() {
-        let t = token("0123456789abcdef0123");
-        assert!(authorized(Some(&t), Some("Bearer 0123456789abcdef0123")));
-        for header in [
-            None,
-            Some(""),
-            Some("Bearer "),
-            Some("bearer 0123456789abcdef0123"),
-            Some("0123456789abcdef0123"),
-            Some("Bearer 0123456789abcdef0124"),
-            Some("Bearer 0123456789abcdef012"),
-            Some("Bearer 0123456789abcdef01234"),
-        ] {
-            assert!(!authorized(Some(&t), header), "{header:?}");
-        }
-        assert!(!authorized(None, Some("Bearer 0123456789abcdef0123")));
-    }
 
     #[test]
     fn routes_and_their_parameters() {

@@ -2,7 +2,8 @@
 //! deliveries down a WebSocket to a developer's machine instead of to the origin. Here is
 //! what can be decided without the Workers runtime, so that it is tested natively: the
 //! path, the frames on the socket and how a relay's result becomes an [`OriginOutcome`].
-//! The `ListenObject` Durable Object that holds the socket is in `edge::listen_object`.
+//! The `ListenObject` Durable Object that holds the socket is here too, compiled only for
+//! `wasm32`.
 //!
 //! It is off unless the `LISTEN_TOKEN` secret is set. Then `GET /_postwire/listen` with
 //! `authorization: Bearer <LISTEN_TOKEN>` (compared in constant time, before the upgrade)
@@ -25,7 +26,13 @@ pub use postwire_edge_wire::listen::{LISTEN_PATH, REPLACED_CLOSE_CODE};
 use postwire_edge_wire::listen::{LocalOutcome, MAX_WAIT_MS};
 use serde::{Deserialize, Serialize};
 
-use crate::forward::OriginOutcome;
+use crate::handoff::OriginOutcome;
+
+#[cfg(target_arch = "wasm32")]
+mod listen_object;
+
+#[cfg(target_arch = "wasm32")]
+pub(crate) use listen_object::{connect_listener, listen_stub, relay};
 
 /// The Durable Object namespace binding of listen mode; its class is `ListenObject`.
 pub const LISTEN_BINDING: &str = "LISTEN";

@@ -21,7 +21,7 @@ use std::rc::Rc;
 
 use postwire_core::UnixTime;
 
-use crate::dedup::{Claim, DedupStore, StoreError};
+use crate::forward::dedup::{Claim, DedupStore, StoreError};
 
 /// Entries kept before stale ones are swept out (each sweep is one pass over the set).
 const SWEEP_ABOVE: usize = 1024;
@@ -149,7 +149,7 @@ impl<S: DedupStore> DedupStore for IsolateGuardedStore<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dedup::memory::MemoryDedupStore;
+    use crate::forward::dedup::memory::MemoryDedupStore;
     use std::future::Future;
     use std::pin::pin;
     use std::task::{Context, Poll, Waker};

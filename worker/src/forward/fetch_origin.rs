@@ -1,15 +1,16 @@
 //! [`Origin`] over the Workers `fetch` API: a `POST` with redirects not followed, aborted
 //! through an `AbortController` when the forward timeout passes first. In listen mode
 //! (`LISTEN_TOKEN` set) the connected listener stands in for the origin
-//! ([`super::listen_object`]).
+//! ([`crate::listen`]).
 
 use std::pin::pin;
 use std::time::Duration;
 
 use futures_util::future::{Either, select};
-use worker::{AbortController, Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect, Stub};
+use worker::{AbortController, Delay, Fetch, Stub};
 
-use crate::forward::{ForwardRequest, Origin, OriginOutcome};
+use crate::edge::to_request;
+use crate::handoff::{ForwardRequest, Origin, OriginOutcome};
 
 /// Forwards with the global `fetch`, or to the listener when `listen` is set.
 pub(crate) struct FetchOrigin {
@@ -20,7 +21,7 @@ pub(crate) struct FetchOrigin {
 impl Origin for FetchOrigin {
     async fn forward(&self, request: &ForwardRequest<'_>) -> OriginOutcome {
         if let Some(stub) = &self.listen {
-            return super::listen_object::relay(stub, request).await;
+            return crate::listen::relay(stub, request).await;
         }
         let Ok(req) = to_request(request) else {
             return OriginOutcome::Unreachable;
@@ -39,18 +40,4 @@ impl Origin for FetchOrigin {
             }
         }
     }
-}
-
-pub(super) fn to_request(request: &ForwardRequest<'_>) -> worker::Result<Request> {
-    let headers = Headers::new();
-    for (name, value) in &request.headers {
-        headers.set(name, value)?;
-    }
-    let body = js_sys::Uint8Array::from(request.body);
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post)
-        .with_headers(headers)
-        .with_redirect(RequestRedirect::Manual)
-        .with_body(Some(body.into()));
-    Request::new_with_init(request.url, &init)
 }

@@ -4,7 +4,7 @@
 //! The Worker verifies the request (method, headers, size, signature, timestamp, payload)
 //! exactly as in KV mode, then sends the delivery to the object named by its `webhook-id`
 //! (`idFromName`): one object per id, the same one from every location. The object runs
-//! the whole flow, claim → forward → confirm or release (`crate::flow::deliver`), inside
+//! the whole flow, claim → forward → confirm or release (`crate::forward::flow::deliver`), inside
 //! `blockConcurrencyWhile`: while one attempt is being forwarded, the runtime holds every
 //! other event of that object (a copy of the delivery, its alarm) until the outcome is
 //! recorded. A copy that waited then finds `delivered` (→ `200 duplicate`) or nothing (the
@@ -21,24 +21,20 @@
 //! null}`: for operators and for the tests.
 
 use postwire_core::UnixTime;
-use worker::{DurableObject, Env, Method, Request, RequestInit, Response, State, durable_object};
+use worker::{DurableObject, Env, Method, Request, Response, State, durable_object};
 
 use super::do_store::ObjectStore;
 use super::fetch_origin::FetchOrigin;
-use super::{Answer, env_string, log_warnings, misconfigured, now_ms, to_response};
 use crate::config::{Config, DO_BINDING};
-use crate::dedup::Claim;
-use crate::inspect::{VerifiedDelivery, read_headers};
+use crate::edge::{
+    Answer, RECEIVED_AT_HEADER, env_string, log_warnings, misconfigured, now_ms, object_request, to_response,
+};
+use crate::forward::dedup::Claim;
 use crate::reply::{Reply, ReplyCode};
-
-/// Internal header: when the Worker received the delivery (ms since the epoch), so the
-/// object knows how long the attempt waited for earlier ones.
-const RECEIVED_AT_HEADER: &str = "x-postwire-received-at";
-/// The URL of the internal request (any URL works; the object ignores it).
-const OBJECT_URL: &str = "https://dedup-object.internal/deliver";
+use crate::verify::inspect::{VerifiedDelivery, read_headers};
 
 /// Sends a verified delivery to the `DedupObject` of its id; the object's answer, or `503`.
-pub(super) async fn deliver_through_object(env: &Env, delivery: &VerifiedDelivery, received_ms: f64) -> Answer {
+pub(crate) async fn deliver_through_object(env: &Env, delivery: &VerifiedDelivery, received_ms: f64) -> Answer {
     let namespace = match env.durable_object(DO_BINDING) {
         Ok(ns) => ns,
         Err(_) => {
@@ -57,24 +53,6 @@ pub(super) async fn deliver_through_object(env: &Env, delivery: &VerifiedDeliver
         Ok(response) => Answer::Response(response),
         Err(e) => unavailable(format!("webhook-id {id}: the Durable Object could not be reached: {e}")).into(),
     }
-}
-
-/// The delivery as the object receives it: its `webhook-*` headers and raw body.
-pub(super) fn object_request(delivery: &VerifiedDelivery, received_ms: f64) -> worker::Result<Request> {
-    let h = &delivery.headers;
-    let headers = worker::Headers::new();
-    headers.set(postwire_core::ID_HEADER, &h.id)?;
-    headers.set(postwire_core::TIMESTAMP_HEADER, &h.timestamp_raw)?;
-    headers.set(postwire_core::SIGNATURE_HEADER, &h.signature)?;
-    if let Some(ct) = &h.content_type {
-        headers.set("content-type", ct)?;
-    }
-    headers.set(RECEIVED_AT_HEADER, &format!("{received_ms:.0}"))?;
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post)
-        .with_headers(headers)
-        .with_body(Some(js_sys::Uint8Array::from(delivery.body.as_slice()).into()));
-    Request::new_with_init(OBJECT_URL, &init)
 }
 
 fn unavailable(detail: String) -> Reply {
@@ -145,7 +123,7 @@ impl DedupObject {
             headers: delivery_headers,
             body,
         };
-        let origin = match super::listen_object::listen_stub(&self.env, &config) {
+        let origin = match crate::listen::listen_stub(&self.env, &config) {
             Ok(listen) => FetchOrigin { listen },
             Err(reply) => return reply,
         };
@@ -160,7 +138,7 @@ impl DedupObject {
             if now_ms - received_ms > config.forward_timeout_ms as f64 {
                 return Ok(late_answer(&config, &store, id, now).await);
             }
-            Ok(crate::flow::deliver(&config, &delivery, &store, &origin, now).await)
+            Ok(crate::forward::flow::deliver(&config, &delivery, &store, &origin, now).await)
         });
         match gated.await {
             Ok(reply) => reply,
@@ -188,8 +166,8 @@ impl DedupObject {
 /// from the record, without forwarding.
 async fn late_answer(config: &Config, store: &ObjectStore, id: &str, now: UnixTime) -> Reply {
     match store.peek(id, now).await {
-        Ok(Some(record)) if record.claim() == Claim::Delivered => crate::flow::duplicate(),
-        Ok(_) => crate::flow::in_progress(config),
+        Ok(Some(record)) if record.claim() == Claim::Delivered => crate::forward::flow::duplicate(),
+        Ok(_) => crate::forward::flow::in_progress(config),
         Err(e) => unavailable(format!("webhook-id {id}: {e}")),
     }
 }

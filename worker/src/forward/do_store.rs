@@ -15,7 +15,7 @@ use std::time::Duration;
 use postwire_core::UnixTime;
 use worker::Storage;
 
-use crate::dedup::{Claim, DedupRecord, DedupStore, StoreError, key_for};
+use crate::forward::dedup::{Claim, DedupRecord, DedupStore, StoreError, key_for};
 
 /// The store of one object.
 pub(crate) struct ObjectStore {

@@ -26,11 +26,11 @@ use worker::{
 
 use postwire_edge_wire::listen::{Delivery, Hello, ListenerFrame, LocalOutcome, MAX_WAIT_MS, WorkerFrame};
 
-use super::fetch_origin::to_request;
-use super::{Answer, misconfigured, now_ms};
+use super::{LISTEN_BINDING, REPLACED_CLOSE_CODE, RelayResult, wait_ms};
 use crate::config::Config;
-use crate::forward::{ForwardRequest, OriginOutcome};
-use crate::listen::{LISTEN_BINDING, REPLACED_CLOSE_CODE, RelayResult, wait_ms};
+use crate::edge::to_request;
+use crate::edge::{Answer, misconfigured, now_ms};
+use crate::handoff::{ForwardRequest, OriginOutcome};
 use crate::reply::{Reply, ReplyCode};
 
 /// The name of the one listen object.
@@ -67,14 +67,14 @@ pub(crate) fn listen_stub(env: &Env, config: &Config) -> Result<Option<Stub>, Re
 
 /// `GET /_postwire/listen`, already authorized: handed to the object, which answers `101`
 /// with the socket. Anything but a WebSocket upgrade is `400`.
-pub(super) async fn connect_listener(req: Request, env: &Env, config: &Config) -> Answer {
+pub(crate) async fn connect_listener(req: Request, env: &Env, config: &Config) -> Answer {
     let upgrade = req.headers().get("upgrade").ok().flatten().unwrap_or_default();
     if !upgrade.eq_ignore_ascii_case("websocket") {
         return Reply::new(ReplyCode::InvalidRequest, "expected a WebSocket upgrade").into();
     }
     let stub = match listen_stub(env, config) {
         Ok(Some(stub)) => stub,
-        Ok(None) => return crate::inbox::admin::not_found().into(),
+        Ok(None) => return crate::verify::not_found().into(),
         Err(reply) => return reply.into(),
     };
     // The object greets the listener with the wait; the incoming request's headers are
@@ -160,7 +160,7 @@ impl DurableObject for ListenObject {
     }
 
     async fn fetch(&self, req: Request) -> worker::Result<Response> {
-        if req.path() == crate::listen::LISTEN_PATH {
+        if req.path() == super::LISTEN_PATH {
             return self.accept_listener(wait_of(&req)?);
         }
         if req.method() == Method::Post {

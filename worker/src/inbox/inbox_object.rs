@@ -17,7 +17,7 @@
 //!   finally sets the alarm to the next due head or the next expiry. Alarms are durable, so
 //!   delivery resumes after a restart or an idle spell by itself. A run lasts at most
 //!   [`RUN_BUDGET_MS`], then the next one starts at once. The per-second window is the
-//!   object's, kept across runs ([`crate::inbox::pacing`]).
+//!   object's, kept across runs ([`super::pacing`]).
 //! - **What a poll reads.** A delivery waiting behind an earlier open one of its key has
 //!   the next attempt time [`WAITING`], and is given a real one (now) when the key's head
 //!   finishes; so the index `open_by_due`, whose leading column is that time, holds the
@@ -28,12 +28,12 @@
 //!   `erased`: an open one is cancelled and its key's next delivery goes; the row keeps
 //!   its id for the retention, so copies are still duplicates.
 //! - **Outcomes.** `2xx` → `delivered`; anything else → `retrying` with backoff
-//!   ([`crate::inbox::retry`]) or, past the horizon, `dead`. Delivered and dead deliveries
+//!   ([`super::retry`]) or, past the horizon, `dead`. Delivered and dead deliveries
 //!   free their key and are kept for `INBOX_RETENTION_SECS` (and de-duplicate until then).
 //!   An object reset mid-request leaves the delivery open: it is sent again after the
 //!   restart (at most that request twice, with the same `webhook-id`).
 //! - **Admin.** `/_postwire/…` requests, already authorized by the Worker
-//!   ([`crate::inbox::admin`]).
+//!   ([`super::admin`]).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
@@ -54,17 +54,17 @@ use worker::{
     durable_object,
 };
 
-use super::dedup_object::object_request;
+use super::admin::{self, AdminRoute, DeliveryState, EraseTarget};
 use super::inbox_origin::{self, OriginAnswer};
-use super::{Answer, env_string, log_warnings, misconfigured, now_ms, to_response};
+use super::ordering::{Subjects, subjects};
+use super::pacing::RateWindow;
+use super::retry::{Next, after_failure};
 use crate::config::{Config, INBOX_BINDING};
-use crate::forward::{OriginOutcome, build_request};
-use crate::inbox::admin::{self, AdminRoute, DeliveryState, EraseTarget};
-use crate::inbox::ordering::{Subjects, subjects};
-use crate::inbox::pacing::RateWindow;
-use crate::inbox::retry::{Next, after_failure};
-use crate::inspect::{DeliveryHeaders, VerifiedDelivery, read_headers};
+use crate::edge::object_request;
+use crate::edge::{Answer, env_string, log_warnings, misconfigured, now_ms, to_response};
+use crate::handoff::{OriginOutcome, build_request};
 use crate::reply::{Reply, ReplyCode};
+use crate::verify::inspect::{DeliveryHeaders, VerifiedDelivery, read_headers};
 
 /// The name of the one inbox object.
 const INBOX_NAME: &str = "inbox";
@@ -165,7 +165,7 @@ const SUMMARY_COLUMNS: &str = "id, seq, state, ordering_key, accepted_ms, attemp
                                last_error, finished_ms, length(body)";
 
 /// Sends a verified delivery to the inbox: its answer (`202`, `200 duplicate`), or `503`.
-pub(super) async fn accept_through_inbox(
+pub(crate) async fn accept_through_inbox(
     env: &Env,
     delivery: &VerifiedDelivery,
     ordering_key: Option<&str>,
@@ -201,7 +201,7 @@ pub(super) async fn accept_through_inbox(
 }
 
 /// Passes an authorized admin request (`method`, `path` and query) to the inbox.
-pub(super) async fn admin_through_inbox(env: &Env, method: Method, path_and_query: &str) -> Answer {
+pub(crate) async fn admin_through_inbox(env: &Env, method: Method, path_and_query: &str) -> Answer {
     let sent = async {
         let stub = env
             .durable_object(INBOX_BINDING)?
@@ -501,7 +501,7 @@ impl InboxObject {
         let mut flying_ids: HashSet<String> = HashSet::new();
         // Listen mode: the listener stands in for the origin (the Worker refuses deliveries
         // while LISTEN_TOKEN is set without its binding, so none is accepted then).
-        let listen = super::listen_object::listen_stub(&self.env, config)
+        let listen = crate::listen::listen_stub(&self.env, config)
             .ok()
             .flatten()
             .map(Rc::new);

@@ -9,7 +9,7 @@
 use postwire_core::UnixTime;
 use worker::kv::KvStore;
 
-use crate::dedup::{Claim, DedupRecord, DedupStore, StoreError, key_for};
+use crate::forward::dedup::{Claim, DedupRecord, DedupStore, StoreError, key_for};
 
 /// The KV-backed store.
 pub(crate) struct KvDedupStore {

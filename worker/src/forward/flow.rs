@@ -21,10 +21,10 @@
 use postwire_core::UnixTime;
 
 use crate::config::Config;
-use crate::dedup::{Claim, DedupStore};
-use crate::forward::{Origin, OriginOutcome, build_request};
-use crate::inspect::VerifiedDelivery;
+use crate::forward::dedup::{Claim, DedupStore};
+use crate::handoff::{Origin, OriginOutcome, build_request};
 use crate::reply::{DUPLICATE_HEADER, ORIGIN_STATUS_HEADER, Reply, ReplyCode};
+use crate::verify::inspect::VerifiedDelivery;
 
 /// De-duplicates and forwards one verified delivery; see the module table for the answers.
 pub async fn deliver<S: DedupStore, O: Origin>(
@@ -127,10 +127,10 @@ pub fn in_progress(config: &Config) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dedup::memory::MemoryDedupStore;
-    use crate::dedup::{DedupRecord, key_for};
-    use crate::forward::ForwardRequest;
-    use crate::inspect::DeliveryHeaders;
+    use crate::forward::dedup::memory::MemoryDedupStore;
+    use crate::forward::dedup::{DedupRecord, key_for};
+    use crate::handoff::ForwardRequest;
+    use crate::verify::inspect::DeliveryHeaders;
     use std::cell::{Cell, RefCell};
     use std::future::Future;
     use std::pin::pin;

@@ -13,7 +13,7 @@
 //! Two implementations live in the Worker's `edge` module. Workers KV does `claim` as a read
 //! then a write, which is not atomic and, KV being eventually consistent, not global either
 //! (the README's "KV mode" section); in KV mode it sits behind the isolate's in-flight set
-//! ([`crate::in_flight`]). A Durable Object's storage, one object per id, runs the whole flow
+//! ([`super::in_flight`]). A Durable Object's storage, one object per id, runs the whole flow
 //! one attempt at a time (Durable Object mode); records there carry no TTL, so
 //! [`DedupRecord::expires_at`] says when they stop counting.
 

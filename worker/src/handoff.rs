@@ -12,7 +12,7 @@ use postwire_core::{
     ID_HEADER, MAX_SIGNATURE_HEADER_LEN, MAX_SIGNATURES, SIGNATURE_HEADER, Secret, TIMESTAMP_HEADER, WebhookHeaders,
 };
 
-use crate::inspect::VerifiedDelivery;
+use crate::verify::inspect::VerifiedDelivery;
 
 /// A request to the origin, ready to send.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,7 +132,7 @@ fn signature_header_with(ours: &str, sender: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inspect::DeliveryHeaders;
+    use crate::verify::inspect::DeliveryHeaders;
     use postwire_core::{Signer, UnixTime, Verifier};
 
     const SENDER: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";

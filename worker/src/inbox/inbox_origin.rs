@@ -1,4 +1,4 @@
-//! The inbox's request to the origin: like forward mode's ([`super::fetch_origin`]), plus
+//! The inbox's request to the origin: like forward mode's (`FetchOrigin`), plus
 //! what the inbox keeps of the answer: the `retry-after` of a `429`/`503` and the first
 //! KiB of the body, for the admin API.
 
@@ -9,9 +9,9 @@ use futures_util::StreamExt;
 use futures_util::future::{Either, select};
 use worker::{AbortController, Delay, Fetch, Response, Stub};
 
-use super::fetch_origin::to_request;
-use crate::forward::{ForwardRequest, OriginOutcome};
-use crate::inbox::retry::{honours_retry_after, parse_retry_after};
+use super::retry::{honours_retry_after, parse_retry_after};
+use crate::edge::to_request;
+use crate::handoff::{ForwardRequest, OriginOutcome};
 
 /// How much of the origin's answer body is kept.
 pub(crate) const ANSWER_EXCERPT_BYTES: usize = 1024;
@@ -35,7 +35,7 @@ pub(crate) async fn send(request: &ForwardRequest<'_>, listen: Option<&Stub>) ->
         excerpt: String::new(),
     };
     if let Some(stub) = listen {
-        return failed(super::listen_object::relay(stub, request).await);
+        return failed(crate::listen::relay(stub, request).await);
     }
     let Ok(req) = to_request(request) else {
         return failed(OriginOutcome::Unreachable);

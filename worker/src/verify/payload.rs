@@ -39,7 +39,7 @@ pub enum PayloadPolicy {
 /// invalid_payload` answer.
 ///
 /// ```
-/// use postwire_worker::payload::{PayloadPolicy, check_payload};
+/// use postwire_worker::verify::payload::{PayloadPolicy, check_payload};
 /// assert!(check_payload(PayloadPolicy::JsonObject, "msg_1", br#" {"a": [1, 2]} "#).is_ok());
 /// assert_eq!(check_payload(PayloadPolicy::JsonObject, "msg_1", b"[1]").unwrap_err().status(), 400);
 /// assert!(check_payload(PayloadPolicy::AnyBytes, "msg_1", b"").is_ok());

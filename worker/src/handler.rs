@@ -1,0 +1,146 @@
+//! The `fetch` event handler (compiled only for `wasm32`): verifies each request with
+//! [`crate::verify`] and hands it to its mode: [`crate::forward`] (KV or the `DedupObject`),
+//! [`crate::inbox`] (the `InboxObject`, and its admin API under `/_postwire/`) or
+//! [`crate::listen`] (the listener's WebSocket). Tested in workerd through Miniflare by
+//! `worker/test.sh`.
+
+use std::rc::Rc;
+
+use worker::{Context, Env, Request, Response, event};
+
+use crate::config::{Config, DedupBackend, DeliveryMode, INBOX_BINDING, KV_BINDING};
+use crate::edge::{Answer, body, env_string, log_warnings, misconfigured, now_ms, to_response};
+use crate::forward::{FetchOrigin, InFlightSet, IsolateGuardedStore, KvDedupStore};
+use crate::reply::{Reply, ReplyCode};
+use crate::verify::check_payload;
+use crate::verify::inspect::{body_too_large, check_method, precheck, verify_body};
+use postwire_core::UnixTime;
+
+thread_local! {
+    /// The ids this isolate is forwarding now (KV mode). One isolate runs on one thread, so
+    /// this is shared by every request the isolate serves.
+    static IN_FLIGHT: Rc<InFlightSet> = Rc::new(InFlightSet::new());
+}
+
+#[event(fetch)]
+async fn fetch(req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
+    match handle(req, &env).await {
+        Answer::Reply(reply) => {
+            log_warnings(&reply);
+            to_response(&reply)
+        }
+        Answer::Response(response) => Ok(response),
+    }
+}
+
+/// One request, start to end. Every path returns an answer; nothing panics.
+async fn handle(mut req: Request, env: &Env) -> Answer {
+    let method = req.inner().method();
+    if let Ok(url) = req.url() {
+        if url.path() == crate::listen::LISTEN_PATH {
+            return listen(req, env).await;
+        }
+        if url.path().starts_with(crate::inbox::ADMIN_PREFIX) {
+            return admin(&req, env, &url).await;
+        }
+    }
+    if let Err(reply) = check_method(&method) {
+        return reply.into();
+    }
+    let config = match Config::from_lookup(|name| env_string(env, name)) {
+        Ok(c) => c,
+        Err(e) => return misconfigured(e.to_string()).into(),
+    };
+    let headers: Vec<(String, String)> = req.headers().entries().collect();
+    let delivery_headers = match precheck(&method, &headers, config.max_body_bytes) {
+        Ok(h) => h,
+        Err(reply) => return reply.into(),
+    };
+    let body = match body::read_limited(&mut req, config.max_body_bytes).await {
+        Ok(body::Body::Complete(bytes)) => bytes,
+        Ok(body::Body::TooLarge) => return body_too_large(config.max_body_bytes).into(),
+        Err(_) => {
+            return Reply::new(
+                ReplyCode::InvalidRequest,
+                "the request body could not be read to its end",
+            )
+            .into();
+        }
+    };
+    let received_ms = now_ms();
+    let now = UnixTime::from_secs((received_ms / 1000.0) as i64);
+    let delivery = match verify_body(&config.verifier, delivery_headers, body, now) {
+        Ok(d) => d,
+        Err(reply) => return reply.into(),
+    };
+    if let Err(reply) = check_payload(config.payload, &delivery.headers.id, &delivery.body) {
+        return reply.into();
+    }
+    let listen = match crate::listen::listen_stub(env, &config) {
+        Ok(listen) => listen,
+        Err(reply) => return reply.into(),
+    };
+    if config.delivery_mode == DeliveryMode::Inbox {
+        if env.durable_object(INBOX_BINDING).is_err() {
+            return misconfigured(format!(
+                "DELIVERY_MODE is \"inbox\" but the Durable Object binding {INBOX_BINDING} is missing"
+            ))
+            .into();
+        }
+        let key = crate::inbox::ordering_key(config.inbox.ordering, &delivery.body);
+        return crate::inbox::accept_through_inbox(env, &delivery, key.as_deref(), received_ms).await;
+    }
+    match config.dedup_store {
+        DedupBackend::Kv => {
+            let kv = match env.kv(KV_BINDING) {
+                Ok(kv) => kv,
+                Err(_) => {
+                    return misconfigured(format!("the KV namespace binding {KV_BINDING} is missing")).into();
+                }
+            };
+            let store = IsolateGuardedStore::new(
+                KvDedupStore::new(kv, config.dedup_ttl_secs, config.in_flight_ttl_secs),
+                IN_FLIGHT.with(Rc::clone),
+                now_ms,
+                (config.in_flight_ttl_secs * 1000) as f64,
+            );
+            crate::forward::deliver(&config, &delivery, &store, &FetchOrigin { listen }, now)
+                .await
+                .into()
+        }
+        DedupBackend::DurableObject => crate::forward::deliver_through_object(env, &delivery, received_ms).await,
+    }
+}
+
+/// An admin request (`/_postwire/…`): `404` unless inbox mode with an `ADMIN_TOKEN` and the
+/// request carries it; then the inbox answers.
+async fn admin(req: &Request, env: &Env, url: &url::Url) -> Answer {
+    let Ok(config) = Config::from_lookup(|name| env_string(env, name)) else {
+        return crate::verify::not_found().into();
+    };
+    let authorization = req.headers().get("authorization").ok().flatten();
+    if config.delivery_mode != DeliveryMode::Inbox
+        || !crate::verify::authorized(config.admin_token.as_ref(), authorization.as_deref())
+    {
+        return crate::verify::not_found().into();
+    }
+    let path_and_query = match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_owned(),
+    };
+    crate::inbox::admin_through_inbox(env, req.method(), &path_and_query).await
+}
+
+/// `/_postwire/listen`: the WebSocket of `postwire listen`, when `LISTEN_TOKEN` is set and
+/// the request carries it (compared in constant time, before any upgrade). Otherwise the
+/// same `404` as any unknown admin path.
+async fn listen(req: Request, env: &Env) -> Answer {
+    let Ok(config) = Config::from_lookup(|name| env_string(env, name)) else {
+        return crate::verify::not_found().into();
+    };
+    let authorization = req.headers().get("authorization").ok().flatten();
+    if !crate::verify::authorized(config.listen_token.as_ref(), authorization.as_deref()) {
+        return crate::verify::not_found().into();
+    }
+    crate::listen::connect_listener(req, env, &config).await
+}
