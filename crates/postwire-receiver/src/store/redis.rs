@@ -79,6 +79,26 @@ where
         key.push_str(id);
         key
     }
+
+    /// Runs one of the token-checked scripts (complete, release, renew) on `id`'s key with
+    /// the claim's value and, where the script takes one, a duration in milliseconds; true
+    /// when the script found the claim and acted on it.
+    async fn run_token_checked(
+        &self,
+        script: &Script,
+        id: &str,
+        token: &ClaimToken,
+        duration: Option<Duration>,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn.clone();
+        let mut invocation = script.key(self.key(id));
+        invocation.arg(format!("c:{}", token.as_str()));
+        if let Some(duration) = duration {
+            invocation.arg(millis(duration));
+        }
+        let acted: i64 = invocation.invoke_async(&mut conn).await.map_err(redis_error)?;
+        Ok(acted == 1)
+    }
 }
 
 fn redis_error(e: redis::RedisError) -> StoreError {
@@ -133,40 +153,14 @@ where
     }
 
     async fn complete(&self, id: &str, token: &ClaimToken, keep: Duration) -> Result<bool, StoreError> {
-        let mut conn = self.conn.clone();
-        let done: i64 = self
-            .complete
-            .key(self.key(id))
-            .arg(format!("c:{}", token.as_str()))
-            .arg(millis(keep))
-            .invoke_async(&mut conn)
-            .await
-            .map_err(redis_error)?;
-        Ok(done == 1)
+        self.run_token_checked(&self.complete, id, token, Some(keep)).await
     }
 
     async fn release(&self, id: &str, token: &ClaimToken) -> Result<bool, StoreError> {
-        let mut conn = self.conn.clone();
-        let deleted: i64 = self
-            .release
-            .key(self.key(id))
-            .arg(format!("c:{}", token.as_str()))
-            .invoke_async(&mut conn)
-            .await
-            .map_err(redis_error)?;
-        Ok(deleted == 1)
+        self.run_token_checked(&self.release, id, token, None).await
     }
 
     async fn renew(&self, id: &str, token: &ClaimToken, lease: Duration) -> Result<bool, StoreError> {
-        let mut conn = self.conn.clone();
-        let extended: i64 = self
-            .renew
-            .key(self.key(id))
-            .arg(format!("c:{}", token.as_str()))
-            .arg(millis(lease))
-            .invoke_async(&mut conn)
-            .await
-            .map_err(redis_error)?;
-        Ok(extended == 1)
+        self.run_token_checked(&self.renew, id, token, Some(lease)).await
     }
 }
