@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 
 use base64::Engine;
 use common::*;
-use postwire_core::{CreatedByKind, Secret, UnixTime, Verifier};
-use postwire_sender::{NewSubscription, PostgresStore, SqliteStore, Store};
+use postwire_core::{Secret, UnixTime, Verifier};
+use postwire_sender::{PostgresStore, SqliteStore, Store};
 
 const SEC: i64 = 1_000;
 const MIN: i64 = 60 * SEC;
@@ -56,15 +56,7 @@ impl Operator {
         .await;
         let created = h
             .sender
-            .create_operator_endpoint(NewSubscription {
-                workspace_id: WS.into(),
-                name: name.into(),
-                url: rx.url.clone(),
-                events: vec![],
-                integration_ids: vec![],
-                created_by_kind: CreatedByKind::ApiToken,
-                signing: Default::default(),
-            })
+            .create_operator_endpoint(unfiltered(name, &rx.url))
             .await
             .unwrap();
         Operator {
@@ -327,15 +319,7 @@ async fn a_notice_stored_by_a_process_that_stopped_before_queuing_it_is_sent_by_
 /// An operator endpoint made by `h`, at a receiver that accepts everything.
 async fn plain_operator(h: &Harness, rx: &Receiver) -> String {
     h.sender
-        .create_operator_endpoint(NewSubscription {
-            workspace_id: WS.into(),
-            name: "Ops".into(),
-            url: rx.url.clone(),
-            events: vec![],
-            integration_ids: vec![],
-            created_by_kind: CreatedByKind::ApiToken,
-            signing: Default::default(),
-        })
+        .create_operator_endpoint(unfiltered("Ops", &rx.url))
         .await
         .unwrap()
         .subscription

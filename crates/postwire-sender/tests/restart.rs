@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use postwire_core::{CreatedByKind, SystemClock};
-use postwire_sender::{NewSubscription, Sender, Workspace};
+use postwire_core::SystemClock;
+use postwire_sender::{Sender, Workspace};
 
 const HOST: &str = env!("CARGO_BIN_EXE_postwire-sender-host");
 
@@ -54,15 +54,7 @@ async fn killed_with_sigkill_and_restarted_it_delivers_every_accepted_event_in_o
             .await
             .unwrap();
         sender
-            .create_subscription(NewSubscription {
-                workspace_id: WS.into(),
-                name: "crash test".into(),
-                url: rx.url.clone(),
-                events: vec![],
-                integration_ids: vec![],
-                created_by_kind: CreatedByKind::ApiToken,
-                signing: Default::default(),
-            })
+            .create_subscription(unfiltered("crash test", &rx.url))
             .await
             .unwrap()
             .secret

@@ -171,6 +171,20 @@ impl Harness {
     }
 }
 
+/// A new endpoint of workspace [`WS`] named `name` at `url`, with no filters (every event
+/// for a subscription; what an operator endpoint must have), made through an API token.
+pub fn unfiltered(name: &str, url: &str) -> NewSubscription {
+    NewSubscription {
+        workspace_id: WS.into(),
+        name: name.into(),
+        url: url.into(),
+        events: vec![],
+        integration_ids: vec![],
+        created_by_kind: CreatedByKind::ApiToken,
+        signing: Default::default(),
+    }
+}
+
 pub fn integration(id: &str) -> Integration {
     Integration {
         id: id.into(),
