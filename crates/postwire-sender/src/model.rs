@@ -143,6 +143,11 @@ pub struct WorkspaceKeys {
     /// The previous key while a rotation's window is open (or was: the window's end is
     /// stored and compared with the clock by [`crate::signing`]).
     pub previous: Option<PreviousKey>,
+    /// The id of the workspace's published key set (`ks_` and 32 hex digits, 128 random
+    /// bits; [`crate::signing::new_key_set_id`]), made with its first key and kept
+    /// across rotations. Not a secret, but unguessable: it is the only way to the key
+    /// set, so that the public URL names no workspace.
+    pub key_set_id: String,
 }
 
 /// The key a rotation replaced, and until when it still signs.

@@ -721,11 +721,35 @@ impl Sender {
             return Ok(keys);
         }
         let key = SigningKey::generate().map_err(|_| SenderError::storage("no secure random source is available"))?;
+        let key_set_id = signing::new_key_set_id()?;
         self.inner
             .store
-            .ensure_signing_key(workspace_id.to_owned(), key, self.inner.clock.now())
+            .ensure_signing_key(workspace_id.to_owned(), key, key_set_id, self.inner.clock.now())
             .await?
             .ok_or_else(|| SenderError::not_found(Resource::Workspace, workspace_id))
+    }
+
+    /// The id of the workspace's published key set (`ks_…`, see
+    /// [`signing::new_key_set_id`]), for the link to it; the key pair is made on first
+    /// use, and the id with it.
+    pub async fn key_set_id(&self, workspace_id: &str) -> Result<String, SenderError> {
+        let mut v = Violations::default();
+        check_id(&mut v, "workspaceId", workspace_id);
+        v.into_result()?;
+        self.require_workspace(workspace_id).await?;
+        Ok(self.workspace_keys(workspace_id).await?.key_set_id)
+    }
+
+    /// The public keys published under the key-set id `key_set_id` at this moment, as
+    /// [`Sender::signing_keys`] lists them (current first; the previous one with its
+    /// `expires_at` during a rotation's window). `None` for an id of another form or one
+    /// no workspace has, without telling the two apart. One indexed read; no write.
+    pub async fn published_key_set(&self, key_set_id: &str) -> Result<Option<Vec<SigningKeyInfo>>, SenderError> {
+        if !signing::is_key_set_id(key_set_id) {
+            return Ok(None);
+        }
+        let keys = self.inner.store.key_set(key_set_id.to_owned()).await?;
+        Ok(keys.map(|keys| signing::published_keys(&keys, self.inner.clock.now())))
     }
 
     /// The public keys that verify the workspace's `v1a` signatures: the current one,

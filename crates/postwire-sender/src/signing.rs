@@ -96,6 +96,34 @@ pub fn published_keys(keys: &WorkspaceKeys, now: Timestamp) -> Vec<SigningKeyInf
     out
 }
 
+/// The prefix of a key-set id.
+pub const KEY_SET_ID_PREFIX: &str = "ks_";
+/// Random bytes in a key-set id: 16 (128 bits), written as 32 lowercase hex digits.
+const KEY_SET_ID_BYTES: usize = 16;
+
+/// A new key-set id: `ks_` and 32 lowercase hex digits from the operating system's
+/// random source. Unguessable, so the key set's public URL reveals no workspace and
+/// cannot be found by trying ids.
+pub fn new_key_set_id() -> Result<String, SenderError> {
+    let mut bytes = [0u8; KEY_SET_ID_BYTES];
+    getrandom::fill(&mut bytes).map_err(|_| SenderError::storage("no secure random source is available"))?;
+    let mut id = String::with_capacity(KEY_SET_ID_PREFIX.len() + 2 * KEY_SET_ID_BYTES);
+    id.push_str(KEY_SET_ID_PREFIX);
+    for b in bytes {
+        use std::fmt::Write as _;
+        let _ = write!(id, "{b:02x}");
+    }
+    Ok(id)
+}
+
+/// Whether `id` has the form of a key-set id (`ks_` and 32 lowercase hex digits), so
+/// that any other text is refused before the store is asked.
+pub fn is_key_set_id(id: &str) -> bool {
+    id.strip_prefix(KEY_SET_ID_PREFIX).is_some_and(|hex| {
+        hex.len() == 2 * KEY_SET_ID_BYTES && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use postwire_core::{UnixTime, Verifier};
@@ -164,6 +192,7 @@ mod tests {
         let (s, at) = signer_at(m, until).unwrap();
         assert_eq!((entries(&s).len(), at), (1, None));
         let keys = WorkspaceKeys {
+            key_set_id: new_key_set_id().unwrap(),
             current: new.clone(),
             created_at: now,
             previous: Some(PreviousKey {
@@ -177,5 +206,24 @@ mod tests {
         assert_eq!(published[0].public_key, new.public_key());
         assert_eq!(published[1].expires_at, Some(until));
         assert_eq!(published_keys(&keys, until).len(), 1);
+    }
+
+    #[test]
+    fn key_set_ids_are_random_and_checked_by_form() {
+        let (a, b) = (new_key_set_id().unwrap(), new_key_set_id().unwrap());
+        assert_ne!(a, b);
+        assert!(is_key_set_id(&a) && is_key_set_id(&b), "{a} {b}");
+        assert_eq!(a.len(), 35);
+        for bad in [
+            "",
+            "ks_",
+            "ks_0123",
+            &a.to_uppercase(),
+            &format!("{a}0"),
+            &a.replace("ks_", "kx_"),
+            "ks_0123456789abcdef0123456789abcdeg",
+        ] {
+            assert!(!is_key_set_id(bad), "{bad}");
+        }
     }
 }

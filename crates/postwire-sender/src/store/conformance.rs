@@ -415,25 +415,41 @@ async fn a_workspace_key_pair_is_made_once_rotated_and_signs_what_signing_asks(b
         SigningKey::generate().unwrap(),
         SigningKey::generate().unwrap(),
     );
-    // A second first use keeps the first key; no workspace, no key.
+    // A second first use keeps the first key and key-set id; no workspace, no key.
+    let (ks1, ks2) = (
+        crate::signing::new_key_set_id().unwrap(),
+        crate::signing::new_key_set_id().unwrap(),
+    );
+    assert_eq!(store.key_set(ks1.clone()).await.unwrap(), None);
     let made = store
-        .ensure_signing_key("ws".into(), k1.clone(), t0)
+        .ensure_signing_key("ws".into(), k1.clone(), ks1.clone(), t0)
         .await
         .unwrap()
         .unwrap();
     assert_eq!(
-        (made.current.clone(), made.created_at, made.previous.clone()),
-        (k1.clone(), t0, None)
+        (
+            made.current.clone(),
+            made.created_at,
+            made.previous.clone(),
+            made.key_set_id.clone()
+        ),
+        (k1.clone(), t0, None, ks1.clone())
     );
     let again = store
-        .ensure_signing_key("ws".into(), k2.clone(), t0.add_millis(5))
+        .ensure_signing_key("ws".into(), k2.clone(), ks2.clone(), t0.add_millis(5))
         .await
         .unwrap();
     assert_eq!(again, Some(made.clone()));
     assert_eq!(
-        store.ensure_signing_key("nope".into(), k2.clone(), t0).await.unwrap(),
+        store
+            .ensure_signing_key("nope".into(), k2.clone(), ks2.clone(), t0)
+            .await
+            .unwrap(),
         None
     );
+    // The key set is found by its id alone; the unused id finds nothing.
+    assert_eq!(store.key_set(ks1.clone()).await.unwrap(), Some(made.clone()));
+    assert_eq!(store.key_set(ks2.clone()).await.unwrap(), None);
     assert!(
         !store
             .rotate_signing_key("nope".into(), k2.clone(), t0, t0, key_notice(t0))
@@ -533,6 +549,8 @@ async fn a_workspace_key_pair_is_made_once_rotated_and_signs_what_signing_asks(b
             .unwrap()
     );
     let keys = store.signing_keys("ws".into()).await.unwrap().unwrap();
+    // Rotations keep the key-set id: the published set is found by it, with both keys.
+    assert_eq!(store.key_set(ks1).await.unwrap(), Some(keys.clone()));
     assert_eq!((keys.current, keys.previous.unwrap().key), (k3, k2));
 }
 

@@ -201,15 +201,21 @@ pub trait Store: Send + Sync + 'static {
     /// The workspace's `v1a` key pair as stored (`None` when it has none yet, or when
     /// there is no such workspace).
     fn signing_keys(&self, workspace_id: String) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>>;
-    /// Stores `key`, made at `now`, as the workspace's signing key if it has none, and
-    /// returns the key pair it has after that (`None` when there is no such workspace).
-    /// Concurrent calls (in every process) agree on one key.
+    /// Stores `key`, made at `now`, as the workspace's signing key if it has none, with
+    /// `key_set_id` as the id of its published key set, and returns the key pair it has
+    /// after that (`None` when there is no such workspace). Concurrent calls (in every
+    /// process) agree on one key and one key-set id.
     fn ensure_signing_key(
         &self,
         workspace_id: String,
         key: SigningKey,
+        key_set_id: String,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>>;
+    /// The key pair whose published key set has the id `key_set_id` (`None` when no
+    /// workspace has it): one indexed read, no write, so the public key-set route stays
+    /// cheap under load.
+    fn key_set(&self, key_set_id: String) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>>;
     /// Replaces the workspace's signing key with `key`, made at `now`; the old one
     /// becomes the previous key, signing until `previous_until` (an older previous key is
     /// dropped). False when there is no such workspace or it has no key yet. Stores

@@ -624,7 +624,7 @@ pub(super) async fn reseal_batch(store: &PostgresStore, batch: usize) -> StoreRe
 
 /// The columns [`keys_from_row`] reads, in its order.
 const KEY_COLUMNS: &str = "signing_key, signing_key_created_at, previous_signing_key, \
-     previous_signing_key_created_at, previous_signing_key_until";
+     previous_signing_key_created_at, previous_signing_key_until, key_set_id";
 
 /// A workspace's key pair from the [`KEY_COLUMNS`] of a row; `None` without a key.
 fn keys_from_row(r: &Row, cipher: Option<&SecretCipher>) -> Result<Option<WorkspaceKeys>, PgErr> {
@@ -648,6 +648,7 @@ fn keys_from_row(r: &Row, cipher: Option<&SecretCipher>) -> Result<Option<Worksp
         current,
         created_at: ts(r.try_get::<_, Option<i64>>(1)?.unwrap_or(0)),
         previous,
+        key_set_id: r.try_get::<_, Option<String>>(5)?.unwrap_or_default(),
     }))
 }
 
@@ -670,10 +671,31 @@ pub(super) async fn signing_keys(store: &PostgresStore, workspace_id: String) ->
         .await
 }
 
+/// The key set published under `key_set_id`: one read of the unique index on the id.
+pub(super) async fn key_set(store: &PostgresStore, key_set_id: String) -> StoreResult<Option<WorkspaceKeys>> {
+    let cipher = store.cipher.clone();
+    store
+        .run("read a key set", move |c: Client| {
+            let cipher = cipher.clone();
+            let id = key_set_id.clone();
+            Box::pin(async move {
+                let st = c
+                    .prepare_cached(&format!("SELECT {KEY_COLUMNS} FROM workspaces WHERE key_set_id = $1"))
+                    .await?;
+                match c.query_opt(&st, &[&id]).await? {
+                    Some(r) => keys_from_row(&r, cipher.as_deref()),
+                    None => Ok(None),
+                }
+            })
+        })
+        .await
+}
+
 pub(super) async fn ensure_signing_key(
     store: &PostgresStore,
     workspace_id: String,
     key: SigningKey,
+    key_set_id: String,
     now: Timestamp,
 ) -> StoreResult<Option<WorkspaceKeys>> {
     let cipher = store.cipher.clone();
@@ -681,15 +703,15 @@ pub(super) async fn ensure_signing_key(
     store
         .run("make a signing key", move |mut c: Client| {
             let cipher = cipher.clone();
-            let (ws, sealed) = (workspace_id.clone(), sealed.clone());
+            let (ws, sealed, key_set_id) = (workspace_id.clone(), sealed.clone(), key_set_id.clone());
             Box::pin(async move {
                 let tx = c.transaction().await?;
                 // The row lock serialises concurrent first uses (in every process): the
                 // second one finds the first one's key and keeps it.
                 tx.execute(
-                    "UPDATE workspaces SET signing_key = $2, signing_key_created_at = $3
+                    "UPDATE workspaces SET signing_key = $2, signing_key_created_at = $3, key_set_id = $4
                      WHERE id = $1 AND signing_key IS NULL",
-                    &[&ws, &sealed, &now.unix_millis()],
+                    &[&ws, &sealed, &now.unix_millis(), &key_set_id],
                 )
                 .await?;
                 let row = tx

@@ -7,7 +7,7 @@ use super::*;
 /// The layout's version, kept in the `postwire_schema` row; a database of a newer
 /// version is refused rather than misread. Any change to the layout (a table, a column,
 /// an index) takes a new version: a database at this version is not touched at start-up.
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// Serialises start-ups: concurrent processes migrate one at a time.
 const MIGRATION_LOCK: i64 = 0x706f_7374_7769_7265; // "postwire"
@@ -94,15 +94,30 @@ const MIGRATIONS: &[(i64, &str)] = &[
          ALTER TABLE notifications ALTER COLUMN subscription_id DROP NOT NULL;
          ALTER TABLE notifications ALTER COLUMN cause DROP NOT NULL;",
     ),
+    // 8 → 9: published key sets. A workspace with a key pair gets the unguessable id of
+    // its key set (`ks_` and 128 bits in hex: the SHA-256 of two `gen_random_uuid()`s,
+    // 244 bits from the server's strong random source, cut to 32 digits); new ones are
+    // made with the first key (`crate::signing::new_key_set_id`). The unique index is in
+    // `SCHEMA`.
+    (
+        8,
+        "ALTER TABLE workspaces ADD COLUMN IF NOT EXISTS key_set_id TEXT;
+         UPDATE workspaces SET key_set_id = 'ks_' || left(encode(sha256(convert_to(
+                 gen_random_uuid()::text || gen_random_uuid()::text, 'UTF8')), 'hex'), 32)
+             WHERE signing_key IS NOT NULL AND key_set_id IS NULL;",
+    ),
 ];
 
 const SCHEMA: &str = r#"
 -- signing_key: the workspace's `v1a` (ed25519) `whsk_` key, sealed like the secrets;
 -- made on first use. previous_*: the key a rotation replaced, signing until `_until`.
+-- key_set_id: the unguessable id of its published key set, made with the first key.
 CREATE TABLE IF NOT EXISTS workspaces (
     id TEXT PRIMARY KEY, name TEXT NOT NULL,
     signing_key TEXT, signing_key_created_at BIGINT,
-    previous_signing_key TEXT, previous_signing_key_created_at BIGINT, previous_signing_key_until BIGINT);
+    previous_signing_key TEXT, previous_signing_key_created_at BIGINT, previous_signing_key_until BIGINT,
+    key_set_id TEXT);
+CREATE UNIQUE INDEX IF NOT EXISTS workspaces_key_set ON workspaces (key_set_id);
 CREATE TABLE IF NOT EXISTS integrations (
     workspace_id TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL,
     provider_identifier TEXT NOT NULL, picture TEXT, PRIMARY KEY (workspace_id, id));

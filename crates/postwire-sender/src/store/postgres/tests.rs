@@ -308,11 +308,48 @@ async fn a_version_3_database_is_migrated_to_v1a() {
     let key = postwire_core::SigningKey::generate().unwrap();
     let t0 = Timestamp::from_unix_millis(1_800_000_000_000);
     let made = store
-        .ensure_signing_key("ws".into(), key.clone(), t0)
+        .ensure_signing_key("ws".into(), key.clone(), crate::signing::new_key_set_id().unwrap(), t0)
         .await
         .unwrap()
         .unwrap();
     assert_eq!(made.current, key);
+}
+
+/// A database of version 8 (before published key sets) is migrated: each workspace with
+/// a key pair gets a key-set id of the form new ones have, different for each, found by
+/// the store; a workspace without a key gets none (it is made with the first key).
+#[tokio::test]
+async fn a_version_8_database_gets_key_set_ids_for_its_key_pairs() {
+    let db = postwire_testpg::database();
+    let store = PostgresStore::connect(db.url()).await.unwrap();
+    let key = postwire_core::SigningKey::generate().unwrap();
+    let sql: &'static str = Box::leak(
+        format!(
+            "DROP INDEX workspaces_key_set;
+             ALTER TABLE workspaces DROP COLUMN key_set_id;
+             INSERT INTO workspaces (id, name, signing_key, signing_key_created_at)
+                 VALUES ('a', 'a', '{k}', 1), ('b', 'b', '{k}', 2);
+             INSERT INTO workspaces (id, name) VALUES ('c', 'c');
+             UPDATE postwire_schema SET version = 8;",
+            k = key.expose()
+        )
+        .into_boxed_str(),
+    );
+    run_sql(&store, sql).await;
+    drop(store);
+    let store = PostgresStore::connect(db.url()).await.unwrap();
+    let mut ids = Vec::new();
+    for ws in ["a", "b", "c"] {
+        ids.push(store.signing_keys(ws.into()).await.unwrap().map(|k| k.key_set_id));
+    }
+    let (a, b) = (ids[0].clone().unwrap(), ids[1].clone().unwrap());
+    assert!(
+        crate::signing::is_key_set_id(&a) && crate::signing::is_key_set_id(&b),
+        "{a} {b}"
+    );
+    assert_ne!(a, b);
+    assert_eq!(ids[2], None);
+    assert_eq!(store.key_set(a).await.unwrap().unwrap().current, key);
 }
 
 /// Three stores claim side by side while one publishes: every delivery is claimed by

@@ -343,9 +343,13 @@ impl Store for SqliteStore {
         &self,
         workspace_id: String,
         key: SigningKey,
+        key_set_id: String,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>> {
-        registry::ensure_signing_key(self, workspace_id, key, now)
+        registry::ensure_signing_key(self, workspace_id, key, key_set_id, now)
+    }
+    fn key_set(&self, key_set_id: String) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>> {
+        registry::key_set(self, key_set_id)
     }
     fn rotate_signing_key(
         &self,

@@ -488,7 +488,7 @@ pub(super) fn rotate_secret(
 
 /// The columns [`keys_from_row`] reads, in its order.
 const KEY_COLUMNS: &str = "signing_key, signing_key_created_at, previous_signing_key, \
-     previous_signing_key_created_at, previous_signing_key_until";
+     previous_signing_key_created_at, previous_signing_key_until, key_set_id";
 
 /// A workspace's key pair from the [`KEY_COLUMNS`] of a row; `None` without a key.
 fn keys_from_row(r: &rusqlite::Row<'_>, cipher: Option<&SecretCipher>) -> rusqlite::Result<Option<WorkspaceKeys>> {
@@ -512,6 +512,7 @@ fn keys_from_row(r: &rusqlite::Row<'_>, cipher: Option<&SecretCipher>) -> rusqli
         current,
         created_at: ts(r.get::<_, Option<i64>>(1)?.unwrap_or(0)),
         previous,
+        key_set_id: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
     }))
 }
 
@@ -533,21 +534,36 @@ pub(super) fn signing_keys(
     store.read(move |c| Ok(load_keys(c, &workspace_id, cipher.as_deref())?.flatten()))
 }
 
+/// The key set published under `key_set_id`: one read of the unique index on the id.
+pub(super) fn key_set(store: &SqliteStore, key_set_id: String) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>> {
+    let cipher = store.cipher.clone();
+    store.read(move |c| {
+        Ok(
+            c.prepare_cached(&format!("SELECT {KEY_COLUMNS} FROM workspaces WHERE key_set_id = ?1"))?
+                .query_row([&key_set_id], |r| keys_from_row(r, cipher.as_deref()))
+                .optional()?
+                .flatten(),
+        )
+    })
+}
+
 pub(super) fn ensure_signing_key(
     store: &SqliteStore,
     workspace_id: String,
     key: SigningKey,
+    key_set_id: String,
     now: Timestamp,
 ) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>> {
     let cipher = store.cipher.clone();
     store.write_target(move |tx| {
         tx.execute(
-            "UPDATE workspaces SET signing_key = ?2, signing_key_created_at = ?3
+            "UPDATE workspaces SET signing_key = ?2, signing_key_created_at = ?3, key_set_id = ?4
              WHERE id = ?1 AND signing_key IS NULL",
             params![
                 workspace_id,
                 StoredSecret::seal_signing_key(cipher.as_deref(), &key).map_err(conversion)?,
-                now.unix_millis()
+                now.unix_millis(),
+                key_set_id
             ],
         )?;
         Ok(load_keys(tx, &workspace_id, cipher.as_deref())?.flatten())

@@ -13,7 +13,7 @@ use crate::store::StoreResult;
 
 /// The layout of the file, kept in `PRAGMA user_version`; a file of another version is
 /// refused rather than misread.
-pub(super) const SCHEMA_VERSION: i64 = 10;
+pub(super) const SCHEMA_VERSION: i64 = 11;
 
 /// What turns a file of an older version into the next one, by version; a file is
 /// brought up to date by every step from its version on, then by `SCHEMA`.
@@ -103,15 +103,27 @@ pub(super) const MIGRATIONS: &[(i64, &str)] = &[
          DROP TABLE notifications;
          ALTER TABLE notifications_v10 RENAME TO notifications;",
     ),
+    // 10 -> 11: published key sets. A workspace with a key pair gets the unguessable id of
+    // its key set (`ks_` and 128 random bits in hex; SQLite's `randomblob` draws from its
+    // ChaCha20 generator, seeded from the operating system); new ones are made with the
+    // first key (`crate::signing::new_key_set_id`). The unique index is in `SCHEMA`.
+    (
+        10,
+        "ALTER TABLE workspaces ADD COLUMN key_set_id TEXT;
+         UPDATE workspaces SET key_set_id = 'ks_' || lower(hex(randomblob(16))) WHERE signing_key IS NOT NULL;",
+    ),
 ];
 
 pub(super) const SCHEMA: &str = r#"
 -- signing_key: the workspace's `v1a` (ed25519) `whsk_` key, sealed like the secrets;
 -- made on first use. previous_*: the key a rotation replaced, signing until `_until`.
+-- key_set_id: the unguessable id of its published key set, made with the first key.
 CREATE TABLE IF NOT EXISTS workspaces (
     id TEXT PRIMARY KEY, name TEXT NOT NULL,
     signing_key TEXT, signing_key_created_at INTEGER,
-    previous_signing_key TEXT, previous_signing_key_created_at INTEGER, previous_signing_key_until INTEGER);
+    previous_signing_key TEXT, previous_signing_key_created_at INTEGER, previous_signing_key_until INTEGER,
+    key_set_id TEXT);
+CREATE UNIQUE INDEX IF NOT EXISTS workspaces_key_set ON workspaces (key_set_id);
 CREATE TABLE IF NOT EXISTS integrations (
     workspace_id TEXT NOT NULL, id TEXT NOT NULL, name TEXT NOT NULL,
     provider_identifier TEXT NOT NULL, picture TEXT, PRIMARY KEY (workspace_id, id));

@@ -138,6 +138,9 @@ fn files_of_versions_1_to_7_are_migrated() {
                      VALUES (1, 1, 7, 42, 2, 1, 0, 0, 5), (2, 1, 7, 42, 0, 1, 9, 0, NULL),
                             (3, 1, 7, 42, 0, 0, 0, 0, NULL), (4, 1, 7, 43, 0, 0, 0, 0, NULL),
                             (5, 1, 7, NULL, 0, 0, 0, 0, NULL);
+                 -- Before version 11, no published key sets.
+                 DROP INDEX workspaces_key_set;
+                 ALTER TABLE workspaces DROP COLUMN key_set_id;
                  -- Before version 7, no `v1a`: no signing choice, no workspace keys.
                  ALTER TABLE subscriptions DROP COLUMN signing;
                  ALTER TABLE workspaces DROP COLUMN signing_key;
@@ -315,4 +318,53 @@ fn erasure_queries_use_their_indexes() {
         assert!(plan.contains(index), "{sql}\n  is planned as: {plan}");
         assert!(!plan.contains("TEMP B-TREE"), "{sql}\n  sorts: {plan}");
     }
+}
+
+/// A file of version 10 (before published key sets) is migrated: each workspace with a key
+/// pair gets a key-set id of the form new ones have, different for each, found by the
+/// store; a workspace without a key gets none (it is made with the first key).
+#[test]
+fn a_version_10_file_gets_key_set_ids_for_its_key_pairs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    drop(SqliteStore::open(&path).unwrap());
+    let key = postwire_core::SigningKey::generate().unwrap();
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(&format!(
+            "DROP INDEX workspaces_key_set;
+             ALTER TABLE workspaces DROP COLUMN key_set_id;
+             INSERT INTO workspaces (id, name, signing_key, signing_key_created_at)
+                 VALUES ('a', 'a', '{k}', 1), ('b', 'b', '{k}', 2);
+             INSERT INTO workspaces (id, name) VALUES ('c', 'c');
+             PRAGMA user_version=10;",
+            k = key.expose()
+        ))
+        .unwrap();
+    let store = SqliteStore::open(&path).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let ids: Vec<Option<String>> = ["a", "b", "c"]
+        .iter()
+        .map(|ws| {
+            runtime
+                .block_on(store.signing_keys((*ws).into()))
+                .unwrap()
+                .map(|k| k.key_set_id)
+        })
+        .collect();
+    let (a, b) = (ids[0].clone().unwrap(), ids[1].clone().unwrap());
+    assert!(
+        crate::signing::is_key_set_id(&a) && crate::signing::is_key_set_id(&b),
+        "{a} {b}"
+    );
+    assert_ne!(a, b);
+    assert_eq!(ids[2], None);
+    let found = runtime.block_on(store.key_set(a)).unwrap().unwrap();
+    assert_eq!(found.current, key);
+    drop(store);
+    let version: i64 = Connection::open(&path)
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
 }
