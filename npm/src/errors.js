@@ -31,4 +31,5 @@ export const ERROR_CODES = Object.freeze([
   "invalid_secret",
   "invalid_payload",
   "invalid_public_key",
+  "invalid_key_set",
 ]);

@@ -30,11 +30,14 @@ pub enum ErrorCode {
     /// A `whpk_` public key (or a key of the wrong kind where one was expected) could not
     /// be parsed: `v1a`, the opt-in asymmetric extension.
     InvalidPublicKey,
+    /// A published key set (a JSON Web Key Set of `v1a` public keys) could not be used:
+    /// not JSON, too large, no usable Ed25519 key, a malformed one.
+    InvalidKeySet,
 }
 
 impl ErrorCode {
     /// Every code, for documentation and exhaustive tests.
-    pub const ALL: [ErrorCode; 8] = [
+    pub const ALL: [ErrorCode; 9] = [
         ErrorCode::MissingHeader,
         ErrorCode::InvalidHeader,
         ErrorCode::TimestampTooOld,
@@ -43,6 +46,7 @@ impl ErrorCode {
         ErrorCode::InvalidSecret,
         ErrorCode::InvalidPayload,
         ErrorCode::InvalidPublicKey,
+        ErrorCode::InvalidKeySet,
     ];
 
     /// The stable string form, e.g. `"invalid_signature"`.
@@ -56,6 +60,7 @@ impl ErrorCode {
             ErrorCode::InvalidSecret => "invalid_secret",
             ErrorCode::InvalidPayload => "invalid_payload",
             ErrorCode::InvalidPublicKey => "invalid_public_key",
+            ErrorCode::InvalidKeySet => "invalid_key_set",
         }
     }
 }
@@ -145,6 +150,12 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A published key set could not be used (see `key_set`, feature `ed25519`).
+    #[error("invalid key set: {reason}")]
+    InvalidKeySet {
+        /// What is wrong with it (never the document's bytes).
+        reason: &'static str,
+    },
 }
 
 /// Why a signature check failed, beyond "no match". Part of [`Error::InvalidSignature`].
@@ -188,6 +199,7 @@ impl Error {
             Error::InvalidSecret { .. } => ErrorCode::InvalidSecret,
             Error::InvalidPayload { .. } => ErrorCode::InvalidPayload,
             Error::InvalidPublicKey { .. } => ErrorCode::InvalidPublicKey,
+            Error::InvalidKeySet { .. } => ErrorCode::InvalidKeySet,
         }
     }
 

@@ -41,6 +41,8 @@ mod asymmetric;
 mod error;
 mod event;
 mod headers;
+#[cfg(feature = "ed25519")]
+pub mod key_set;
 mod matching;
 mod operational;
 mod replay;
