@@ -33,11 +33,17 @@ pub enum ErrorCode {
     /// A published key set (a JSON Web Key Set of `v1a` public keys) could not be used:
     /// not JSON, too large, no usable Ed25519 key, a malformed one.
     InvalidKeySet,
+    /// A published key set could not be fetched: a network error, a timeout, an HTTP error
+    /// status, a redirect to another host. A receiver keeps the keys it had.
+    KeySetUnavailable,
+    /// A provider's settings cannot work (feature `providers`): a generic HMAC recipe
+    /// without a signature header, a Twilio public URL that is not an absolute URL.
+    InvalidProviderSettings,
 }
 
 impl ErrorCode {
     /// Every code, for documentation and exhaustive tests.
-    pub const ALL: [ErrorCode; 9] = [
+    pub const ALL: [ErrorCode; 11] = [
         ErrorCode::MissingHeader,
         ErrorCode::InvalidHeader,
         ErrorCode::TimestampTooOld,
@@ -47,6 +53,8 @@ impl ErrorCode {
         ErrorCode::InvalidPayload,
         ErrorCode::InvalidPublicKey,
         ErrorCode::InvalidKeySet,
+        ErrorCode::KeySetUnavailable,
+        ErrorCode::InvalidProviderSettings,
     ];
 
     /// The stable string form, e.g. `"invalid_signature"`.
@@ -61,6 +69,8 @@ impl ErrorCode {
             ErrorCode::InvalidPayload => "invalid_payload",
             ErrorCode::InvalidPublicKey => "invalid_public_key",
             ErrorCode::InvalidKeySet => "invalid_key_set",
+            ErrorCode::KeySetUnavailable => "key_set_unavailable",
+            ErrorCode::InvalidProviderSettings => "invalid_provider_settings",
         }
     }
 }
@@ -156,6 +166,74 @@ pub enum Error {
         /// What is wrong with it (never the document's bytes).
         reason: &'static str,
     },
+    /// A published key set could not be fetched (by a receiver that fetches one).
+    #[error("key set unavailable: {reason}")]
+    KeySetUnavailable {
+        /// What failed: the HTTP status, a timeout, a refused redirect (never a body).
+        reason: String,
+    },
+    /// A header another provider's scheme requires is absent (feature `providers`; code
+    /// `missing_header`).
+    #[cfg(feature = "providers")]
+    #[error("missing `{name}` header: a {provider} delivery carries it; pass the request's headers unchanged")]
+    ProviderMissingHeader {
+        /// The provider, e.g. `stripe`.
+        provider: &'static str,
+        /// The lower-case header name.
+        name: std::borrow::Cow<'static, str>,
+    },
+    /// A provider's header is present but malformed (feature `providers`; code
+    /// `invalid_header`).
+    #[cfg(feature = "providers")]
+    #[error("invalid `{name}` header of a {provider} delivery: {reason}")]
+    ProviderInvalidHeader {
+        /// The provider, e.g. `stripe`.
+        provider: &'static str,
+        /// The lower-case header name.
+        name: std::borrow::Cow<'static, str>,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A provider's signed timestamp is older than the tolerance (feature `providers`;
+    /// code `timestamp_too_old`).
+    #[cfg(feature = "providers")]
+    #[error(
+        "the {provider} delivery's timestamp is {age_secs} s old, beyond the {tolerance_secs} s \
+         tolerance: the delivery may be a replay, or this machine's clock is ahead"
+    )]
+    ProviderTimestampTooOld {
+        /// The provider, e.g. `stripe`.
+        provider: &'static str,
+        /// How far in the past the timestamp is, in seconds.
+        age_secs: u64,
+        /// The tolerance in force, in seconds.
+        tolerance_secs: u64,
+    },
+    /// A provider's signed timestamp is further in the future than the tolerance (feature
+    /// `providers`; code `timestamp_too_new`).
+    #[cfg(feature = "providers")]
+    #[error(
+        "the {provider} delivery's timestamp is {ahead_secs} s in the future, beyond the \
+         {tolerance_secs} s tolerance: this machine's clock may be behind"
+    )]
+    ProviderTimestampTooNew {
+        /// The provider, e.g. `stripe`.
+        provider: &'static str,
+        /// How far in the future the timestamp is, in seconds.
+        ahead_secs: u64,
+        /// The tolerance in force, in seconds.
+        tolerance_secs: u64,
+    },
+    /// A provider's settings cannot work (feature `providers`; code
+    /// `invalid_provider_settings`).
+    #[cfg(feature = "providers")]
+    #[error("invalid {provider} settings: {reason}")]
+    InvalidProviderSettings {
+        /// The provider, e.g. `twilio`.
+        provider: &'static str,
+        /// What is wrong with them.
+        reason: &'static str,
+    },
 }
 
 /// Why a signature check failed, beyond "no match". Part of [`Error::InvalidSignature`].
@@ -200,6 +278,17 @@ impl Error {
             Error::InvalidPayload { .. } => ErrorCode::InvalidPayload,
             Error::InvalidPublicKey { .. } => ErrorCode::InvalidPublicKey,
             Error::InvalidKeySet { .. } => ErrorCode::InvalidKeySet,
+            Error::KeySetUnavailable { .. } => ErrorCode::KeySetUnavailable,
+            #[cfg(feature = "providers")]
+            Error::ProviderMissingHeader { .. } => ErrorCode::MissingHeader,
+            #[cfg(feature = "providers")]
+            Error::ProviderInvalidHeader { .. } => ErrorCode::InvalidHeader,
+            #[cfg(feature = "providers")]
+            Error::ProviderTimestampTooOld { .. } => ErrorCode::TimestampTooOld,
+            #[cfg(feature = "providers")]
+            Error::ProviderTimestampTooNew { .. } => ErrorCode::TimestampTooNew,
+            #[cfg(feature = "providers")]
+            Error::InvalidProviderSettings { .. } => ErrorCode::InvalidProviderSettings,
         }
     }
 

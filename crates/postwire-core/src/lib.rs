@@ -45,6 +45,8 @@ mod headers;
 pub mod key_set;
 mod matching;
 mod operational;
+#[cfg(feature = "providers")]
+pub mod providers;
 mod replay;
 mod secret;
 mod signature;
