@@ -132,13 +132,14 @@ node_build() { # entry, out, wasm, inline module
     --outfile="dist/node/$2" --log-level=warning
 }
 # `import` loads each .cjs through a few lines of CommonJS (why: src/entries/node-import.cjs).
-import_entry() { # cjs, import entry
-  sed "s#\./index\.cjs#./$1#" src/entries/node-import.cjs > "dist/node/$2"
+# A third argument adds export names to the annotation (postwire/v1a's RemoteKeySet).
+import_entry() { # cjs, import entry[, more export names]
+  sed "s#\./index\.cjs#./$1#; s#ERROR_CODES });#ERROR_CODES${3:+, $3} });#" src/entries/node-import.cjs > "dist/node/$2"
 }
 node_build node.js index.cjs postwire_wasm_bg.wasm wasm-inline.cjs
 import_entry index.cjs index-import.cjs
 node_build node-v1a.js v1a.cjs postwire_wasm_v1a_bg.wasm wasm-v1a-inline.cjs
-import_entry v1a.cjs v1a-import.cjs
+import_entry v1a.cjs v1a-import.cjs RemoteKeySet
 esbuild src/entries/web-v1a.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   --outfile=dist/web/v1a.js --log-level=warning
 esbuild src/entries/workerd-v1a.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \

@@ -16,7 +16,9 @@ import { WebhookVerificationError, ERROR_CODES } from "./errors.js";
 import { checkEvent, EventShapeError, EVENT_TYPES, matchesSubscription, isWebhookId } from "./events.js";
 
 const DEFAULT_TOLERANCE_SECONDS = 300;
-const MAX_TOLERANCE_SECONDS = 10 * 365 * 24 * 3600;
+export const MAX_TOLERANCE_SECONDS = 10 * 365 * 24 * 3600;
+/** Where createApi leaves postwire/v1a's key-set parser for init-v1a.js (not an API). */
+export const KEY_SET_PARSER = Symbol("postwire.keySetParser");
 
 const encoder = new TextEncoder();
 /**
@@ -674,7 +676,7 @@ export const createApi = (function createApi(wasm, native, nativeMinBytes = NATI
     Object.defineProperty(C, "name", { value: name, configurable: true });
   }
 
-  return {
+  const api = {
     Webhook,
     WebhookVerificationError,
     ReplayGuard,
@@ -684,6 +686,26 @@ export const createApi = (function createApi(wasm, native, nativeMinBytes = NATI
     EVENT_TYPES,
     ERROR_CODES,
   };
+  // postwire/v1a's module parses published key sets (postwire-core's key_set): its entry
+  // points build RemoteKeySet over this parser (init-v1a.js), so the default ones carry none of it.
+  if (wasm.keySet !== undefined) {
+    /** The keys of a key set's JSON bytes, 32 bytes each in the published order; throws `invalid_key_set`. */
+    const parseKeySet = (bytes) => {
+      const [len] = stage(null, [], bytes);
+      const n = wasm.keySet(len);
+      if (n === 0) {
+        release();
+        throw failure(wasm.lastErrorStatus());
+      }
+      const m = mem();
+      const keys = [];
+      for (let i = 0; i < n; i++) keys.push(m.slice(scratchAt + PUBLIC_KEY_LEN * i, scratchAt + PUBLIC_KEY_LEN * (i + 1)));
+      release();
+      return keys;
+    };
+    Object.defineProperty(api, KEY_SET_PARSER, { value: parseKeySet });
+  }
+  return api;
 });
 
 // One more UTF-16 unit than postwire-core accepts in bytes: a longer value fails there with

@@ -4,8 +4,9 @@
  * Every failure of verification, signing or secret parsing. A real `Error` subclass
  * (`instanceof Error` holds), with a stable `code` equal to postwire-core's:
  * `missing_header`, `invalid_header`, `timestamp_too_old`, `timestamp_too_new`,
- * `invalid_signature`, `invalid_secret`, `invalid_payload`, and `invalid_public_key` (a bad
- * `whpk_` key, or one given to the default entry point instead of `postwire/v1a`).
+ * `invalid_signature`, `invalid_secret`, `invalid_payload`, `invalid_public_key` (a bad
+ * `whpk_` key, or one given to the default entry point instead of `postwire/v1a`), and
+ * postwire/v1a's RemoteKeySet's `invalid_key_set` and `key_set_unavailable`.
  * Messages say how to fix the cause and never contain secrets or signatures.
  */
 export class WebhookVerificationError extends Error {
@@ -32,4 +33,5 @@ export const ERROR_CODES = Object.freeze([
   "invalid_payload",
   "invalid_public_key",
   "invalid_key_set",
+  "key_set_unavailable",
 ]);

@@ -7,10 +7,10 @@ export { processOnce } from "postwire/once";
 /** The default store: ids in this process's memory only (100 000 ids; claims 30 s, done ids 25 h). */
 export declare function memoryStore(options?: MemoryStoreOptions): MemoryStore;
 
-export interface ExpressHandlerOptions extends HandlerOptions {
+export type ExpressHandlerOptions = HandlerOptions & {
   /** The largest body read, in bytes (413 beyond). Default 1 MiB. */
   limit?: number;
-}
+};
 
 /** The parts of Express's request the middleware uses (a Node `IncomingMessage`). */
 export interface RequestLike extends AsyncIterable<Uint8Array | string> {

@@ -12,7 +12,9 @@ export type ErrorCode =
   | "invalid_signature"
   | "invalid_secret"
   | "invalid_payload"
-  | "invalid_public_key";
+  | "invalid_public_key"
+  | "invalid_key_set"
+  | "key_set_unavailable";
 
 /** Every stable error code. */
 export declare const ERROR_CODES: readonly ErrorCode[];
@@ -422,7 +424,14 @@ export interface ProcessOnceOptions {
   onClaimLost?: (event: { id: string; type?: string }, info: ClaimLost) => void;
 }
 
-export interface HandlerOptions {
+/**
+ * The options of the adapters' `createHandler`: `secret`, or (`postwire/v1a`) `keySet`,
+ * and the common ones.
+ */
+export type HandlerOptions = HandlerCommonOptions & (HandlerSecretOption | HandlerKeySetOption);
+
+/** `createHandler` verifying with the endpoint's secret(s). */
+export interface HandlerSecretOption {
   /**
    * The endpoint's secret(s): `whsec_…`, or several during a rotation; or a function that
    * returns them per request (a Worker's `env`). `undefined` when the handler is created
@@ -430,6 +439,22 @@ export interface HandlerOptions {
    * again at each request; a request without a secret is answered 500 `missing_secret`.
    */
   secret: WebhookSecret | readonly WebhookSecret[] | undefined | (() => WebhookSecret | readonly WebhookSecret[] | undefined);
+  keySet?: undefined;
+}
+
+/** `createHandler` verifying `v1a` signatures with a sender's published key set. */
+export interface HandlerKeySetOption {
+  /**
+   * The sender's published key set (`new RemoteKeySet(url)` of `postwire/v1a`). With no
+   * key cached and the set unavailable, a delivery is answered 503 `key_set_unavailable`
+   * or `invalid_key_set` with `retry-after: 60`.
+   */
+  keySet: RemoteKeySet;
+  secret?: undefined;
+}
+
+/** The options every adapter's `createHandler` takes beside `secret` or `keySet`. */
+export interface HandlerCommonOptions {
   /** Where ids are claimed and marked done; default `memoryStore()` (this process only). */
   store?: OnceStore | DeliveryStore;
   /** How long one store call may take before the answer is 503, in ms. Default 5000. */
@@ -443,6 +468,52 @@ export interface HandlerOptions {
    * renew it, so another copy may run the handler too); default `console.warn`. Count it.
    */
   onClaimLost?: (event: WebhookEvent, info: ClaimLost) => void;
+}
+
+/** The options of `new RemoteKeySet(url, options)`. */
+export interface RemoteKeySetOptions {
+  /** The least time between two fetches of the set, in ms (forged deliveries cannot make it fetch more often). Default 60 000. */
+  minRefreshIntervalMs?: number;
+  /** How long one fetch may take, headers and body, in ms. Default 5000. */
+  timeoutMs?: number;
+  /** How far `webhook-timestamp` may be from now, each way, in seconds. Default 300. */
+  toleranceInSeconds?: number;
+  /** The `fetch` to use. Default the runtime's global `fetch`. */
+  fetch?: (input: string, init: RequestInit) => Promise<Response>;
+  /** A clock in ms, for tests. Default `Date.now`. */
+  now?: () => number;
+}
+
+/**
+ * **`postwire/v1a` only.** `v1a` verification against the public keys a sender publishes
+ * as a JSON Web Key Set at `url` (`content-type: application/jwk-set+json`). The set is
+ * fetched on first use and kept for its response's `Cache-Control: max-age` (5 minutes
+ * without one, at most a day); a delivery no cached key verifies fetches it again, in case
+ * the sender rotated; the URL is fetched at most once per `minRefreshIntervalMs`, and
+ * concurrent deliveries share one fetch. Each fetch has a deadline (`timeoutMs`) and a
+ * 64 KiB cap, and follows no redirect to another origin. A failed fetch keeps the cached
+ * keys (see `lastError`); with none cached, verification rejects with `key_set_unavailable`
+ * or `invalid_key_set`.
+ */
+export declare class RemoteKeySet {
+  constructor(url: string | URL, options?: RemoteKeySetOptions);
+  /** The key set's URL. */
+  readonly url: string;
+  /** The cached keys as `whpk_` texts, current first; empty before the first fetch. */
+  readonly publicKeys: string[];
+  /** Why the last fetch failed, or null after a success. */
+  readonly lastError: WebhookVerificationError | null;
+  /** How many fetches this object has started. */
+  readonly fetchCount: number;
+  /** `Webhook.verify` with the set's keys: resolves to the parsed JSON body. */
+  verify(payload: WebhookPayload, headers: WebhookHeaders, options?: VerifyOptions): Promise<unknown>;
+  /** `Webhook.verifyEvent` with the set's keys: resolves to the typed event. */
+  verifyEvent(payload: WebhookPayload, headers: WebhookHeaders, options?: Omit<VerifyOptions, "jsonParse">): Promise<WebhookEvent>;
+  /** Reads a Fetch API Request's raw body once and verifies it: the typed event, or with `{ parse: "json" }` the parsed JSON. */
+  verifyRequest(request: Request, options?: { now?: Date | number }): Promise<WebhookEvent>;
+  verifyRequest(request: Request, options: { parse: "json"; now?: Date | number }): Promise<unknown>;
+  /** Fetches the set now unless it was fetched less than `minRefreshIntervalMs` ago; resolves to whether the keys changed. Never rejects. */
+  refresh(): Promise<boolean>;
 }
 
 /**

@@ -79,5 +79,5 @@ pub use scratch::{
 };
 pub use secrets::{generate_secret, secret_from_random};
 #[cfg(feature = "ed25519")]
-pub use v1a::{public_key, verify_with_public_keys};
+pub use v1a::{key_set, public_key, verify_with_public_keys};
 pub use verifier::{HAS_ID, HAS_SIGNATURE, HAS_TIMESTAMP, key_schedule, sign, sign_to_scratch, verify, verify_macs};

@@ -46,6 +46,30 @@ pub fn public_key(len: u32) -> u32 {
     })
 }
 
+/// Parses the published key set (a JSON Web Key Set, postwire-core's `key_set`) whose
+/// text is the first `len` scratch bytes, and writes its keys' 32 bytes each, in the
+/// published order, at the start of the scratch buffer. Returns how many keys (at least
+/// one), or 0 when the set is refused (then see `lastErrorStatus`: `invalid_key_set`).
+#[wasm_bindgen(js_name = keySet)]
+pub fn key_set(len: u32) -> u32 {
+    let result = scratch::with(|buf| {
+        let [text] = scratch::split(buf, [len]).ok_or_else(scratch::overflow)?;
+        let set = postwire_core::key_set::KeySet::parse(text)?;
+        let keys: Vec<[u8; PUBLIC_KEY_LEN]> = set.public_keys().map(|k| *k.as_bytes()).collect();
+        for (i, key) in keys.iter().enumerate() {
+            let at = i * PUBLIC_KEY_LEN;
+            buf.get_mut(at..at + PUBLIC_KEY_LEN)
+                .ok_or_else(scratch::overflow)?
+                .copy_from_slice(key);
+        }
+        u32::try_from(keys.len()).map_err(|_| scratch::overflow())
+    });
+    result.unwrap_or_else(|e| {
+        fail(e);
+        0
+    })
+}
+
 /// Verifies one delivery against secrets and public keys. The scratch buffer holds, in
 /// order, `secrets` key schedules of 64 bytes, `public_keys` keys of 32 bytes, the three
 /// header values and the raw body, of the given byte lengths (as [`crate::verify`]).
@@ -164,5 +188,29 @@ mod tests {
             code_name(verify_with_public_keys(0, 0, a, b, c, d, ALL, 1_700_000_000.0, 300.0)),
             "invalid_secret"
         );
+    }
+
+    #[test]
+    fn parses_key_sets_into_key_bytes_in_order() {
+        let a = postwire_core::SigningKey::from_seed(&[4; 32]).public_key();
+        let b = postwire_core::SigningKey::from_seed(&[5; 32]).public_key();
+        let published = [a, b].map(|public_key| postwire_core::key_set::PublishedKey {
+            public_key,
+            not_before: None,
+            expires_at: None,
+        });
+        let json = postwire_core::key_set::to_jwks_json(&published);
+        let [len] = put([json.as_bytes()]);
+        assert_eq!(key_set(len), 2);
+        assert_eq!(scratch::read_for_tests(64), [*a.as_bytes(), *b.as_bytes()].concat());
+
+        for bad in [
+            &b"not json"[..],
+            br#"{"keys":[{"kty":"OKP","crv":"X25519","x":"AA","kid":"a"}]}"#,
+        ] {
+            let [len] = put([bad]);
+            assert_eq!(key_set(len), 0);
+            assert_eq!(code_name(crate::codes::last_error_status()), "invalid_key_set");
+        }
     }
 }

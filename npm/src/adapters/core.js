@@ -12,6 +12,9 @@
 //   409 {code: "in_progress"} + retry-after: another copy of it is being handled right now
 //   204                    the handler returned
 //   500 {code: "handler_failed"}  the handler threw: the id is released so the retry runs it again
+//   503 {code: "key_set_unavailable" | "invalid_key_set"} + retry-after: with options.keySet (a
+//                          RemoteKeySet of postwire/v1a), no key is cached and the set could not be
+//                          fetched or used; the sender retries
 //   503 {code: "store_unavailable"} + retry-after: the store could not be asked; the handler did not run
 // The package is imported by its own name, so each runtime's export condition picks the build.
 import { Webhook, WebhookVerificationError, EVENT_TYPES } from "postwire";
@@ -20,6 +23,8 @@ import { memoryStore, onceStore, runOnce, defaultOnClaimLost, DEFAULT_STORE_TIME
 export { memoryStore };
 
 const KNOWN_TYPES = new Set(EVENT_TYPES);
+/** The retry-after of a 503 when no key set could be had, in seconds. */
+const KEY_SET_RETRY_AFTER_SECONDS = 60;
 
 /**
  * Checks the options every adapter takes and returns the function that answers one
@@ -33,11 +38,17 @@ export function createDispatcher(handlers, options) {
     if (!KNOWN_TYPES.has(type)) throw new TypeError(`createHandler: "${type}" is not an event type (${EVENT_TYPES.join(", ")})`);
     if (typeof fn !== "function") throw new TypeError(`createHandler: the handler of "${type}" is not a function`);
   }
-  const { secret, onError = defaultOnError, onClaimLost = defaultOnClaimLost, toleranceInSeconds, storeTimeoutMs = DEFAULT_STORE_TIMEOUT_MS } = options ?? {};
+  const { secret, keySet, onError = defaultOnError, onClaimLost = defaultOnClaimLost, toleranceInSeconds, storeTimeoutMs = DEFAULT_STORE_TIMEOUT_MS } = options ?? {};
   if (typeof onClaimLost !== "function") throw new TypeError("createHandler: options.onClaimLost must be a function");
   const store = onceStore(options?.store ?? memoryStore(), "createHandler: options.store");
   if (!Number.isSafeInteger(storeTimeoutMs) || storeTimeoutMs < 1) {
     throw new TypeError("createHandler: options.storeTimeoutMs must be a positive whole number of milliseconds");
+  }
+  if (keySet !== undefined) {
+    if (typeof keySet?.verifyEvent !== "function") {
+      throw new TypeError('createHandler: options.keySet must be a RemoteKeySet (import { RemoteKeySet } from "postwire/v1a")');
+    }
+    if (secret !== undefined) throw new TypeError("createHandler: give options.secret or options.keySet, not both");
   }
   const webhookOptions = toleranceInSeconds === undefined ? {} : { toleranceInSeconds };
   // The secret may be missing when the module is evaluated (Next.js evaluates routes at
@@ -51,18 +62,28 @@ export function createDispatcher(handlers, options) {
   if (secret !== undefined && typeof secret !== "function") webhookFor(secret);
 
   return async function dispatch(body, headers) {
-    const value = typeof secret === "function" ? secret() : secret;
-    if (value === undefined || value === null || value === "") {
-      console.error("postwire: createHandler has no secret (options.secret is empty): every delivery is answered 500");
-      return { status: 500, json: { code: "missing_secret", message: "the webhook endpoint has no secret configured" } };
+    let verifier = keySet;
+    if (verifier === undefined) {
+      const value = typeof secret === "function" ? secret() : secret;
+      if (value === undefined || value === null || value === "") {
+        console.error("postwire: createHandler has no secret (options.secret is empty): every delivery is answered 500");
+        return { status: 500, json: { code: "missing_secret", message: "the webhook endpoint has no secret configured" } };
+      }
+      verifier = webhookFor(value);
     }
-    const webhook = webhookFor(value);
     let event;
     try {
-      // Async: in workerd and browsers large bodies are then hashed by WebCrypto.
-      event = await webhook.verifyEventAsync(body, headers);
+      // Async: in workerd and browsers large bodies are then hashed by WebCrypto; a key
+      // set may be fetched first.
+      event = keySet === undefined ? await verifier.verifyEventAsync(body, headers) : await verifier.verifyEvent(body, headers);
     } catch (e) {
-      if (!(e instanceof WebhookVerificationError)) throw e;
+      // postwire/v1a's errors are of its own bundle's class: known by name and code.
+      const known = e instanceof WebhookVerificationError || (e?.name === "WebhookVerificationError" && typeof e.code === "string");
+      if (!known) throw e;
+      if (e.code === "key_set_unavailable" || e.code === "invalid_key_set") {
+        console.error(`postwire: no key set to verify with (${e.code}): ${e.message}`);
+        return { status: 503, headers: { "retry-after": String(KEY_SET_RETRY_AFTER_SECONDS) }, json: { code: e.code, message: e.message } };
+      }
       // invalid_payload comes only after the signature verified: a type this version
       // does not know (a newer sender) is acknowledged and ignored, not retried for a day.
       const unknown = e.code === "invalid_payload" ? unknownType(body) : null;

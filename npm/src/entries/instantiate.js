@@ -133,6 +133,7 @@ export const instantiateFrom = (function instantiateFrom(source, native, nativeM
         return new GuardHandle(capacity, ttl);
       },
       publicKey: v1a ? (len) => w().publicKey(len) >>> 0 : undefined,
+      keySet: v1a ? (len) => w().keySet(len) >>> 0 : undefined,
       verifyWithPublicKeys: v1a
         ? (secrets, keys, id, ts, sig, body, present, now, tolerance) =>
             w().verifyWithPublicKeys(secrets, keys, id, ts, sig, body, present, now, tolerance) >>> 0

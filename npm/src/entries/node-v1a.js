@@ -25,5 +25,6 @@ export const {
   isWebhookId,
   EVENT_TYPES,
   ERROR_CODES,
+  RemoteKeySet,
 } = api;
 export default api;

@@ -22,5 +22,6 @@ export const {
   isWebhookId,
   EVENT_TYPES,
   ERROR_CODES,
+  RemoteKeySet,
 } = api;
 export default api;

@@ -38,3 +38,15 @@ const hono = new Hono();
 hono.post("/webhooks", honoHandler({ "post.failed": (e) => e.data.error.code }, { secret, store: redis }));
 
 export const POST: (request: Request) => Promise<Response> = nextHandler({ "webhook.test": (e) => e.data.message }, { secret });
+
+// A published key set instead of a secret (postwire/v1a), not both.
+import { RemoteKeySet } from "postwire/v1a";
+const keySet = new RemoteKeySet("https://api.example.com/v1/key-sets/ws.jwks", { minRefreshIntervalMs: 60_000, timeoutMs: 5_000 });
+export const KEYED: (request: Request) => Promise<Response> = nextHandler({ "webhook.test": (e) => e.data.message }, { keySet });
+app.post("/keyed", createHandler({}, { keySet, limit: 1024 }));
+// @ts-expect-error: a secret or a key set, not both
+nextHandler({}, { keySet, secret });
+const refreshed: Promise<boolean> = keySet.refresh();
+const keyTexts: string[] = keySet.publicKeys;
+void refreshed;
+void keyTexts;
