@@ -6,11 +6,12 @@
 //! Why: the two kinds share one table, one id space and every [`Sender`] method, and
 //! differ only in what [`EndpointKind`] declares (the purpose a record must have, the
 //! name of the id in paths and messages, the API's view of one and of its deliveries).
-//! The handlers of [`crate::routes::webhooks`], [`crate::routes::operator_webhooks`],
-//! [`crate::routes::deliveries`] and [`crate::routes::replay`] keep their own
-//! `#[utoipa::path]` descriptions (each kind's documentation) and call these functions;
-//! the Settings screen calls the same ones, so there is one path to the data per
-//! operation, whatever the kind.
+//! The public handlers of these operations, in [`crate::routes::webhooks`],
+//! [`crate::routes::operator_webhooks`], [`crate::routes::deliveries`] and
+//! [`crate::routes::replay`], are written by [`endpoint_operation!`] from one template per
+//! operation (its `#[utoipa::path]` description included), given the kind, the doc comment
+//! and the names; the kind's own words are its [`KindDocs`]. The Settings screen calls the
+//! same functions, so there is one path to the data per operation, whatever the kind.
 //!
 //! [`Sender`]: postwire_sender::Sender
 
@@ -46,6 +47,9 @@ pub trait EndpointKind: Send + Sync + 'static {
     const API_NOUN: &'static str;
     /// What one is called in log lines (`subscription`, `operator endpoint`).
     const LOG_NOUN: &'static str;
+    /// The API document's words for this kind, where they differ from the other kind's
+    /// (what [`endpoint_operation!`] writes into each operation's description).
+    const DOCS: KindDocs;
     /// The API's view of one (never its secret).
     type View: Serialize;
     /// The API's body of a list of them.
@@ -60,6 +64,34 @@ pub trait EndpointKind: Send + Sync + 'static {
     fn deliveries(page: DeliveryList) -> Self::Deliveries;
 }
 
+/// The sentences of the API document that name one kind of endpoint: the rest of each
+/// shared operation's description is written once, in [`endpoint_operation!`].
+#[derive(Debug)]
+pub struct KindDocs {
+    /// The tag its operations are listed under.
+    pub tag: &'static str,
+    /// The collection's path, `…/webhooks`; one endpoint's is [`item_path`] below it.
+    pub collection_path: &'static str,
+    /// The description of its id in paths.
+    pub id: &'static str,
+    /// What one is called in the document (`subscription`).
+    pub one: &'static str,
+    /// What several are called (`subscriptions`).
+    pub several: &'static str,
+    /// The `404` of an operation on one.
+    pub not_found: &'static str,
+    /// The `202` of its test operation.
+    pub test_queued: &'static str,
+    /// The description of `deliveryId` in its resend operation.
+    pub delivery_id: &'static str,
+    /// The `202` of its resend operation.
+    pub resent: &'static str,
+    /// The `404` of its resend operation.
+    pub resend_not_found: &'static str,
+    /// The `410` of its resend operation.
+    pub resend_erased: &'static str,
+}
+
 /// A subscriber's webhook subscription: the spec's events it matches.
 #[derive(Debug)]
 pub enum Subscriptions {}
@@ -69,6 +101,19 @@ impl EndpointKind for Subscriptions {
     const ID_PARAM: &'static str = "webhookId";
     const API_NOUN: &'static str = "webhook subscription";
     const LOG_NOUN: &'static str = "subscription";
+    const DOCS: KindDocs = KindDocs {
+        tag: "Webhooks",
+        collection_path: "/public/v1/workspaces/{workspaceId}/webhooks",
+        id: "Subscription id.",
+        one: "subscription",
+        several: "subscriptions",
+        not_found: "No such workspace or subscription (`not_found`).",
+        test_queued: "The test event is queued for delivery.",
+        delivery_id: "A delivery id from the deliveries list.",
+        resent: "A new delivery of the same event (same `webhook-id`) is queued; it waits behind unfinished deliveries of its post or account, and is held while the subscription is paused.",
+        resend_not_found: "No such workspace, subscription, or delivery of that subscription (`not_found`).",
+        resend_erased: "`payload_erased`: the event's payload was erased (`DELETE …/payloads`); there is nothing to send, for good.",
+    };
     type View = Subscription;
     type List = serde_json::Value;
     type Deliveries = DeliveryList;
@@ -93,6 +138,19 @@ impl EndpointKind for OperatorEndpoints {
     const ID_PARAM: &'static str = "endpointId";
     const API_NOUN: &'static str = "operator endpoint";
     const LOG_NOUN: &'static str = "operator endpoint";
+    const DOCS: KindDocs = KindDocs {
+        tag: "Operator endpoints",
+        collection_path: "/public/v1/workspaces/{workspaceId}/operator-webhooks",
+        id: "Operator endpoint id.",
+        one: "operator endpoint",
+        several: "operator endpoints",
+        not_found: "No such workspace or operator endpoint (`not_found`); a subscription's id is not an operator endpoint's.",
+        test_queued: "The test event is queued for delivery to this endpoint.",
+        delivery_id: "A delivery id from the endpoint's deliveries list.",
+        resent: "A new delivery of the same notice (same `webhook-id`) is queued; it waits behind unfinished notices about the same subscription, and is held while the endpoint is paused.",
+        resend_not_found: "No such workspace, operator endpoint, or delivery of that endpoint (`not_found`).",
+        resend_erased: "`payload_erased`: the payload was erased; there is nothing to send, for good.",
+    };
     type View = OperatorEndpoint;
     type List = OperatorEndpointList;
     type Deliveries = OperatorDeliveryList;
@@ -275,3 +333,150 @@ pub(crate) async fn resend<K: EndpointKind>(
         }),
     ))
 }
+
+/// The path of an operation on one endpoint of kind `K`: the collection's, the endpoint's
+/// id parameter, then `rest` (`""` for the endpoint itself, `"/enabled"`, ...).
+pub(crate) fn item_path<K: EndpointKind>(rest: &str) -> String {
+    format!("{}/{{{}}}{rest}", K::DOCS.collection_path, K::ID_PARAM)
+}
+
+/// The `400` of an operation on one endpoint: `prefix` (the operation's own reasons,
+/// ending in "or an "), then the id rule of [`check_id_param`] for `id_param`.
+pub(crate) fn invalid_id(prefix: &str, id_param: &str) -> String {
+    format!(
+        "`invalid_request`: {prefix}invalid `{id_param}` (empty, over 200 characters, or with a control character)."
+    )
+}
+
+/// Writes the public handler of one operation both kinds of endpoint have, with its
+/// `#[utoipa::path]` description, for the kind named: the doc comment (the operation's
+/// summary and description), the handler's name, its `operationId`, the kind's id
+/// parameter and the schema of its answer are given; every other word of the description
+/// is the kind's [`KindDocs`] or written here once, so the two kinds' documents cannot
+/// drift apart. The handler calls this module's generic function of the same operation.
+///
+/// ```ignore
+/// endpoint_operation! {
+///     /// Deletes a subscription, with its deliveries.
+///     delete Subscriptions "webhookId" => delete_webhook, "deleteWebhook"
+/// }
+/// ```
+macro_rules! endpoint_operation {
+    ($(#[doc = $doc:literal])* list $kind:ident $id:literal => $fn:ident, $op:literal, $list:ident) => {
+        endpoint_operation!(@handler [$(#[doc = $doc])*] get (<$kind as crate::routes::endpoints::EndpointKind>::DOCS.collection_path) $kind $op "webhooks:read"
+            params: [("workspaceId" = String, Path, description = "Workspace id.")]
+            request: []
+            responses: [
+                (status = 200, description = format!("The {} (never their secrets).", <$kind as crate::routes::endpoints::EndpointKind>::DOCS.several), body = $list),
+                (status = 404, description = "No such workspace (`not_found`).", body = crate::errors::ErrorBody),
+            ]
+            fn $fn(path: crate::validation::ApiPath<String>) -> axum::Json<<$kind as crate::routes::endpoints::EndpointKind>::List> => list);
+    };
+    ($(#[doc = $doc:literal])* delete $kind:ident $id:literal => $fn:ident, $op:literal) => {
+        endpoint_operation!(@handler [$(#[doc = $doc])*] delete (crate::routes::endpoints::item_path::<$kind>("")) $kind $op "webhooks:write"
+            params: [("workspaceId" = String, Path, description = "Workspace id."), ($id = String, Path, description = <$kind as crate::routes::endpoints::EndpointKind>::DOCS.id)]
+            request: []
+            responses: [
+                (status = 204, description = "Deleted."),
+                (status = 400, description = crate::routes::endpoints::invalid_id("", $id), body = crate::errors::ValidationErrorBody),
+                (status = 404, description = <$kind as crate::routes::endpoints::EndpointKind>::DOCS.not_found, body = crate::errors::ErrorBody),
+            ]
+            fn $fn(path: crate::validation::ApiPath<(String, String)>) -> axum::http::StatusCode => delete);
+    };
+    ($(#[doc = $doc:literal])* set_enabled $kind:ident $id:literal => $fn:ident, $op:literal, $view:ident) => {
+        endpoint_operation!(@handler [$(#[doc = $doc])*] put (crate::routes::endpoints::item_path::<$kind>("/enabled")) $kind $op "webhooks:write"
+            params: [("workspaceId" = String, Path, description = "Workspace id."), ($id = String, Path, description = <$kind as crate::routes::endpoints::EndpointKind>::DOCS.id)]
+            request: [request_body(content = crate::schemas::SetEnabledRequest, content_type = "application/json"),]
+            responses: [
+                (status = 200, description = format!("The {} after the change.", <$kind as crate::routes::endpoints::EndpointKind>::DOCS.one), body = $view),
+                (status = 400, description = crate::routes::endpoints::invalid_id("the body is not `{\"enabled\": boolean}`, or an ", $id), body = crate::errors::ValidationErrorBody),
+                (status = 404, description = <$kind as crate::routes::endpoints::EndpointKind>::DOCS.not_found, body = crate::errors::ErrorBody),
+            ]
+            fn $fn(path: crate::validation::ApiPath<(String, String)>, body: axum::body::Body) -> axum::Json<<$kind as crate::routes::endpoints::EndpointKind>::View> => set_enabled);
+    };
+    ($(#[doc = $doc:literal])* rotate_secret $kind:ident $id:literal => $fn:ident, $op:literal) => {
+        endpoint_operation!(@handler [$(#[doc = $doc])*] post (crate::routes::endpoints::item_path::<$kind>("/rotate-secret")) $kind $op "webhooks:write"
+            params: [("workspaceId" = String, Path, description = "Workspace id."), ($id = String, Path, description = <$kind as crate::routes::endpoints::EndpointKind>::DOCS.id)]
+            request: []
+            responses: [
+                (status = 200, description = "The new secret, shown this once.", body = crate::schemas::RotatedSecret),
+                (status = 400, description = crate::routes::endpoints::invalid_id("", $id), body = crate::errors::ValidationErrorBody),
+                (status = 404, description = <$kind as crate::routes::endpoints::EndpointKind>::DOCS.not_found, body = crate::errors::ErrorBody),
+            ]
+            fn $fn(path: crate::validation::ApiPath<(String, String)>) -> axum::Json<crate::schemas::RotatedSecret> => rotate_secret);
+    };
+    ($(#[doc = $doc:literal])* send_test $kind:ident $id:literal => $fn:ident, $op:literal) => {
+        endpoint_operation!(@handler [$(#[doc = $doc])*] post (crate::routes::endpoints::item_path::<$kind>("/test")) $kind $op "webhooks:write"
+            params: [("workspaceId" = String, Path, description = "Workspace id."), ($id = String, Path, description = <$kind as crate::routes::endpoints::EndpointKind>::DOCS.id)]
+            request: [request_body(content = Option<crate::schemas::SendTestRequest>, content_type = "application/json", description = "Optional."),]
+            responses: [
+                (status = 202, description = <$kind as crate::routes::endpoints::EndpointKind>::DOCS.test_queued, body = crate::schemas::TestEventQueued),
+                (status = 400, description = crate::routes::endpoints::invalid_id("the body is not `{\"message\": string}` (or empty, or `null`), the message is over 4096 characters, or an ", $id), body = crate::errors::ValidationErrorBody),
+                (status = 404, description = <$kind as crate::routes::endpoints::EndpointKind>::DOCS.not_found, body = crate::errors::ErrorBody),
+            ]
+            fn $fn(path: crate::validation::ApiPath<(String, String)>, body: axum::body::Body) -> (axum::http::StatusCode, axum::Json<crate::schemas::TestEventQueued>) => send_test);
+    };
+    ($(#[doc = $doc:literal])* list_deliveries $kind:ident $id:literal => $fn:ident, $op:literal, $page:ident) => {
+        endpoint_operation!(@handler [$(#[doc = $doc])*] get (crate::routes::endpoints::item_path::<$kind>("/deliveries")) $kind $op "webhooks:read"
+            params: [
+                ("workspaceId" = String, Path, description = "Workspace id."),
+                ($id = String, Path, description = <$kind as crate::routes::endpoints::EndpointKind>::DOCS.id),
+                ("limit" = Option<u32>, Query, description = "Page size, 1 to 100 (default 20).", minimum = 1, maximum = 100),
+                ("cursor" = Option<String>, Query, description = "`nextCursor` of the previous page.", pattern = "^c_[1-9][0-9]{0,17}$", example = "c_42"),
+            ]
+            request: []
+            responses: [
+                (status = 200, description = "A page of deliveries. Finished deliveries (delivered, failed, expired) are kept for the server's retention period (30 days by default, `--retention-days`), then removed with their attempts; pending and held ones are always listed.", body = $page),
+                (status = 400, description = crate::routes::endpoints::invalid_id("bad `limit` or `cursor`, an unknown or repeated parameter, or an ", $id), body = crate::errors::ValidationErrorBody),
+                (status = 404, description = <$kind as crate::routes::endpoints::EndpointKind>::DOCS.not_found, body = crate::errors::ErrorBody),
+            ]
+            fn $fn(path: crate::validation::ApiPath<(String, String)>, uri: axum::http::Uri) -> axum::Json<<$kind as crate::routes::endpoints::EndpointKind>::Deliveries> => list_deliveries);
+    };
+    ($(#[doc = $doc:literal])* resend $kind:ident $id:literal => $fn:ident, $op:literal) => {
+        endpoint_operation!(@handler [$(#[doc = $doc])*] post (crate::routes::endpoints::item_path::<$kind>("/deliveries/{deliveryId}/resend")) $kind $op "webhooks:write"
+            params: [
+                ("workspaceId" = String, Path, description = "Workspace id."),
+                ($id = String, Path, description = <$kind as crate::routes::endpoints::EndpointKind>::DOCS.id),
+                ("deliveryId" = String, Path, description = <$kind as crate::routes::endpoints::EndpointKind>::DOCS.delivery_id, pattern = "^dlv_[1-9][0-9]{0,17}$", example = "dlv_42"),
+            ]
+            request: []
+            responses: [
+                (status = 202, description = <$kind as crate::routes::endpoints::EndpointKind>::DOCS.resent, body = crate::schemas::ResentDelivery),
+                (status = 400, description = format!("`invalid_request`: `deliveryId` is not a delivery id, or an invalid `{}`.", $id), body = crate::errors::ValidationErrorBody),
+                (status = 404, description = <$kind as crate::routes::endpoints::EndpointKind>::DOCS.resend_not_found, body = crate::errors::ErrorBody),
+                (status = 409, description = "`delivery_unfinished`: the delivery is still pending, waiting for a retry or held; it will be attempted without a resend.", body = crate::errors::ErrorBody),
+                (status = 410, description = <$kind as crate::routes::endpoints::EndpointKind>::DOCS.resend_erased, body = crate::errors::ErrorBody),
+            ]
+            fn $fn(path: crate::validation::ApiPath<(String, String, String)>) -> (axum::http::StatusCode, axum::Json<crate::schemas::ResentDelivery>) => resend);
+    };
+    // What every operation has: its place in the document, the token it needs (401, 403)
+    // and the errors of every route, then the handler that calls the generic function.
+    (@handler [$($doc:tt)*] $method:ident ($($path:tt)*) $kind:ident $op:literal $scope:literal
+        params: [$($params:tt)*] request: [$($request:tt)*] responses: [$($responses:tt)*]
+        fn $fn:ident($($arg:ident: $arg_type:ty),*) -> $answer:ty => $generic:ident) => {
+        $($doc)*
+        #[utoipa::path(
+            $method,
+            path = $($path)*,
+            tag = <$kind as crate::routes::endpoints::EndpointKind>::DOCS.tag,
+            operation_id = $op,
+            params($($params)*),
+            $($request)*
+            responses(
+                $($responses)*
+                (status = 401, description = "`unauthorized`.", body = crate::errors::ErrorBody),
+                (status = 403, description = format!("`insufficient_scope` (needs `{}`) or `forbidden`.", $scope), body = crate::errors::ErrorBody),
+                crate::errors::CommonErrors,
+            ),
+            security(("bearer" = [$scope]))
+        )]
+        pub async fn $fn(
+            state: axum::extract::State<crate::state::AppState>,
+            caller: crate::auth::Caller,
+            $($arg: $arg_type),*
+        ) -> crate::errors::ApiResult<$answer> {
+            crate::routes::endpoints::$generic::<$kind>(state, caller, $($arg),*).await
+        }
+    };
+}
+pub(crate) use endpoint_operation;

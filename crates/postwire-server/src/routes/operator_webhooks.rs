@@ -17,16 +17,16 @@
 use axum::Json;
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{StatusCode, Uri};
+use axum::http::StatusCode;
 use postwire_core::{CreatedByKind, SigningMode};
 use postwire_sender::{NewSubscription, SenderError};
 
 use crate::auth::Caller;
 use crate::errors::{ApiError, ApiResult, CommonErrors, ErrorBody, ValidationErrorBody};
-use crate::routes::endpoints::{self, OperatorEndpoints};
+use crate::routes::endpoints::{OperatorEndpoints, endpoint_operation};
 use crate::schemas::{
     CreateOperatorEndpointRequest, CreatedOperatorEndpoint, OperatorDeliveryList, OperatorEndpoint,
-    OperatorEndpointList, ResentDelivery, RotatedSecret, SendTestRequest, SetEnabledRequest, TestEventQueued,
+    OperatorEndpointList,
 };
 use crate::state::AppState;
 use crate::tokens::Scope;
@@ -106,204 +106,49 @@ pub async fn create_operator_webhook(
     ))
 }
 
-/// Lists the operator endpoints of a workspace, oldest first.
-#[utoipa::path(
-    get,
-    path = "/public/v1/workspaces/{workspaceId}/operator-webhooks",
-    tag = "Operator endpoints",
-    operation_id = "listOperatorWebhooks",
-    params(("workspaceId" = String, Path, description = "Workspace id.")),
-    responses(
-        (status = 200, description = "The operator endpoints (never their secrets).", body = OperatorEndpointList),
-        (status = 401, description = "`unauthorized`.", body = ErrorBody),
-        (status = 403, description = "`insufficient_scope` (needs `webhooks:read`) or `forbidden`.", body = ErrorBody),
-        (status = 404, description = "No such workspace (`not_found`).", body = ErrorBody),
-        CommonErrors,
-    ),
-    security(("bearer" = ["webhooks:read"]))
-)]
-pub async fn list_operator_webhooks(
-    state: State<AppState>,
-    caller: Caller,
-    path: ApiPath<String>,
-) -> ApiResult<Json<OperatorEndpointList>> {
-    endpoints::list::<OperatorEndpoints>(state, caller, path).await
+endpoint_operation! {
+    /// Lists the operator endpoints of a workspace, oldest first.
+    list OperatorEndpoints "endpointId" => list_operator_webhooks, "listOperatorWebhooks", OperatorEndpointList
 }
 
-/// Deletes an operator endpoint, with its deliveries; its notices not yet delivered are
-/// dropped.
-#[utoipa::path(
-    delete,
-    path = "/public/v1/workspaces/{workspaceId}/operator-webhooks/{endpointId}",
-    tag = "Operator endpoints",
-    operation_id = "deleteOperatorWebhook",
-    params(("workspaceId" = String, Path, description = "Workspace id."), ("endpointId" = String, Path, description = "Operator endpoint id.")),
-    responses(
-        (status = 204, description = "Deleted."),
-        (status = 400, description = "`invalid_request`: invalid `endpointId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
-        (status = 401, description = "`unauthorized`.", body = ErrorBody),
-        (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
-        (status = 404, description = "No such workspace or operator endpoint (`not_found`); a subscription's id is not an operator endpoint's.", body = ErrorBody),
-        CommonErrors,
-    ),
-    security(("bearer" = ["webhooks:write"]))
-)]
-pub async fn delete_operator_webhook(
-    state: State<AppState>,
-    caller: Caller,
-    path: ApiPath<(String, String)>,
-) -> ApiResult<StatusCode> {
-    endpoints::delete::<OperatorEndpoints>(state, caller, path).await
+endpoint_operation! {
+    /// Deletes an operator endpoint, with its deliveries; its notices not yet delivered are
+    /// dropped.
+    delete OperatorEndpoints "endpointId" => delete_operator_webhook, "deleteOperatorWebhook"
 }
 
-/// Pauses (`{"enabled": false}`) or resumes (`{"enabled": true}`) an operator endpoint,
-/// e.g. one the sender paused after 50 failed deliveries in a row. While paused its
-/// notices are held; on resume those held during the last 7 days are delivered in order
-/// and older ones expire. Resuming also resets `consecutiveFailures`.
-#[utoipa::path(
-    put,
-    path = "/public/v1/workspaces/{workspaceId}/operator-webhooks/{endpointId}/enabled",
-    tag = "Operator endpoints",
-    operation_id = "setOperatorWebhookEnabled",
-    params(("workspaceId" = String, Path, description = "Workspace id."), ("endpointId" = String, Path, description = "Operator endpoint id.")),
-    request_body(content = SetEnabledRequest, content_type = "application/json"),
-    responses(
-        (status = 200, description = "The operator endpoint after the change.", body = OperatorEndpoint),
-        (status = 400, description = "`invalid_request`: the body is not `{\"enabled\": boolean}`, or an invalid `endpointId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
-        (status = 401, description = "`unauthorized`.", body = ErrorBody),
-        (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
-        (status = 404, description = "No such workspace or operator endpoint (`not_found`); a subscription's id is not an operator endpoint's.", body = ErrorBody),
-        CommonErrors,
-    ),
-    security(("bearer" = ["webhooks:write"]))
-)]
-pub async fn set_operator_webhook_enabled(
-    state: State<AppState>,
-    caller: Caller,
-    path: ApiPath<(String, String)>,
-    body: Body,
-) -> ApiResult<Json<OperatorEndpoint>> {
-    endpoints::set_enabled::<OperatorEndpoints>(state, caller, path, body).await
+endpoint_operation! {
+    /// Pauses (`{"enabled": false}`) or resumes (`{"enabled": true}`) an operator endpoint,
+    /// e.g. one the sender paused after 50 failed deliveries in a row. While paused its
+    /// notices are held; on resume those held during the last 7 days are delivered in order
+    /// and older ones expire. Resuming also resets `consecutiveFailures`.
+    set_enabled OperatorEndpoints "endpointId" => set_operator_webhook_enabled, "setOperatorWebhookEnabled", OperatorEndpoint
 }
 
-/// Replaces an operator endpoint's signing secret. The new secret is returned this once;
-/// for the next 24 hours every notice carries two signatures, one with each secret. The
-/// workspace's other operator endpoints get an `endpoint.secret_rotated` notice (never
-/// the secret).
-#[utoipa::path(
-    post,
-    path = "/public/v1/workspaces/{workspaceId}/operator-webhooks/{endpointId}/rotate-secret",
-    tag = "Operator endpoints",
-    operation_id = "rotateOperatorWebhookSecret",
-    params(("workspaceId" = String, Path, description = "Workspace id."), ("endpointId" = String, Path, description = "Operator endpoint id.")),
-    responses(
-        (status = 200, description = "The new secret, shown this once.", body = RotatedSecret),
-        (status = 400, description = "`invalid_request`: invalid `endpointId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
-        (status = 401, description = "`unauthorized`.", body = ErrorBody),
-        (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
-        (status = 404, description = "No such workspace or operator endpoint (`not_found`); a subscription's id is not an operator endpoint's.", body = ErrorBody),
-        CommonErrors,
-    ),
-    security(("bearer" = ["webhooks:write"]))
-)]
-pub async fn rotate_operator_webhook_secret(
-    state: State<AppState>,
-    caller: Caller,
-    path: ApiPath<(String, String)>,
-) -> ApiResult<Json<RotatedSecret>> {
-    endpoints::rotate_secret::<OperatorEndpoints>(state, caller, path).await
+endpoint_operation! {
+    /// Replaces an operator endpoint's signing secret. The new secret is returned this once;
+    /// for the next 24 hours every notice carries two signatures, one with each secret. The
+    /// workspace's other operator endpoints get an `endpoint.secret_rotated` notice (never
+    /// the secret).
+    rotate_secret OperatorEndpoints "endpointId" => rotate_operator_webhook_secret, "rotateOperatorWebhookSecret"
 }
 
-/// Sends a `webhook.test` event to this operator endpoint only, so an operator can check
-/// that it receives and verifies notices. It is delivered, signed with the endpoint's
-/// own secret and retried like a notice (held while paused), and listed in its
-/// deliveries.
-#[utoipa::path(
-    post,
-    path = "/public/v1/workspaces/{workspaceId}/operator-webhooks/{endpointId}/test",
-    tag = "Operator endpoints",
-    operation_id = "sendOperatorWebhookTest",
-    params(("workspaceId" = String, Path, description = "Workspace id."), ("endpointId" = String, Path, description = "Operator endpoint id.")),
-    request_body(content = Option<SendTestRequest>, content_type = "application/json", description = "Optional."),
-    responses(
-        (status = 202, description = "The test event is queued for delivery to this endpoint.", body = TestEventQueued),
-        (status = 400, description = "`invalid_request`: the body is not `{\"message\": string}` (or empty, or `null`), the message is over 4096 characters, or an invalid `endpointId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
-        (status = 401, description = "`unauthorized`.", body = ErrorBody),
-        (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
-        (status = 404, description = "No such workspace or operator endpoint (`not_found`); a subscription's id is not an operator endpoint's.", body = ErrorBody),
-        CommonErrors,
-    ),
-    security(("bearer" = ["webhooks:write"]))
-)]
-pub async fn send_operator_webhook_test(
-    state: State<AppState>,
-    caller: Caller,
-    path: ApiPath<(String, String)>,
-    body: Body,
-) -> ApiResult<(StatusCode, Json<TestEventQueued>)> {
-    endpoints::send_test::<OperatorEndpoints>(state, caller, path, body).await
+endpoint_operation! {
+    /// Sends a `webhook.test` event to this operator endpoint only, so an operator can check
+    /// that it receives and verifies notices. It is delivered, signed with the endpoint's
+    /// own secret and retried like a notice (held while paused), and listed in its
+    /// deliveries.
+    send_test OperatorEndpoints "endpointId" => send_operator_webhook_test, "sendOperatorWebhookTest"
 }
 
-/// Lists the deliveries of an operator endpoint (its notices and test events), newest
-/// first, paged like a subscription's deliveries.
-#[utoipa::path(
-    get,
-    path = "/public/v1/workspaces/{workspaceId}/operator-webhooks/{endpointId}/deliveries",
-    tag = "Operator endpoints",
-    operation_id = "listOperatorWebhookDeliveries",
-    params(
-        ("workspaceId" = String, Path, description = "Workspace id."),
-        ("endpointId" = String, Path, description = "Operator endpoint id."),
-        ("limit" = Option<u32>, Query, description = "Page size, 1 to 100 (default 20).", minimum = 1, maximum = 100),
-        ("cursor" = Option<String>, Query, description = "`nextCursor` of the previous page.", pattern = "^c_[1-9][0-9]{0,17}$", example = "c_42"),
-    ),
-    responses(
-        (status = 200, description = "A page of deliveries. Finished deliveries (delivered, failed, expired) are kept for the server's retention period (30 days by default, `--retention-days`), then removed with their attempts; pending and held ones are always listed.", body = OperatorDeliveryList),
-        (status = 400, description = "`invalid_request`: bad `limit` or `cursor`, an unknown or repeated parameter, or an invalid `endpointId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
-        (status = 401, description = "`unauthorized`.", body = ErrorBody),
-        (status = 403, description = "`insufficient_scope` (needs `webhooks:read`) or `forbidden`.", body = ErrorBody),
-        (status = 404, description = "No such workspace or operator endpoint (`not_found`); a subscription's id is not an operator endpoint's.", body = ErrorBody),
-        CommonErrors,
-    ),
-    security(("bearer" = ["webhooks:read"]))
-)]
-pub async fn list_operator_webhook_deliveries(
-    state: State<AppState>,
-    caller: Caller,
-    path: ApiPath<(String, String)>,
-    uri: Uri,
-) -> ApiResult<Json<OperatorDeliveryList>> {
-    endpoints::list_deliveries::<OperatorEndpoints>(state, caller, path, uri).await
+endpoint_operation! {
+    /// Lists the deliveries of an operator endpoint (its notices and test events), newest
+    /// first, paged like a subscription's deliveries.
+    list_deliveries OperatorEndpoints "endpointId" => list_operator_webhook_deliveries, "listOperatorWebhookDeliveries", OperatorDeliveryList
 }
 
-/// Resends one finished delivery of an operator endpoint (delivered, failed or expired):
-/// the same notice (same `webhook-id`, same body), signed afresh.
-#[utoipa::path(
-    post,
-    path = "/public/v1/workspaces/{workspaceId}/operator-webhooks/{endpointId}/deliveries/{deliveryId}/resend",
-    tag = "Operator endpoints",
-    operation_id = "resendOperatorWebhookDelivery",
-    params(
-        ("workspaceId" = String, Path, description = "Workspace id."),
-        ("endpointId" = String, Path, description = "Operator endpoint id."),
-        ("deliveryId" = String, Path, description = "A delivery id from the endpoint's deliveries list.", pattern = "^dlv_[1-9][0-9]{0,17}$", example = "dlv_42"),
-    ),
-    responses(
-        (status = 202, description = "A new delivery of the same notice (same `webhook-id`) is queued; it waits behind unfinished notices about the same subscription, and is held while the endpoint is paused.", body = ResentDelivery),
-        (status = 400, description = "`invalid_request`: `deliveryId` is not a delivery id, or an invalid `endpointId`.", body = ValidationErrorBody),
-        (status = 401, description = "`unauthorized`.", body = ErrorBody),
-        (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
-        (status = 404, description = "No such workspace, operator endpoint, or delivery of that endpoint (`not_found`).", body = ErrorBody),
-        (status = 409, description = "`delivery_unfinished`: the delivery is still pending, waiting for a retry or held; it will be attempted without a resend.", body = ErrorBody),
-        (status = 410, description = "`payload_erased`: the payload was erased; there is nothing to send, for good.", body = ErrorBody),
-        CommonErrors,
-    ),
-    security(("bearer" = ["webhooks:write"]))
-)]
-pub async fn resend_operator_webhook_delivery(
-    state: State<AppState>,
-    caller: Caller,
-    path: ApiPath<(String, String, String)>,
-) -> ApiResult<(StatusCode, Json<ResentDelivery>)> {
-    endpoints::resend::<OperatorEndpoints>(state, caller, path).await
+endpoint_operation! {
+    /// Resends one finished delivery of an operator endpoint (delivered, failed or expired):
+    /// the same notice (same `webhook-id`, same body), signed afresh.
+    resend OperatorEndpoints "endpointId" => resend_operator_webhook_delivery, "resendOperatorWebhookDelivery"
 }

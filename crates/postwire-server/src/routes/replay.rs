@@ -16,41 +16,15 @@ use postwire_sender::MAX_RECOVER;
 
 use crate::auth::Caller;
 use crate::errors::{ApiResult, CommonErrors, ErrorBody, ValidationErrorBody};
-use crate::routes::endpoints::{self, Subscriptions, load};
-use crate::schemas::{RecoverRequest, RecoverResult, ResentDelivery};
+use crate::routes::endpoints::{Subscriptions, endpoint_operation, load};
+use crate::schemas::{RecoverRequest, RecoverResult};
 use crate::state::AppState;
 use crate::tokens::Scope;
 use crate::validation::{ApiPath, parse_json, parse_recover, read_body};
 
-/// Resends one finished delivery (delivered, failed or expired), payload not erased.
-#[utoipa::path(
-    post,
-    path = "/public/v1/workspaces/{workspaceId}/webhooks/{webhookId}/deliveries/{deliveryId}/resend",
-    tag = "Webhooks",
-    operation_id = "resendDelivery",
-    params(
-        ("workspaceId" = String, Path, description = "Workspace id."),
-        ("webhookId" = String, Path, description = "Subscription id."),
-        ("deliveryId" = String, Path, description = "A delivery id from the deliveries list.", pattern = "^dlv_[1-9][0-9]{0,17}$", example = "dlv_42"),
-    ),
-    responses(
-        (status = 202, description = "A new delivery of the same event (same `webhook-id`) is queued; it waits behind unfinished deliveries of its post or account, and is held while the subscription is paused.", body = ResentDelivery),
-        (status = 400, description = "`invalid_request`: `deliveryId` is not a delivery id, or an invalid `webhookId`.", body = ValidationErrorBody),
-        (status = 401, description = "`unauthorized`.", body = ErrorBody),
-        (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
-        (status = 404, description = "No such workspace, subscription, or delivery of that subscription (`not_found`).", body = ErrorBody),
-        (status = 409, description = "`delivery_unfinished`: the delivery is still pending, waiting for a retry or held; it will be attempted without a resend.", body = ErrorBody),
-        (status = 410, description = "`payload_erased`: the event's payload was erased (`DELETE …/payloads`); there is nothing to send, for good.", body = ErrorBody),
-        CommonErrors,
-    ),
-    security(("bearer" = ["webhooks:write"]))
-)]
-pub async fn resend_delivery(
-    state: State<AppState>,
-    caller: Caller,
-    path: ApiPath<(String, String, String)>,
-) -> ApiResult<(StatusCode, Json<ResentDelivery>)> {
-    endpoints::resend::<Subscriptions>(state, caller, path).await
+endpoint_operation! {
+    /// Resends one finished delivery (delivered, failed or expired), payload not erased.
+    resend Subscriptions "webhookId" => resend_delivery, "resendDelivery"
 }
 
 /// Resends every delivery of the subscription that failed for good since a time.

@@ -19,10 +19,9 @@ use postwire_sender::idempotency::Idempotent;
 use crate::auth::Caller;
 use crate::errors::{ApiError, ApiResult, CommonErrors, ErrorBody, ValidationErrorBody};
 use crate::idempotency;
-use crate::routes::endpoints::{self, Subscriptions, load};
+use crate::routes::endpoints::{self, Subscriptions, endpoint_operation, load};
 use crate::schemas::{
-    CreateWebhookRequest, CreatedWebhookSubscription, RotatedSecret, SendTestRequest, SetEnabledRequest,
-    TestEventQueued, UpdateWebhookRequest, WebhookList, WebhookSubscription,
+    CreateWebhookRequest, CreatedWebhookSubscription, UpdateWebhookRequest, WebhookList, WebhookSubscription,
 };
 use crate::state::AppState;
 use crate::tokens::Scope;
@@ -93,28 +92,9 @@ pub async fn create_webhook(
     Ok((StatusCode::CREATED, response_headers, Json(created)))
 }
 
-/// Lists the subscriptions of a workspace, oldest first.
-#[utoipa::path(
-    get,
-    path = "/public/v1/workspaces/{workspaceId}/webhooks",
-    tag = "Webhooks",
-    operation_id = "listWebhooks",
-    params(("workspaceId" = String, Path, description = "Workspace id.")),
-    responses(
-        (status = 200, description = "The subscriptions (never their secrets).", body = WebhookList),
-        (status = 401, description = "`unauthorized`.", body = ErrorBody),
-        (status = 403, description = "`insufficient_scope` (needs `webhooks:read`) or `forbidden`.", body = ErrorBody),
-        (status = 404, description = "No such workspace (`not_found`).", body = ErrorBody),
-        CommonErrors,
-    ),
-    security(("bearer" = ["webhooks:read"]))
-)]
-pub async fn list_webhooks(
-    state: State<AppState>,
-    caller: Caller,
-    path: ApiPath<String>,
-) -> ApiResult<Json<serde_json::Value>> {
-    endpoints::list::<Subscriptions>(state, caller, path).await
+endpoint_operation! {
+    /// Lists the subscriptions of a workspace, oldest first.
+    list Subscriptions "webhookId" => list_webhooks, "listWebhooks", WebhookList
 }
 
 /// Reads one subscription.
@@ -176,112 +156,28 @@ pub async fn update_webhook(
     Ok(Json(record.subscription))
 }
 
-/// Deletes a subscription, with its deliveries.
-#[utoipa::path(
-    delete,
-    path = "/public/v1/workspaces/{workspaceId}/webhooks/{webhookId}",
-    tag = "Webhooks",
-    operation_id = "deleteWebhook",
-    params(("workspaceId" = String, Path, description = "Workspace id."), ("webhookId" = String, Path, description = "Subscription id.")),
-    responses(
-        (status = 204, description = "Deleted."),
-        (status = 400, description = "`invalid_request`: invalid `webhookId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
-        (status = 401, description = "`unauthorized`.", body = ErrorBody),
-        (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
-        (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
-        CommonErrors,
-    ),
-    security(("bearer" = ["webhooks:write"]))
-)]
-pub async fn delete_webhook(
-    state: State<AppState>,
-    caller: Caller,
-    path: ApiPath<(String, String)>,
-) -> ApiResult<StatusCode> {
-    endpoints::delete::<Subscriptions>(state, caller, path).await
+endpoint_operation! {
+    /// Deletes a subscription, with its deliveries.
+    delete Subscriptions "webhookId" => delete_webhook, "deleteWebhook"
 }
 
-/// Pauses (`{"enabled": false}`) or resumes (`{"enabled": true}`) a subscription.
-/// While paused its events are held; on resume those held during the last 7 days are
-/// delivered in order and older ones expire. Resuming also resets
-/// `consecutiveFailures`. Setting the current state again changes nothing.
-#[utoipa::path(
-    put,
-    path = "/public/v1/workspaces/{workspaceId}/webhooks/{webhookId}/enabled",
-    tag = "Webhooks",
-    operation_id = "setWebhookEnabled",
-    params(("workspaceId" = String, Path, description = "Workspace id."), ("webhookId" = String, Path, description = "Subscription id.")),
-    request_body(content = SetEnabledRequest, content_type = "application/json"),
-    responses(
-        (status = 200, description = "The subscription after the change.", body = WebhookSubscription),
-        (status = 400, description = "`invalid_request`: the body is not `{\"enabled\": boolean}`, or an invalid `webhookId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
-        (status = 401, description = "`unauthorized`.", body = ErrorBody),
-        (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
-        (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
-        CommonErrors,
-    ),
-    security(("bearer" = ["webhooks:write"]))
-)]
-pub async fn set_webhook_enabled(
-    state: State<AppState>,
-    caller: Caller,
-    path: ApiPath<(String, String)>,
-    body: Body,
-) -> ApiResult<Json<Subscription>> {
-    endpoints::set_enabled::<Subscriptions>(state, caller, path, body).await
+endpoint_operation! {
+    /// Pauses (`{"enabled": false}`) or resumes (`{"enabled": true}`) a subscription.
+    /// While paused its events are held; on resume those held during the last 7 days are
+    /// delivered in order and older ones expire. Resuming also resets
+    /// `consecutiveFailures`. Setting the current state again changes nothing.
+    set_enabled Subscriptions "webhookId" => set_webhook_enabled, "setWebhookEnabled", WebhookSubscription
 }
 
-/// Sends a `webhook.test` event to this subscription only, whatever its event filter.
-/// It is delivered, signed and retried like any event (held while paused).
-#[utoipa::path(
-    post,
-    path = "/public/v1/workspaces/{workspaceId}/webhooks/{webhookId}/test",
-    tag = "Webhooks",
-    operation_id = "sendTestEvent",
-    params(("workspaceId" = String, Path, description = "Workspace id."), ("webhookId" = String, Path, description = "Subscription id.")),
-    request_body(content = Option<SendTestRequest>, content_type = "application/json", description = "Optional."),
-    responses(
-        (status = 202, description = "The test event is queued for delivery.", body = TestEventQueued),
-        (status = 400, description = "`invalid_request`: the body is not `{\"message\": string}` (or empty, or `null`), the message is over 4096 characters, or an invalid `webhookId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
-        (status = 401, description = "`unauthorized`.", body = ErrorBody),
-        (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
-        (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
-        CommonErrors,
-    ),
-    security(("bearer" = ["webhooks:write"]))
-)]
-pub async fn send_test_event(
-    state: State<AppState>,
-    caller: Caller,
-    path: ApiPath<(String, String)>,
-    body: Body,
-) -> ApiResult<(StatusCode, Json<TestEventQueued>)> {
-    endpoints::send_test::<Subscriptions>(state, caller, path, body).await
+endpoint_operation! {
+    /// Sends a `webhook.test` event to this subscription only, whatever its event filter.
+    /// It is delivered, signed and retried like any event (held while paused).
+    send_test Subscriptions "webhookId" => send_test_event, "sendTestEvent"
 }
 
-/// Replaces the signing secret. The new secret is returned this once; for the next 24
-/// hours every delivery carries two signatures, one with each secret, so receivers can
-/// switch without losing a delivery.
-#[utoipa::path(
-    post,
-    path = "/public/v1/workspaces/{workspaceId}/webhooks/{webhookId}/rotate-secret",
-    tag = "Webhooks",
-    operation_id = "rotateWebhookSecret",
-    params(("workspaceId" = String, Path, description = "Workspace id."), ("webhookId" = String, Path, description = "Subscription id.")),
-    responses(
-        (status = 200, description = "The new secret, shown this once.", body = RotatedSecret),
-        (status = 400, description = "`invalid_request`: invalid `webhookId` (empty, over 200 characters, or with a control character).", body = ValidationErrorBody),
-        (status = 401, description = "`unauthorized`.", body = ErrorBody),
-        (status = 403, description = "`insufficient_scope` (needs `webhooks:write`) or `forbidden`.", body = ErrorBody),
-        (status = 404, description = "No such workspace or subscription (`not_found`).", body = ErrorBody),
-        CommonErrors,
-    ),
-    security(("bearer" = ["webhooks:write"]))
-)]
-pub async fn rotate_webhook_secret(
-    state: State<AppState>,
-    caller: Caller,
-    path: ApiPath<(String, String)>,
-) -> ApiResult<Json<RotatedSecret>> {
-    endpoints::rotate_secret::<Subscriptions>(state, caller, path).await
+endpoint_operation! {
+    /// Replaces the signing secret. The new secret is returned this once; for the next 24
+    /// hours every delivery carries two signatures, one with each secret, so receivers can
+    /// switch without losing a delivery.
+    rotate_secret Subscriptions "webhookId" => rotate_webhook_secret, "rotateWebhookSecret"
 }
