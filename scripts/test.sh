@@ -21,7 +21,8 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 
 part_vectors() { # the shared test vectors are what tests/vectors/generate.py writes
   .venv/bin/python tests/vectors/generate.py   # .venv has `cryptography` (scripts/setup.sh)
-  git diff --exit-code -- tests/vectors || { echo "tests/vectors differ from generate.py's output" >&2; return 1; }
+  node tests/vectors/providers/generate.mjs    # other providers' SDKs (root package.json devDependencies)
+  git diff --exit-code -- tests/vectors || { echo "tests/vectors differ from generate.py's or providers/generate.mjs's output" >&2; return 1; }
 }
 part_lint() { # cargo fmt --check, cargo clippy -D warnings (the workspace lints included), no module cycles
   cargo fmt --all --check
