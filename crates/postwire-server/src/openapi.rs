@@ -240,8 +240,9 @@ fn constrain_integration_ids(doc: &mut utoipa::openapi::OpenApi) {
 
 /// The links that hand an id other than a subscription's to the next operation: a new
 /// portal session's `id` to its revocation, the newest delivery listed (of a subscription
-/// or an operator endpoint) to a resend, and
-/// a post looked up to the erasure of its payloads.
+/// or an operator endpoint) to a resend,
+/// a post looked up to the erasure of its payloads, and a workspace's key listing to its
+/// published key set.
 fn add_id_links(doc: &mut utoipa::openapi::OpenApi) {
     let specific = [
         (
@@ -276,6 +277,14 @@ fn add_id_links(doc: &mut utoipa::openapi::OpenApi) {
             "$response.body#/data/0/id",
             "the newest delivery listed",
         ),
+        (
+            "listSigningKeys",
+            "200",
+            "getKeySet",
+            "keySetId",
+            "$response.body#/keySetId",
+            "the workspace's published key set",
+        ),
     ];
     for item in doc.paths.paths.values_mut() {
         for op in operations_mut(item) {
@@ -286,8 +295,12 @@ fn add_id_links(doc: &mut utoipa::openapi::OpenApi) {
                 let Some(RefOr::T(response)) = op.responses.responses.get_mut(status) else {
                     continue;
                 };
-                let mut builder = LinkBuilder::new()
-                    .parameter("workspaceId", "$request.path.workspaceId")
+                let mut builder = LinkBuilder::new();
+                // A key set is found by its id alone (its path names no workspace).
+                if target != "getKeySet" {
+                    builder = builder.parameter("workspaceId", "$request.path.workspaceId");
+                }
+                builder = builder
                     .parameter(param, at)
                     .description(format!("`{target}` on {which}."))
                     .extensions(Some(operation_id_extension(target)));

@@ -516,10 +516,66 @@ pub struct SigningPublicKey {
 /// The public keys of a workspace's `v1a` signatures: the current one first, then,
 /// during a rotation's 24 h window, the previous one.
 #[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct SigningKeyList {
     /// The keys, current first.
     #[schema(min_items = 1, max_items = 2)]
     pub data: Vec<SigningPublicKey>,
+    /// The id of the workspace's published key set (`getKeySet`): unguessable, and the
+    /// same across rotations.
+    #[schema(pattern = "^ks_[0-9a-f]{32}$", example = "ks_3f1c0a9e5b7d42e8a1c6f0b9d2e4a7c5")]
+    pub key_set_id: String,
+    /// The URL of the same keys as a JSON Web Key Set, which needs no token: give it to a
+    /// receiver (the npm package, the edge verifier, `postwire verify --keys-url`) so that
+    /// it fetches the keys, and the next one after a rotation, itself. Absolute when the
+    /// server knows its public URL (`--public-url`), else the path below this API's host.
+    #[schema(
+        example = "https://webhooks.example.com/public/v1/key-sets/ks_3f1c0a9e5b7d42e8a1c6f0b9d2e4a7c5/jwks.json"
+    )]
+    pub key_set_url: String,
+}
+
+/// One public key in a key set: an OKP JSON Web Key (RFC 7517, RFC 8037) for ed25519.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct JsonWebKey {
+    /// Always `OKP`.
+    #[schema(example = "OKP")]
+    pub kty: String,
+    /// Always `Ed25519`.
+    #[schema(example = "Ed25519")]
+    pub crv: String,
+    /// The 32-byte public key, base64url without padding.
+    #[schema(
+        pattern = "^[A-Za-z0-9_-]{43}$",
+        example = "u1PaYf2wAkbrTsGFOHc4qMtMgEoqEiVTQ_wukNNUqmE"
+    )]
+    pub x: String,
+    /// The key's RFC 7638 thumbprint: base64url (no padding) of the SHA-256 of
+    /// `{"crv","kty","x"}`.
+    #[schema(pattern = "^[A-Za-z0-9_-]{43}$")]
+    pub kid: String,
+    /// Always `sig`.
+    #[serde(rename = "use")]
+    #[schema(rename = "use", example = "sig")]
+    pub use_: String,
+    /// Always `EdDSA`.
+    #[schema(example = "EdDSA")]
+    pub alg: String,
+    /// When the key was made (Unix seconds). A postwire member; generic JWK libraries
+    /// ignore it.
+    pub nbf: i64,
+    /// Only on the key a rotation replaced: when it stops signing (Unix seconds). A
+    /// postwire member.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exp: Option<i64>,
+}
+
+/// A workspace's `v1a` public keys as a JSON Web Key Set (RFC 7517), current first.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct JsonWebKeySet {
+    /// The keys: the current one, then during a rotation's 24 h window the previous one.
+    #[schema(min_items = 1, max_items = 2)]
+    pub keys: Vec<JsonWebKey>,
 }
 
 /// A workspace's signing key pair was replaced (`v1a` extension).

@@ -12,6 +12,7 @@ pub mod deliveries;
 pub mod docs;
 pub mod endpoints;
 pub mod erasure;
+pub mod key_sets;
 pub mod operator_webhooks;
 pub mod portal_sessions;
 pub mod posts;
@@ -68,9 +69,12 @@ pub fn authenticated_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(operator_webhooks::resend_operator_webhook_delivery))
 }
 
-/// The routes open to anyone: the OpenAPI document.
+/// The routes open to anyone: the OpenAPI document and the workspaces' published key
+/// sets.
 pub fn open_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(docs::openapi_document))
+    OpenApiRouter::new()
+        .routes(routes!(docs::openapi_document))
+        .routes(routes!(key_sets::get_key_set))
 }
 
 pub(crate) async fn route_not_found(method: Method, uri: Uri) -> ApiError {
@@ -99,7 +103,8 @@ fn request_id() -> String {
 /// strings, so neither tokens nor secrets reach the log; gives it a request id, which
 /// every log line written while it runs carries (a `request` span) and which is returned
 /// as `X-Request-Id`; counts it in the metrics by route template and status; marks every
-/// response `Cache-Control: no-store` (two responses carry a secret).
+/// response `Cache-Control: no-store` (two responses carry a secret) unless its handler
+/// chose its own (the public key sets, which caches may keep).
 pub(crate) async fn log_and_no_store(
     axum::extract::State(state): axum::extract::State<AppState>,
     request: Request,
@@ -126,7 +131,9 @@ pub(crate) async fn log_and_no_store(
     );
     let mut response = next.run(request).instrument(span.clone()).await;
     let headers = response.headers_mut();
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers
+        .entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
     if let Ok(v) = HeaderValue::from_str(&id) {
         headers.insert("x-request-id", v);
     }

@@ -1,6 +1,6 @@
 //! A workspace's `v1a` signing keys (an extension of the spec, Standard Webhooks'
-//! asymmetric scheme): list the public keys receivers verify with, and rotate the key
-//! pair.
+//! asymmetric scheme): list the public keys receivers verify with (and the URL of the
+//! same keys as a published key set, [`super::key_sets`]), and rotate the key pair.
 //!
 //! Paths: the keys are a sub-resource of the workspace (`/signing-keys`), and rotation is
 //! an action below their owner, as `…/webhooks/{webhookId}/rotate-secret` is for a
@@ -30,7 +30,8 @@ fn shown(key: SigningKeyInfo) -> SigningPublicKey {
 /// Lists the public keys that verify the workspace's `v1a` signatures (subscriptions
 /// with `signing` `asymmetric` or `both`): the current key, then, during the 24 h after
 /// a rotation, the previous one with its `expiresAt`. The key pair is made on first use,
-/// so the list always has a current key.
+/// so the list always has a current key. `keySetUrl` links to the same keys as a JSON
+/// Web Key Set that needs no token (`getKeySet`), for receivers that fetch them.
 #[utoipa::path(
     get,
     path = "/public/v1/workspaces/{workspaceId}/signing-keys",
@@ -53,8 +54,16 @@ pub async fn list_signing_keys(
 ) -> ApiResult<Json<SigningKeyList>> {
     caller.authorize(&state, Scope::WebhooksRead, &workspace_id).await?;
     let keys = state.sender.signing_keys(&workspace_id).await?;
+    let key_set_id = state.sender.key_set_id(&workspace_id).await?;
+    let path = super::key_sets::key_set_path(&key_set_id);
+    let key_set_url = match state.portal.public_url() {
+        Some(base) => format!("{}{path}", base.trim_end_matches('/')),
+        None => path,
+    };
     Ok(Json(SigningKeyList {
         data: keys.into_iter().map(shown).collect(),
+        key_set_id,
+        key_set_url,
     }))
 }
 
