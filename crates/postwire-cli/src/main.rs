@@ -3,7 +3,9 @@
 //! `postwire demo` shows the whole sender working in seconds; `postwire serve` runs the
 //! webhooks HTTP API and the dispatcher on an embedded SQLite file; `postwire token`
 //! manages API tokens; `postwire portal link` prints a magic link to a workspace's
-//! Settings screen; `postwire openapi` prints the API description. It also makes
+//! Settings screen; `postwire openapi` prints the API description. `postwire webhooks`,
+//! `deliveries`, `recover`, `operator-webhooks` and `trigger` are clients of a running
+//! server's HTTP API (`commands/api_client.rs`). It also makes
 //! secrets, signs and verifies deliveries from the shell, which is handy for debugging a
 //! receiver (`postwire verify` says exactly why a delivery fails) and for scripting
 //! tests. Each subcommand lives in its own module under `commands/`.
@@ -60,6 +62,18 @@ enum Command {
     Verify(commands::verify::VerifyArgs),
     /// The edge inbox (the Worker in inbox mode): status, list, show, replay, pause, resume, erase.
     Edge(commands::edge::EdgeArgs),
+    /// Webhook subscriptions through a running server's API: list, show, create, update,
+    /// delete, rotate-secret, pause, resume, test.
+    Webhooks(Box<commands::webhooks::WebhooksArgs>),
+    /// A subscription's deliveries through a running server's API: list, show, resend.
+    Deliveries(Box<commands::deliveries::DeliveriesArgs>),
+    /// Resend a subscription's deliveries that failed for good since a time.
+    Recover(Box<commands::deliveries::RecoverArgs>),
+    /// Operator endpoints (operational notices) through a running server's API.
+    OperatorWebhooks(Box<commands::operator_webhooks::OperatorWebhooksArgs>),
+    /// Send a sample event (a post published, an account disconnected, …) through the
+    /// server's ingest API, so subscribed receivers get a real, signed delivery.
+    Trigger(Box<commands::trigger::TriggerArgs>),
 }
 
 fn main() -> ExitCode {
@@ -79,6 +93,12 @@ fn main() -> ExitCode {
         Command::Sign(args) => commands::sign::run(args),
         Command::Verify(args) => commands::verify::run(args),
         Command::Edge(args) => commands::edge::run(args),
+        // The API commands print their own one-line error and pick their exit code.
+        Command::Webhooks(args) => return commands::webhooks::run(*args),
+        Command::Deliveries(args) => return commands::deliveries::run(*args),
+        Command::Recover(args) => return commands::deliveries::run_recover(*args),
+        Command::OperatorWebhooks(args) => return commands::operator_webhooks::run(*args),
+        Command::Trigger(args) => return commands::trigger::run(*args),
     };
     match result {
         Ok(code) => code,

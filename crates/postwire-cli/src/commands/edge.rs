@@ -45,8 +45,8 @@ pub struct EdgeArgs {
     /// A file whose first line is the Worker's ADMIN_TOKEN (default: the POSTWIRE_EDGE_TOKEN variable).
     #[arg(long)]
     token_file: Option<PathBuf>,
-    /// Print the Worker's JSON answer instead of a summary.
-    #[arg(long)]
+    /// Print the Worker's JSON answer instead of a summary (before or after the subcommand).
+    #[arg(long, global = true)]
     json: bool,
     /// Seconds to wait for the Worker's answer.
     #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS)]
@@ -306,7 +306,7 @@ pub(crate) fn read_worker_token(
 }
 
 /// Parses `--dead-since`: Unix seconds, an RFC 3339 time, or an age such as `90m`, `24h`, `7d`.
-fn parse_since(value: &str) -> Result<i64, String> {
+pub(crate) fn parse_since(value: &str) -> Result<i64, String> {
     parse_since_at(value, SystemClock.now())
 }
 
