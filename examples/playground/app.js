@@ -6,6 +6,9 @@
 // `v1a` (ed25519) signatures instead, with the postwire/v1a build (/vendor/postwire-v1a.js,
 // loaded on first use so the default page stays small). A public key verifies but cannot
 // sign: with one, paste a delivery the workspace signed; no secret is on the page.
+// The URL of the workspace's published key set (`keySetUrl` of `GET …/signing-keys`) in
+// the key field fetches its keys with postwire/v1a's RemoteKeySet: the one request the
+// page makes, to that URL only (serve.mjs lets the page reach the origins it is given).
 //
 // Verification is done in two steps, so the result can say exactly what is wrong:
 //   1. webhook.verify(): headers, timestamp window, signature (the Standard Webhooks part);
@@ -22,6 +25,21 @@ async function v1aWebhook() {
 }
 
 const isPublicKey = (key) => key.startsWith("whpk_");
+const isKeySetUrl = (key) => /^https?:\/\//i.test(key);
+
+/** One RemoteKeySet per URL while the page is open: its cache and refresh rule apply. */
+const keySets = new Map();
+async function keySetFor(url) {
+  if (!keySets.has(url)) keySets.set(url, new (await v1aWebhook()).RemoteKeySet(url));
+  return keySets.get(url);
+}
+
+/** What verifies with the key field's value: `verify` and `verifyEvent`, both awaited. */
+async function verifierFor(key) {
+  if (isKeySetUrl(key)) return keySetFor(key);
+  const Lib = isPublicKey(key) ? (await v1aWebhook()).Webhook : Webhook;
+  return new Lib(key);
+}
 
 const $ = (id) => document.getElementById(id);
 const form = $("delivery");
@@ -55,6 +73,12 @@ const HINTS = {
     "The public key is not valid: it is `whpk_` followed by the base64 of 32 bytes, as listed by " +
     "GET …/signing-keys (a `whsk_` signing key is never needed here).",
   invalid_payload: "The body could not be read.",
+  invalid_key_set:
+    "The key set URL answered something that is not a key set with an Ed25519 key: check it is the workspace's " +
+    "keySetUrl, as listed by GET …/signing-keys.",
+  key_set_unavailable:
+    "The key set could not be fetched: check the URL, and that it is served with CORS to this page " +
+    "(a redirect to another origin is refused).",
 };
 
 /** The three headers; an empty field is an absent header, as it would be in a request. */
@@ -128,15 +152,14 @@ async function verifyNow() {
   const key = fields.secret.value.trim();
   let webhook;
   try {
-    const Lib = isPublicKey(key) ? (await v1aWebhook()).Webhook : Webhook;
-    webhook = new Lib(key);
-    webhook.verify(fields.body.value, headers(), { jsonParse: false });
+    webhook = await verifierFor(key);
+    await webhook.verify(fields.body.value, headers(), { jsonParse: false });
   } catch (err) {
     failure(err);
     return;
   }
   try {
-    const event = webhook.verifyEvent(fields.body.value, headers());
+    const event = await webhook.verifyEvent(fields.body.value, headers());
     show("verified", `Verified: ${event.type}`, { event, summary: summarize(event) });
   } catch (err) {
     let parsed = null;
@@ -154,7 +177,8 @@ async function verifyNow() {
 
 /** Signs the current body with the current secret, as a sender would right now. */
 function signNow({ freshId = false } = {}) {
-  if (isPublicKey(fields.secret.value.trim())) {
+  const key = fields.secret.value.trim();
+  if (isPublicKey(key) || isKeySetUrl(key)) {
     show("failed", "A public key cannot sign", {
       hint: "Paste a delivery signed by the workspace (its headers and body), or clear the key field to sign a sample with a generated secret.",
     });

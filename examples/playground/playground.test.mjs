@@ -263,3 +263,76 @@ test("nothing left the page, no errors, and a screenshot is kept", async () => {
   assert.ok((await stat(SCREENSHOT)).size > 10_000, "the screenshot has content");
   console.log(`screenshot: ${path.relative(ROOT, SCREENSHOT)}`);
 });
+
+test("a delivery verifies with the workspace's key set URL alone (in the browser, over CORS), fetched once; an unknown key is refused with no refetch within the interval", async () => {
+  // The key set on another loopback origin, with CORS, as a sender would serve it to a docs
+  // page; built here with Node's crypto (RFC 7638 kid), and counting its requests.
+  const http = await import("node:http");
+  const jwk = (d) => {
+    const x = d.publicKey.export({ format: "jwk" }).x;
+    const kid = crypto.createHash("sha256").update(`{"crv":"Ed25519","kty":"OKP","x":"${x}"}`).digest("base64url");
+    return { kty: "OKP", crv: "Ed25519", x, kid, use: "sig", alg: "EdDSA" };
+  };
+  const signed = (keys, type) => {
+    const id = `msg_${crypto.randomBytes(8).toString("hex")}`;
+    const timestamp = String(Math.floor(Date.now() / 1000));
+    const body = sampleBody(type, { id });
+    const signature = "v1a," + crypto.sign(null, Buffer.from(`${id}.${timestamp}.${body}`), keys.privateKey).toString("base64");
+    return { id, timestamp, signature, body };
+  };
+  const current = crypto.generateKeyPairSync("ed25519");
+  const next = crypto.generateKeyPairSync("ed25519");
+  let published = [current];
+  let hits = 0;
+  const keyServer = http.createServer((req, res) => {
+    hits++;
+    res.writeHead(200, {
+      "content-type": "application/jwk-set+json",
+      "cache-control": "public, max-age=300",
+      "access-control-allow-origin": "*",
+    });
+    res.end(JSON.stringify({ keys: published.map(jwk) }));
+  });
+  await new Promise((r) => keyServer.listen(0, "127.0.0.1", r));
+  const keySetUrl = `http://127.0.0.1:${keyServer.address().port}/public/v1/key-sets/ks_test/jwks.json`;
+  const playground = await startPlaygroundServer({ keySetOrigins: [keySetUrl] });
+  const keyPage = await context.newPage();
+  const seen = [];
+  keyPage.on("request", (r) => seen.push(r.url()));
+  try {
+    await keyPage.goto(playground.url);
+    await keyPage.waitForSelector("html[data-ready=true]", { timeout: 15_000 });
+    const put = async (d) => {
+      await keyPage.fill("#secret", keySetUrl);
+      await keyPage.fill("#webhook-id", d.id);
+      await keyPage.fill("#webhook-timestamp", d.timestamp);
+      await keyPage.fill("#webhook-signature", d.signature);
+      await keyPage.fill("#body", d.body);
+      await keyPage.click("#verify");
+    };
+    const d = signed(current, "post.published");
+    await put(d);
+    await keyPage.waitForFunction(() => document.getElementById("verdict").textContent === "Verified: post.published");
+    await put(signed(current, "webhook.test"));
+    await keyPage.waitForFunction(() => document.getElementById("verdict").textContent === "Verified: webhook.test");
+    assert.equal(hits, 1, "one fetch; the second delivery used the cached keys");
+    // Another key (a forgery, or a rotation the page has not seen within a minute): refused.
+    published = [next, current];
+    await put(signed(next, "webhook.test"));
+    await keyPage.waitForFunction(() => document.getElementById("result").dataset.state === "failed");
+    assert.equal(await keyPage.textContent("#error-code"), "Error code: invalid_signature");
+    assert.equal(hits, 1, "within the refresh interval, a refused delivery fetches nothing");
+    // A key set URL cannot sign either.
+    await keyPage.click("#resign");
+    await keyPage.waitForFunction(() => document.getElementById("verdict").textContent === "A public key cannot sign");
+    // Every request went to the page's server or to the key set URL, nothing else.
+    const allowed = [new URL(playground.url).origin, new URL(keySetUrl).origin];
+    assert.deepEqual(seen.filter((u) => !allowed.some((o) => u.startsWith(o)) && !u.startsWith("data:")), []);
+    assert.ok(seen.includes(keySetUrl));
+  } finally {
+    await keyPage.close();
+    await playground.close();
+    keyServer.closeAllConnections();
+    await new Promise((r) => keyServer.close(r));
+  }
+});

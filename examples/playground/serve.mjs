@@ -3,7 +3,10 @@
 // public keys, /vendor/postwire-v1a.js (postwire/v1a; app.js imports them from there). Nothing else is reachable, and it listens on
 // loopback only.
 //
-//   node examples/playground/serve.mjs [port]     then open http://127.0.0.1:<port>/
+//   node examples/playground/serve.mjs [port] [key set origin...]     then open http://127.0.0.1:<port>/
+//
+// The page may fetch only from the key set origins given (e.g. https://webhooks.example.com,
+// for a key set URL in the key field); by default from nowhere.
 //
 // The test (playground.test.mjs) starts it with startPlaygroundServer() on a free port.
 import http from "node:http";
@@ -30,7 +33,9 @@ const FILES = {
   "/favicon.svg": ["favicon.svg", "image/svg+xml"],
 };
 
-export async function startPlaygroundServer({ port = 0 } = {}) {
+export async function startPlaygroundServer({ port = 0, keySetOrigins = [] } = {}) {
+  const origins = keySetOrigins.map((o) => new URL(o).origin);
+  const connectSrc = origins.length === 0 ? "'none'" : origins.join(" ");
   const vendor = postwireWebBuild();
   const vendorV1a = path.join(path.dirname(vendor), "v1a.js");
   const server = http.createServer(async (req, res) => {
@@ -58,7 +63,7 @@ export async function startPlaygroundServer({ port = 0 } = {}) {
         "cache-control": "no-store",
         // The page needs nothing from any other origin; say so to the browser.
         "content-security-policy":
-          "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:; connect-src 'none'",
+          `default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:; connect-src ${connectSrc}`,
       });
       res.end(req.method === "HEAD" ? undefined : body);
     } catch (e) {
@@ -73,6 +78,6 @@ export async function startPlaygroundServer({ port = 0 } = {}) {
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const { url } = await startPlaygroundServer({ port: Number(process.argv[2] ?? 8787) });
+  const { url } = await startPlaygroundServer({ port: Number(process.argv[2] ?? 8787), keySetOrigins: process.argv.slice(3) });
   console.log(`postwire playground: ${url}`);
 }

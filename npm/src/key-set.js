@@ -112,8 +112,11 @@ export function remoteKeySetClass(Webhook, parseKeySet, maxToleranceSeconds) {
         throw new TypeError("RemoteKeySet: the key set URL must be https: (or http: for a local test)");
       }
       this.#url = parsed;
-      this.#fetch = options.fetch ?? globalThis.fetch;
-      if (typeof this.#fetch !== "function") throw new TypeError("RemoteKeySet: no fetch in this runtime; pass options.fetch");
+      const fetchFn = options.fetch ?? globalThis.fetch;
+      if (typeof fetchFn !== "function") throw new TypeError("RemoteKeySet: no fetch in this runtime; pass options.fetch");
+      // Called on the global object: browsers and workerd throw "Illegal invocation" for a
+      // `fetch` called as a method of anything else.
+      this.#fetch = (url, init) => fetchFn.call(globalThis, url, init);
       this.#minRefreshMs = positiveMs(options.minRefreshIntervalMs, DEFAULT_MIN_REFRESH_INTERVAL_MS, "minRefreshIntervalMs");
       this.#timeoutMs = positiveMs(options.timeoutMs, DEFAULT_KEY_SET_TIMEOUT_MS, "timeoutMs");
       if (this.#timeoutMs === 0) throw new TypeError("RemoteKeySet: options.timeoutMs must be at least 1");
