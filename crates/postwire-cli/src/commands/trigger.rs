@@ -46,7 +46,7 @@ pub struct TriggerArgs {
     /// The connected account the change is about.
     #[arg(long, default_value = "acc_sample")]
     account: String,
-    /// The post the change is about [default: a new id per run, `post_sample_<unix ms>`].
+    /// The post the change is about [default: post_sample_ and the Unix time in ms, new per run].
     #[arg(long)]
     post: Option<String>,
     /// Print the API's JSON answer instead of a summary.
