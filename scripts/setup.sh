@@ -41,7 +41,13 @@ apt_install() { # Debian packages, installed only when asked for (callers check 
 }
 # The tools' builds share one target dir instead of a temporary one each: they have many
 # dependencies in common (clap, serde, syn...), compiled once where version and features agree.
-cargo_install() { cargo install --target-dir "$PWD/target/tools" "$@"; }
+# They are built for a short run each, not for speed: without link-time optimisation, in 16
+# codegen units, at opt-level 1 (cargo-deny's own release profile asks for fat LTO in one
+# unit, whose link alone keeps one core busy for minutes).
+cargo_install() {
+  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_OPT_LEVEL=1 \
+    cargo install --target-dir "$PWD/target/tools" "$@"
+}
 need_wasm_target() {
   if ! rustup target list --installed | grep -q '^wasm32-unknown-unknown$'; then
     log "rustup target add wasm32-unknown-unknown"
