@@ -10,6 +10,7 @@
 //! | 200 | `{duplicate: true}` | its `webhook-id` was handled already |
 //! | 409 | `{code: "in_progress", message}` + `retry-after` | another copy holds a live claim |
 //! | 503 | `{code: "store_unavailable", message}` + `retry-after: 5` | the store could not be asked |
+//! | 503 | `{code: "key_set_unavailable" \| "invalid_key_set", message}` + `retry-after: 60` | with a key set (feature `key-set`): no key cached, and the set could not be fetched or used |
 
 use std::time::Duration;
 
@@ -34,6 +35,21 @@ fn with_retry_after(mut response: Response<Body>, secs: u64) -> Response<Body> {
         .headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
     response
+}
+
+/// The `retry-after` of a 503 when no key set could be had, in seconds: the npm adapters' value.
+pub const KEY_SET_RETRY_AFTER_SECS: u64 = 60;
+
+/// 503 `{code, message}` + retry-after: no key to verify with (feature `key-set`).
+#[cfg(feature = "key-set")]
+pub(crate) fn no_keys(code: &str, message: &str) -> Response<Body> {
+    with_retry_after(
+        json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({ "code": code, "message": message }),
+        ),
+        KEY_SET_RETRY_AFTER_SECS,
+    )
 }
 
 /// 400 `{code, message}`: the delivery did not verify.

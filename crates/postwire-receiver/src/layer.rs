@@ -20,7 +20,7 @@ use std::time::Duration;
 use axum::body::Body;
 use http::{Request, Response};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use postwire_core::{Clock, ErrorCode, EventType, SystemClock, Verifier};
+use postwire_core::{Clock, Error as CoreError, ErrorCode, Event, EventType, SystemClock, UnixTime, Verifier};
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -79,8 +79,26 @@ impl<St> std::fmt::Debug for OnceLayer<St> {
     }
 }
 
+/// What verifies deliveries: fixed keys, or a published key set (feature `key-set`).
+#[derive(Clone)]
+enum Verification {
+    Fixed(Verifier),
+    #[cfg(feature = "key-set")]
+    KeySet(Arc<crate::key_set::RemoteKeySet>),
+}
+
+impl Verification {
+    async fn verify_event(&self, headers: &http::HeaderMap, body: &[u8], now: UnixTime) -> Result<Event, CoreError> {
+        match self {
+            Verification::Fixed(v) => v.verify_event(headers, body, now),
+            #[cfg(feature = "key-set")]
+            Verification::KeySet(k) => k.verify_event(headers, body, now).await,
+        }
+    }
+}
+
 struct Shared<St> {
-    verifier: Verifier,
+    verifier: Verification,
     store: Arc<St>,
     clock: Arc<dyn Clock>,
     lease: Duration,
@@ -95,6 +113,19 @@ impl<St: Store> OnceLayer<St> {
     /// and every knob at its default: lease 30 s, keep 25 h, store timeout 5 s, bodies up
     /// to 1 MiB, the system clock.
     pub fn new(verifier: Verifier, store: St) -> Self {
+        Self::with_verification(Verification::Fixed(verifier), store)
+    }
+
+    /// [`new`](Self::new) with the `v1a` keys of a sender's published key set instead of a
+    /// fixed verifier (feature `key-set`; see [`crate::key_set`]). With no key cached and the
+    /// set unavailable, a delivery is answered `503` (`key_set_unavailable` or
+    /// `invalid_key_set`) with `retry-after: 60`.
+    #[cfg(feature = "key-set")]
+    pub fn with_key_set(key_set: Arc<crate::key_set::RemoteKeySet>, store: St) -> Self {
+        Self::with_verification(Verification::KeySet(key_set), store)
+    }
+
+    fn with_verification(verifier: Verification, store: St) -> Self {
         OnceLayer {
             shared: Arc::new(Shared {
                 verifier,
@@ -255,8 +286,12 @@ where
         Err(_) => return Ok(answer::unreadable()),
     };
     let now = shared.clock.now().unix_time();
-    let event = match shared.verifier.verify_event(&parts.headers, &bytes, now) {
+    let event = match shared.verifier.verify_event(&parts.headers, &bytes, now).await {
         Ok(event) => event,
+        #[cfg(feature = "key-set")]
+        Err(e) if matches!(e.code(), ErrorCode::KeySetUnavailable | ErrorCode::InvalidKeySet) => {
+            return Ok(answer::no_keys(e.code().as_str(), &e.to_string()));
+        }
         Err(e) => {
             // invalid_payload comes only after the signature verified: a type this version
             // does not know (a newer sender) is acknowledged, not retried for a day.

@@ -53,6 +53,8 @@
 #![deny(missing_docs)]
 
 pub mod answer;
+#[cfg(feature = "key-set")]
+pub mod key_set;
 pub mod layer;
 pub mod metrics;
 pub mod store;
