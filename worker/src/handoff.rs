@@ -7,6 +7,12 @@
 //! front of the sender's. Standard Webhooks verifiers accept a header when *any* entry
 //! matches, so the origin verifies with the npm package or postwire-core holding only the
 //! origin secret: a request that did not come through the Worker has no such signature.
+//!
+//! A delivery from a provider route (`PROVIDER_ROUTES`) has no Standard Webhooks signature
+//! of its sender: it carries the origin signature alone, and after the `webhook-*` headers
+//! the provider's name, event type and own headers ([`DeliveryHeaders::forwarded`]).
+//!
+//! [`DeliveryHeaders::forwarded`]: crate::verify::DeliveryHeaders::forwarded
 
 use postwire_core::{
     ID_HEADER, MAX_SIGNATURE_HEADER_LEN, MAX_SIGNATURES, SIGNATURE_HEADER, Secret, TIMESTAMP_HEADER, WebhookHeaders,
@@ -82,7 +88,11 @@ pub fn build_request<'a>(
         None => h.signature.clone(),
         Some(secret) => {
             let ours = origin_signature(secret, &h.id, &h.timestamp_raw, &delivery.body);
-            signature_header_with(&ours, &h.signature)
+            if h.signature.trim().is_empty() {
+                ours
+            } else {
+                signature_header_with(&ours, &h.signature)
+            }
         }
     };
     let mut headers = vec![
@@ -93,6 +103,7 @@ pub fn build_request<'a>(
     if let Some(ct) = &h.content_type {
         headers.push(("content-type", ct.clone()));
     }
+    headers.extend(h.forwarded.iter().cloned());
     ForwardRequest {
         url: origin_url,
         headers,
@@ -150,6 +161,7 @@ mod tests {
                 timestamp: ts,
                 signature: sig.into_string(),
                 content_type: Some("application/json".into()),
+                forwarded: Vec::new(),
             },
             body: body.to_vec(),
         }
@@ -223,6 +235,29 @@ mod tests {
         assert_eq!(entries.len(), MAX_SIGNATURES);
         assert_eq!(entries[0], "v1,ours");
         assert!(postwire_core::SignatureHeader::parse(&combined).is_ok());
+    }
+
+    #[test]
+    fn a_provider_delivery_carries_the_origin_signature_alone_and_its_headers() {
+        let mut d = delivery("1700000000", br#"{"id":"evt_1"}"#);
+        d.headers.id = "stripe:evt_1".into();
+        d.headers.signature = String::new();
+        d.headers.forwarded = vec![
+            ("postwire-provider", "stripe".into()),
+            ("stripe-signature", "t=1,v1=ab".into()),
+        ];
+        let origin = Secret::parse(ORIGIN).unwrap();
+        let req = build_request("https://o.example/", 8000, Some(&origin), &d);
+        let sig = header(&req, "webhook-signature");
+        assert_eq!(sig.split(' ').count(), 1, "{sig}");
+        assert_eq!(header(&req, "postwire-provider"), "stripe");
+        assert_eq!(header(&req, "stripe-signature"), "t=1,v1=ab");
+        let headers: Vec<(&str, &str)> = req.headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        assert!(
+            Verifier::new(origin)
+                .verify(&headers, req.body, UnixTime::from_secs(1_700_000_000))
+                .is_ok()
+        );
     }
 
     #[test]

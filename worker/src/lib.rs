@@ -25,6 +25,7 @@
 //! | [`forward`] | forward mode: de-duplication (KV or the `DedupObject`), claim → forward → confirm or release |
 //! | [`inbox`] | inbox mode: the `InboxObject`'s logic: retry schedule, pacing, ordering keys, the admin API's routes |
 //! | [`listen`] | listen mode: deliveries relayed over a WebSocket to `postwire listen` (the `ListenObject`) |
+//! | [`providers`] | `PROVIDER_ROUTES`: other providers' webhooks by path (Stripe, GitHub, Slack, …), restated as Standard Webhooks deliveries; their handshakes |
 //!
 //! The Workers bindings (KV, the Durable Objects, `fetch`) sit in their mode behind
 //! `#[cfg(target_arch = "wasm32")]`, with the runtime they share in the `edge` module and the
@@ -45,6 +46,7 @@ pub mod forward;
 pub mod handoff;
 pub mod inbox;
 pub mod listen;
+pub mod providers;
 pub mod reply;
 pub mod verify;
 

@@ -208,6 +208,8 @@ impl From<&CoreError> for Reply {
             ErrorCode::TimestampTooOld => ReplyCode::TimestampTooOld,
             ErrorCode::TimestampTooNew => ReplyCode::TimestampTooNew,
             ErrorCode::InvalidSignature => ReplyCode::InvalidSignature,
+            // A provider's body without the fields its id and type come from.
+            ErrorCode::InvalidPayload => ReplyCode::InvalidPayload,
             // InvalidHeader, and codes that verification does not produce (a new code of a
             // later core release is still a bad request, not a success).
             _ => ReplyCode::InvalidHeader,

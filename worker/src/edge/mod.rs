@@ -44,6 +44,11 @@ pub(crate) fn object_request(delivery: &VerifiedDelivery, received_ms: f64) -> w
     if let Some(ct) = &h.content_type {
         headers.set("content-type", ct)?;
     }
+    // A provider route's headers for the origin (`crate::providers::forwarded_from` reads
+    // them back in the object).
+    for (name, value) in &h.forwarded {
+        headers.set(name, value)?;
+    }
     headers.set(RECEIVED_AT_HEADER, &format!("{received_ms:.0}"))?;
     let mut init = RequestInit::new();
     init.with_method(Method::Post)
@@ -70,6 +75,12 @@ pub(crate) fn to_request(request: &ForwardRequest<'_>) -> worker::Result<Request
 /// JavaScript's clock, in milliseconds.
 pub(crate) fn now_ms() -> f64 {
     js_sys::Date::now()
+}
+
+/// The Worker's settings from `env`, through [`crate::providers::routes::config_lookup`]
+/// (with `PROVIDER_ROUTES` set, the routes hold the keys, not `WEBHOOK_SECRETS`).
+pub(crate) fn read_config(env: &Env) -> Result<crate::config::Config, crate::config::ConfigError> {
+    crate::config::Config::from_lookup(crate::providers::routes::config_lookup(|name| env_string(env, name)))
 }
 
 /// A string setting from `env` (a `[vars]` entry or a secret), `None` when unset.

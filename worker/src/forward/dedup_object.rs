@@ -26,9 +26,7 @@ use worker::{DurableObject, Env, Method, Request, Response, State, durable_objec
 use super::do_store::ObjectStore;
 use super::fetch_origin::FetchOrigin;
 use crate::config::{Config, DO_BINDING};
-use crate::edge::{
-    Answer, RECEIVED_AT_HEADER, env_string, log_warnings, misconfigured, now_ms, object_request, to_response,
-};
+use crate::edge::{Answer, RECEIVED_AT_HEADER, log_warnings, misconfigured, now_ms, object_request, to_response};
 use crate::forward::dedup::Claim;
 use crate::reply::{Reply, ReplyCode};
 use crate::verify::inspect::{VerifiedDelivery, read_headers};
@@ -94,16 +92,18 @@ impl DurableObject for DedupObject {
 
 impl DedupObject {
     async fn deliver(&self, mut req: Request) -> Reply {
-        let config = match Config::from_lookup(|name| env_string(&self.env, name)) {
+        let config = match crate::edge::read_config(&self.env) {
             Ok(c) => c,
             Err(e) => return misconfigured(e.to_string()),
         };
         let headers: Vec<(String, String)> = req.headers().entries().collect();
         // The Worker checked these already; read again, never trusted blindly.
-        let delivery_headers = match read_headers(&headers) {
+        let mut delivery_headers = match read_headers(&headers) {
             Ok(h) => h,
             Err(reply) => return reply,
         };
+        // A provider route's delivery: its headers for the origin, read back.
+        delivery_headers.forwarded = crate::providers::forwarded_from(&headers).unwrap_or_default();
         let received_ms = headers
             .iter()
             .find(|(k, _)| k == RECEIVED_AT_HEADER)

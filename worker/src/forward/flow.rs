@@ -191,6 +191,7 @@ mod tests {
                 timestamp: UnixTime::from_secs(1_700_000_000),
                 signature: "v1,sender".into(),
                 content_type: None,
+                forwarded: Vec::new(),
             },
             body: b"{\"raw\": true}".to_vec(),
         }

@@ -61,7 +61,7 @@ use super::pacing::RateWindow;
 use super::retry::{Next, after_failure};
 use crate::config::{Config, INBOX_BINDING};
 use crate::edge::object_request;
-use crate::edge::{Answer, env_string, log_warnings, misconfigured, now_ms, to_response};
+use crate::edge::{Answer, log_warnings, misconfigured, now_ms, to_response};
 use crate::handoff::{OriginOutcome, build_request};
 use crate::reply::{Reply, ReplyCode};
 use crate::verify::inspect::{DeliveryHeaders, VerifiedDelivery, read_headers};
@@ -337,7 +337,7 @@ struct Finished {
 
 impl InboxObject {
     fn config(&self) -> Result<Config, Reply> {
-        Config::from_lookup(|name| env_string(&self.env, name)).map_err(|e| misconfigured(e.to_string()))
+        crate::edge::read_config(&self.env).map_err(|e| misconfigured(e.to_string()))
     }
 
     /// The SQL storage, with the schema in place.
@@ -602,6 +602,7 @@ impl InboxObject {
                 timestamp,
                 signature,
                 content_type: text(r, 2),
+                forwarded: Vec::new(),
             },
             body,
         }))

@@ -24,6 +24,10 @@ pub struct DeliveryHeaders {
     pub signature: String,
     /// `content-type`, passed on to the origin when present.
     pub content_type: Option<String>,
+    /// More headers for the origin: empty for a Standard Webhooks delivery; on a provider
+    /// route, the provider's name and event type and its own headers
+    /// ([`crate::providers::delivery`]).
+    pub forwarded: Vec<(&'static str, String)>,
 }
 
 /// A delivery whose signature and timestamp were checked: what may be forwarded.
@@ -62,6 +66,7 @@ pub fn read_headers<H: HeaderSource + ?Sized>(headers: &H) -> Result<DeliveryHea
         timestamp: parsed.timestamp(),
         signature: parsed.signature().to_owned(),
         content_type,
+        forwarded: Vec::new(),
     })
 }
 
