@@ -61,6 +61,8 @@ static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_all
 
 pub mod codes;
 mod compact_sha256;
+#[cfg(feature = "providers")]
+pub mod providers;
 mod replay;
 pub mod schedule;
 mod scratch;
@@ -69,6 +71,8 @@ mod secrets;
 pub mod v1a;
 mod verifier;
 
+#[cfg(feature = "providers")]
+pub use providers::verify_provider;
 pub use replay::{
     WasmReplayGuard, replay_guard_check_and_record, replay_guard_forget, replay_guard_free, replay_guard_new,
     replay_guard_size,
