@@ -1,6 +1,6 @@
 //! [`OnceLayer`]: the tower layer that turns an axum route into a webhook receiver. For
 //! each request it reads the raw body (up to `max_body_bytes`), verifies the Standard
-//! Webhooks headers and signature, parses the typed [`Event`](postwire_core::Event), claims its `webhook-id`
+//! Webhooks headers and signature, parses the typed [`Event`], claims its `webhook-id`
 //! in the [`Store`], and only then calls the route's handler with the event in the request
 //! extensions (`Extension<Event>`). While the handler runs, the claim's lease is renewed
 //! every third of the lease, so a handler slower than its lease keeps its claim (copies
