@@ -30,7 +30,7 @@ command -v wasm-bindgen-test-runner >/dev/null || { echo "wasm-bindgen-test-runn
 step "build"
 bash build.sh
 
-step "postwire-wasm's native tests (with ed25519: the postwire/v1a module's functions too), from the workspace's test build"
+step "postwire-wasm's native tests (with providers and ed25519: the other modules' functions too), from the workspace's test build"
 bash "$ROOT/scripts/workspace-tests.sh" run postwire-wasm
 
 # The wasm tests: cargo builds them for wasm32 and runs each binary with the runner of the
