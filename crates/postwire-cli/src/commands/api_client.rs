@@ -507,3 +507,99 @@ pub fn time(t: &chrono::DateTime<chrono::Utc>) -> String {
 pub fn maybe_time(t: Option<&chrono::DateTime<chrono::Utc>>) -> String {
     t.map_or_else(|| "-".to_owned(), time)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_url_keeps_the_origin_and_refuses_what_is_not_http() {
+        assert_eq!(
+            base_url("http://127.0.0.1:8080/some/path").unwrap(),
+            "http://127.0.0.1:8080"
+        );
+        assert_eq!(
+            base_url(" https://api.example.com ").unwrap(),
+            "https://api.example.com"
+        );
+        for bad in ["127.0.0.1:8080", "ftp://example.com", "not a url", ""] {
+            let e = base_url(bad).unwrap_err();
+            assert_eq!(e.kind, ExitKind::Usage, "{bad}");
+            assert!(e.message.contains("POSTWIRE_URL"), "{}", e.message);
+        }
+    }
+
+    #[test]
+    fn the_token_comes_from_the_files_first_line_or_the_variable_and_is_never_in_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t");
+        std::fs::write(&file, "pw_from_file\nsecond line\n").unwrap();
+        let from_file = read_token(Some(&file), Some("pw_from_env".into()), TOKEN_ENV, "--token-file").unwrap();
+        assert_eq!(from_file, "pw_from_file");
+        assert_eq!(
+            read_token(None, Some(" pw_from_env\n".into()), TOKEN_ENV, "--token-file").unwrap(),
+            "pw_from_env"
+        );
+        let none = read_token(None, None, TOKEN_ENV, "--token-file").unwrap_err();
+        assert!(none.message.contains(TOKEN_ENV) && none.message.contains("--token-file"));
+        let spaced = read_token(None, Some("pw_sec ret".into()), TOKEN_ENV, "--token-file").unwrap_err();
+        assert!(!spaced.message.contains("pw_sec"), "{}", spaced.message);
+        assert!(read_token(None, Some("  ".into()), TOKEN_ENV, "--token-file").is_err());
+        let missing = read_token(Some(&dir.path().join("nope")), None, TOKEN_ENV, "--token-file").unwrap_err();
+        assert_eq!(missing.kind, ExitKind::Usage);
+    }
+
+    #[test]
+    fn statuses_map_to_exit_kinds() {
+        for (status, kind) in [
+            (400, ExitKind::Usage),
+            (401, ExitKind::Refused),
+            (403, ExitKind::Refused),
+            (404, ExitKind::NotFound),
+            (409, ExitKind::Refused),
+            (410, ExitKind::Refused),
+            (422, ExitKind::Refused),
+            (429, ExitKind::Refused),
+            (500, ExitKind::Unexpected),
+            (503, ExitKind::Unexpected),
+        ] {
+            assert_eq!(
+                kind_of(reqwest::StatusCode::from_u16(status).unwrap()),
+                kind,
+                "{status}"
+            );
+        }
+        let codes: Vec<u8> = [
+            ExitKind::Usage,
+            ExitKind::NotFound,
+            ExitKind::Refused,
+            ExitKind::Unreachable,
+            ExitKind::Unexpected,
+        ]
+        .iter()
+        .map(|k| k.code())
+        .collect();
+        assert_eq!(codes, [2, 3, 4, 5, 6], "distinct, and as EXIT_CODES_HELP says");
+    }
+
+    #[test]
+    fn an_error_body_the_generated_types_do_not_know_still_passes_its_code_through() {
+        // A code newer than this client: read from the raw body, exit kind from its status.
+        let body = br#"{"statusCode": 409, "code": "brand_new_code", "message": "Something new."}"#;
+        let e = unreadable("do it", "http://h", None, body);
+        assert_eq!(e.kind, ExitKind::Refused);
+        assert_eq!(e.message, "cannot do it: brand_new_code: Something new.");
+        // Not the API at all.
+        let e = unreadable("do it", "http://h", Some(reqwest::StatusCode::NOT_FOUND), b"<html>");
+        assert_eq!(e.kind, ExitKind::Unexpected);
+        assert!(e.message.contains("not the postwire API (HTTP 404)"), "{}", e.message);
+    }
+
+    #[test]
+    fn tables_pad_every_column_but_the_last() {
+        let mut t = Table::new(&["ID", "NAME"]);
+        t.row(vec!["wh_1".into(), "a long name".into()]);
+        t.row(vec!["wh_22222".into(), "b".into()]);
+        assert_eq!(t.render(), "ID        NAME\nwh_1      a long name\nwh_22222  b\n");
+    }
+}
