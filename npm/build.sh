@@ -16,6 +16,8 @@
 #   dist/adapters/, dist/once.*, dist/stores/: postwire/{express,hono,next}, postwire/once and postwire/stores/* (plain JavaScript)
 #   postwire/v1a: dist/node/v1a.{cjs,mjs} (+ its .wasm and wasm-v1a-inline.cjs), dist/{workerd,edge-light}/v1a.js (+ its .wasm) and dist/web/v1a.js, over a second module built with
 #     postwire-wasm's `ed25519` feature (`whpk_` keys, v1a), so the default module keeps its size
+#   postwire/providers: dist/node/providers{,-import}.cjs, dist/{web,workerd,edge-light}/providers.js over a third
+#     module built with `providers`; dist/providers/<name>.{js,cjs}: one entry per provider importing postwire/providers
 set -euo pipefail
 cd "$(dirname "$0")"
 NPM_DIR=$PWD
@@ -112,6 +114,24 @@ node -e '
   fs.writeFileSync("build/web-v1a/wasm-base64.js", "export const WASM_BASE64 = \"" + b64 + "\";\n");
 '
 
+# The providers module: the same crate with `providers` (postwire/providers only: SHA-1,
+# SHA-512, P-256, ed25519 and each provider's parsing), processed like the others.
+log "cargo build --features providers (the postwire/providers module)"
+CARGO_PROFILE_RELEASE_OPT_LEVEL="${POSTWIRE_WASM_OPT_LEVEL:-3}" CARGO_PROFILE_RELEASE_PANIC=abort \
+  cargo build -p postwire-wasm --release --target wasm32-unknown-unknown --locked --features providers
+mkdir -p build/web-providers
+wasm-bindgen --target web --out-dir build/web-providers "$RAW_WASM"
+close_imports build/web-providers/postwire_wasm_bg.wasm
+wasm-opt "${POSTWIRE_WASM_OPT_FLAGS:--O3}" "$WASM_OPT_INLINING" --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+  --enable-mutable-globals --enable-reference-types --enable-multivalue \
+  build/web-providers/postwire_wasm_bg.wasm -o build/postwire_wasm_providers_bg.wasm
+node scripts/wasm-boundary.mjs build/postwire_wasm_providers_bg.wasm
+node -e '
+  const fs = require("fs");
+  const b64 = fs.readFileSync("build/postwire_wasm_providers_bg.wasm").toString("base64");
+  fs.writeFileSync("build/web-providers/wasm-base64.js", "export const WASM_BASE64 = \"" + b64 + "\";\n");
+'
+
 log "esbuild (entry points)"
 # --keep-names: the classes keep their names (`Webhook.name === "Webhook"`, not "Webhook2"),
 # which error reports, loggers and `instanceof`-free checks rely on.
@@ -145,6 +165,40 @@ esbuild src/entries/web-v1a.js --bundle --platform=neutral --format=esm --target
 esbuild src/entries/workerd-v1a.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   --external:./postwire_wasm_v1a_bg.wasm --outfile=dist/workerd/v1a.js --log-level=warning
 cp build/postwire_wasm_v1a_bg.wasm dist/workerd/postwire_wasm_v1a_bg.wasm
+# postwire/providers: Node (file beside the entry, or inlined), workerd, edge-light, and the
+# inlined web build for the rest (browsers, Bun, Deno).
+node_build node-providers.js providers.cjs postwire_wasm_providers_bg.wasm wasm-providers-inline.cjs
+sed -e 's#\./index\.cjs#./providers.cjs#' \
+  -e 's#^0 && (module.exports = {.*#0 \&\& (module.exports = { verify, verifyWith, PROVIDERS, WebhookVerificationError, ERROR_CODES });#' \
+  src/entries/node-import.cjs > dist/node/providers-import.cjs
+esbuild src/entries/web-providers.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
+  --outfile=dist/web/providers.js --log-level=warning
+esbuild src/entries/workerd-providers.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
+  --external:./postwire_wasm_providers_bg.wasm --outfile=dist/workerd/providers.js --log-level=warning
+cp build/postwire_wasm_providers_bg.wasm dist/workerd/postwire_wasm_providers_bg.wasm
+esbuild src/entries/edge-light-providers.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
+  '--external:./postwire_wasm_providers_bg.wasm?module' --outfile=dist/edge-light/providers.js --log-level=warning
+cp build/postwire_wasm_providers_bg.wasm dist/edge-light/postwire_wasm_providers_bg.wasm
+# One entry per provider (postwire/providers/stripe, …), ESM and CommonJS, each importing
+# postwire/providers by the package's name: the runtime's condition picks its build, and
+# all of an application's provider entries share one module.
+mkdir -p dist/providers
+for provider in standard-webhooks stripe github shopify slack twilio paddle linear sendgrid discord generic; do
+  esbuild src/providers/subpath.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
+    "--define:POSTWIRE_PROVIDER=\"$provider\"" --external:postwire --outfile="dist/providers/$provider.js" --log-level=warning
+  esbuild src/providers/subpath.js --bundle --platform=node --format=cjs --target=node18 --keep-names \
+    "--define:POSTWIRE_PROVIDER=\"$provider\"" --external:postwire --outfile="dist/providers/$provider.cjs" --log-level=warning
+done
+cp types/providers.d.ts dist/providers.d.ts
+cp types/providers.d.ts dist/providers.d.cts
+for provider in standard-webhooks stripe github shopify slack paddle linear sendgrid discord; do
+  sed "s#PROVIDER_NAME#$provider#" types/providers/preset.d.ts > "dist/providers/$provider.d.ts"
+  cp "dist/providers/$provider.d.ts" "dist/providers/$provider.d.cts"
+done
+for provider in twilio generic; do
+  cp "types/providers/$provider.d.ts" "dist/providers/$provider.d.ts"
+  cp "types/providers/$provider.d.ts" "dist/providers/$provider.d.cts"
+done
 esbuild src/entries/native.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   --external:node:crypto --outfile=dist/native/index.js --log-level=warning
 esbuild src/entries/browser.js --bundle --platform=browser --format=esm --target=es2022 --keep-names \
@@ -190,7 +244,8 @@ cp build/postwire_wasm_v1a_bg.wasm dist/edge-light/postwire_wasm_v1a_bg.wasm
 sed -i 's#"\./postwire_wasm_bg\.wasm"#"./postwire_wasm_bg.wasm"#' dist/workerd/index.js
 
 # Nothing on the web and workerd paths may reach for Node or fetch a .wasm URL.
-if grep -nE 'require\(|from "node:|import\.meta|[^y]Buffer\.|new URL' dist/web/index.js dist/web/v1a.js dist/workerd/index.js dist/workerd/v1a.js dist/edge-light/index.js dist/edge-light/v1a.js; then
+if grep -nE 'require\(|from "node:|import\.meta|[^y]Buffer\.|new URL([^S]|$)' dist/web/index.js dist/web/v1a.js dist/workerd/index.js dist/workerd/v1a.js dist/edge-light/index.js dist/edge-light/v1a.js \
+  dist/web/providers.js dist/workerd/providers.js dist/edge-light/providers.js; then
   echo "a non-Node entry point refers to Node APIs or import.meta" >&2
   exit 1
 fi
@@ -204,4 +259,8 @@ log "postwire_wasm_bg.wasm: $raw bytes raw, $gz bytes gzip -9"
 raw_v1a=$(stat -c %s build/postwire_wasm_v1a_bg.wasm)
 gz_v1a=$(gzip -9c build/postwire_wasm_v1a_bg.wasm | wc -c)
 log "postwire_wasm_v1a_bg.wasm (postwire/v1a): $raw_v1a bytes raw, $gz_v1a bytes gzip -9"
-printf '{"raw": %s, "gzip": %s, "v1a": {"raw": %s, "gzip": %s}}\n' "$raw" "$gz" "$raw_v1a" "$gz_v1a" > dist/wasm-size.json
+raw_providers=$(stat -c %s build/postwire_wasm_providers_bg.wasm)
+gz_providers=$(gzip -9c build/postwire_wasm_providers_bg.wasm | wc -c)
+log "postwire_wasm_providers_bg.wasm (postwire/providers): $raw_providers bytes raw, $gz_providers bytes gzip -9"
+printf '{"raw": %s, "gzip": %s, "v1a": {"raw": %s, "gzip": %s}, "providers": {"raw": %s, "gzip": %s}}\n' \
+  "$raw" "$gz" "$raw_v1a" "$gz_v1a" "$raw_providers" "$gz_providers" > dist/wasm-size.json

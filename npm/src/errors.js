@@ -6,7 +6,9 @@
  * `missing_header`, `invalid_header`, `timestamp_too_old`, `timestamp_too_new`,
  * `invalid_signature`, `invalid_secret`, `invalid_payload`, `invalid_public_key` (a bad
  * `whpk_` key, or one given to the default entry point instead of `postwire/v1a`), and
- * postwire/v1a's RemoteKeySet's `invalid_key_set` and `key_set_unavailable`.
+ * postwire/v1a's RemoteKeySet's `invalid_key_set` and `key_set_unavailable`, and
+ * postwire/providers' `invalid_provider_settings` (an unknown provider, a Twilio URL or a
+ * generic recipe that cannot work).
  * Messages say how to fix the cause and never contain secrets or signatures.
  */
 export class WebhookVerificationError extends Error {
@@ -34,4 +36,5 @@ export const ERROR_CODES = Object.freeze([
   "invalid_public_key",
   "invalid_key_set",
   "key_set_unavailable",
+  "invalid_provider_settings",
 ]);

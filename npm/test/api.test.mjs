@@ -74,8 +74,8 @@ test("errors: real Error subclass with a stable code and a fixing message", () =
   assert.throws(() => new Webhook([]), { code: "invalid_secret" });
   assert.throws(() => new Webhook(SECRET, { toleranceInSeconds: -1 }), RangeError);
   assert.deepEqual([...ERROR_CODES].sort(), [
-    "invalid_header", "invalid_key_set", "invalid_payload", "invalid_public_key", "invalid_secret", "invalid_signature",
-    "key_set_unavailable", "missing_header", "timestamp_too_new", "timestamp_too_old",
+    "invalid_header", "invalid_key_set", "invalid_payload", "invalid_provider_settings", "invalid_public_key", "invalid_secret",
+    "invalid_signature", "key_set_unavailable", "missing_header", "timestamp_too_new", "timestamp_too_old",
   ]);
 });
 

@@ -14,7 +14,8 @@ export type ErrorCode =
   | "invalid_payload"
   | "invalid_public_key"
   | "invalid_key_set"
-  | "key_set_unavailable";
+  | "key_set_unavailable"
+  | "invalid_provider_settings";
 
 /** Every stable error code. */
 export declare const ERROR_CODES: readonly ErrorCode[];
