@@ -14,6 +14,7 @@ use postwire_core::{
 };
 
 pub use crate::verify::bearer::AdminToken;
+pub use crate::verify::key_set::KeySetSettings;
 use crate::verify::payload::PayloadPolicy;
 
 /// Worker secret: the sender's signing secret(s), `whsec_…`, separated by spaces or commas.
@@ -24,6 +25,16 @@ pub const VAR_WEBHOOK_SECRETS: &str = "WEBHOOK_SECRETS";
 /// opt-in asymmetric extension). Recommended over [`VAR_WEBHOOK_SECRETS`]: a public key
 /// verifies but cannot sign, so it need not even be a secret. Either or both may be set.
 pub const VAR_WEBHOOK_PUBLIC_KEYS: &str = "WEBHOOK_PUBLIC_KEYS";
+/// Variable: the URL of the sender's published key set (a JSON Web Key Set of `v1a` public
+/// keys), fetched and kept per isolate, and fetched again after a rotation
+/// ([`crate::verify::key_set`]). Beside or instead of the two above.
+pub const VAR_WEBHOOK_KEYS_URL: &str = "WEBHOOK_KEYS_URL";
+/// Variable: the least time between two fetches of [`VAR_WEBHOOK_KEYS_URL`] in one isolate,
+/// in seconds (default 60).
+pub const VAR_WEBHOOK_KEYS_MIN_REFRESH_SECS: &str = "WEBHOOK_KEYS_MIN_REFRESH_SECS";
+/// Variable: how long one fetch of [`VAR_WEBHOOK_KEYS_URL`] may take, headers and body, in
+/// milliseconds (default 5000).
+pub const VAR_WEBHOOK_KEYS_TIMEOUT_MS: &str = "WEBHOOK_KEYS_TIMEOUT_MS";
 /// Variable: where verified deliveries go, an `https://` (or, for local tests, `http://`) URL.
 pub const VAR_ORIGIN_URL: &str = "ORIGIN_URL";
 /// Optional Worker secret (`whsec_…`): when set, each forwarded delivery also carries a
@@ -104,6 +115,12 @@ pub const MAX_SECRETS: usize = 8;
 /// Most public keys accepted in [`VAR_WEBHOOK_PUBLIC_KEYS`]: each costs up to one ed25519
 /// verification per `v1a` entry of a request.
 pub const MAX_PUBLIC_KEYS: usize = 8;
+/// Default [`VAR_WEBHOOK_KEYS_MIN_REFRESH_SECS`]: one fetch a minute at most.
+pub const DEFAULT_KEYS_MIN_REFRESH_SECS: u64 = 60;
+/// Default [`VAR_WEBHOOK_KEYS_TIMEOUT_MS`].
+pub const DEFAULT_KEYS_TIMEOUT_MS: u64 = 5_000;
+/// Largest [`VAR_WEBHOOK_KEYS_TIMEOUT_MS`].
+pub const MAX_KEYS_TIMEOUT_MS: u64 = 30_000;
 
 /// Default `ORIGIN_MAX_IN_FLIGHT`.
 pub const DEFAULT_ORIGIN_MAX_IN_FLIGHT: u64 = 10;
@@ -179,8 +196,15 @@ pub enum DedupBackend {
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Checks incoming deliveries: the sender's secrets and public keys, and the timestamp
-    /// tolerance.
-    pub verifier: Verifier,
+    /// tolerance. `None` when only [`VAR_WEBHOOK_KEYS_URL`] gives keys.
+    pub verifier: Option<Verifier>,
+    /// The keys of [`VAR_WEBHOOK_SECRETS`] and [`VAR_WEBHOOK_PUBLIC_KEYS`], which the key
+    /// set's keys are added to.
+    pub static_keys: Vec<TrustedKey>,
+    /// The `webhook-timestamp` tolerance, in seconds.
+    pub tolerance_secs: u64,
+    /// [`VAR_WEBHOOK_KEYS_URL`] and its knobs, when set.
+    pub key_set: Option<KeySetSettings>,
     /// Where verified, first-time deliveries are forwarded.
     pub origin_url: url::Url,
     /// Signs forwarded deliveries for the origin, when configured.
@@ -240,7 +264,11 @@ impl Config {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
 
         let public_keys = parse_public_keys(get(VAR_WEBHOOK_PUBLIC_KEYS).as_deref())?;
-        let secrets = parse_secrets(get(VAR_WEBHOOK_SECRETS).as_deref(), !public_keys.is_empty())?;
+        let key_set = parse_key_set(&get)?;
+        let secrets = parse_secrets(
+            get(VAR_WEBHOOK_SECRETS).as_deref(),
+            !public_keys.is_empty() || key_set.is_some(),
+        )?;
         let dedup_store = match get(VAR_DEDUP_STORE).as_deref().map(str::trim) {
             None | Some("kv") => DedupBackend::Kv,
             Some("durable-object") => DedupBackend::DurableObject,
@@ -325,18 +353,26 @@ impl Config {
         let admin_token = parse_bearer_token(VAR_ADMIN_TOKEN, get(VAR_ADMIN_TOKEN).as_deref())?;
         let listen_token = parse_bearer_token(VAR_LISTEN_TOKEN, get(VAR_LISTEN_TOKEN).as_deref())?;
 
-        let keys = secrets
+        let static_keys: Vec<TrustedKey> = secrets
             .into_iter()
             .map(TrustedKey::Secret)
-            .chain(public_keys.into_iter().map(TrustedKey::PublicKey));
-        let verifier = Verifier::with_keys(keys)
-            .map_err(|_| ConfigError {
-                variable: VAR_WEBHOOK_SECRETS,
-                reason: "is required",
-            })?
-            .with_tolerance_secs(tolerance_secs);
+            .chain(public_keys.into_iter().map(TrustedKey::PublicKey))
+            .collect();
+        let verifier = match Verifier::with_keys(static_keys.iter().cloned()) {
+            Ok(v) => Some(v.with_tolerance_secs(tolerance_secs)),
+            Err(_) if key_set.is_some() => None,
+            Err(_) => {
+                return Err(ConfigError {
+                    variable: VAR_WEBHOOK_SECRETS,
+                    reason: "is required",
+                });
+            }
+        };
         Ok(Config {
             verifier,
+            static_keys,
+            tolerance_secs,
+            key_set,
             origin_url,
             origin_secret,
             dedup_ttl_secs,
@@ -474,7 +510,8 @@ fn entries(value: &str) -> Vec<&str> {
 /// `optional` (public keys are set).
 fn parse_secrets(value: Option<&str>, optional: bool) -> Result<Vec<Secret>, ConfigError> {
     const V: &str = VAR_WEBHOOK_SECRETS;
-    const REQUIRED: &str = "is required (one or more `whsec_` secrets), unless WEBHOOK_PUBLIC_KEYS is set";
+    const REQUIRED: &str =
+        "is required (one or more `whsec_` secrets), unless WEBHOOK_PUBLIC_KEYS or WEBHOOK_KEYS_URL is set";
     let entries = value.map(entries).unwrap_or_default();
     if entries.is_empty() {
         return if optional {
@@ -536,6 +573,46 @@ fn parse_public_keys(value: Option<&str>) -> Result<Vec<PublicKey>, ConfigError>
             })
         })
         .collect()
+}
+
+/// [`VAR_WEBHOOK_KEYS_URL`] (an `https://` or `http://` URL with a host) and its knobs;
+/// `None` when the URL is unset.
+fn parse_key_set(get: &impl Fn(&str) -> Option<String>) -> Result<Option<KeySetSettings>, ConfigError> {
+    const V: &str = VAR_WEBHOOK_KEYS_URL;
+    let Some(value) = get(V) else {
+        return Ok(None);
+    };
+    let url = url::Url::parse(value.trim()).map_err(|_| ConfigError {
+        variable: V,
+        reason: "is not an absolute URL",
+    })?;
+    if !matches!(url.scheme(), "https" | "http") || url.host().is_none() {
+        return Err(ConfigError {
+            variable: V,
+            reason: "must be an https:// (or http://) URL with a host",
+        });
+    }
+    let min_refresh_secs = parse_number(
+        VAR_WEBHOOK_KEYS_MIN_REFRESH_SECS,
+        get(VAR_WEBHOOK_KEYS_MIN_REFRESH_SECS).as_deref(),
+        DEFAULT_KEYS_MIN_REFRESH_SECS,
+        1,
+        24 * 3600,
+        "must be whole seconds from 1 to 86400",
+    )?;
+    let timeout_ms = parse_number(
+        VAR_WEBHOOK_KEYS_TIMEOUT_MS,
+        get(VAR_WEBHOOK_KEYS_TIMEOUT_MS).as_deref(),
+        DEFAULT_KEYS_TIMEOUT_MS,
+        1,
+        MAX_KEYS_TIMEOUT_MS,
+        "must be milliseconds from 1 to 30000",
+    )?;
+    Ok(Some(KeySetSettings {
+        url,
+        min_refresh_ms: min_refresh_secs * 1000,
+        timeout_ms,
+    }))
 }
 
 fn parse_origin_url(value: Option<&str>) -> Result<url::Url, ConfigError> {
@@ -608,7 +685,7 @@ mod tests {
         // The sender's last retry is 22 h 43 min after the first attempt.
         let last_retry = 30 + 120 + 600 + 1800 + 3600 + 3 * 3600 + 6 * 3600 + 12 * 3600;
         assert!(cfg.dedup_ttl_secs > last_retry + 3600);
-        assert_eq!(cfg.verifier.tolerance_secs(), 300);
+        assert_eq!(cfg.tolerance_secs, 300);
         assert_eq!(cfg.in_flight_ttl_secs, 60);
         assert!(cfg.forward_timeout_ms < 10_000);
         assert_eq!(cfg.max_body_bytes, 1024 * 1024);
@@ -643,6 +720,53 @@ mod tests {
     }
 
     #[test]
+    fn key_set_url_alone_or_beside_static_keys() {
+        let url = "https://webhooks.example.com/public/v1/key-sets/ks_1/jwks.json";
+        let alone = config(&[(VAR_WEBHOOK_KEYS_URL, url), (VAR_ORIGIN_URL, "https://o.example")]).unwrap();
+        assert!(alone.verifier.is_none() && alone.static_keys.is_empty());
+        let set = alone.key_set.unwrap();
+        assert_eq!(set.url.as_str(), url);
+        assert_eq!(set.min_refresh_ms, 60_000);
+        assert_eq!(set.timeout_ms, 5_000);
+        let tuned = config(&[
+            (VAR_WEBHOOK_KEYS_URL, "http://127.0.0.1:8080/jwks.json"),
+            (VAR_WEBHOOK_KEYS_MIN_REFRESH_SECS, "5"),
+            (VAR_WEBHOOK_KEYS_TIMEOUT_MS, "250"),
+            (VAR_WEBHOOK_SECRETS, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+            (VAR_ORIGIN_URL, "https://o.example"),
+        ])
+        .unwrap();
+        assert!(tuned.verifier.is_some() && tuned.static_keys.len() == 1);
+        assert_eq!(
+            tuned.key_set.as_ref().map(|k| (k.min_refresh_ms, k.timeout_ms)),
+            Some((5_000, 250))
+        );
+        assert!(config(&minimal()).unwrap().key_set.is_none());
+        for (name, value) in [
+            (VAR_WEBHOOK_KEYS_URL, "not a url"),
+            (VAR_WEBHOOK_KEYS_URL, "ftp://keys.example/jwks.json"),
+            (VAR_WEBHOOK_KEYS_URL, "data:text/plain,x"),
+            (VAR_WEBHOOK_KEYS_MIN_REFRESH_SECS, "0"),
+            (VAR_WEBHOOK_KEYS_MIN_REFRESH_SECS, "86401"),
+            (VAR_WEBHOOK_KEYS_TIMEOUT_MS, "30001"),
+            (VAR_WEBHOOK_KEYS_TIMEOUT_MS, "soon"),
+        ] {
+            let mut pairs = vec![(VAR_WEBHOOK_KEYS_URL, url), (VAR_ORIGIN_URL, "https://o.example")];
+            pairs.retain(|(k, _)| *k != name);
+            pairs.push((name, value));
+            let err = config(&pairs).unwrap_err();
+            assert_eq!(err.variable, name, "{name}={value}");
+            if value.len() > 4 {
+                assert!(!err.to_string().contains(value), "the value is not shown");
+            }
+        }
+        // Without any of the three, the secrets are required, and the message names all three.
+        let err = config(&[(VAR_ORIGIN_URL, "https://o.example")]).unwrap_err();
+        assert_eq!(err.variable, VAR_WEBHOOK_SECRETS);
+        assert!(err.reason.contains("WEBHOOK_KEYS_URL"));
+    }
+
+    #[test]
     fn public_keys_alone_or_beside_secrets() {
         use postwire_core::{SigningKey, UnixTime, WebhookHeaders};
         let key = SigningKey::from_seed(&[9; 32]);
@@ -651,8 +775,8 @@ mod tests {
         let sig = key.sign("msg_1", t, b"{}").unwrap().to_string();
         let h = WebhookHeaders::new("msg_1", "1700000000", &sig).unwrap();
         let alone = config(&[(VAR_WEBHOOK_PUBLIC_KEYS, &pk), (VAR_ORIGIN_URL, "https://o.example")]).unwrap();
-        assert!(alone.verifier.verify_headers(h, b"{}", t).is_ok());
-        assert!(alone.verifier.verify_headers(h, b"{ }", t).is_err());
+        assert!(alone.verifier.as_ref().unwrap().verify_headers(h, b"{}", t).is_ok());
+        assert!(alone.verifier.as_ref().unwrap().verify_headers(h, b"{ }", t).is_err());
         let two = format!("{pk}, {}", SigningKey::from_seed(&[8; 32]).public_key());
         let both = config(&[
             (VAR_WEBHOOK_SECRETS, S1),
@@ -660,7 +784,7 @@ mod tests {
             (VAR_ORIGIN_URL, "https://o.example"),
         ])
         .unwrap();
-        assert!(both.verifier.verify_headers(h, b"{}", t).is_ok());
+        assert!(both.verifier.as_ref().unwrap().verify_headers(h, b"{}", t).is_ok());
         // Blank public keys and no secrets: the secrets are what is missing.
         assert_eq!(
             config(&[(VAR_WEBHOOK_PUBLIC_KEYS, " , "), (VAR_ORIGIN_URL, "https://o.example")])
@@ -749,7 +873,7 @@ mod tests {
             (
                 cfg.dedup_ttl_secs,
                 cfg.in_flight_ttl_secs,
-                cfg.verifier.tolerance_secs(),
+                cfg.tolerance_secs,
                 cfg.max_body_bytes,
                 cfg.forward_timeout_ms
             ),

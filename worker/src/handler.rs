@@ -17,7 +17,7 @@ use crate::providers::{ProviderRoute, ProviderRoutes, RouteOutcome};
 use crate::reply::{Reply, ReplyCode};
 use crate::verify::VerifiedDelivery;
 use crate::verify::check_payload;
-use crate::verify::inspect::{body_too_large, check_declared_length, check_method, precheck, verify_body};
+use crate::verify::inspect::{body_too_large, check_declared_length, check_method, precheck};
 use postwire_core::UnixTime;
 
 thread_local! {
@@ -84,7 +84,8 @@ async fn handle(mut req: Request, env: &Env) -> Answer {
     };
     let received_ms = now_ms();
     let now = UnixTime::from_secs((received_ms / 1000.0) as i64);
-    let delivery = match verify_body(&config.verifier, delivery_headers, body, now) {
+    // The static keys, plus WEBHOOK_KEYS_URL's (fetched and kept in this isolate).
+    let delivery = match crate::verify::key_set_fetch::verify_delivery(&config, delivery_headers, body, now).await {
         Ok(d) => d,
         Err(reply) => return reply.into(),
     };

@@ -62,11 +62,14 @@ pub enum ReplyCode {
     /// 503 (`LISTEN_TOKEN` set, forward mode): no listener is connected, or it went away
     /// before answering; not acknowledged, retry later.
     ListenerAbsent,
+    /// 503 (`WEBHOOK_KEYS_URL` set): no key to verify with, the key set not fetched (or not
+    /// usable) yet; not forwarded, retry later.
+    KeySetUnavailable,
 }
 
 impl ReplyCode {
     /// Every code, for documentation and exhaustive tests.
-    pub const ALL: [ReplyCode; 21] = [
+    pub const ALL: [ReplyCode; 22] = [
         ReplyCode::Delivered,
         ReplyCode::Duplicate,
         ReplyCode::Accepted,
@@ -88,6 +91,7 @@ impl ReplyCode {
         ReplyCode::DedupUnavailable,
         ReplyCode::OriginTimeout,
         ReplyCode::ListenerAbsent,
+        ReplyCode::KeySetUnavailable,
     ];
 
     /// The stable string form, e.g. `"invalid_signature"`.
@@ -99,6 +103,7 @@ impl ReplyCode {
             ReplyCode::NotFound => "not_found",
             ReplyCode::InboxUnavailable => "inbox_unavailable",
             ReplyCode::ListenerAbsent => "listener_absent",
+            ReplyCode::KeySetUnavailable => ErrorCode::KeySetUnavailable.as_str(),
             ReplyCode::MissingHeader => ErrorCode::MissingHeader.as_str(),
             ReplyCode::InvalidHeader => ErrorCode::InvalidHeader.as_str(),
             ReplyCode::InvalidRequest => "invalid_request",
@@ -133,7 +138,10 @@ impl ReplyCode {
             ReplyCode::PayloadTooLarge => 413,
             ReplyCode::WorkerMisconfigured => 500,
             ReplyCode::OriginRejected | ReplyCode::OriginUnavailable => 502,
-            ReplyCode::DedupUnavailable | ReplyCode::InboxUnavailable | ReplyCode::ListenerAbsent => 503,
+            ReplyCode::DedupUnavailable
+            | ReplyCode::InboxUnavailable
+            | ReplyCode::ListenerAbsent
+            | ReplyCode::KeySetUnavailable => 503,
             ReplyCode::OriginTimeout => 504,
         }
     }

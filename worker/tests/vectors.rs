@@ -136,7 +136,14 @@ fn every_v1a_verify_vector_gives_the_expected_outcome() {
         let now = UnixTime::from_secs(case["now"].as_i64().unwrap());
         match (
             ok,
-            check_request(&config.verifier, DEFAULT_MAX_BODY_BYTES, "POST", &headers, &body, now),
+            check_request(
+                config.verifier.as_ref().unwrap(),
+                DEFAULT_MAX_BODY_BYTES,
+                "POST",
+                &headers,
+                &body,
+                now,
+            ),
         ) {
             (true, Ok(delivery)) => assert_eq!(delivery.body, body, "{name}"),
             (false, Err(reply)) => {

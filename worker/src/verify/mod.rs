@@ -5,6 +5,9 @@
 
 pub mod bearer;
 pub mod inspect;
+pub mod key_set;
+#[cfg(target_arch = "wasm32")]
+pub(crate) mod key_set_fetch;
 pub mod payload;
 
 pub use bearer::{AdminToken, authorized, not_found};
