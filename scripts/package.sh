@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The release steps, checked without uploading anything:
 #   1. `cargo publish --workspace --dry-run`: every publishable crate (postwire-core,
-#      postwire-sender, postwire-server, postwire-cli), packaged and built from its own
+#      postwire-sender, postwire-server, postwire-client, postwire-cli), packaged and built from its own
 #      package, in dependency order, each against the packages of the ones before it.
 #      The other crates of the workspace say `publish = false`; this fails if one that is
 #      not listed here becomes publishable.
@@ -24,7 +24,7 @@ export PATH="$HOME/.cargo/bin:$PATH"
 log() { printf '\033[1;34m[package]\033[0m %s\n' "$*"; }
 die() { echo "package: $*" >&2; exit 1; }
 
-PUBLISHED=(postwire-core postwire-edge-wire postwire-sender postwire-server postwire-cli postwire-receiver)
+PUBLISHED=(postwire-core postwire-edge-wire postwire-sender postwire-server postwire-client postwire-cli postwire-receiver)
 quick=0 npm=1
 for arg in "$@"; do
   case "$arg" in

@@ -1,7 +1,7 @@
 //! Generates the API clients from the committed OpenAPI documents at build time, so a
 //! change to the API that the CLI does not follow fails to compile the CLI.
 //!
-//! Each document is read from `docs/`, down-converted from 3.1 to 3.0
+//! Each document is read from `openapi/` (links to the workspace's `docs/`), down-converted from 3.1 to 3.0
 //! (`build_support/downconvert.rs`), given one error body type per operation and plain
 //! strings (the server checks them), parsed by `openapiv3` and handed to progenitor's
 //! generator; the code goes to `$OUT_DIR` and `src/lib.rs` includes it.
@@ -13,7 +13,9 @@ mod downconvert;
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
-    let docs = manifest.join("../../docs");
+    // Symbolic links to the workspace's docs/openapi.json and docs/ingest-openapi.json, so the
+    // documents are one, and `cargo package` puts their content in this crate's package.
+    let docs = manifest.join("openapi");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
     println!("cargo:rerun-if-changed=build_support/downconvert.rs");
     generate(&docs.join("openapi.json"), &out.join("api.rs"));

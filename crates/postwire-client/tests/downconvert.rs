@@ -14,7 +14,7 @@ fn prepare(doc: Value) -> Value {
 }
 
 fn committed(name: &str) -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/").to_owned() + name;
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/").to_owned() + name;
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 
