@@ -130,9 +130,12 @@ const SUBJECT_COLUMNS: [&str; 2] = [
     "ALTER TABLE deliveries ADD COLUMN post_id TEXT",
     "ALTER TABLE deliveries ADD COLUMN account_id TEXT",
 ];
-/// The schema version the `settings` row `schema` holds once [`SUBJECT_COLUMNS`] exist and
-/// are filled.
-const SCHEMA_VERSION: &str = "2";
+/// The column of version 3: a provider route's headers for the origin (`PROVIDER_ROUTES`),
+/// a JSON array of `[name, value]`; `NULL` for a Standard Webhooks delivery.
+const FORWARDED_COLUMN: &str = "ALTER TABLE deliveries ADD COLUMN forwarded TEXT";
+/// The schema version the `settings` row `schema` holds once [`SUBJECT_COLUMNS`] and
+/// [`FORWARDED_COLUMN`] exist and the subjects are filled.
+const SCHEMA_VERSION: &str = "3";
 
 /// Open deliveries that are first of their key (or have none), due at `?1`, oldest due
 /// first: their ids only (the rows in flight come back too). Read through `open_by_due`
@@ -379,10 +382,12 @@ impl InboxObject {
 
     async fn accept(&self, mut req: Request) -> Reply {
         let headers: Vec<(String, String)> = req.headers().entries().collect();
-        let delivery_headers = match read_headers(&headers) {
+        let mut delivery_headers = match read_headers(&headers) {
             Ok(h) => h,
             Err(reply) => return reply,
         };
+        // A provider route's delivery: its headers for the origin, stored with it.
+        delivery_headers.forwarded = crate::providers::forwarded_from(&headers).unwrap_or_default();
         let header = |name: &str| headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
         let key = header(ORDERING_KEY_HEADER);
         let decoded = |name: &str| {
@@ -457,16 +462,16 @@ impl InboxObject {
         let now = now_ms().round() as i64;
         let cursor = self.sql()?.exec(
             "INSERT INTO deliveries (id, seq, ordering_key, state, open, accepted_ms, next_attempt_ms, \
-             timestamp_raw, signature, content_type, body, post_id, account_id)
+             timestamp_raw, signature, content_type, body, post_id, account_id, forwarded)
              VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM deliveries), ?2, 'pending', 1, ?3,
                      CASE WHEN ?2 IS NOT NULL AND EXISTS
                             (SELECT 1 FROM deliveries WHERE open = 1 AND ordering_key = ?2)
                           THEN ?10 ELSE ?3 END,
-                     ?4, ?5, ?6, ?7, ?8, ?9)
+                     ?4, ?5, ?6, ?7, ?8, ?9, ?11)
              ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, state = 'pending', open = 1,
                accepted_ms = excluded.accepted_ms, next_attempt_ms = excluded.next_attempt_ms,
                finished_ms = NULL, timestamp_raw = excluded.timestamp_raw, signature = excluded.signature,
-               content_type = excluded.content_type, body = excluded.body
+               content_type = excluded.content_type, body = excluded.body, forwarded = excluded.forwarded
              WHERE deliveries.state = 'dead'
              RETURNING attempts",
             vec![
@@ -480,6 +485,7 @@ impl InboxObject {
                 about.post.clone().into(),
                 about.account.clone().into(),
                 WAITING.into(),
+                forwarded_json(&h.forwarded).into(),
             ],
         )?;
         Ok(match rows(cursor)?.first().and_then(|r| int(r, 0)) {
@@ -582,7 +588,7 @@ impl InboxObject {
     /// The stored request of delivery `id`.
     fn load(&self, sql: &SqlStorage, id: &str) -> worker::Result<Option<VerifiedDelivery>> {
         let found = rows(sql.exec(
-            "SELECT timestamp_raw, signature, content_type, body FROM deliveries WHERE id = ?",
+            "SELECT timestamp_raw, signature, content_type, body, forwarded FROM deliveries WHERE id = ?",
             vec![id.into()],
         )?)?;
         let Some(r) = found.first() else {
@@ -602,7 +608,7 @@ impl InboxObject {
                 timestamp,
                 signature,
                 content_type: text(r, 2),
-                forwarded: Vec::new(),
+                forwarded: text(r, 4).map(|json| forwarded_from_json(&json)).unwrap_or_default(),
             },
             body,
         }))
@@ -962,9 +968,26 @@ enum Stored {
     Duplicate,
 }
 
-/// Brings a schema of version 1 (without [`SUBJECT_COLUMNS`]) to [`SCHEMA_VERSION`]: adds
-/// the columns and fills them from the stored bodies, once. Each step can run again after
-/// a failure half-way.
+/// A provider delivery's headers for the origin as stored: a JSON array of `[name, value]`;
+/// `None` (SQL `NULL`) for a Standard Webhooks delivery.
+fn forwarded_json(forwarded: &[(&'static str, String)]) -> Option<String> {
+    if forwarded.is_empty() {
+        return None;
+    }
+    serde_json::to_string(forwarded).ok()
+}
+
+/// The stored headers read back, by [`crate::providers::forwarded_from`]'s rule (only the
+/// names it knows; anything else in the column is ignored).
+fn forwarded_from_json(json: &str) -> Vec<(&'static str, String)> {
+    let pairs: Vec<(String, String)> = serde_json::from_str(json).unwrap_or_default();
+    crate::providers::forwarded_from(&pairs).unwrap_or_default()
+}
+
+/// Brings a schema of version 1 (without [`SUBJECT_COLUMNS`]) or 2 (without
+/// [`FORWARDED_COLUMN`]) to [`SCHEMA_VERSION`]: adds the columns and, from version 1, fills
+/// the subjects from the stored bodies, once. Each step can run again after a failure
+/// half-way.
 fn migrate(sql: &SqlStorage) -> worker::Result<()> {
     let version = rows(sql.exec("SELECT value FROM settings WHERE name = 'schema'", None)?)?
         .first()
@@ -972,14 +995,15 @@ fn migrate(sql: &SqlStorage) -> worker::Result<()> {
     if version.as_deref() == Some(SCHEMA_VERSION) {
         return Ok(());
     }
-    for statement in SUBJECT_COLUMNS {
+    for statement in SUBJECT_COLUMNS.into_iter().chain([FORWARDED_COLUMN]) {
         if let Err(e) = sql.exec(statement, None)
             && !e.to_string().contains("duplicate column")
         {
             return Err(e);
         }
     }
-    let mut after = 0i64;
+    // Version 2 had its subjects filled already.
+    let mut after = if version.as_deref() == Some("2") { i64::MAX } else { 0 };
     loop {
         let page = rows(sql.exec(
             "SELECT seq, body FROM deliveries WHERE seq > ? AND post_id IS NULL AND account_id IS NULL \
