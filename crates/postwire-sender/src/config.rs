@@ -65,6 +65,10 @@ pub struct SenderConfig {
     /// Told about every attempt and claim, for metrics (see [`crate::observe`]).
     /// Default: none.
     pub observer: Option<Arc<dyn DeliveryObserver>>,
+    /// Where new `v1a` signing keys are made, and what signs with the keys kept outside
+    /// this process ([`crate::signer`]). Default: [`InProcessKeys`](crate::signer::InProcessKeys);
+    /// [`Pkcs11Keys`](crate::pkcs11::Pkcs11Keys) for a hardware module.
+    pub key_custody: Arc<dyn crate::signer::KeyCustody>,
 }
 
 impl Default for SenderConfig {
@@ -85,6 +89,7 @@ impl Default for SenderConfig {
             notifier: Arc::new(LogNotifier),
             secret_cipher: None,
             observer: None,
+            key_custody: crate::signer::default_custody(),
         }
     }
 }
@@ -113,6 +118,7 @@ impl std::fmt::Debug for SenderConfig {
             .field("lease", &self.lease)
             .field("idle_poll", &self.idle_poll)
             .field("secret_cipher", &self.secret_cipher)
+            .field("key_custody", &self.key_custody)
             .finish_non_exhaustive()
     }
 }

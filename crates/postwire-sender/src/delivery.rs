@@ -18,12 +18,13 @@ use http::header::{CONTENT_TYPE, HOST, RETRY_AFTER, USER_AGENT};
 use http::{HeaderValue, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
-use postwire_core::{ID_HEADER, SIGNATURE_HEADER, Signer, TIMESTAMP_HEADER, UnixTime};
+use postwire_core::{ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, UnixTime};
 
 use crate::config::SenderConfig;
 use crate::connection_pool::{ConnectionPool, Destination};
 use crate::error::SenderError;
 use crate::model::{AttemptErrorKind, AttemptOutcome};
+use crate::signer::{DeliverySigner, KeyCustody};
 use crate::ssrf::{AddressPolicy, Blocked, CheckedResolver};
 
 /// Checked URLs kept by [`HttpDeliverer`]; past this many the cache starts over.
@@ -48,6 +49,8 @@ pub struct HttpDeliverer {
     timeout: Duration,
     max_body: usize,
     user_agent: HeaderValue,
+    /// Signs with the `v1a` keys kept outside this process ([`crate::signer`]).
+    custody: Arc<dyn KeyCustody>,
     /// URL text -> the result of checking it (form, scheme, literal address): the same
     /// answer every time for a given text and policy, so it is worked out once.
     checked: Arc<Mutex<std::collections::HashMap<String, Result<Target, Blocked>>>>,
@@ -97,6 +100,7 @@ impl HttpDeliverer {
             timeout: config.attempt_timeout,
             max_body: config.max_response_body,
             user_agent,
+            custody: config.key_custody.clone(),
             checked: Arc::default(),
         })
     }
@@ -139,7 +143,7 @@ impl HttpDeliverer {
         url: &str,
         event_id: &str,
         body: Bytes,
-        signer: &Signer,
+        signer: &DeliverySigner,
         timestamp: UnixTime,
     ) -> AttemptReport {
         let start = Instant::now();
@@ -154,15 +158,26 @@ impl HttpDeliverer {
             Err(Blocked::Address { .. }) => return report(error(AttemptErrorKind::BlockedAddress), None),
             Err(_) => return report(error(AttemptErrorKind::InvalidUrl), None),
         };
-        let signature = match signer.sign(event_id, timestamp, &body) {
+        // A key in a hardware module signs there, within the attempt's time; a module
+        // that does not sign fails the attempt (retried), and nothing is sent.
+        let signed = if signer.uses_a_module() {
+            tokio::time::timeout(self.timeout, signer.sign(&*self.custody, event_id, timestamp, &body))
+                .await
+                .unwrap_or(Err(crate::signer::SignError::Timeout))
+        } else {
+            signer.sign(&*self.custody, event_id, timestamp, &body).await
+        };
+        let signature = match signed {
             Ok(s) => s,
+            Err(_) if signer.uses_a_module() => return report(error(AttemptErrorKind::Signing), None),
+            // An event id that cannot be signed cannot be sent either.
             Err(_) => return report(error(AttemptErrorKind::Protocol), None),
         };
         let request = Request::post(target.path)
             .header(HOST, target.host)
             .header(ID_HEADER, event_id)
             .header(TIMESTAMP_HEADER, timestamp.as_secs())
-            .header(SIGNATURE_HEADER, signature.into_string())
+            .header(SIGNATURE_HEADER, signature)
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .header(USER_AGENT, self.user_agent.clone())
             .body(Full::new(body));
@@ -320,7 +335,7 @@ mod tests {
     }
 
     async fn attempt(deliverer: &HttpDeliverer, url: &str) -> AttemptReport {
-        let signer = Signer::new(Secret::generate().unwrap());
+        let signer = DeliverySigner::new(vec![Secret::generate().unwrap()], vec![]).unwrap();
         let body = Bytes::from_static(br#"{"type":"test"}"#);
         deliverer
             .attempt(url, "msg_1", body, &signer, UnixTime::from_secs(1_800_000_000))

@@ -45,7 +45,9 @@
 //! * Secret rotation with 24 h of dual signatures: [`Sender::rotate_secret`].
 //! * `v1a` (ed25519) signatures per subscription (`signing`), with the workspace's key
 //!   pair and its rotation: [`signing`], [`Sender::signing_keys`],
-//!   [`Sender::rotate_signing_key`].
+//!   [`Sender::rotate_signing_key`]; the published key set's id
+//!   ([`Sender::published_key_set`]); keys made and used inside a PKCS #11 module rather
+//!   than in this process: [`signer`], [`pkcs11`].
 //! * Address checks against SSRF, at creation and at every attempt: [`ssrf`].
 //! * Durability and the storage interface, with SQLite (embedded, one process) and
 //!   PostgreSQL (several processes on one queue) behind it: [`store`].
@@ -71,12 +73,14 @@ pub mod notices;
 pub mod notify;
 pub mod observe;
 pub mod ordering;
+pub mod pkcs11;
 pub mod retention;
 pub mod routing;
 pub mod schedule;
 pub mod secret_box;
 mod sender;
 mod signals;
+pub mod signer;
 pub mod signing;
 pub mod ssrf;
 pub mod store;
@@ -102,9 +106,11 @@ pub use model::{
     SigningKeyInfo, SubscriptionRecord, SubscriptionUpdate, Workspace,
 };
 pub use notify::{LogNotifier, Notifier};
+pub use pkcs11::{PinSource, Pkcs11Config, Pkcs11Keys, TokenSelector};
 pub use sender::{
     MAX_INTEGRATION_IDS, MAX_NAME_LEN, MAX_OPERATOR_ENDPOINTS, MAX_PAGE_SIZE, MAX_PUBLISH_BATCH, MAX_RECOVER, Sender,
 };
+pub use signer::{DeliverySigner, InProcessKeys, KeyCustody, SignError, TokenKey, WorkspaceKey};
 pub use store::postgres::{PostgresOptions, PostgresStore};
 pub use store::sqlite::{SqliteOptions, SqliteStore, has_workspace, register_workspaces};
 pub use store::{DeliveryCounts, Purged, QueueCounts, RequeueError, Store};

@@ -8,12 +8,13 @@ use std::fmt;
 use std::str::FromStr;
 
 use postwire_core::{
-    CreatedByKind, EventType, Integration, OperationalEventType, PublicKey, Secret, SigningKey, SigningMode,
-    Subscription, Timestamp,
+    CreatedByKind, EventType, Integration, OperationalEventType, PublicKey, Secret, SigningMode, Subscription,
+    Timestamp,
 };
 use serde::Serialize;
 
 use crate::error::SenderError;
+use crate::signer::WorkspaceKey;
 
 /// A workspace, as registered by the host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -136,8 +137,8 @@ pub struct SubscriptionChanges {
 /// public halves leave it ([`SigningKeyInfo`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkspaceKeys {
-    /// The current signing key.
-    pub current: SigningKey,
+    /// The current signing key (in this process or in a hardware module).
+    pub current: WorkspaceKey,
     /// When it was made.
     pub created_at: Timestamp,
     /// The previous key while a rotation's window is open (or was: the window's end is
@@ -154,7 +155,7 @@ pub struct WorkspaceKeys {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreviousKey {
     /// The key.
-    pub key: SigningKey,
+    pub key: WorkspaceKey,
     /// When it was made.
     pub created_at: Timestamp,
     /// It signs until then (exclusive).
@@ -287,6 +288,9 @@ pub enum AttemptErrorKind {
     InvalidUrl,
     /// The response was not valid HTTP, or the request could not be built.
     Protocol,
+    /// The hardware module that keeps the workspace's `v1a` key did not sign (unreachable,
+    /// token absent, PIN refused); nothing was sent. Retried like any failure.
+    Signing,
 }
 
 impl AttemptErrorKind {
@@ -299,6 +303,7 @@ impl AttemptErrorKind {
             AttemptErrorKind::BlockedAddress => "blocked_address",
             AttemptErrorKind::InvalidUrl => "invalid_url",
             AttemptErrorKind::Protocol => "protocol",
+            AttemptErrorKind::Signing => "signing",
         }
     }
 
@@ -315,6 +320,9 @@ impl AttemptErrorKind {
             }
             AttemptErrorKind::InvalidUrl => "the stored URL is not acceptable any more (for example not https)",
             AttemptErrorKind::Protocol => "the answer was not valid HTTP",
+            AttemptErrorKind::Signing => {
+                "the hardware module holding the signing key did not sign (unreachable, token absent or PIN refused); nothing was sent"
+            }
         }
     }
 
@@ -325,6 +333,7 @@ impl AttemptErrorKind {
             "dns" => AttemptErrorKind::Dns,
             "blocked_address" => AttemptErrorKind::BlockedAddress,
             "invalid_url" => AttemptErrorKind::InvalidUrl,
+            "signing" => AttemptErrorKind::Signing,
             _ => AttemptErrorKind::Protocol,
         }
     }

@@ -25,7 +25,8 @@
 //!    (each backend's `registry::reseal_all`), every secret (current and previous)
 //!    sealed again under the current key, in one transaction.
 //!
-//! A workspace's `v1a` signing keys (current and previous, `whsk_…`) are stored the same
+//! A workspace's `v1a` signing keys (current and previous: `whsk_…`, or the `pkcs11:…`
+//! reference of a key kept in a hardware module, see [`crate::signer`]) are stored the same
 //! way ([`StoredSecret::seal_signing_key`], [`StoredSecret::open_signing_key`]), checked
 //! and sealed again at open and by the background re-encryption with the secrets.
 //!
@@ -44,8 +45,10 @@ use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
-use postwire_core::{Secret, SigningKey};
+use postwire_core::Secret;
 use zeroize::Zeroizing;
+
+use crate::signer::WorkspaceKey;
 
 /// The prefix of sealed text.
 pub const SEALED_PREFIX: &str = "pwenc1.";
@@ -339,9 +342,11 @@ impl StoredSecret {
     }
 
     /// The text to store for a workspace's `v1a` signing key: sealed under the current
-    /// key like the HMAC secrets, or the plain `whsk_…` form without a cipher.
-    pub fn seal_signing_key(cipher: Option<&SecretCipher>, key: &SigningKey) -> Result<String, CipherError> {
-        let text = Zeroizing::new(key.expose());
+    /// key like the HMAC secrets, or the plain form without a cipher (the `whsk_…` key,
+    /// or the `pkcs11:…` reference of a key kept in a module; see
+    /// [`WorkspaceKey::to_stored_text`]).
+    pub fn seal_signing_key(cipher: Option<&SecretCipher>, key: &WorkspaceKey) -> Result<String, CipherError> {
+        let text = key.to_stored_text();
         match cipher {
             Some(c) => c.seal_bytes(text.as_bytes()),
             None => Ok(text.to_string()),
@@ -349,14 +354,14 @@ impl StoredSecret {
     }
 
     /// The signing key a stored text holds: opened with the cipher, or parsed when plain.
-    pub fn open_signing_key(cipher: Option<&SecretCipher>, stored: &str) -> Result<SigningKey, CipherError> {
+    pub fn open_signing_key(cipher: Option<&SecretCipher>, stored: &str) -> Result<WorkspaceKey, CipherError> {
         if !is_sealed(stored) {
-            return SigningKey::parse(stored).map_err(|_| CipherError::NotASecret);
+            return WorkspaceKey::from_stored_text(stored).ok_or(CipherError::NotASecret);
         }
         let cipher = cipher.ok_or_else(|| CipherError::NoCipher(key_id_of(stored).unwrap_or("?").to_owned()))?;
         let bytes = cipher.open_bytes(stored)?;
         let text = std::str::from_utf8(&bytes).map_err(|_| CipherError::NotASecret)?;
-        SigningKey::parse(text).map_err(|_| CipherError::NotASecret)
+        WorkspaceKey::from_stored_text(text).ok_or(CipherError::NotASecret)
     }
 
     /// A stored text of either kind (`whsec_` secret or `whsk_` signing key) sealed again
@@ -368,7 +373,7 @@ impl StoredSecret {
             Zeroizing::new(stored.as_bytes().to_vec())
         };
         let text = std::str::from_utf8(&plain).map_err(|_| CipherError::NotASecret)?;
-        if Secret::parse(text).is_err() && SigningKey::parse(text).is_err() {
+        if Secret::parse(text).is_err() && WorkspaceKey::from_stored_text(text).is_none() {
             return Err(CipherError::NotASecret);
         }
         cipher.seal_bytes(text.as_bytes())

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use postwire_core::{
-    Clock, CreatedSubscription, Event, EventType, Integration, OperationalData, Secret, SigningKey, SigningMode,
-    Subscription, SubscriptionRef, SubscriptionStatus, Timestamp,
+    Clock, CreatedSubscription, Event, EventType, Integration, OperationalData, Secret, SigningMode, Subscription,
+    SubscriptionRef, SubscriptionStatus, Timestamp,
 };
 
 use crate::config::{DUAL_SIGNATURE_WINDOW_MS, HOLD_LIMIT_MS, SenderConfig};
@@ -720,13 +720,20 @@ impl Sender {
         if let Some(keys) = self.inner.store.signing_keys(workspace_id.to_owned()).await? {
             return Ok(keys);
         }
-        let key = SigningKey::generate().map_err(|_| SenderError::storage("no secure random source is available"))?;
+        let custody = &self.inner.config.key_custody;
+        let key = custody.generate().await?;
         let key_set_id = signing::new_key_set_id()?;
-        self.inner
+        let stored = self
+            .inner
             .store
-            .ensure_signing_key(workspace_id.to_owned(), key, key_set_id, self.inner.clock.now())
-            .await?
-            .ok_or_else(|| SenderError::not_found(Resource::Workspace, workspace_id))
+            .ensure_signing_key(workspace_id.to_owned(), key.clone(), key_set_id, self.inner.clock.now())
+            .await;
+        // Another caller (in any process) stored its key first, or nothing was stored:
+        // a key made in a module for nothing is removed from it.
+        if !matches!(&stored, Ok(Some(keys)) if keys.current == key) {
+            custody.discard(key).await;
+        }
+        stored?.ok_or_else(|| SenderError::not_found(Resource::Workspace, workspace_id))
     }
 
     /// The id of the workspace's published key set (`ks_…`, see
@@ -784,15 +791,15 @@ impl Sender {
         let built = build_event(&change, id.clone(), now)?
             .map_err(|_| SenderError::invalid("a test event could not be built"))?;
         let timestamp = now.unix_time();
-        let signer =
-            postwire_core::Signer::with_keys([], [keys.current]).map_err(|_| SenderError::storage("no signing key"))?;
+        let signer = crate::signer::DeliverySigner::new(Vec::new(), vec![keys.current])?;
         let signature = signer
-            .sign(&id, timestamp, built.body.as_bytes())
-            .map_err(|_| SenderError::storage("the sample could not be signed"))?;
+            .sign(&*self.inner.config.key_custody, &id, timestamp, built.body.as_bytes())
+            .await
+            .map_err(|e| SenderError::storage(format!("the sample could not be signed: {e}")))?;
         Ok(SignedSample {
             id,
             timestamp: timestamp.as_secs(),
-            signature: signature.into_string(),
+            signature,
             body: built.body,
         })
     }
@@ -806,19 +813,23 @@ impl Sender {
         v.into_result()?;
         self.require_workspace(workspace_id).await?;
         self.workspace_keys(workspace_id).await?;
-        let key = SigningKey::generate().map_err(|_| SenderError::storage("no secure random source is available"))?;
+        let custody = &self.inner.config.key_custody;
+        let key = custody.generate().await?;
         let now = self.inner.clock.now();
         let until = now.add_millis(DUAL_SIGNATURE_WINDOW_MS);
         let data = OperationalData::SigningKeyRotated {
             previous_key_expires_at: until,
         };
         let notice = notices::new_notice(workspace_id, data, now)?;
-        if !self
+        let rotated = self
             .inner
             .store
-            .rotate_signing_key(workspace_id.to_owned(), key, now, until, notice)
-            .await?
-        {
+            .rotate_signing_key(workspace_id.to_owned(), key.clone(), now, until, notice)
+            .await;
+        if !matches!(rotated, Ok(true)) {
+            custody.discard(key).await;
+        }
+        if !rotated? {
             return Err(SenderError::not_found(Resource::Workspace, workspace_id));
         }
         self.relay_notices().await;

@@ -1,7 +1,7 @@
 //! Which signatures a delivery carries, and which public keys a workspace publishes:
 //! the pure rules of the `v1a` extension (`signing`: `symmetric`, `asymmetric` or
 //! `both`; see `docs/api.md`), called by both store backends when they build a
-//! subscription's [`Signer`] for a claim, and by the sender for the signing-keys listing.
+//! subscription's [`DeliverySigner`] for a claim, and by the sender for the signing-keys listing.
 //!
 //! * `symmetric` (the spec's behaviour): one `v1` entry per secret in use, the current
 //!   one, then the previous one while its 24 h rotation window is open.
@@ -13,10 +13,11 @@
 //! stops signing. The returned `reload_at` is the earliest end of a window that was used,
 //! so a cache of signers knows when its entry goes stale.
 
-use postwire_core::{Secret, Signer, SigningKey, SigningMode, Timestamp};
+use postwire_core::{Secret, SigningMode, Timestamp};
 
 use crate::error::SenderError;
 use crate::model::{SigningKeyInfo, WorkspaceKeys};
+use crate::signer::{DeliverySigner, WorkspaceKey};
 
 /// What signs a subscription's deliveries at a time, as stored.
 #[derive(Debug, Clone)]
@@ -28,16 +29,19 @@ pub struct SigningMaterial {
     /// Its previous secret and the end of that rotation window.
     pub previous_secret: Option<(Secret, Timestamp)>,
     /// The workspace's current signing key (`None` if it has never had one).
-    pub key: Option<SigningKey>,
+    pub key: Option<WorkspaceKey>,
     /// The workspace's previous signing key and the end of that rotation window.
-    pub previous_key: Option<(SigningKey, Timestamp)>,
+    pub previous_key: Option<(WorkspaceKey, Timestamp)>,
 }
 
 /// A subscription's signer at `now`, and when it must be built again (the end of the
 /// earliest open window it used). An `asymmetric` or `both` subscription of a workspace
 /// without a key pair is an internal error: the sender makes the key pair before it
 /// stores such a subscription.
-pub fn signer_at(material: SigningMaterial, now: Timestamp) -> Result<(Signer, Option<Timestamp>), SenderError> {
+pub fn signer_at(
+    material: SigningMaterial,
+    now: Timestamp,
+) -> Result<(DeliverySigner, Option<Timestamp>), SenderError> {
     let SigningMaterial {
         mode,
         secret,
@@ -72,8 +76,7 @@ pub fn signer_at(material: SigningMaterial, now: Timestamp) -> Result<(Signer, O
             note(until);
         }
     }
-    let signer = Signer::with_keys(secrets, keys).map_err(|_| SenderError::storage("no signing material"))?;
-    Ok((signer, reload_at))
+    Ok((DeliverySigner::new(secrets, keys)?, reload_at))
 }
 
 /// The public keys a workspace publishes at `now`: the current one, then the previous
@@ -126,10 +129,11 @@ pub fn is_key_set_id(id: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use postwire_core::{UnixTime, Verifier};
+    use postwire_core::{SigningKey, UnixTime, Verifier};
 
     use super::*;
     use crate::model::PreviousKey;
+    use crate::signer::InProcessKeys;
 
     fn material(
         mode: SigningMode,
@@ -140,46 +144,51 @@ mod tests {
             mode,
             secret: Secret::generate().unwrap(),
             previous_secret: None,
-            key,
-            previous_key,
+            key: key.map(WorkspaceKey::from),
+            previous_key: previous_key.map(|(k, until)| (WorkspaceKey::from(k), until)),
         }
     }
 
-    fn entries(signer: &Signer) -> Vec<String> {
+    async fn sign(signer: &DeliverySigner) -> String {
         signer
-            .sign("msg_1", UnixTime::from_secs(1_800_000_000), b"{}")
+            .sign(&InProcessKeys, "msg_1", UnixTime::from_secs(1_800_000_000), b"{}")
+            .await
             .unwrap()
-            .as_str()
+    }
+
+    async fn entries(signer: &DeliverySigner) -> Vec<String> {
+        sign(signer)
+            .await
             .split(' ')
             .map(|e| e.split(',').next().unwrap().to_owned())
             .collect()
     }
 
-    #[test]
-    fn each_choice_signs_with_its_scheme_in_order() {
+    #[tokio::test]
+    async fn each_choice_signs_with_its_scheme_in_order() {
         let now = Timestamp::from_unix_millis(1_800_000_000_000);
         let key = SigningKey::generate().unwrap();
         let (s, at) = signer_at(material(SigningMode::Symmetric, None, None), now).unwrap();
-        assert_eq!((entries(&s), at), (vec!["v1".to_owned()], None));
+        assert_eq!((entries(&s).await, at), (vec!["v1".to_owned()], None));
         let (s, _) = signer_at(material(SigningMode::Asymmetric, Some(key.clone()), None), now).unwrap();
-        assert_eq!(entries(&s), ["v1a"]);
+        assert_eq!(entries(&s).await, ["v1a"]);
         let (s, _) = signer_at(material(SigningMode::Both, Some(key.clone()), None), now).unwrap();
-        assert_eq!(entries(&s), ["v1", "v1a"]);
+        assert_eq!(entries(&s).await, ["v1", "v1a"]);
         // No key pair for a v1a subscription: a typed internal error, never a v1 fallback.
         let e = signer_at(material(SigningMode::Both, None, None), now).unwrap_err();
         assert_eq!(e.code().as_str(), "internal_error");
     }
 
-    #[test]
-    fn the_previous_key_signs_until_its_window_ends() {
+    #[tokio::test]
+    async fn the_previous_key_signs_until_its_window_ends() {
         let now = Timestamp::from_unix_millis(1_800_000_000_000);
         let old = SigningKey::generate().unwrap();
         let new = SigningKey::generate().unwrap();
         let until = now.add_millis(1_000);
         let m = material(SigningMode::Asymmetric, Some(new.clone()), Some((old.clone(), until)));
         let (s, at) = signer_at(m.clone(), now).unwrap();
-        assert_eq!((entries(&s).len(), at), (2, Some(until)));
-        let value = s.sign("msg_1", UnixTime::from_secs(1_800_000_000), b"{}").unwrap();
+        assert_eq!((entries(&s).await.len(), at), (2, Some(until)));
+        let value = sign(&s).await;
         let headers = [
             ("webhook-id", "msg_1"),
             ("webhook-timestamp", "1800000000"),
@@ -190,13 +199,13 @@ mod tests {
             assert!(v.verify(&headers, b"{}", UnixTime::from_secs(1_800_000_000)).is_ok());
         }
         let (s, at) = signer_at(m, until).unwrap();
-        assert_eq!((entries(&s).len(), at), (1, None));
+        assert_eq!((entries(&s).await.len(), at), (1, None));
         let keys = WorkspaceKeys {
             key_set_id: new_key_set_id().unwrap(),
-            current: new.clone(),
+            current: new.clone().into(),
             created_at: now,
             previous: Some(PreviousKey {
-                key: old.clone(),
+                key: old.clone().into(),
                 created_at: now.add_millis(-5),
                 until,
             }),

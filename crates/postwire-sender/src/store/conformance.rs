@@ -396,11 +396,16 @@ async fn an_idempotency_key_whose_request_died_is_taken_over_after_its_lease_and
 }
 
 /// The entries of a claimed delivery's signature, by version.
-fn versions(d: &super::ClaimedDelivery) -> Vec<String> {
+async fn versions(d: &super::ClaimedDelivery) -> Vec<String> {
     d.signer
-        .sign(&d.event_id, postwire_core::UnixTime::from_secs(1_800_000_000), &d.body)
+        .sign(
+            &crate::signer::InProcessKeys,
+            &d.event_id,
+            postwire_core::UnixTime::from_secs(1_800_000_000),
+            &d.body,
+        )
+        .await
         .unwrap()
-        .as_str()
         .split(' ')
         .map(|e| e.split(',').next().unwrap().to_owned())
         .collect()
@@ -410,11 +415,8 @@ async fn a_workspace_key_pair_is_made_once_rotated_and_signs_what_signing_asks(b
     use postwire_core::{SigningKey, SigningMode};
     let (_dir, store, t0) = store_with_a_subscription(backend).await;
     assert_eq!(store.signing_keys("ws".into()).await.unwrap(), None);
-    let (k1, k2, k3) = (
-        SigningKey::generate().unwrap(),
-        SigningKey::generate().unwrap(),
-        SigningKey::generate().unwrap(),
-    );
+    let key = || crate::signer::WorkspaceKey::from(SigningKey::generate().unwrap());
+    let (k1, k2, k3) = (key(), key(), key());
     // A second first use keeps the first key and key-set id; no workspace, no key.
     let (ks1, ks2) = (
         crate::signing::new_key_set_id().unwrap(),
@@ -493,7 +495,7 @@ async fn a_workspace_key_pair_is_made_once_rotated_and_signs_what_signing_asks(b
     // Claims sign as the choice says, with the workspace's key.
     store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
     let claimed = store.claim(claim_at(t0)).await.unwrap();
-    assert_eq!(versions(&claimed[0]), ["v1", "v1a"]);
+    assert_eq!(versions(&claimed[0]).await, ["v1", "v1a"]);
 
     // A rotation: the old key signs beside the new one until the window's end.
     let until = t0.add_millis(1_000);
@@ -520,15 +522,21 @@ async fn a_workspace_key_pair_is_made_once_rotated_and_signs_what_signing_asks(b
     store.enqueue(vec![test_event(t0)], t0, None).await.unwrap();
     let claimed = store.claim(claim_at(t0.add_millis(999))).await.unwrap();
     assert_eq!(claimed.len(), 1);
-    assert_eq!(versions(&claimed[0]), ["v1a", "v1a"]);
+    assert_eq!(versions(&claimed[0]).await, ["v1a", "v1a"]);
     store.enqueue(vec![test_event(until)], until, None).await.unwrap();
     let claimed = store.claim(claim_at(until)).await.unwrap();
     // The two earlier deliveries' leases are still running: only the new one.
     assert_eq!(claimed.len(), 1);
-    assert_eq!(versions(&claimed[0]), ["v1a"]);
+    assert_eq!(versions(&claimed[0]).await, ["v1a"]);
     let value = claimed[0]
         .signer
-        .sign(&claimed[0].event_id, until.unix_time(), &claimed[0].body)
+        .sign(
+            &crate::signer::InProcessKeys,
+            &claimed[0].event_id,
+            until.unix_time(),
+            &claimed[0].body,
+        )
+        .await
         .unwrap();
     let ts = until.unix_time().as_secs().to_string();
     let headers = [
@@ -536,7 +544,7 @@ async fn a_workspace_key_pair_is_made_once_rotated_and_signs_what_signing_asks(b
         ("webhook-timestamp", ts.as_str()),
         ("webhook-signature", value.as_str()),
     ];
-    let verify = |k: &SigningKey| {
+    let verify = |k: &crate::signer::WorkspaceKey| {
         postwire_core::Verifier::from_public_key(k.public_key()).verify(&headers, &claimed[0].body, until.unix_time())
     };
     assert!(verify(&k2).is_ok() && verify(&k1).is_err());

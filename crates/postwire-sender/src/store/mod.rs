@@ -54,7 +54,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use postwire_core::{Event, Integration, Secret, Signer, SigningKey, Timestamp};
+use postwire_core::{Event, Integration, Secret, Timestamp};
 
 use crate::error::SenderError;
 use crate::events::BuiltEvent;
@@ -64,6 +64,7 @@ use crate::model::{
     StoredSubscription, SubscriptionChanges, Workspace, WorkspaceKeys,
 };
 use crate::notices::{NewNotice, PendingNotice, RELAY_BATCH, relay_event};
+use crate::signer::{DeliverySigner, WorkspaceKey};
 
 /// A boxed, sendable future: what every [`Store`] method returns.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -114,7 +115,7 @@ pub struct ClaimedDelivery {
     /// Signs as [`crate::signing::signer_at`] says for the subscription's `signing`
     /// choice at the claim's time. Shared by the deliveries of one subscription in a
     /// claim.
-    pub signer: Arc<Signer>,
+    pub signer: Arc<DeliverySigner>,
     /// The number of this attempt (1 for the first).
     pub attempt: u32,
     /// When the delivery was created, for publish-to-attempt latency.
@@ -208,7 +209,7 @@ pub trait Store: Send + Sync + 'static {
     fn ensure_signing_key(
         &self,
         workspace_id: String,
-        key: SigningKey,
+        key: WorkspaceKey,
         key_set_id: String,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>>;
@@ -223,7 +224,7 @@ pub trait Store: Send + Sync + 'static {
     fn rotate_signing_key(
         &self,
         workspace_id: String,
-        key: SigningKey,
+        key: WorkspaceKey,
         now: Timestamp,
         previous_until: Timestamp,
         notice: NewNotice,

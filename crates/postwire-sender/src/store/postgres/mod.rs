@@ -105,7 +105,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::{Hook, HookError, ManagerConfig, Pool, RecyclingMethod, Runtime};
-use postwire_core::{Event, Integration, Secret, SigningKey, Timestamp};
+use postwire_core::{Event, Integration, Secret, Timestamp};
 use tokio_postgres::error::SqlState;
 
 use super::{BoxFuture, ClaimRequest, ClaimedDelivery, DeliveryCounts, FinishedAttempt, Store, StoreResult};
@@ -518,7 +518,7 @@ impl Store for PostgresStore {
     fn ensure_signing_key(
         &self,
         workspace_id: String,
-        key: SigningKey,
+        key: crate::signer::WorkspaceKey,
         key_set_id: String,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>> {
@@ -530,7 +530,7 @@ impl Store for PostgresStore {
     fn rotate_signing_key(
         &self,
         workspace_id: String,
-        key: SigningKey,
+        key: crate::signer::WorkspaceKey,
         now: Timestamp,
         previous_until: Timestamp,
         notice: NewNotice,

@@ -9,13 +9,14 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use deadpool_postgres::{GenericClient, Transaction};
-use postwire_core::{EventType, Integration, Signer, SigningMode, SubscriptionRef};
+use postwire_core::{EventType, Integration, SigningMode, SubscriptionRef};
 
 use super::*;
 use crate::model::DeliveryId;
 use crate::ordering::{self, Placement, ordering_hash};
 use crate::routing::{self, EndpointRole, Route, Routed};
 use crate::secret_box::{SecretCipher, StoredSecret};
+use crate::signer::DeliverySigner;
 use crate::signing::{SigningMaterial, signer_at};
 
 /// The namespace (first key) of the two-key advisory locks claims take per subscription.
@@ -585,7 +586,7 @@ struct Candidate {
 
 /// The candidate's signer at `now`, as [`crate::signing::signer_at`] decides; keys are
 /// opened only for subscriptions that sign with them.
-fn signer(c: &Candidate, now: Timestamp, cipher: Option<&SecretCipher>) -> Result<Arc<Signer>, PgErr> {
+fn signer(c: &Candidate, now: Timestamp, cipher: Option<&SecretCipher>) -> Result<Arc<DeliverySigner>, PgErr> {
     let now_ms = now.unix_millis();
     let mode: SigningMode = c.signing.parse().map_err(data)?;
     let previous_secret = match &c.previous {
@@ -911,7 +912,7 @@ fn deliveries_of(
     keyed.sort_by_key(|(key, _)| *key);
     let rows = keyed.into_iter().map(|(_, r)| r);
     let by_seq: HashMap<i64, &Candidate> = candidates.iter().map(|c| (c.seq, c)).collect();
-    let mut signers: HashMap<i64, Arc<Signer>> = HashMap::new();
+    let mut signers: HashMap<i64, Arc<DeliverySigner>> = HashMap::new();
     let mut bodies: HashMap<String, Bytes> = HashMap::new();
     let mut out = Vec::new();
     for r in rows {

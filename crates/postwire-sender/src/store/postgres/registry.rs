@@ -2,7 +2,7 @@
 //! update, delete, rotate). Same statements as the SQLite store's `registry.rs`.
 
 use postwire_core::{
-    CreatedByKind, EventType, Integration, Secret, SigningKey, SigningMode, Subscription, SubscriptionStatus, Timestamp,
+    CreatedByKind, EventType, Integration, Secret, SigningMode, Subscription, SubscriptionStatus, Timestamp,
 };
 use tokio_postgres::Row;
 
@@ -694,7 +694,7 @@ pub(super) async fn key_set(store: &PostgresStore, key_set_id: String) -> StoreR
 pub(super) async fn ensure_signing_key(
     store: &PostgresStore,
     workspace_id: String,
-    key: SigningKey,
+    key: crate::signer::WorkspaceKey,
     key_set_id: String,
     now: Timestamp,
 ) -> StoreResult<Option<WorkspaceKeys>> {
@@ -731,7 +731,7 @@ pub(super) async fn ensure_signing_key(
 pub(super) async fn rotate_signing_key(
     store: &PostgresStore,
     workspace_id: String,
-    key: SigningKey,
+    key: crate::signer::WorkspaceKey,
     now: Timestamp,
     until: Timestamp,
     notice: NewNotice,

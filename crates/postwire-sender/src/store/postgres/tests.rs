@@ -308,11 +308,16 @@ async fn a_version_3_database_is_migrated_to_v1a() {
     let key = postwire_core::SigningKey::generate().unwrap();
     let t0 = Timestamp::from_unix_millis(1_800_000_000_000);
     let made = store
-        .ensure_signing_key("ws".into(), key.clone(), crate::signing::new_key_set_id().unwrap(), t0)
+        .ensure_signing_key(
+            "ws".into(),
+            key.clone().into(),
+            crate::signing::new_key_set_id().unwrap(),
+            t0,
+        )
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(made.current, key);
+    assert_eq!(made.current, key.into());
 }
 
 /// A database of version 8 (before published key sets) is migrated: each workspace with
@@ -349,7 +354,7 @@ async fn a_version_8_database_gets_key_set_ids_for_its_key_pairs() {
     );
     assert_ne!(a, b);
     assert_eq!(ids[2], None);
-    assert_eq!(store.key_set(a).await.unwrap().unwrap().current, key);
+    assert_eq!(store.key_set(a).await.unwrap().unwrap().current, key.into());
 }
 
 /// Three stores claim side by side while one publishes: every delivery is claimed by

@@ -73,7 +73,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicI64;
 use std::sync::{Arc, Mutex};
 
-use postwire_core::{Event, Integration, Secret, SigningKey, Timestamp};
+use postwire_core::{Event, Integration, Secret, Timestamp};
 use rusqlite::{Connection, Transaction};
 
 use self::checkpointer::Checkpointer;
@@ -342,7 +342,7 @@ impl Store for SqliteStore {
     fn ensure_signing_key(
         &self,
         workspace_id: String,
-        key: SigningKey,
+        key: crate::signer::WorkspaceKey,
         key_set_id: String,
         now: Timestamp,
     ) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>> {
@@ -354,7 +354,7 @@ impl Store for SqliteStore {
     fn rotate_signing_key(
         &self,
         workspace_id: String,
-        key: SigningKey,
+        key: crate::signer::WorkspaceKey,
         now: Timestamp,
         previous_until: Timestamp,
         notice: NewNotice,

@@ -3,7 +3,7 @@
 //! clear the claims' targets cache after their commit.
 
 use postwire_core::{
-    CreatedByKind, EventType, Integration, Secret, SigningKey, SigningMode, Subscription, SubscriptionStatus, Timestamp,
+    CreatedByKind, EventType, Integration, Secret, SigningMode, Subscription, SubscriptionStatus, Timestamp,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -550,7 +550,7 @@ pub(super) fn key_set(store: &SqliteStore, key_set_id: String) -> BoxFuture<'_, 
 pub(super) fn ensure_signing_key(
     store: &SqliteStore,
     workspace_id: String,
-    key: SigningKey,
+    key: crate::signer::WorkspaceKey,
     key_set_id: String,
     now: Timestamp,
 ) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>> {
@@ -573,7 +573,7 @@ pub(super) fn ensure_signing_key(
 pub(super) fn rotate_signing_key(
     store: &SqliteStore,
     workspace_id: String,
-    key: SigningKey,
+    key: crate::signer::WorkspaceKey,
     now: Timestamp,
     until: Timestamp,
     notice: NewNotice,

@@ -1,6 +1,6 @@
 //! Where and how to send each subscription's deliveries, cached between claims.
 //!
-//! Claiming needs, per subscription, its public id, its URL and a [`Signer`] with the
+//! Claiming needs, per subscription, its public id, its URL and a [`DeliverySigner`] with the
 //! secrets and keys that sign now ([`crate::signing::signer_at`] decides which). Building
 //! a signer parses the stored secrets and keys and prepares them, so the cache keeps it
 //! between claims. An entry is dropped when the subscription's URL, secrets or signing
@@ -10,11 +10,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use postwire_core::{Signer, SigningMode, Timestamp};
+use postwire_core::{SigningMode, Timestamp};
 use rusqlite::{Connection, OptionalExtension};
 
 use super::{conversion, ts};
 use crate::secret_box::{SecretCipher, StoredSecret};
+use crate::signer::DeliverySigner;
 use crate::signing::{SigningMaterial, signer_at};
 
 /// A subscription's delivery target.
@@ -26,7 +27,7 @@ pub(super) struct Target {
     pub(super) url: String,
     /// Signs as the subscription's `signing` choice says, with the previous secret or key
     /// while its window is open.
-    pub(super) signer: Arc<Signer>,
+    pub(super) signer: Arc<DeliverySigner>,
 }
 
 struct Cached {

@@ -360,7 +360,7 @@ fn a_version_10_file_gets_key_set_ids_for_its_key_pairs() {
     assert_ne!(a, b);
     assert_eq!(ids[2], None);
     let found = runtime.block_on(store.key_set(a)).unwrap().unwrap();
-    assert_eq!(found.current, key);
+    assert_eq!(found.current, key.into());
     drop(store);
     let version: i64 = Connection::open(&path)
         .unwrap()
