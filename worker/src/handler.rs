@@ -85,7 +85,13 @@ async fn handle(mut req: Request, env: &Env) -> Answer {
     let received_ms = now_ms();
     let now = UnixTime::from_secs((received_ms / 1000.0) as i64);
     // The static keys, plus WEBHOOK_KEYS_URL's (fetched and kept in this isolate).
-    let delivery = match crate::verify::key_set_fetch::verify_delivery(&config, delivery_headers, body, now).await {
+    let trust = crate::verify::key_set_fetch::Trust {
+        verifier: config.verifier.as_ref(),
+        static_keys: &config.static_keys,
+        tolerance_secs: config.tolerance_secs,
+        key_set: config.key_set.as_ref(),
+    };
+    let delivery = match crate::verify::key_set_fetch::verify_delivery(&trust, delivery_headers, body, now).await {
         Ok(d) => d,
         Err(reply) => return reply.into(),
     };

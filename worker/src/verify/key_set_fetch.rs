@@ -11,14 +11,30 @@ use futures_channel::oneshot;
 use futures_util::StreamExt;
 use futures_util::future::{Either, select};
 use postwire_core::key_set::MAX_KEY_SET_BYTES;
-use postwire_core::{Error, UnixTime, WebhookHeaders};
+use postwire_core::{Error, TrustedKey, UnixTime, Verifier, WebhookHeaders};
 use worker::{AbortController, AbortSignal, Delay, Fetch, Headers, Method, Request, RequestInit, RequestRedirect};
 
 use super::inspect::{DeliveryHeaders, VerifiedDelivery, verify_body};
 use super::key_set::{Fetched, KeySetCache, KeySetSettings, MAX_KEY_SET_REDIRECTS, no_keys, verifier_with};
-use crate::config::Config;
-use crate::edge::now_ms;
 use crate::reply::{Reply, ReplyCode};
+
+/// JavaScript's clock, in milliseconds (`SystemTime::now()` panics on wasm32).
+fn now_ms() -> f64 {
+    js_sys::Date::now()
+}
+
+/// What a delivery may be verified with: the settings' static keys and the key set's.
+/// (The fields of `Config` it needs, so that `verify` does not depend on `config`.)
+pub(crate) struct Trust<'a> {
+    /// The verifier of `static_keys`, `None` when there are none.
+    pub verifier: Option<&'a Verifier>,
+    /// `WEBHOOK_SECRETS` and `WEBHOOK_PUBLIC_KEYS`.
+    pub static_keys: &'a [TrustedKey],
+    /// `TIMESTAMP_TOLERANCE_SECS`.
+    pub tolerance_secs: u64,
+    /// `WEBHOOK_KEYS_URL` and its knobs.
+    pub key_set: Option<&'a KeySetSettings>,
+}
 
 /// Whether a fetch is in flight in this isolate, and the requests waiting for it.
 #[derive(Default)]
@@ -53,13 +69,13 @@ impl Drop for FetchGuard {
 /// Verifies a delivery against the static keys (`WEBHOOK_SECRETS`, `WEBHOOK_PUBLIC_KEYS`)
 /// and, with `WEBHOOK_KEYS_URL`, the key set's, fetched by the rule of [`super::key_set`].
 pub(crate) async fn verify_delivery(
-    config: &Config,
+    trust: &Trust<'_>,
     headers: DeliveryHeaders,
     body: Vec<u8>,
     now: UnixTime,
 ) -> Result<VerifiedDelivery, Reply> {
-    let Some(settings) = &config.key_set else {
-        return match &config.verifier {
+    let Some(settings) = trust.key_set else {
+        return match trust.verifier {
             Some(verifier) => verify_body(verifier, headers, body, now),
             None => Err(no_keys(None)),
         };
@@ -68,11 +84,11 @@ pub(crate) async fn verify_delivery(
     if CACHE.with(|c| c.borrow().is_stale(now_ms())) {
         refresh(settings).await;
     }
-    match check(config, &headers, &body, now) {
+    match check(trust, &headers, &body, now) {
         Err(reply) if reply.code == ReplyCode::InvalidSignature => {
             // The sender may have rotated: fetch again, at most once per interval.
             if refresh(settings).await {
-                check(config, &headers, &body, now)?;
+                check(trust, &headers, &body, now)?;
             } else {
                 return Err(reply);
             }
@@ -83,12 +99,12 @@ pub(crate) async fn verify_delivery(
 }
 
 /// One check of the signature and timestamp with the keys cached now.
-fn check(config: &Config, headers: &DeliveryHeaders, body: &[u8], now: UnixTime) -> Result<(), Reply> {
+fn check(trust: &Trust<'_>, headers: &DeliveryHeaders, body: &[u8], now: UnixTime) -> Result<(), Reply> {
     let (keys, last_error) = CACHE.with(|c| {
         let c = c.borrow();
         (c.keys().to_vec(), c.last_error().cloned())
     });
-    let Some(verifier) = verifier_with(&config.static_keys, &keys, config.tolerance_secs) else {
+    let Some(verifier) = verifier_with(trust.static_keys, &keys, trust.tolerance_secs) else {
         return Err(no_keys(last_error.as_ref()));
     };
     let view =
