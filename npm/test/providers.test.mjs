@@ -238,3 +238,14 @@ test("postwire/providers in Deno and Bun (their own export conditions): each ver
     }, bin);
   }
 });
+
+test("tsc accepts the providers' consumer files (ESM and CommonJS) against dist/providers*.d.ts, and the adapters' provider overloads", async () => {
+  const { spawnSync } = await import("node:child_process");
+  const npmDir = fileURLToPath(new URL("../", import.meta.url));
+  const tsc = root + "node_modules/typescript/bin/tsc";
+  const r = spawnSync(process.execPath, [tsc, "-p", "test/types/providers.tsconfig.json", "--listFiles"], { cwd: npmDir, encoding: "utf8" });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  for (const types of ["providers.d.ts", "providers.d.cts", "providers/stripe.d.ts", "providers/twilio.d.ts", "providers/generic.d.ts", "providers/github.d.cts"]) {
+    assert.ok(r.stdout.includes(`npm/dist/${types}`), `${types} checked`);
+  }
+});

@@ -39,3 +39,13 @@ export declare function createHandler(
   handlers: EventHandlers,
   options: ExpressHandlerOptions,
 ): (req: RequestLike, res: ResponseLike, next?: (error?: unknown) => void) => void;
+
+/**
+ * Another provider's webhooks: `createHandler({ "invoice.paid": (event) => ... }, { provider: stripe, secret })`
+ * with `import * as stripe from "postwire/providers/stripe"`. Slack's `url_verification` and
+ * Discord's `PING` are answered at once; each delivery is processed once by its id.
+ */
+export declare function createHandler(
+  handlers: import("postwire/providers").ProviderHandlers,
+  options: import("postwire/providers").ProviderHandlerOptions & { limit?: number },
+): (req: RequestLike, res: ResponseLike, next?: (error?: unknown) => void) => void;

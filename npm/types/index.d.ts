@@ -420,9 +420,9 @@ export interface ProcessOnceOptions {
   /** How long one store call may take before the answer is 503, in ms. Default 5000. */
   storeTimeoutMs?: number;
   /** Called with a handler's or the store's error; default `console.error`. */
-  onError?: (error: unknown, event: { id: string; type?: string }) => void;
+  onError?: (error: unknown, event: { id: string; type?: string | null }) => void;
   /** Called when the claim was lost while the handler ran (it may run twice); default `console.warn`. */
-  onClaimLost?: (event: { id: string; type?: string }, info: ClaimLost) => void;
+  onClaimLost?: (event: { id: string; type?: string | null }, info: ClaimLost) => void;
 }
 
 /**

@@ -13,3 +13,13 @@ export declare function memoryStore(options?: MemoryStoreOptions): MemoryStore;
  * `postwire/express` does (400, 202, 200 duplicate, 204, 409, 500, 503).
  */
 export declare function createHandler(handlers: EventHandlers, options: HandlerOptions): (request: Request) => Promise<Response>;
+
+/**
+ * Another provider's webhooks: `createHandler({ "invoice.paid": (event) => ... }, { provider: stripe, secret })`
+ * with `import * as stripe from "postwire/providers/stripe"`. Slack's `url_verification` and
+ * Discord's `PING` are answered at once; each delivery is processed once by its id.
+ */
+export declare function createHandler(
+  handlers: import("postwire/providers").ProviderHandlers,
+  options: import("postwire/providers").ProviderHandlerOptions,
+): (request: Request) => Promise<Response>;

@@ -11,7 +11,7 @@ export declare class StoreFullError extends Error {
 }
 
 /** The default `onClaimLost`: a `console.warn` naming the delivery's id and the stage. */
-export declare function defaultOnClaimLost(event: { id: string; type?: string }, info: ClaimLost): void;
+export declare function defaultOnClaimLost(event: { id: string; type?: string | null }, info: ClaimLost): void;
 
 /** The default lease, in ms (30 s). */
 export declare const DEFAULT_LEASE_MS: number;
@@ -35,7 +35,7 @@ export declare function memoryStore(options?: MemoryStoreOptions): MemoryStore;
  * 503 `store_unavailable` with `retry-after` (the store threw or timed out; not run).
  * `event` is a verified event (`webhook.verifyEvent(...)`), or anything with its `id`.
  */
-export declare function processOnce<E extends { id: string; type?: string }>(
+export declare function processOnce<E extends { id: string; type?: string | null }>(
   event: E,
   handler: (event: E) => unknown,
   store: OnceStore | DeliveryStore,

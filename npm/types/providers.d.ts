@@ -137,3 +137,44 @@ declare const providers: {
   ERROR_CODES: typeof ERROR_CODES;
 };
 export default providers;
+
+/** A provider's entry, as `import * as stripe from "postwire/providers/stripe"` gives it. */
+export interface ProviderEntry {
+  readonly provider: ProviderName;
+  verify(body: ProviderBody, headers: ProviderHeaders, options: any): ProviderDelivery;
+}
+
+/** A verified delivery as the adapters hand it to a handler: the delivery and its provider's name. */
+export interface ProviderEvent extends ProviderDelivery {
+  provider: ProviderName;
+}
+
+/**
+ * The adapters' handlers for another provider: by the provider's event type
+ * (`"invoice.paid"`, `"pull_request"`), and `"*"` for any delivery whose type has no handler
+ * of its own or that has no type (SendGrid, Twilio).
+ */
+export type ProviderHandlers = Record<string, (event: ProviderEvent) => unknown>;
+
+/** `createHandler(handlers, { provider, secret })` of postwire/express, postwire/hono and postwire/next. */
+export interface ProviderHandlerOptions {
+  /** The provider's entry: `import * as stripe from "postwire/providers/stripe"`. */
+  provider: ProviderEntry;
+  /** The key(s), as `verify` takes them; or a function returning them per request (a Worker's `env`). */
+  secret: string | readonly string[] | undefined | (() => string | readonly string[] | undefined);
+  /** The timestamp tolerance in seconds (default the provider's). */
+  toleranceInSeconds?: number;
+  /** Twilio: the URL Twilio calls. */
+  publicUrl?: string;
+  /** generic: the recipe. */
+  recipe?: GenericRecipe;
+  /** Where ids are claimed and marked done; default `memoryStore()` (this process only). */
+  store?: import("postwire").OnceStore | import("postwire").DeliveryStore;
+  /** How long one store call may take before the answer is 503, in ms. Default 5000. */
+  storeTimeoutMs?: number;
+  /** Called with a handler's error before the 500, or the store's before the 503; default `console.error`. */
+  onError?: (error: unknown, event: ProviderEvent) => void;
+  /** Called when a delivery's claim was lost while its handler ran; default `console.warn`. */
+  onClaimLost?: (event: ProviderEvent, info: import("postwire").ClaimLost) => void;
+  keySet?: undefined;
+}

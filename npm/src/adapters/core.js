@@ -16,9 +16,11 @@
 //                          RemoteKeySet of postwire/v1a), no key is cached and the set could not be
 //                          fetched or used; the sender retries
 //   503 {code: "store_unavailable"} + retry-after: the store could not be asked; the handler did not run
+// With options.provider (another provider's webhooks), ../providers/dispatch.js answers instead.
 // The package is imported by its own name, so each runtime's export condition picks the build.
 import { Webhook, WebhookVerificationError, EVENT_TYPES } from "postwire";
 import { memoryStore, onceStore, runOnce, defaultOnClaimLost, DEFAULT_STORE_TIMEOUT_MS } from "../once.js";
+import { createProviderDispatcher } from "../providers/dispatch.js";
 
 export { memoryStore };
 
@@ -31,6 +33,8 @@ const KEY_SET_RETRY_AFTER_SECONDS = 60;
  * delivery: `(body: Uint8Array | string, headers) => Promise<{ status, json?, headers? }>`.
  */
 export function createDispatcher(handlers, options) {
+  // Another provider's webhooks (options.provider: its postwire/providers/<name> entry).
+  if (options?.provider !== undefined) return createProviderDispatcher(handlers, options);
   if (handlers === null || typeof handlers !== "object") {
     throw new TypeError('createHandler expects an object of handlers by event type, e.g. { "post.published": (event) => {} }');
   }
