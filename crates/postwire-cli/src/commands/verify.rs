@@ -128,10 +128,7 @@ pub async fn fetch_key_set(url: &str, timeout: Duration) -> Result<KeySet, Error
                 timeout.as_secs()
             ))
         } else if e.is_redirect() {
-            unavailable(format!(
-                "{}",
-                std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string())
-            ))
+            unavailable(std::error::Error::source(&e).map_or_else(|| e.to_string(), ToString::to_string))
         } else {
             unavailable(format!("the fetch failed: {}", e.without_url()))
         }
