@@ -35,6 +35,7 @@ import { openSync, readSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import os from "node:os";
+import crypto from "node:crypto";
 import { BUILD_DIR, delivery, newSecret, newId, sampleBody, wranglerConfig } from "../test/support/worker.mjs";
 
 const N = Number(process.argv.find((a) => /^\d+$/.test(a)) ?? 3000);
@@ -60,9 +61,22 @@ globalThis.addEventListener ??= () => {};
     timers.delete(id);
   };
 }
-// The origin: answers 200 at once, and counts what it was sent.
+// The origin: answers 200 at once, and counts what it was sent. The key set URL of the v1a
+// scenarios answers its JWKS at once, and counts its fetches.
 let forwarded = 0;
-globalThis.fetch = async () => {
+let keySetFetches = 0;
+const KEY_SET_URL = "https://keys.example/jwks.json";
+const ed25519 = crypto.generateKeyPairSync("ed25519");
+const edX = ed25519.publicKey.export({ format: "jwk" }).x;
+const edKid = crypto.createHash("sha256").update(`{"crv":"Ed25519","kty":"OKP","x":"${edX}"}`).digest("base64url");
+const edWhpk = `whpk_${Buffer.from(edX, "base64url").toString("base64")}`;
+const keySetJson = JSON.stringify({ keys: [{ kty: "OKP", crv: "Ed25519", x: edX, kid: edKid, use: "sig", alg: "EdDSA" }] });
+globalThis.fetch = async (input) => {
+  const url = typeof input === "string" ? input : input.url;
+  if (url === KEY_SET_URL) {
+    keySetFetches += 1;
+    return new Response(keySetJson, { status: 200, headers: { "cache-control": "public, max-age=300" } });
+  }
   forwarded += 1;
   return new Response(null, { status: 200 });
 };
@@ -223,6 +237,25 @@ async function main() {
   {
     const w = new WorkerEntrypoint(ctx, { ...kvEnv, ORIGIN_SECRET: newSecret() });
     results.push(await scenario("KV: first delivery, + origin signature", () => request(fresh()), (r) => w.fetch(r), "delivered"));
+  }
+
+  // v1a (ed25519) of 1 KiB: a fixed WEBHOOK_PUBLIC_KEYS key, then the same key from
+  // WEBHOOK_KEYS_URL, fetched once before measuring and kept in the isolate (a cache hit).
+  const v1aFresh = () => {
+    const id = newId("v1a");
+    const ts = Math.floor(Date.now() / 1000);
+    const body = sampleBody(id, 1024);
+    const sig = crypto.sign(null, Buffer.from(`${id}.${ts}.${body}`), ed25519.privateKey).toString("base64");
+    return { body, headers: { "content-type": "application/json", "webhook-id": id, "webhook-timestamp": String(ts), "webhook-signature": `v1a,${sig}` } };
+  };
+  {
+    const w = new WorkerEntrypoint(ctx, { ...kvEnv, WEBHOOK_SECRETS: undefined, WEBHOOK_PUBLIC_KEYS: edWhpk });
+    results.push(await scenario("KV: first delivery, v1a, WEBHOOK_PUBLIC_KEYS (fixed key)", () => request(v1aFresh()), (r) => w.fetch(r), "delivered"));
+  }
+  {
+    const w = new WorkerEntrypoint(ctx, { ...kvEnv, WEBHOOK_SECRETS: undefined, WEBHOOK_KEYS_URL: KEY_SET_URL });
+    results.push(await scenario("KV: first delivery, v1a, WEBHOOK_KEYS_URL (key set cached)", () => request(v1aFresh()), (r) => w.fetch(r), "delivered"));
+    if (keySetFetches !== 1) throw new Error(`the key set was fetched ${keySetFetches} times, not once`);
   }
 
   // Durable Object mode: the Worker's part (verify, then hand the delivery to the object),
