@@ -126,6 +126,8 @@ command -v curl >/dev/null 2>&1 || apt_pkgs+=(curl)
 # their own (crates/postwire-testpg); no server is left running.
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || apt_pkgs+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || apt_pkgs+=(redis-server)   # npm and Rust receiver stores: throwaway Redis per test run
+# SoftHSM2 (a PKCS #11 token in files): the sender's tests/pkcs11.rs start one per test.
+command -v softhsm2-util >/dev/null 2>&1 || apt_pkgs+=(softhsm2)
 apt_install ${apt_pkgs[@]+"${apt_pkgs[@]}"}
 
 js_py_tools() { # the root node_modules (npm ci) and the Python venv

@@ -658,7 +658,8 @@ pub struct Attempt {
     #[schema(required = true)]
     pub response_body: Option<String>,
     /// Why there was no usable answer: `timeout`, `connection`, `dns`,
-    /// `blocked_address`, `invalid_url` or `protocol`.
+    /// `blocked_address`, `invalid_url`, `protocol`, or `signing` (the hardware module
+    /// keeping the workspace's `v1a` key did not sign; nothing was sent).
     #[schema(required = true)]
     pub error: Option<String>,
 }

@@ -121,6 +121,62 @@ pub struct ServeArgs {
     /// How long a Settings session lasts, in seconds [default: 3600].
     #[arg(long, env = "POSTWIRE_PORTAL_SESSION_TTL_SECS")]
     portal_session_ttl_secs: Option<u64>,
+    /// A PKCS #11 module (the shared library of an HSM, a cloud HSM or SoftHSM2, e.g.
+    /// `/usr/lib/softhsm/libsofthsm2.so`) in whose token new `v1a` signing keys are
+    /// generated (ed25519, non-extractable) and every `v1a` signature by them is made.
+    /// Needs --pkcs11-token-label or --pkcs11-slot, and the user PIN in
+    /// POSTWIRE_PKCS11_PIN or --pkcs11-pin-file (never on the command line). Keys made
+    /// before keep signing in process until the next rotation [default: none, keys in
+    /// process].
+    #[arg(long, env = "POSTWIRE_PKCS11_MODULE")]
+    pkcs11_module: Option<PathBuf>,
+    /// The label of the PKCS #11 token to use [default: none; one of this or --pkcs11-slot
+    /// with --pkcs11-module].
+    #[arg(long, env = "POSTWIRE_PKCS11_TOKEN_LABEL", conflicts_with = "pkcs11_slot")]
+    pkcs11_token_label: Option<String>,
+    /// The slot of the PKCS #11 token to use, instead of its label [default: none].
+    #[arg(long, env = "POSTWIRE_PKCS11_SLOT")]
+    pkcs11_slot: Option<u64>,
+    /// A file holding the token's user PIN (read at each log-in; surrounding whitespace
+    /// ignored), when POSTWIRE_PKCS11_PIN is not set [default: none].
+    #[arg(long, env = "POSTWIRE_PKCS11_PIN_FILE")]
+    pkcs11_pin_file: Option<PathBuf>,
+}
+
+/// The environment variable holding the PKCS #11 user PIN (there is no flag for it).
+pub const PKCS11_PIN_ENV: &str = "POSTWIRE_PKCS11_PIN";
+
+/// The PKCS #11 settings, checked: all or none.
+fn pkcs11_config(args: &ServeArgs) -> Result<Option<postwire_sender::Pkcs11Config>, String> {
+    let Some(module) = args.pkcs11_module.clone() else {
+        if args.pkcs11_token_label.is_some() || args.pkcs11_slot.is_some() || args.pkcs11_pin_file.is_some() {
+            return Err("--pkcs11-token-label, --pkcs11-slot and --pkcs11-pin-file need --pkcs11-module".to_owned());
+        }
+        return Ok(None);
+    };
+    let token = match (&args.pkcs11_token_label, args.pkcs11_slot) {
+        (Some(label), None) => postwire_sender::TokenSelector::Label(label.clone()),
+        (None, Some(slot)) => postwire_sender::TokenSelector::Slot(slot),
+        _ => return Err("--pkcs11-module needs --pkcs11-token-label or --pkcs11-slot".to_owned()),
+    };
+    let pin = match (
+        std::env::var(PKCS11_PIN_ENV).ok().filter(|p| !p.is_empty()),
+        &args.pkcs11_pin_file,
+    ) {
+        (Some(pin), None) => postwire_sender::PinSource::Value(std::sync::Arc::new(zeroize::Zeroizing::new(pin))),
+        (None, Some(file)) => postwire_sender::PinSource::File(file.clone()),
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "give the PKCS #11 PIN once: {PKCS11_PIN_ENV} or --pkcs11-pin-file, not both"
+            ));
+        }
+        (None, None) => {
+            return Err(format!(
+                "--pkcs11-module needs the token's user PIN in {PKCS11_PIN_ENV} or --pkcs11-pin-file"
+            ));
+        }
+    };
+    Ok(Some(postwire_sender::Pkcs11Config { module, token, pin }))
 }
 
 /// The merged settings.
@@ -145,10 +201,12 @@ struct Resolved {
     metrics_addr: Option<String>,
     json_logs: bool,
     otlp_endpoint: Option<String>,
+    pkcs11: Option<postwire_sender::Pkcs11Config>,
 }
 
 fn resolve(args: ServeArgs) -> Result<Resolved, String> {
     let file = settings::load(args.config.as_deref())?;
+    let pkcs11 = pkcs11_config(&args)?;
     let db = args.db.or(file.db);
     let location = settings::location(args.database_url.or(file.database_url), db.clone())?;
     Ok(Resolved {
@@ -157,6 +215,7 @@ fn resolve(args: ServeArgs) -> Result<Resolved, String> {
             settings::Location::Postgres(_) => db.unwrap_or_else(|| PathBuf::from(DEFAULT_DB)),
         },
         location,
+        pkcs11,
         lease_secs: args.lease_secs.or(file.lease_secs),
         attempt_timeout_secs: args.attempt_timeout_secs.or(file.attempt_timeout_secs),
         listen: args.listen.or(file.listen).unwrap_or_else(|| DEFAULT_LISTEN.to_owned()),
@@ -325,6 +384,22 @@ async fn serve(s: Resolved) -> Result<ExitCode, String> {
     if let Some(secs) = s.attempt_timeout_secs {
         sender_config.attempt_timeout = std::time::Duration::from_secs(secs);
     }
+    let signing_keys_shown = match &s.pkcs11 {
+        Some(config) => {
+            let shown = format!(
+                "new v1a keys made and used in the PKCS #11 token {} of {}",
+                match &config.token {
+                    postwire_sender::TokenSelector::Label(label) => format!("{label:?}"),
+                    postwire_sender::TokenSelector::Slot(slot) => format!("in slot {slot}"),
+                },
+                config.module.display()
+            );
+            let keys = postwire_sender::Pkcs11Keys::open(config.clone()).map_err(|e| e.to_string())?;
+            sender_config.key_custody = std::sync::Arc::new(keys);
+            shown
+        }
+        None => "v1a keys made and kept in process (sealed at rest)".to_owned(),
+    };
     let mut options = ServerOptions::new(&s.db);
     if let settings::Location::Postgres(url) = &s.location {
         options.database_url = Some(url.clone());
@@ -375,6 +450,7 @@ async fn serve(s: Resolved) -> Result<ExitCode, String> {
     println!("  API       {base}/public/v1   (OpenAPI: {base}/public/v1/openapi.json)");
     println!("  ingest    {base}/internal/v1   (bearer token {ingest_source})");
     println!("  secrets   encrypted at rest with {}", key.source);
+    println!("  signing   {signing_keys_shown}");
     if let Some(addr) = running.metrics_addr() {
         println!("  metrics   http://{addr}/metrics   (Prometheus; keep this address private)");
     }
