@@ -244,6 +244,11 @@ impl ListenObject {
                 headers.insert(name.to_owned(), value);
             }
         }
+        // A provider route's delivery: its provider, event type and own headers too.
+        let all: Vec<(String, String)> = req.headers().entries().collect();
+        for (name, value) in crate::providers::forwarded_from(&all).unwrap_or_default() {
+            headers.insert(name.to_owned(), value);
+        }
         let id = headers.get(postwire_core::ID_HEADER).cloned().unwrap_or_default();
         let body = req.bytes().await?;
         let result = self.relay(id, headers, body, wait).await;
