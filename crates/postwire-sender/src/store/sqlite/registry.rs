@@ -534,16 +534,19 @@ pub(super) fn signing_keys(
     store.read(move |c| Ok(load_keys(c, &workspace_id, cipher.as_deref())?.flatten()))
 }
 
+/// The statement of [`key_set`].
+pub(super) fn key_set_sql() -> String {
+    format!("SELECT {KEY_COLUMNS} FROM workspaces WHERE key_set_id = ?1")
+}
+
 /// The key set published under `key_set_id`: one read of the unique index on the id.
 pub(super) fn key_set(store: &SqliteStore, key_set_id: String) -> BoxFuture<'_, StoreResult<Option<WorkspaceKeys>>> {
     let cipher = store.cipher.clone();
     store.read(move |c| {
-        Ok(
-            c.prepare_cached(&format!("SELECT {KEY_COLUMNS} FROM workspaces WHERE key_set_id = ?1"))?
-                .query_row([&key_set_id], |r| keys_from_row(r, cipher.as_deref()))
-                .optional()?
-                .flatten(),
-        )
+        Ok(c.prepare_cached(&key_set_sql())?
+            .query_row([&key_set_id], |r| keys_from_row(r, cipher.as_deref()))
+            .optional()?
+            .flatten())
     })
 }
 

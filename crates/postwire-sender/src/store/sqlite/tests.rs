@@ -61,6 +61,9 @@ fn hot_queries_use_their_indexes() {
     // A look-up's range of event numbers reads the two ends of the table, no more.
     let p = plan(super::reads::EVENT_RANGE_SQL);
     assert!(!p.contains("SCAN events"), "{p}");
+    // The public key set is one read of its unique index.
+    let p = plan(&super::registry::key_set_sql());
+    assert!(p.contains("INDEX workspaces_key_set"), "{p}");
 }
 
 #[test]
