@@ -280,7 +280,7 @@ export function createProvidersApi(source) {
       }
     }
     const [id, type, timestamp] = result.split("\n");
-    const text = typeof raw === "string" ? raw : new TextDecoder().decode(raw);
+    const text = typeof raw === "string" ? raw : (decoder ??= new TextDecoder()).decode(raw);
     return {
       id,
       type: type === "" ? null : type,
