@@ -27,10 +27,10 @@ part_vectors() { # the shared test vectors are what tests/vectors/generate.py wr
 part_lint() { # cargo fmt --check, cargo clippy -D warnings (the workspace lints included), no module cycles
   cargo fmt --all --check
   python3 scripts/module-cycles.py
-  # The receiver's store features and the CLI's otel in the same run: one check build.
+  # The receiver's store and key-set features and the CLI's otel in the same run: one check build.
   # (`-p postwire-cli --features otel` alone would resolve tokio, hyper, aws-lc... anew.)
   cargo clippy --workspace --all-targets --locked \
-    --features postwire-receiver/redis,postwire-receiver/postgres,postwire-cli/otel -- -D warnings
+    --features postwire-receiver/redis,postwire-receiver/postgres,postwire-receiver/key-set,postwire-cli/otel -- -D warnings
 }
 part_docs() { # rustdoc with warnings denied: no broken intra-doc links, no bare URLs
   RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet

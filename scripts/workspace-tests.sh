@@ -16,14 +16,15 @@
 #   scripts/workspace-tests.sh exe bin|example NAME   builds, then prints the path of that executable
 #
 # The features: postwire-wasm's providers (the other providers' verifiers, with ed25519 for
-# postwire/v1a; each only adds functions, so the default module's tests run too). --stores adds postwire-receiver's redis and postgres,
+# postwire/v1a; each only adds functions, so the default module's tests run too), and
+# postwire-receiver's key-set (RemoteKeySet). --stores adds postwire-receiver's redis and postgres,
 # whose tests need redis-server, PostgreSQL and node (the postgres part); the build differs
 # from the other by the receiver alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 export PATH="$HOME/.cargo/bin:$PATH"
-FEATURES=postwire-wasm/providers
+FEATURES=postwire-wasm/providers,postwire-receiver/key-set
 if [ "${1:-}" = --stores ]; then
   FEATURES="$FEATURES,postwire-receiver/redis,postwire-receiver/postgres"
   shift
