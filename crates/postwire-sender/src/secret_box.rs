@@ -399,6 +399,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_module_key_reference_is_sealed_opened_and_resealed_like_a_key() {
+        let cipher = SecretCipher::from_key_text(&SecretCipher::generate_key_line().unwrap()).unwrap();
+        let key = WorkspaceKey::Token(crate::signer::TokenKey {
+            id: vec![1, 2, 3],
+            public_key: postwire_core::SigningKey::generate().unwrap().public_key(),
+        });
+        let sealed = StoredSecret::seal_signing_key(Some(&cipher), &key).unwrap();
+        assert!(!sealed.contains("pkcs11:"));
+        assert_eq!(StoredSecret::open_signing_key(Some(&cipher), &sealed).unwrap(), key);
+        let plain = StoredSecret::seal_signing_key(None, &key).unwrap();
+        assert_eq!(StoredSecret::open_signing_key(None, &plain).unwrap(), key);
+        let resealed = StoredSecret::reseal_any(&cipher, &plain).unwrap();
+        assert_eq!(StoredSecret::open_signing_key(Some(&cipher), &resealed).unwrap(), key);
+        assert!(StoredSecret::reseal_any(&cipher, "pkcs11:zz:nope").is_err());
+    }
+
+    #[test]
     fn seals_opens_and_rotates() {
         let old_line = SecretCipher::generate_key_line().unwrap();
         let old = SecretCipher::from_key_text(&old_line).unwrap();
