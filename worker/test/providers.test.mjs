@@ -7,9 +7,10 @@ import { describe, it, before, after, beforeEach } from "node:test";
 import assert from "node:assert/strict";
 import crypto from "node:crypto";
 import { startOrigin } from "./support/origin.mjs";
-import { MODE, startWorker, nowSecs, assertErrorBody } from "./support/worker.mjs";
+import { MODE, startWorker, nowSecs, assertErrorBody, delivery, newSecret } from "./support/worker.mjs";
 import {
   BINDINGS,
+  SW_SECRET,
   STRIPE,
   STRIPE_OLD,
   assertResigned,
@@ -47,6 +48,16 @@ describe(`${MODE}: provider routes, each provider's deliveries re-signed as Stan
       assert.equal(again.json?.code, "duplicate", again.text);
       assert.equal(origin.receivedFor(`stripe:${e.id}`).length, 1);
     }
+  });
+
+  it("a standard-webhooks route: the sender's signature gives way to the origin's", async () => {
+    const d = delivery({ secrets: [SW_SECRET] });
+    const res = await send(worker, "/sw", d);
+    assert.equal(res.json?.code, "delivered", res.text);
+    const r = assertResigned(origin, `sw:${d.id}`, d, { provider: "standard-webhooks", eventType: "webhook.test" });
+    assert.ok(!r.headers["webhook-signature"].includes(d.headers["webhook-signature"].slice(3)), "not the sender's");
+    assert.equal(r.headers["webhook-timestamp"], d.headers["webhook-timestamp"]);
+    assertErrorBody(assert, await send(worker, "/sw", delivery({ secrets: [newSecret()] })), 401, "invalid_signature");
   });
 
   it("two routes' identical provider ids never collide", async () => {

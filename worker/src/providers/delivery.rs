@@ -46,7 +46,8 @@ pub struct Handshake {
 
 /// The provider's own headers handed to the origin beside the `webhook-*` ones (lower-case
 /// names; each only when the request has it). A generic recipe keeps none: its headers are
-/// named in the route, not known here.
+/// named in the route, not known here. None is a `webhook-*` header, `content-type` or a
+/// `postwire-*` one, which the Worker sets itself.
 pub fn kept_headers(provider: &Provider) -> &'static [&'static str] {
     match provider {
         Provider::Stripe => &["stripe-signature"],
@@ -85,7 +86,8 @@ pub fn kept_headers(provider: &Provider) -> &'static [&'static str] {
             "x-twilio-email-event-webhook-timestamp",
         ],
         Provider::Discord => &["x-signature-ed25519", "x-signature-timestamp"],
-        Provider::StandardWebhooks => &["webhook-signature"],
+        // Its `webhook-*` headers are restated; the sender's signature gives way to the
+        // origin's.
         _ => &[],
     }
 }
@@ -389,6 +391,21 @@ mod tests {
             ReplyCode::InvalidSignature,
             "no answer to a forged challenge"
         );
+    }
+
+    #[test]
+    fn no_kept_header_overrides_one_the_worker_sets() {
+        let twilio = Provider::Twilio(postwire_core::providers::TwilioConfig::new("https://x.example/t"));
+        for provider in Provider::PRESETS.into_iter().chain([twilio]) {
+            for name in kept_headers(&provider) {
+                assert!(
+                    !name.starts_with("webhook-") && !name.starts_with("postwire-") && *name != "content-type",
+                    "{}: {name}",
+                    provider.name()
+                );
+                assert_eq!(*name, name.to_ascii_lowercase());
+            }
+        }
     }
 
     #[test]

@@ -28,6 +28,7 @@ const GITHUB = crypto.randomBytes(20).toString("hex");
 const SHOPIFY = `shpss_${crypto.randomBytes(16).toString("hex")}`;
 const SLACK = crypto.randomBytes(16).toString("hex");
 const TWILIO = crypto.randomBytes(16).toString("hex");
+export const SW_SECRET = newSecret();
 const TWILIO_URL = "https://hooks.example.com/twilio/sms?route=main";
 const discordKey = crypto.generateKeyPairSync("ed25519");
 const DISCORD_PUBLIC = discordKey.publicKey.export({ type: "spki", format: "der" }).subarray(12).toString("hex");
@@ -41,6 +42,7 @@ export const ROUTES = `
 /slack          slack    SLACK_SIGNING_SECRET
 /discord        discord  DISCORD_PUBLIC_KEY
 /twilio         twilio   TWILIO_AUTH_TOKEN  url=${TWILIO_URL}
+/sw             standard-webhooks  SW_SECRETS
 /no-secret      github   UNSET_SECRET
 `;
 
@@ -53,6 +55,7 @@ export const BINDINGS = {
   SLACK_SIGNING_SECRET: SLACK,
   DISCORD_PUBLIC_KEY: DISCORD_PUBLIC,
   TWILIO_AUTH_TOKEN: TWILIO,
+  SW_SECRETS: SW_SECRET,
   WEBHOOK_SECRETS: undefined,
 };
 
