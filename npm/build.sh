@@ -16,7 +16,7 @@
 #   dist/adapters/, dist/once.*, dist/stores/: postwire/{express,hono,next}, postwire/once and postwire/stores/* (plain JavaScript)
 #   postwire/v1a: dist/node/v1a.{cjs,mjs} (+ its .wasm and wasm-v1a-inline.cjs), dist/{workerd,edge-light}/v1a.js (+ its .wasm) and dist/web/v1a.js, over a second module built with
 #     postwire-wasm's `ed25519` feature (`whpk_` keys, v1a), so the default module keeps its size
-#   postwire/providers: dist/node/providers{,-import}.cjs, dist/{web,workerd,edge-light}/providers.js over a third
+#   postwire/providers: dist/node/providers{,-import}.cjs, dist/{browser,web,workerd,edge-light}/providers.js over a third
 #     module built with `providers`; dist/providers/<name>.{js,cjs}: one entry per provider importing postwire/providers
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -165,14 +165,17 @@ esbuild src/entries/web-v1a.js --bundle --platform=neutral --format=esm --target
 esbuild src/entries/workerd-v1a.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   --external:./postwire_wasm_v1a_bg.wasm --outfile=dist/workerd/v1a.js --log-level=warning
 cp build/postwire_wasm_v1a_bg.wasm dist/workerd/postwire_wasm_v1a_bg.wasm
-# postwire/providers: Node (file beside the entry, or inlined), workerd, edge-light, and the
-# inlined web build for the rest (browsers, Bun, Deno).
+# postwire/providers: Node (file beside the entry, or inlined), browsers (the .wasm beside
+# the entry, fetched), workerd, edge-light, and the inlined web build for the rest (Bun, Deno).
 node_build node-providers.js providers.cjs postwire_wasm_providers_bg.wasm wasm-providers-inline.cjs
 sed -e 's#\./index\.cjs#./providers.cjs#' \
   -e 's#^0 && (module.exports = {.*#0 \&\& (module.exports = { verify, verifyWith, PROVIDERS, WebhookVerificationError, ERROR_CODES });#' \
   src/entries/node-import.cjs > dist/node/providers-import.cjs
 esbuild src/entries/web-providers.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   --outfile=dist/web/providers.js --log-level=warning
+esbuild src/entries/browser-providers.js --bundle --platform=browser --format=esm --target=es2022 --keep-names \
+  --outfile=dist/browser/providers.js --log-level=warning
+cp build/postwire_wasm_providers_bg.wasm dist/browser/postwire_wasm_providers_bg.wasm
 esbuild src/entries/workerd-providers.js --bundle --platform=neutral --format=esm --target=es2022 --keep-names \
   --external:./postwire_wasm_providers_bg.wasm --outfile=dist/workerd/providers.js --log-level=warning
 cp build/postwire_wasm_providers_bg.wasm dist/workerd/postwire_wasm_providers_bg.wasm

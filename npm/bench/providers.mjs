@@ -81,8 +81,9 @@ for (const r of rows) {
 
 if (process.argv.includes("--sizes")) {
   // What a page or a Worker downloads for one provider entry, as esbuild bundles it
-  // (minified): the browser/Deno/Bun build inlines the wasm as base64 in the JS; workerd
-  // and Node keep the .wasm as its own file (counted beside the JS).
+  // (minified): the browser build fetches the .wasm beside it, workerd imports it as a
+  // module (both counted beside the JS); the default build (Bun, Deno, other runtimes)
+  // inlines it as base64 in the JS.
   const npmDir = join(here, "..");
   const root = join(npmDir, "..");
   const esbuild = join(root, "node_modules/.bin/esbuild");
@@ -94,7 +95,7 @@ if (process.argv.includes("--sizes")) {
     console.log("| --- | --- | ---: | ---: | ---: | ---: | ---: |");
     const wasm = readFileSync(join(npmDir, "dist/workerd/postwire_wasm_providers_bg.wasm"));
     for (const entry of ["postwire/providers/stripe", "postwire/providers/github", "postwire/providers", "postwire"]) {
-      for (const [platform, conditions] of [["browser", "browser"], ["workerd", "workerd,worker"]]) {
+      for (const [platform, conditions] of [["browser", "browser"], ["workerd", "workerd,worker"], ["default (inlined)", "default"]]) {
         const src = join(dir, "in.mjs");
         writeFileSync(src, `import * as m from ${JSON.stringify(entry)}; globalThis.m = m;\n`);
         const out = join(dir, "out");
@@ -104,6 +105,16 @@ if (process.argv.includes("--sizes")) {
         for (const f of readdirSync(out)) {
           const bytes = readFileSync(join(out, f));
           if (f.endsWith(".wasm")) { w += bytes.length; wGz += gz(bytes); } else if (f.endsWith(".js")) { js += bytes.length; jsGz += gz(bytes); }
+        }
+        // The browser builds fetch their .wasm by URL (new URL(…, import.meta.url)), which
+        // esbuild leaves as is: the file is downloaded beside the bundle.
+        const bundled = readFileSync(join(out, "in.js"), "utf8");
+        for (const name of ["postwire_wasm_providers_bg.wasm", "postwire_wasm_bg.wasm"]) {
+          if (w === 0 && bundled.includes(`"./${name}"`)) {
+            const bytes = readFileSync(join(npmDir, "dist/browser", name));
+            w += bytes.length;
+            wGz += gz(bytes);
+          }
         }
         rmSync(out, { recursive: true });
         console.log(`| \`${entry}\` | ${platform} | ${kb(js)} kB | ${kb(jsGz)} kB | ${w ? kb(w) + " kB" : "inlined"} | ${w ? kb(wGz) + " kB" : ""} | ${kb(jsGz + wGz)} kB |`);

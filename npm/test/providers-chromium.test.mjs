@@ -1,5 +1,6 @@
 // postwire/providers in a page of real headless Chromium (Debian's /usr/bin/chromium, driven
-// by playwright-core; nothing downloaded), bundled by esbuild for the browser: deliveries
+// by playwright-core; nothing downloaded), bundled by esbuild for the browser (the
+// browser build, which fetches its .wasm beside the bundle, streaming): deliveries
 // signed by the providers' SDKs in Node verify in the page, a changed byte is refused.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -29,7 +30,7 @@ after(async () => {
   await browser?.close();
 });
 
-test("Chromium: SDK-signed deliveries of every provider verify in a page (esbuild browser bundle), a changed byte is refused", async () => {
+test("Chromium: SDK-signed deliveries of every provider verify in a page (esbuild browser bundle, the .wasm fetched), a changed byte is refused", async () => {
   const now = Math.floor(Date.now() / 1000);
   const cases = {};
   for (const [name, maker] of Object.entries(PROVIDER_CASES)) {
@@ -40,6 +41,8 @@ test("Chromium: SDK-signed deliveries of every provider verify in a page (esbuil
     "/": ["text/html", '<!doctype html><script type="module" src="/page.js"></script>'],
     "/page.js": ["text/javascript", readFileSync(outDir + "page.js", "utf8")],
     "/cases.json": ["application/json", JSON.stringify(cases)],
+    // The browser build fetches its module beside the bundle.
+    "/postwire_wasm_providers_bg.wasm": ["application/wasm", readFileSync(npmDir + "dist/browser/postwire_wasm_providers_bg.wasm")],
   };
   const page = await browser.newPage();
   const errors = [];
