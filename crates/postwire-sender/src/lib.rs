@@ -86,6 +86,10 @@ pub mod ssrf;
 pub mod store;
 pub mod tuning;
 
+/// A boxed, sendable future: what every [`store::Store`] method and every
+/// [`signer::DeliverySigner`] returns.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
 // The core types a host needs to call the sender, so an embedder depends on one crate.
 pub use postwire_core::{
     Clock, CreatedByKind, DisconnectReason, Event, EventType, Integration, ManualClock, PostState, PublicKey, Secret,

@@ -29,8 +29,8 @@ use std::sync::Arc;
 
 use postwire_core::{AsymmetricSignature, PublicKey, Secret, Signer, SigningKey, UnixTime};
 
+use crate::BoxFuture;
 use crate::error::SenderError;
-use crate::store::BoxFuture;
 
 /// The prefix of a stored reference to a key kept in a PKCS #11 module:
 /// `pkcs11:<the key's CKA_ID in hex>:<its whpk_ public key>`.

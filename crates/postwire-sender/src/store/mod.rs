@@ -50,8 +50,6 @@ pub mod postgres;
 pub mod sqlite;
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use postwire_core::{Event, Integration, Secret, Timestamp};
@@ -66,8 +64,9 @@ use crate::model::{
 use crate::notices::{NewNotice, PendingNotice, RELAY_BATCH, relay_event};
 use crate::signer::{DeliverySigner, WorkspaceKey};
 
-/// A boxed, sendable future: what every [`Store`] method returns.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed, sendable future: what every [`Store`] method returns (defined at the crate's
+/// root, where the signers' traits use it too without depending on the store).
+pub use crate::BoxFuture;
 
 /// The result of a store operation.
 pub type StoreResult<T> = Result<T, SenderError>;
