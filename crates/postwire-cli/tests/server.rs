@@ -693,8 +693,13 @@ fn stored_signing_keys(db: &Path, key_file: &Path, workspace: &str) -> (Vec<Stri
         .unwrap()
         .expect("the workspace has a key pair");
     let previous = keys.previous.expect("a rotated key pair keeps the previous key");
+    // `serve` without a PKCS #11 module keeps its keys in process.
+    let whsk = |key: &postwire_sender::WorkspaceKey| match key {
+        postwire_sender::WorkspaceKey::InProcess(k) => k.expose(),
+        postwire_sender::WorkspaceKey::Token(_) => panic!("an in-process key was expected"),
+    };
     (
-        vec![keys.current.expose(), previous.key.expose()],
+        vec![whsk(&keys.current), whsk(&previous.key)],
         vec![
             keys.current.public_key().to_string(),
             previous.key.public_key().to_string(),
