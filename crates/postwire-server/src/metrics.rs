@@ -3,7 +3,7 @@
 //! What to watch in production, as metrics (names as exported):
 //! * `postwire_delivery_attempts_total{outcome}`: attempts by outcome (`delivered`,
 //!   `http_error`, `timeout`, `connection`, `dns`, `blocked_address`, `invalid_url`,
-//!   `protocol`); the failure rate is everything but `delivered` over the total;
+//!   `protocol`, `signing`); the failure rate is everything but `delivered` over the total;
 //! * `postwire_delivery_latency_seconds`: publish to `2xx`, a histogram;
 //! * `postwire_deliveries{state}`: the queue (`pending`, `waiting`, `held`), read from
 //!   the store at each scrape;
