@@ -71,16 +71,9 @@ async fn handle(mut req: Request, env: &Env) -> Answer {
         Ok(h) => h,
         Err(reply) => return reply.into(),
     };
-    let body = match body::read_limited(&mut req, config.max_body_bytes).await {
-        Ok(body::Body::Complete(bytes)) => bytes,
-        Ok(body::Body::TooLarge) => return body_too_large(config.max_body_bytes).into(),
-        Err(_) => {
-            return Reply::new(
-                ReplyCode::InvalidRequest,
-                "the request body could not be read to its end",
-            )
-            .into();
-        }
+    let body = match read_body(&mut req, config.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(answer) => return answer,
     };
     let received_ms = now_ms();
     let now = UnixTime::from_secs((received_ms / 1000.0) as i64);
@@ -103,6 +96,20 @@ async fn handle(mut req: Request, env: &Env) -> Answer {
         DeliveryMode::Forward => None,
     };
     dispatch(env, &config, &delivery, key.as_deref(), received_ms).await
+}
+
+/// The request's body within `max_body_bytes`, or the answer that refuses it: `413` when
+/// it is larger, `400` when it cannot be read to its end.
+async fn read_body(req: &mut Request, max_body_bytes: usize) -> Result<Vec<u8>, Answer> {
+    match body::read_limited(req, max_body_bytes).await {
+        Ok(body::Body::Complete(bytes)) => Ok(bytes),
+        Ok(body::Body::TooLarge) => Err(body_too_large(max_body_bytes).into()),
+        Err(_) => Err(Reply::new(
+            ReplyCode::InvalidRequest,
+            "the request body could not be read to its end",
+        )
+        .into()),
+    }
 }
 
 /// A request on a provider route: method, declared size, the route's keys, the body within
@@ -131,16 +138,9 @@ async fn provider_route(mut req: Request, env: &Env, route: &ProviderRoute, meth
         Ok(v) => v,
         Err(detail) => return misconfigured(detail).into(),
     };
-    let body = match body::read_limited(&mut req, config.max_body_bytes).await {
-        Ok(body::Body::Complete(bytes)) => bytes,
-        Ok(body::Body::TooLarge) => return body_too_large(config.max_body_bytes).into(),
-        Err(_) => {
-            return Reply::new(
-                ReplyCode::InvalidRequest,
-                "the request body could not be read to its end",
-            )
-            .into();
-        }
+    let body = match read_body(&mut req, config.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(answer) => return answer,
     };
     let received_ms = now_ms();
     let now = UnixTime::from_secs((received_ms / 1000.0) as i64);
